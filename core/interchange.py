@@ -1,0 +1,141 @@
+"""The interchange format: JSON Lines, one message a line (see shared/transcripts/README.md).
+
+An assistant line with `name` + `tool_args` is one tool call; the next `tool` line with that `name` is its result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from core.messages import ROLES, Message, ToolCall, new_id
+
+
+class TranscriptError(ValueError):
+    """Bad input in a transcript, naming the file, line and field."""
+
+    def __init__(self, source: str, line: int, problem: str):
+        self.source, self.line, self.problem = source, line, problem
+        super().__init__(f"{source}, line {line}: {problem}")
+
+
+def _decode_line(raw: bytes | str) -> str:
+    if isinstance(raw, bytes):
+        # Non-UTF-8 bytes must not crash an import; they become U+FFFD.
+        return raw.decode("utf-8", errors="replace")
+    return raw
+
+
+def message_from_record(record: Any, *, source: str, line: int) -> Message:
+    """One parsed JSON object to a Message; TranscriptError names what is wrong."""
+    if not isinstance(record, dict):
+        raise TranscriptError(source, line, f"expected a JSON object, got {type(record).__name__}")
+    role = record.get("role")
+    if role not in ROLES:
+        raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(ROLES)}, got {role!r}")
+    content = record.get("content", "")
+    if content is None:
+        content = ""
+    if not isinstance(content, str):
+        raise TranscriptError(source, line, f"field 'content' must be a string, got {type(content).__name__}")
+    name = record.get("name")
+    if name is not None and not isinstance(name, str):
+        raise TranscriptError(source, line, f"field 'name' must be a string or null, got {type(name).__name__}")
+    args = record.get("tool_args")
+    if args is not None and not isinstance(args, dict):
+        raise TranscriptError(source, line, f"field 'tool_args' must be an object or null, got {type(args).__name__}")
+    extra: dict[str, Any] = {}
+    if isinstance(record.get("id"), str) and record["id"]:
+        extra["id"] = record["id"]
+    if isinstance(record.get("created_at"), (int, float)):
+        extra["created_at"] = float(record["created_at"])
+    if isinstance(record.get("pinned"), bool):
+        extra["pinned"] = record["pinned"]
+    if record.get("incomplete") is True:
+        extra["incomplete"] = True
+    if role == "assistant" and name:
+        call_id = record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else new_id()
+        return Message(role="assistant", content=content,
+                       tool_calls=(ToolCall(id=call_id, name=name, arguments=args or {}),), **extra)
+    if role == "tool":
+        call_id = record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else None
+        return Message(role="tool", content=content, name=name, tool_call_id=call_id, **extra)
+    return Message(role=role, content=content, **extra)
+
+
+def pair_tool_results(messages: list[Message]) -> list[Message]:
+    """Give each tool result without a call id the id of the earliest unanswered call with the same name."""
+    pending: dict[str | None, deque[str]] = defaultdict(deque)
+    answered: set[str] = set()
+    out: list[Message] = []
+    for m in messages:
+        for call in m.tool_calls:
+            pending[call.name].append(call.id)
+        if m.role == "tool":
+            if m.tool_call_id is None:
+                queue = pending.get(m.name)
+                while queue and queue[0] in answered:
+                    queue.popleft()
+                if queue:
+                    m = m.with_changes(tool_call_id=queue.popleft())
+            if m.tool_call_id:
+                answered.add(m.tool_call_id)
+        out.append(m)
+    return out
+
+
+def iter_jsonl(lines: Iterable[bytes | str], source: str) -> Iterator[Message]:
+    for number, raw in enumerate(lines, start=1):
+        text = _decode_line(raw).strip()
+        if not text:
+            continue
+        try:
+            record = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(source, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        yield message_from_record(record, source=source, line=number)
+
+
+def read_transcript(path: str | Path) -> list[Message]:
+    """Read an interchange JSONL file. Raises TranscriptError (file, line, field) or OSError."""
+    path = Path(path)
+    with path.open("rb") as fh:
+        return pair_tool_results(list(iter_jsonl(fh, str(path))))
+
+
+def message_to_record(message: Message) -> dict[str, Any]:
+    """A Message as an interchange record. Extra keys (id, tool_call_id, ...) are allowed by the format."""
+    record: dict[str, Any] = {"role": message.role, "content": message.content, "name": None, "tool_args": None}
+    if message.tool_calls:
+        call = message.tool_calls[0]
+        record.update(name=call.name, tool_args=call.arguments, tool_call_id=call.id)
+    elif message.role == "tool":
+        record.update(name=message.name, tool_call_id=message.tool_call_id)
+    record["id"] = message.id
+    record["created_at"] = message.created_at
+    if message.pinned:
+        record["pinned"] = True
+    if message.incomplete:
+        record["incomplete"] = True
+    return record
+
+
+def split_multi_calls(message: Message) -> list[Message]:
+    """The interchange format has one call a line: an assistant message with several calls becomes several lines."""
+    if len(message.tool_calls) <= 1:
+        return [message]
+    first = message.with_changes(tool_calls=message.tool_calls[:1])
+    rest = [message.with_changes(id=f"{message.id}-{i}", content="", tool_calls=(call,))
+            for i, call in enumerate(message.tool_calls[1:], start=1)]
+    return [first, *rest]
+
+
+def dumps_jsonl(messages: Iterable[Message]) -> str:
+    lines = []
+    for message in messages:
+        for part in split_multi_calls(message):
+            lines.append(json.dumps(message_to_record(part), ensure_ascii=False))
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,162 @@
+"""One interface for every model backend: stream a chat completion, cancel it, know the window, count tokens."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from core.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChunk:
+    """A text delta while streaming; the last chunk has done=True with usage and finish_reason."""
+
+    text: str = ""
+    done: bool = False
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    usage: Usage | None
+    finish_reason: str | None
+
+
+class CancelToken:
+    """Set from any thread to stop a stream; providers register a closer that drops the connection at once."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._closers: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        self._event.set()
+        with self._lock:
+            closers, self._closers = self._closers, []
+        for close in closers:
+            try:
+                close()
+            except Exception:  # noqa: BLE001 - closing an already-closed stream is fine
+                pass
+
+    def on_cancel(self, close: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._closers.append(close)
+                return
+        close()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to `seconds`, waking early on cancel; True if cancelled."""
+        return self._event.wait(seconds)
+
+
+class ProviderError(Exception):
+    """A backend failure with a message fit to show a user. Never contains an API key."""
+
+    retryable = False
+
+
+class AuthError(ProviderError):
+    pass
+
+
+class ModelNotFound(ProviderError):
+    pass
+
+
+class RateLimited(ProviderError):
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ServerError(ProviderError):
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    retryable = True
+
+
+class ProviderUnavailable(ProviderError):
+    """Cannot connect, or the backend cannot load."""
+
+    retryable = True
+
+
+class ContextLengthExceeded(ProviderError):
+    pass
+
+
+class MalformedResponse(ProviderError):
+    pass
+
+
+class StreamInterrupted(ProviderError):
+    """The stream stopped mid-reply; `partial` holds what had arrived."""
+
+    def __init__(self, message: str, partial: str = ""):
+        super().__init__(message)
+        self.partial = partial
+
+
+class Cancelled(ProviderError):
+    def __init__(self, message: str = "cancelled by the user", partial: str = ""):
+        super().__init__(message)
+        self.partial = partial
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """What the engine, the CLI and the GUI need of a backend."""
+
+    name: str
+    model: str
+
+    def context_window(self) -> int: ...
+
+    def stream_chat(
+        self,
+        messages: list[Message],
+        *,
+        max_tokens: int = 512,
+        temperature: float = 0.7,
+        json_schema: dict[str, Any] | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[ChatChunk]: ...
+
+    def count_tokens(self, text: str) -> int | None:
+        """Exact count from the backend's tokenizer, or None where it has none."""
+        ...
+
+    def list_models(self) -> list[str]: ...
+
+
+def complete(provider: Provider, messages: list[Message], **kwargs: Any) -> Completion:
+    """Run a stream to its end and return the whole text."""
+    parts: list[str] = []
+    usage = finish = None
+    for chunk in provider.stream_chat(messages, **kwargs):
+        parts.append(chunk.text)
+        if chunk.done:
+            usage, finish = chunk.usage, chunk.finish_reason
+    return Completion(text="".join(parts), usage=usage, finish_reason=finish)

@@ -1,0 +1,101 @@
+"""Summary records: what a summarization produced, what it covered, and how it was made."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from core.messages import new_id
+
+SummaryMode = Literal["rule", "llm", "hybrid"]
+RecordStatus = Literal["active", "merged", "undone"]
+
+MAX_KEY_POINTS = 30
+
+
+class ActionItem(BaseModel):
+    owner: str = ""
+    task: str
+    due: str = ""
+
+
+class CommandRun(BaseModel):
+    command: str
+    exit_code: int | None = None
+    count: int = 1
+
+
+class ToolUsage(BaseModel):
+    tool: str
+    count: int
+    notable: list[str] = Field(default_factory=list)
+
+
+class Facets(BaseModel):
+    """Structured facts pulled out of the covered messages."""
+
+    decisions: list[str] = Field(default_factory=list)
+    action_items: list[ActionItem] = Field(default_factory=list)
+    unresolved_questions: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    files_read: list[str] = Field(default_factory=list)
+    files_modified: list[str] = Field(default_factory=list)
+    commands: list[CommandRun] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    tool_usage: list[ToolUsage] = Field(default_factory=list)
+    participants: list[str] = Field(default_factory=list)
+    user_requests: list[str] = Field(default_factory=list)
+
+
+class CoveredMessage(BaseModel):
+    id: str
+    sha256: str
+
+
+class Retention(BaseModel):
+    """Which facts of the covered messages are still visible to the model (see core.retention)."""
+
+    kept: dict[str, int] = Field(default_factory=dict)
+    total: dict[str, int] = Field(default_factory=dict)
+    missing: dict[str, list[str]] = Field(default_factory=dict)
+
+    def describe(self, limit: int = 5) -> str:
+        parts = [f"{kind} {self.kept.get(kind, 0)}/{n}" for kind, n in self.total.items() if n]
+        missing = [item for items in self.missing.values() for item in items]
+        text = ", ".join(parts) if parts else "no facts to keep"
+        if missing:
+            more = f" (+{len(missing) - limit} more)" if len(missing) > limit else ""
+            text += "; missing: " + ", ".join(missing[:limit]) + more
+        return text
+
+
+class SummaryRecord(BaseModel):
+    id: str = Field(default_factory=new_id)
+    created_at: float = Field(default_factory=time.time)
+    depth: int = 1
+    parent_id: str | None = None
+    mode: SummaryMode = "rule"
+    text: str = ""
+    key_points: list[str] = Field(default_factory=list, max_length=MAX_KEY_POINTS)
+    facets: Facets = Field(default_factory=Facets)
+    # Messages this summarization archived directly, with a fingerprint of each original.
+    covered: list[CoveredMessage] = Field(default_factory=list)
+    # Earlier summaries folded into this one (merge at the maximum chain depth).
+    merged_ids: list[str] = Field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    trigger: str = "manual"
+    usage_ratio: float = 0.0
+    instructions: str | None = None
+    fallback_used: bool = False
+    fallback_reason: str | None = None
+    redactions: int = 0
+    duration_ms: float = 0.0
+    status: RecordStatus = "active"
+    retention: Retention | None = None
+
+    @property
+    def covered_ids(self) -> list[str]:
+        return [c.id for c in self.covered]

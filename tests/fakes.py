@@ -1,0 +1,38 @@
+"""Test doubles for fault paths only: real backends are tested against real servers elsewhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from core.messages import Message
+from core.providers.base import ChatChunk, ProviderError, Usage
+
+
+@dataclass
+class ScriptedProvider:
+    """Replays scripted replies or raises scripted errors, to inject failures a real model cannot produce on demand."""
+
+    replies: list[str | Exception] = field(default_factory=list)
+    window: int = 8192
+    name: str = "scripted"
+    model: str = "scripted"
+    calls: list[list[Message]] = field(default_factory=list)
+
+    def context_window(self) -> int:
+        return self.window
+
+    def stream_chat(self, messages, *, max_tokens=512, temperature=0.7, json_schema=None, cancel=None):
+        self.calls.append(list(messages))
+        if not self.replies:
+            raise ProviderError("scripted provider has no reply left")
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        yield ChatChunk(text=reply)
+        yield ChatChunk(done=True, usage=Usage(0, 0), finish_reason="stop")
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def list_models(self) -> list[str]:
+        return [self.model]
