@@ -20,7 +20,6 @@ class SummarizationPolicy(BaseModel):
     min_recent: int = Field(2, ge=1, le=1_000, description="the tail may shrink to this many when still over budget")
     max_depth: int = Field(3, ge=1, le=20, description="summaries in the chain before the oldest are merged")
     max_summary_tokens: int = Field(1200, ge=50, le=100_000, description="cap on one summary's tokens")
-    summarizer_reserve: int = Field(0, ge=0, le=1_000_000, description="tokens held back for the summarizer's own output")
     preserve_error_details: bool = False
     abort_on_failure: bool = False
     extra_instructions: str = Field("", max_length=4000)

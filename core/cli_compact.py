@@ -1,0 +1,127 @@
+"""`precis compact`: replay a transcript as a live chat under the automatic policy and show what the model sees."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+
+from core.engine import Budget, ContextEngine, Prompt
+from core.interchange import TranscriptError, message_to_record, read_transcript
+from core.messages import Message
+from core.policy import SummarizationPolicy
+from core.summarize import make_summarizer
+from core.tokens import TokenCounter
+
+
+@dataclass
+class ReplayResult:
+    engine: ContextEngine
+    prompt: Prompt
+    originals: list[Message]
+
+
+def replay(messages: list[Message], engine: ContextEngine) -> ReplayResult:
+    """Append each message as it would arrive in a live chat, letting the policy summarize as it goes."""
+    for message in messages:
+        engine.append(message)
+    return ReplayResult(engine=engine, prompt=engine.assemble(), originals=messages)
+
+
+def archived_indices(result: ReplayResult) -> list[int]:
+    """Indices of original messages not present verbatim in the prompt."""
+    verbatim = {item.source_id for item in result.prompt.items if item.kind in ("system", "message", "tool_output")}
+    return [i for i, m in enumerate(result.originals) if m.id not in verbatim]
+
+
+def result_json(result: ReplayResult) -> dict:
+    engine, prompt = result.engine, result.prompt
+    usage = engine.usage()
+    summaries = [r.model_dump(mode="json") for r in engine.records]
+    return {
+        "context": [message_to_record(m) for m in prompt.messages],
+        "summaries": summaries,
+        "archived": archived_indices(result),
+        "stats": {
+            "messages": len(result.originals),
+            "context_messages": len(prompt.items),
+            "context_tokens": prompt.tokens,
+            "budget": engine.budget.available,
+            "window": engine.budget.window,
+            "reserve_output": engine.budget.reserve_output,
+            "usage_ratio": round(prompt.tokens / engine.budget.available, 4),
+            "usage_by_kind": usage.by_kind,
+            "summaries_made": len(engine.records),
+            "active_summaries": len(engine.chain()),
+            "tokens_exact": usage.exact,
+            "fallbacks": sum(r.fallback_used for r in engine.records),
+        },
+    }
+
+
+def print_report(result: ReplayResult, out) -> None:
+    engine, prompt = result.engine, result.prompt
+    budget = engine.budget
+    print(f"{len(result.originals)} messages replayed into a {budget.window}-token window "
+          f"({budget.available} available after reserving {budget.reserve_output} for the reply)", file=out)
+    print(f"prompt: {len(prompt.items)} items, {prompt.tokens} tokens "
+          f"({prompt.tokens / budget.available:.0%} of the budget)", file=out)
+    kinds: dict[str, int] = {}
+    for item in prompt.items:
+        kinds[item.kind] = kinds.get(item.kind, 0) + item.tokens
+    print("by kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()), file=out)
+    print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
+    for record in engine.records:
+        covered = len(engine.archived_messages(record.id))
+        retention = f" | kept: {record.retention.describe()}" if record.retention else ""
+        fallback = " (fell back to rules)" if record.fallback_used else ""
+        print(f"  [{record.status}] depth {record.depth} {record.mode}{fallback}: {covered} messages, "
+              f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",
+              file=out)
+    print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        messages = read_transcript(args.transcript)
+    except TranscriptError as exc:
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"precis compact: cannot read {args.transcript}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    try:
+        budget = Budget(window=args.context_tokens, reserve_output=args.reserve_output)
+    except ValueError as exc:
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 2
+    provider = None
+    if args.mode != "rule":
+        from core.providers.registry import make_provider
+
+        provider = make_provider(args.provider, base_url=args.base_url, model=args.model)
+    engine = ContextEngine(budget, SummarizationPolicy(mode=args.mode), TokenCounter(),
+                           make_summarizer(args.mode, provider))
+    result = replay(messages, engine)
+    if args.json:
+        json.dump(result_json(result), sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_report(result, sys.stdout)
+    return 0
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compact", help="replay a transcript under the summarization policy and print what the model would see")
+    parser.add_argument("transcript", help="a transcript in the interchange JSONL format")
+    parser.add_argument("--context-tokens", type=int, default=8192, help="the model's context window (8192)")
+    parser.add_argument("--reserve-output", type=int, default=512, help="tokens reserved for the reply (512)")
+    parser.add_argument("--mode", choices=("rule", "llm", "hybrid"), default="rule")
+    parser.add_argument("--provider", choices=("local", "openai", "anthropic"), default="local",
+                        help="who writes llm/hybrid summaries (default: the embedded local model)")
+    parser.add_argument("--base-url")
+    parser.add_argument("--model")
+    parser.add_argument("--json", action="store_true", help="print context, summaries, archived and stats as JSON")
+    parser.set_defaults(func=run)

@@ -1,0 +1,586 @@
+"""The context engine: what the model sees, when to summarize, and how to undo it.
+
+State is the full history of original messages plus the summary records. Active records form the chain (oldest
+first); a message covered by an active record is archived (hidden from the prompt, never deleted) unless pinned.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from core.messages import Message, ToolCall
+from core.policy import SummarizationPolicy
+from core.records import CoveredMessage, Facets, SummaryRecord
+from core.redact import redact, redact_obj
+from core.retention import check_retention
+from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
+from core.tokens import REPLY_PRIMING, TokenCounter
+from core.tool_rules import one_line
+
+log = logging.getLogger("precis.engine")
+
+# A summary block never takes more than this share of the available budget.
+SUMMARY_SHARE = 0.10
+# Below this much room a summary is replaced by a marker.
+MIN_SUMMARY_ROOM = 50
+
+ItemKind = Literal["system", "summary", "message", "tool_output", "trimmed"]
+EventKind = Literal["summarized", "merged", "undone"]
+
+
+class NothingToSummarize(Exception):
+    pass
+
+
+class NothingToUndo(Exception):
+    pass
+
+
+class IntegrityError(RuntimeError):
+    """An archived original no longer matches its stored fingerprint."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    window: int
+    reserve_output: int = 512
+    summarizer_reserve: int = 0
+
+    def __post_init__(self) -> None:
+        if self.window <= 0:
+            raise ValueError(f"context window must be positive, got {self.window}")
+        if self.reserve_output < 0 or self.summarizer_reserve < 0:
+            raise ValueError("reserved tokens cannot be negative")
+        if self.available < 64:
+            raise ValueError(
+                f"context window {self.window} leaves {self.available} tokens after reserving "
+                f"{self.reserve_output} for the reply and {self.summarizer_reserve} for the summarizer; need >= 64")
+
+    @property
+    def available(self) -> int:
+        return self.window - self.reserve_output - self.summarizer_reserve
+
+
+@dataclass
+class ContextItem:
+    kind: ItemKind
+    message: Message
+    source_id: str
+    tokens: int
+
+
+@dataclass
+class Prompt:
+    items: list[ContextItem]
+    tokens: int
+    budget: Budget
+
+    @property
+    def messages(self) -> list[Message]:
+        return [item.message for item in self.items]
+
+
+@dataclass
+class UsageReport:
+    by_kind: dict[str, int]
+    total: int
+    available: int
+    window: int
+    reserve_output: int
+    ratio: float
+    exact: bool
+
+
+@dataclass
+class EngineEvent:
+    kind: EventKind
+    record: SummaryRecord
+    reason: str
+    depth: int
+    tokens_before: int
+    tokens_after: int
+    ratio: float
+    mode: str
+    duration_ms: float
+    fallback_used: bool
+    # Records whose status this event changed besides `record` (merged children, restored children).
+    affected: list[SummaryRecord] = field(default_factory=list)
+
+
+def summary_message(record: SummaryRecord, covered_count: int) -> Message:
+    """The message the model sees for a summary; its id is the record's."""
+    header = f"[Summary {record.depth} of earlier conversation: {covered_count} messages, {record.mode} mode]"
+    return Message(role="system", content=f"{header}\n{record.text}", id=record.id, created_at=record.created_at)
+
+
+class ContextEngine:
+    def __init__(self, budget: Budget, policy: SummarizationPolicy | None = None,
+                 counter: TokenCounter | None = None, summarizer: Summarizer | None = None):
+        self.budget = budget
+        self.policy = policy or SummarizationPolicy()
+        self.counter = counter or TokenCounter()
+        self.summarizer = summarizer or RuleSummarizer()
+        self.messages: list[Message] = []
+        self.records: list[SummaryRecord] = []
+        self._position: dict[str, int] = {}
+        self._by_record: dict[str, SummaryRecord] = {}
+        self._hidden_by: dict[str, str] = {}  # message id -> id of the active top-level record covering it
+        self._chain: list[SummaryRecord] = []
+        self._summary_messages: dict[str, Message] = {}
+        self._visible_cache: list[Message] | None = None
+        self._trimmed: dict[str, Message] = {}
+        self._armed = True
+        self._since_summary = 0
+        self._listeners: list[Callable[[EngineEvent], None]] = []
+
+    # ----- building and restoring -------------------------------------------------------------------------
+
+    @classmethod
+    def restore(cls, messages: list[Message], records: list[SummaryRecord], budget: Budget,
+                policy: SummarizationPolicy | None = None, counter: TokenCounter | None = None,
+                summarizer: Summarizer | None = None) -> ContextEngine:
+        """Rebuild from persisted originals and records (in creation order); statuses say which are active."""
+        engine = cls(budget, policy, counter, summarizer)
+        engine.messages = list(messages)
+        engine._position = {m.id: i for i, m in enumerate(engine.messages)}
+        engine.records = list(records)
+        engine._by_record = {r.id: r for r in engine.records}
+        engine._rebuild()
+        last = max((engine._position.get(mid, -1) for mid in engine._hidden_by), default=-1)
+        engine._since_summary = len(engine.messages) - 1 - last if engine._chain else len(engine.messages)
+        return engine
+
+    def _covered_transitively(self, record: SummaryRecord) -> list[str]:
+        ids = list(record.covered_ids)
+        for child_id in record.merged_ids:
+            child = self._by_record.get(child_id)
+            if child is not None:
+                ids.extend(self._covered_transitively(child))
+        return ids
+
+    def _rebuild(self) -> None:
+        """Derive the chain and the archive map from record statuses."""
+        self._hidden_by = {}
+        active = [r for r in self.records if r.status == "active"]
+        first_position: dict[str, int] = {}
+        for record in active:
+            ids = self._covered_transitively(record)
+            for mid in ids:
+                self._hidden_by[mid] = record.id
+            first_position[record.id] = min((self._position.get(i, 0) for i in ids), default=0)
+        self._chain = sorted(active, key=lambda r: first_position[r.id])
+        self._summary_messages = {}
+        self._visible_cache = None
+
+    # ----- reading ------------------------------------------------------------------------------------------
+
+    def chain(self) -> list[SummaryRecord]:
+        return list(self._chain)
+
+    def archived_by(self, message_id: str) -> str | None:
+        return self._hidden_by.get(message_id)
+
+    def archived_messages(self, record_id: str) -> list[Message]:
+        record = self._by_record[record_id]
+        ids = set(self._covered_transitively(record))
+        return [m for m in self.messages if m.id in ids]
+
+    def _is_visible(self, message: Message) -> bool:
+        return message.id not in self._hidden_by or message.pinned or message.role == "system"
+
+    def _visible(self) -> list[Message]:
+        """Messages the prompt shows verbatim (cached: the hot path appends, it does not rescan the history)."""
+        if self._visible_cache is None:
+            self._visible_cache = [m for m in self.messages if self._is_visible(m)]
+        return self._visible_cache
+
+    def _summary_message(self, record: SummaryRecord) -> Message:
+        message = self._summary_messages.get(record.id)
+        if message is None:
+            count = len(self._covered_transitively(record))
+            message = summary_message(record, count)
+            self._summary_messages[record.id] = message
+        return message
+
+    def _untrimmed_items(self) -> list[ContextItem]:
+        visible = self._visible()
+        tokens = self.counter.raw_message_tokens
+        items = [ContextItem("system", m, m.id, tokens(m)) for m in visible if m.role == "system"]
+        for record in self._chain:
+            message = self._summary_message(record)
+            items.append(ContextItem("summary", message, record.id, tokens(message)))
+        for m in visible:
+            if m.role != "system":
+                kind: ItemKind = "tool_output" if m.role == "tool" else "message"
+                items.append(ContextItem(kind, m, m.id, tokens(m)))
+        return items
+
+    def usage(self) -> UsageReport:
+        """Use of the window by kind, before any trimming (what the policy acts on)."""
+        by_kind = {"system": 0, "summaries": 0, "messages": 0, "tool_outputs": 0}
+        names = {"system": "system", "summary": "summaries", "message": "messages", "tool_output": "tool_outputs"}
+        raw = REPLY_PRIMING
+        for item in self._untrimmed_items():
+            by_kind[names[item.kind]] += item.tokens
+            raw += item.tokens
+        by_kind = {k: self.counter.calibrated(v) for k, v in by_kind.items()}
+        total = self.counter.calibrated(raw)
+        available = self.budget.available
+        return UsageReport(by_kind=by_kind, total=total, available=available, window=self.budget.window,
+                           reserve_output=self.budget.reserve_output, ratio=total / available,
+                           exact=self.counter.is_exact)
+
+    # ----- the prompt ---------------------------------------------------------------------------------------
+
+    def assemble(self) -> Prompt:
+        """What is sent to the model. Never exceeds the budget.
+
+        Order of sacrifice when over budget: old tool outputs shrink to their one-line summary (oldest first,
+        outside the recent tail); then any tool output; then the oldest unprotected messages are left out (a
+        tool call together with its result); last, the longest remaining texts are cut.
+        """
+        items = self._untrimmed_items()
+        available = self.budget.available
+        total = REPLY_PRIMING + sum(i.tokens for i in items)
+        if self.counter.calibrated(total) <= available:
+            return Prompt(items, self.counter.calibrated(total), self.budget)
+
+        def over() -> bool:
+            return self.counter.calibrated(total) > available
+
+        conversation = [i for i in items if i.kind in ("message", "tool_output")]
+        tail_ids = {i.source_id for i in conversation[-self.policy.keep_recent:]}
+        calls = {c.id: c for i in conversation for c in i.message.tool_calls}
+        for protect_tail in (True, False):
+            for item in items:
+                if not over():
+                    break
+                if item.kind != "tool_output" or item.message.pinned or (protect_tail and item.source_id in tail_ids):
+                    continue
+                trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
+                new_tokens = self.counter.raw_message_tokens(trimmed)
+                if new_tokens < item.tokens:
+                    total += new_tokens - item.tokens
+                    item.kind, item.message, item.tokens = "trimmed", trimmed, new_tokens
+
+        if over():
+            total = self._drop_oldest(items, total)
+        if over():
+            total = self._cut_longest(items, total)
+        return Prompt(items, self.counter.calibrated(total), self.budget)
+
+    def _trimmed_message(self, message: Message, call) -> Message:
+        cached = self._trimmed.get(message.id)
+        if cached is None:
+            line = one_line(call, message, preserve_error_details=self.policy.preserve_error_details)
+            cached = message.with_changes(id=f"{message.id}~trimmed", content=line)
+            self._trimmed[message.id] = cached
+        return cached
+
+    def _drop_oldest(self, items: list[ContextItem], total: int) -> int:
+        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits."""
+        available = self.budget.available
+        conversation = [i for i in items if i.kind in ("message", "tool_output", "trimmed")]
+        droppable = [i for i in conversation[:max(len(conversation) - self.policy.min_recent, 0)]
+                     if not i.message.pinned]
+        if not droppable:
+            return total
+        results_of: dict[str, list[ContextItem]] = defaultdict(list)
+        for item in conversation:
+            if item.message.tool_call_id:
+                results_of[item.message.tool_call_id].append(item)
+        note = Message(role="system", content="[earlier messages left out to fit the context window]",
+                       id="left-out-marker")
+        note_tokens = self.counter.raw_message_tokens(note)
+        dropped: set[int] = set()
+        for item in droppable:
+            if self.counter.calibrated(total + note_tokens) <= available:
+                break
+            # A result never appears without its call, so a call leaves with all its results.
+            group = [item, *(r for call in item.message.tool_calls for r in results_of[call.id])]
+            for member in group:
+                if id(member) not in dropped:
+                    dropped.add(id(member))
+                    total -= member.tokens
+        position = items.index(droppable[0])
+        items[:] = [i for i in items if id(i) not in dropped]
+        items.insert(position, ContextItem("trimmed", note, note.id, note_tokens))
+        return total + note_tokens
+
+    def _cut_longest(self, items: list[ContextItem], total: int) -> int:
+        """Last resort: cut the longest texts (the newest message last) until the prompt fits."""
+        available = self.budget.available
+        for item in sorted(items[:-1], key=lambda i: -i.tokens) + items[-1:]:
+            excess = self.counter.calibrated(total) - available
+            if excess <= 0:
+                break
+            raw_excess = int(excess / self.counter.factor) + 1
+            cut = shrink_message(item.message, item.tokens - raw_excess, self.counter)
+            new_tokens = self.counter.raw_message_tokens(cut)
+            if new_tokens < item.tokens:
+                total += new_tokens - item.tokens
+                item.message, item.tokens = cut, new_tokens
+                if item.kind in ("tool_output", "message"):
+                    item.kind = "trimmed"
+        return total
+
+    # ----- changing the conversation ------------------------------------------------------------------------
+
+    def append(self, message: Message, *, auto: bool = True) -> SummaryRecord | None:
+        """Add a message; with `auto`, summarize if the policy says so and return the new record."""
+        if message.id in self._position:
+            raise ValueError(f"message {message.id} is already in this conversation")
+        self._position[message.id] = len(self.messages)
+        self.messages.append(message)
+        if self._visible_cache is not None:
+            self._visible_cache.append(message)
+        self._since_summary += 1
+        return self.maybe_summarize() if auto else None
+
+    def replace_message(self, message: Message) -> None:
+        """Same id, new content (streamed text, edits, pin). Archived originals cannot change."""
+        position = self._position.get(message.id)
+        if position is None:
+            raise KeyError(f"no message {message.id} in this conversation")
+        if message.id in self._hidden_by and message.sha256() != self.messages[position].sha256():
+            raise ValueError("an archived message cannot be edited; undo the summary first")
+        self.messages[position] = message
+        self._trimmed.pop(message.id, None)
+        self._visible_cache = None
+
+    def set_pinned(self, message_id: str, pinned: bool) -> None:
+        position = self._position[message_id]
+        self.messages[position] = self.messages[position].with_changes(pinned=pinned)
+        self._visible_cache = None
+
+    def remove_last(self, message_id: str) -> Message:
+        """Remove the newest message (edit-and-resend, regenerate). Older ones are never deleted."""
+        if not self.messages or self.messages[-1].id != message_id:
+            raise ValueError("only the newest message can be removed")
+        if message_id in self._hidden_by:
+            raise ValueError("an archived message cannot be removed")
+        message = self.messages.pop()
+        del self._position[message_id]
+        self._visible_cache = None
+        self.counter.forget(message_id)
+        self._since_summary = max(self._since_summary - 1, 0)
+        return message
+
+    # ----- policy -------------------------------------------------------------------------------------------
+
+    def summary_due(self) -> str | None:
+        """Why an automatic summary is due now, or None. Updates the hysteresis."""
+        policy = self.policy
+        if not policy.enabled:
+            return None
+        ratio = self.usage().ratio
+        if ratio < policy.reset_ratio:
+            self._armed = True
+        if not self._candidates(policy.keep_recent):
+            return None
+        if ratio >= 1.0:
+            return "overflow"
+        if ratio < policy.trigger_ratio or not self._armed:
+            return None
+        if len(self._visible()) < policy.min_messages or self._since_summary < policy.cooldown_messages:
+            return None
+        return "threshold"
+
+    def maybe_summarize(self) -> SummaryRecord | None:
+        reason = self.summary_due()
+        if reason is None:
+            return None
+        return self._summarize(reason)
+
+    # ----- summarizing --------------------------------------------------------------------------------------
+
+    def _candidates(self, keep: int, up_to: str | None = None) -> list[Message]:
+        """Unprotected visible messages to summarize, leaving `keep` recent ones, never splitting a tool pair."""
+        conversation = [m for m in self._visible() if m.role != "system"]
+        if up_to is not None:
+            if up_to not in self._position:
+                raise KeyError(f"no message {up_to} in this conversation")
+            cut = next((n + 1 for n, m in enumerate(conversation) if m.id == up_to), 0)
+        else:
+            cut = max(len(conversation) - keep, 0)
+        # Move the cut earlier while it would separate a tool call from its result.
+        while 0 < cut < len(conversation):
+            head_calls = {c.id for m in conversation[:cut] for c in m.tool_calls}
+            if any(m.tool_call_id in head_calls for m in conversation[cut:] if m.role == "tool"):
+                cut -= 1
+            else:
+                break
+        return [m for m in conversation[:cut] if not m.pinned]
+
+    def summary_cap(self) -> int:
+        return min(self.policy.max_summary_tokens, int(self.budget.available * SUMMARY_SHARE))
+
+    def _tail_keep(self) -> int:
+        """Keep the recent tail verbatim, shrinking it toward min_recent while the result would not fit."""
+        keep = self.policy.keep_recent
+        cap = self.summary_cap()
+        fixed = REPLY_PRIMING + sum(self.counter.raw_message_tokens(self._summary_message(r)) for r in self._chain)
+        visible = self._visible()
+        while keep > self.policy.min_recent:
+            candidates = {m.id for m in self._candidates(keep)}
+            after = fixed + cap + sum(self.counter.raw_message_tokens(m) for m in visible if m.id not in candidates)
+            if self.counter.calibrated(after) <= self.budget.available:
+                break
+            keep -= 1
+        return keep
+
+    def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
+        """Manual summary; instructions are added to (not replacing) the default prompt."""
+        return self._summarize("manual", instructions=instructions, up_to=up_to)
+
+    def _summarize(self, reason: str, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
+        started = time.perf_counter()
+        keep = self.policy.keep_recent if up_to is not None else self._tail_keep()
+        candidates = self._candidates(keep, up_to)
+        if not candidates:
+            raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
+        before = self.usage()
+        if len(self._chain) >= self.policy.max_depth:
+            self._merge_oldest(len(self._chain) - self.policy.max_depth + 2)
+        extra = "\n".join(p for p in (self.policy.extra_instructions, instructions or "") if p) or None
+        cap = self.summary_cap()
+        if cap < MIN_SUMMARY_ROOM:
+            draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
+                                 key_points=[], facets=Facets(), mode=self.summarizer.mode)
+        else:
+            draft = self.summarizer.summarize(SummaryRequest(
+                messages=candidates, max_tokens=cap, counter=self.counter, instructions=extra,
+                preserve_error_details=self.policy.preserve_error_details,
+                abort_on_failure=self.policy.abort_on_failure))
+        text, n_text = redact(draft.text)
+        key_points, n_points = redact_obj(draft.key_points)
+        facets_dump, n_facets = redact_obj(draft.facets.model_dump())
+        parent = self._chain[-1].id if self._chain else None
+        record = SummaryRecord(
+            depth=len(self._chain) + 1, parent_id=parent, mode=draft.mode,
+            text=fit_text(text, max(cap, 1), self.counter), key_points=key_points,
+            facets=Facets.model_validate(facets_dump),
+            covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
+            tokens_before=before.total, trigger=reason, usage_ratio=round(before.ratio, 4),
+            instructions=instructions, fallback_used=draft.fallback_used, fallback_reason=draft.fallback_reason,
+            redactions=n_text + n_points + n_facets)
+        self._add_record(record)
+        after = self.usage()
+        record.tokens_after = after.total
+        record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        record.retention = check_retention(candidates, self.context_text())
+        self._armed = after.ratio < self.policy.reset_ratio
+        self._since_summary = 0
+        log.info("summarized %d messages (%s): %d -> %d tokens, mode %s%s", len(candidates), reason,
+                 record.tokens_before, record.tokens_after, record.mode,
+                 " (fallback: rules)" if record.fallback_used else "")
+        self._emit(EngineEvent("summarized", record, reason, record.depth, record.tokens_before,
+                               record.tokens_after, before.ratio, record.mode, record.duration_ms,
+                               record.fallback_used))
+        return record
+
+    def _add_record(self, record: SummaryRecord) -> None:
+        self.records.append(record)
+        self._by_record[record.id] = record
+        self._rebuild()
+
+    def _merge_oldest(self, count: int) -> SummaryRecord:
+        """At the maximum depth, fold the oldest summaries into one instead of refusing: the chat never stops."""
+        started = time.perf_counter()
+        before = self.usage()
+        children = self._chain[:count]
+        cap = self.summary_cap()
+        text = "\n\n".join(c.text for c in children)
+        facets = merge_facets([c.facets for c in children])
+        key_points = list(dict.fromkeys(p for c in children for p in c.key_points))[-30:]
+        record = SummaryRecord(
+            depth=1, parent_id=self._chain[-1].id, mode=children[-1].mode,
+            text=fit_text(text, max(cap, 1), self.counter), key_points=key_points, facets=facets,
+            merged_ids=[c.id for c in children], tokens_before=before.total, trigger="merge at maximum depth",
+            usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
+        for child in children:
+            child.status = "merged"
+        self._add_record(record)
+        after = self.usage()
+        record.tokens_after = after.total
+        record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        # Depth is the position in the chain; the merged record now heads it.
+        for position, active in enumerate(self._chain, start=1):
+            active.depth = position
+        self._summary_messages = {}
+        self._emit(EngineEvent("merged", record, record.trigger, record.depth, before.total, after.total,
+                               before.ratio, record.mode, record.duration_ms, False, affected=children))
+        return record
+
+    def undo_last(self) -> SummaryRecord:
+        """Undo the latest summarization (or merge): its originals come back exactly, the chain returns to its parent."""
+        active = [r for r in self.records if r.status == "active"]
+        if not active:
+            raise NothingToUndo("there is no summary to undo")
+        record = active[-1]
+        started = time.perf_counter()
+        before = self.usage()
+        by_id = {m.id: m for m in self.messages}
+        for covered in record.covered:
+            original = by_id.get(covered.id)
+            if original is None or original.sha256() != covered.sha256:
+                raise IntegrityError(f"archived message {covered.id} does not match its fingerprint; undo refused")
+        record.status = "undone"
+        children = [self._by_record[c] for c in record.merged_ids if c in self._by_record]
+        for child in children:
+            child.status = "active"
+        self._rebuild()
+        for position, chained in enumerate(self._chain, start=1):
+            chained.depth = position
+        after = self.usage()
+        self._armed = after.ratio < self.policy.reset_ratio
+        duration = round((time.perf_counter() - started) * 1000, 2)
+        self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, before.ratio,
+                               record.mode, duration, record.fallback_used, affected=children))
+        return record
+
+    def context_text(self) -> str:
+        """Everything the model sees, as one text (for retention checks)."""
+        return "\n".join(item.message.content for item in self._untrimmed_items())
+
+    # ----- events -------------------------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[EngineEvent], None]) -> Callable[[], None]:
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def _emit(self, event: EngineEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not break the chat
+                log.exception("engine event listener failed")
+
+
+def merge_facets(all_facets: list[Facets]) -> Facets:
+    """Union of facets, earlier ones first: merging keeps what previous summaries recorded."""
+    merged: dict[str, list] = {}
+    for facets in all_facets:
+        for name, values in facets.model_dump().items():
+            bucket = merged.setdefault(name, [])
+            for value in values:
+                if value not in bucket:
+                    bucket.append(value)
+    return Facets.model_validate(merged)
+
+
+def shrink_message(message: Message, target_tokens: int, counter: TokenCounter) -> Message:
+    """A copy of the message cut to about target_tokens (long tool arguments first, then text), with a new id."""
+    calls = message.tool_calls
+    if calls and counter.raw_message_tokens(message) - counter.count_text(message.content) > target_tokens // 2:
+        calls = tuple(ToolCall(id=c.id, name=c.name, arguments={"truncated": json.dumps(c.arguments)[:100]})
+                      for c in calls)
+    shrunk = message.with_changes(id=f"{message.id}~cut", content="", tool_calls=calls)
+    room = max(target_tokens - counter.raw_message_tokens(shrunk), 0)
+    return shrunk.with_changes(content=fit_text(message.content, room, counter))

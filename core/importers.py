@@ -1,0 +1,329 @@
+"""Importing chats from files: the interchange JSONL, OpenAI chat JSON, and Claude Code's own session JSONL.
+
+Each reader parses the whole file in memory first and raises TranscriptError (file, line, field) on bad input;
+only a fully parsed file reaches the store, in one transaction, so a chat is never half imported.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from core.interchange import TranscriptError, iter_jsonl, pair_tool_results
+from core.messages import Message, ToolCall, new_id
+from core.records import CoveredMessage, SummaryRecord
+from core.store import Store
+from core.tokens import TokenCounter
+
+Format = Literal["auto", "jsonl", "openai", "claude-code"]
+FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
+
+CLAUDE_CODE_COMPACTION_PREFIX = "This session is being continued from a previous conversation"
+# Line types in a Claude Code session file that are not conversation.
+_CLAUDE_CODE_SKIPPED = {"progress", "file-history-snapshot", "system", "summary", "queue-operation"}
+TITLE_LENGTH = 60
+
+
+class ImportFailed(ValueError):
+    """A file could not be imported; nothing from it was stored."""
+
+    def __init__(self, error: TranscriptError):
+        self.source, self.line, self.problem = error.source, error.line, error.problem
+        super().__init__(f"{error}. Nothing was imported.")
+
+
+@dataclass
+class ParsedChat:
+    title: str
+    messages: list[Message]
+    records: list[SummaryRecord] = field(default_factory=list)
+    # message id -> id of the record that archived it
+    archived_by: dict[str, str] = field(default_factory=dict)
+
+
+def _decode(data: bytes) -> str:
+    # Non-UTF-8 bytes become U+FFFD rather than failing the import.
+    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def _title_from(messages: list[Message], fallback: str) -> str:
+    for m in messages:
+        if m.role == "user" and m.content.strip():
+            first = m.content.strip().splitlines()[0]
+            return first if len(first) <= TITLE_LENGTH else first[:TITLE_LENGTH - 1] + "…"
+    return fallback
+
+
+def detect_format(path: Path, data: bytes) -> str:
+    """Tell the format from the first JSON value in the file."""
+    text = _decode(data)
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    try:
+        value = json.loads(first)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        if "role" in value:
+            return "jsonl"
+        if "type" in value and ("uuid" in value or "sessionId" in value or value["type"] in _CLAUDE_CODE_SKIPPED):
+            return "claude-code"
+    if isinstance(value, (dict, list)) or first[:1] in ("{", "["):
+        return "openai"
+    raise TranscriptError(str(path), 1, "not a known chat format (interchange JSONL, OpenAI chat JSON or "
+                                        "Claude Code session JSONL)")
+
+
+# ------------------------------------------------------------------------------------------- interchange
+
+def parse_interchange(path: Path, data: bytes) -> ParsedChat:
+    messages = pair_tool_results(list(iter_jsonl(data.splitlines(), str(path))))
+    return ParsedChat(title=path.stem, messages=messages)
+
+
+# ------------------------------------------------------------------------------------------------ OpenAI
+
+def _items_with_lines(text: str, source: str) -> list[tuple[Any, int]]:
+    """The messages of an OpenAI chat file, each with the line it starts on."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(source, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if isinstance(document, dict):
+        if not isinstance(document.get("messages"), list):
+            raise TranscriptError(source, 1, "field 'messages' must be a list of messages")
+        items = document["messages"]
+        start = text.index("[", text.index('"messages"'))
+    elif isinstance(document, list):
+        items = document
+        start = text.index("[")
+    else:
+        raise TranscriptError(source, 1, "expected {\"messages\": [...]} or a list of messages")
+    # Walk the array again with raw_decode to learn where each element starts.
+    decoder, pos, lines = json.JSONDecoder(), start + 1, []
+    for _ in items:
+        while text[pos] in " \t\r\n,":
+            pos += 1
+        lines.append(text.count("\n", 0, pos) + 1)
+        pos = decoder.raw_decode(text, pos)[1]
+    return list(zip(items, lines))
+
+
+def _openai_content(value: Any, source: str, line: int) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = []
+        for part in value:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, dict) and part.get("type"):
+                parts.append(f"[{part['type']}]")
+            else:
+                raise TranscriptError(source, line, "field 'content' has a part that is not an object with 'type'")
+        return "\n".join(parts)
+    raise TranscriptError(source, line, f"field 'content' must be a string or a list, got {type(value).__name__}")
+
+
+def _openai_arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError:
+            value = None
+        # Arguments a model wrote that are not a JSON object are kept verbatim.
+        return value if isinstance(value, dict) else {"raw": raw}
+    return {}
+
+
+def parse_openai(path: Path, data: bytes) -> ParsedChat:
+    source = str(path)
+    messages: list[Message] = []
+    call_names: dict[str, str] = {}
+    roles = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+             "tool": "tool", "function": "tool"}
+    for item, line in _items_with_lines(_decode(data), source):
+        if not isinstance(item, dict):
+            raise TranscriptError(source, line, f"expected a message object, got {type(item).__name__}")
+        role = roles.get(item.get("role"))
+        if role is None:
+            raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(roles)}, "
+                                                f"got {item.get('role')!r}")
+        content = _openai_content(item.get("content"), source, line)
+        calls = []
+        raw_calls = item.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise TranscriptError(source, line, "field 'tool_calls' must be a list")
+        for call in raw_calls:
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+                raise TranscriptError(source, line, "field 'tool_calls' has a call without function.name")
+            call_id = call.get("id") if isinstance(call.get("id"), str) else new_id()
+            calls.append(ToolCall(id=call_id, name=function["name"],
+                                  arguments=_openai_arguments(function.get("arguments"))))
+            call_names[call_id] = function["name"]
+        if role == "tool":
+            call_id = item.get("tool_call_id") if isinstance(item.get("tool_call_id"), str) else None
+            name = item.get("name") if isinstance(item.get("name"), str) else call_names.get(call_id or "")
+            messages.append(Message(role="tool", content=content, tool_call_id=call_id, name=name))
+        else:
+            messages.append(Message(role=role, content=content, tool_calls=tuple(calls)))
+    return ParsedChat(title=_title_from(messages, path.stem), messages=pair_tool_results(messages))
+
+
+# ------------------------------------------------------------------------------------------- Claude Code
+
+def _timestamp(value: Any) -> float | None:
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _block_text(content: Any) -> str:
+    """Text of a tool_result's content: a string or a list of blocks (images become a marker)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b.get("text", "") if b.get("type") == "text" else f"[{b.get('type', 'block')}]"
+                         for b in content if isinstance(b, dict))
+    return ""
+
+
+class _ClaudeCodeReader:
+    def __init__(self, source: str):
+        self.source = source
+        self.messages: list[Message] = []
+        self.records: list[SummaryRecord] = []
+        self.archived_by: dict[str, str] = {}
+        self.call_names: dict[str, str] = {}
+        self.seen_ids: set[str] = set()
+        self.title: str | None = None
+        self.compaction: dict[str, Any] = {}
+        self.counter = TokenCounter()
+
+    def error(self, line: int, problem: str) -> TranscriptError:
+        return TranscriptError(self.source, line, problem)
+
+    def read_line(self, number: int, raw: bytes) -> None:
+        text = _decode(raw).strip()
+        if not text:
+            return
+        try:
+            entry = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(entry, dict):
+            raise self.error(number, f"expected a JSON object, got {type(entry).__name__}")
+        kind = entry.get("type")
+        if kind == "summary" and isinstance(entry.get("summary"), str) and self.title is None:
+            self.title = entry["summary"]
+        if kind == "system" and entry.get("subtype") == "compact_boundary":
+            self.compaction = entry.get("compactMetadata") or {}
+        if kind not in ("user", "assistant") or entry.get("isMeta") or entry.get("isSidechain"):
+            return
+        uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else new_id()
+        if uuid in self.seen_ids:  # a resumed session repeats earlier lines
+            return
+        self.seen_ids.add(uuid)
+        message = entry.get("message")
+        if not isinstance(message, dict):
+            raise self.error(number, "field 'message' must be an object")
+        created = _timestamp(entry.get("timestamp"))
+        extra = {"created_at": created} if created is not None else {}
+        content = message.get("content")
+        if kind == "user" and (entry.get("isCompactSummary") or
+                               (isinstance(content, str) and content.startswith(CLAUDE_CODE_COMPACTION_PREFIX))):
+            self.add_compaction(_block_text(content), created)
+            return
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        if not isinstance(content, list):
+            raise self.error(number, "field 'message.content' must be a string or a list of blocks")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        results: list[Message] = []
+        for block in content:
+            if not isinstance(block, dict):
+                raise self.error(number, "field 'message.content' has a block that is not an object")
+            block_type = block.get("type")
+            if block_type == "text":
+                texts.append(block.get("text") or "")
+            elif block_type == "tool_use":
+                if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
+                    raise self.error(number, "a tool_use block needs string fields 'id' and 'name'")
+                arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
+                calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+                self.call_names[block["id"]] = block["name"]
+            elif block_type == "tool_result":
+                call_id = block.get("tool_use_id")
+                if not isinstance(call_id, str):
+                    raise self.error(number, "a tool_result block needs a string field 'tool_use_id'")
+                results.append(Message(role="tool", content=_block_text(block.get("content")),
+                                       tool_call_id=call_id, name=self.call_names.get(call_id),
+                                       id=f"{uuid}-{len(results)}" if results else uuid, **extra))
+            elif block_type == "image":
+                texts.append("[image]")
+            # thinking / redacted_thinking blocks are the model's private reasoning: not conversation.
+        self.messages.extend(results)
+        joined = "\n".join(texts)
+        if calls or joined.strip():
+            role = "assistant" if kind == "assistant" else "user"
+            self.messages.append(Message(role=role, content=joined, tool_calls=tuple(calls),
+                                         id=f"{uuid}-text" if results else uuid, **extra))
+
+    def add_compaction(self, text: str, created: float | None) -> None:
+        """Claude Code's own summary of everything before it becomes a summary record archiving that."""
+        covered = [m for m in self.messages if m.id not in self.archived_by]
+        previous = [r for r in self.records if r.status == "active"]
+        record = SummaryRecord(
+            mode="llm", text=text, trigger=f"claude-code compaction ({self.compaction.get('trigger', 'auto')})",
+            covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered],
+            merged_ids=[r.id for r in previous],
+            tokens_before=int(self.compaction.get("preTokens") or 0), tokens_after=self.counter.count_text(text),
+            **({"created_at": created} if created is not None else {}))
+        for r in previous:
+            r.status = "merged"
+        self.archived_by = {mid: record.id for mid in self.archived_by}
+        self.archived_by.update({m.id: record.id for m in covered})
+        self.records.append(record)
+        self.compaction = {}
+
+
+def parse_claude_code(path: Path, data: bytes) -> ParsedChat:
+    reader = _ClaudeCodeReader(str(path))
+    for number, raw in enumerate(data.splitlines(), start=1):
+        reader.read_line(number, raw)
+    messages = reader.messages
+    return ParsedChat(title=reader.title or _title_from(messages, path.stem), messages=messages,
+                      records=reader.records, archived_by=reader.archived_by)
+
+
+PARSERS = {"jsonl": parse_interchange, "openai": parse_openai, "claude-code": parse_claude_code}
+
+
+def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
+    """Read a chat file. Raises ImportFailed (file, line, field) or OSError."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        chosen = detect_format(path, data) if fmt == "auto" else fmt
+        if chosen not in PARSERS:
+            raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        return PARSERS[chosen](path, data)
+    except TranscriptError as exc:
+        raise ImportFailed(exc) from None
+
+
+def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> str:
+    """Import a chat file as a new chat, all or nothing. Returns the new chat's id."""
+    parsed = parse_file(path, fmt)
+    return store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)

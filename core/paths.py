@@ -1,0 +1,23 @@
+"""Where Precis keeps its data: `--data-dir`, else PRECIS_HOME, else the platform's user data folder."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+ENV_VAR = "PRECIS_HOME"
+
+
+def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
+    """The data folder, created if missing. `override` is the `--data-dir` option."""
+    if override:
+        path = Path(override)
+    elif os.environ.get(ENV_VAR):
+        path = Path(os.environ[ENV_VAR])
+    else:
+        path = Path(user_data_dir("precis", appauthor=False))
+    path = path.expanduser()
+    path.mkdir(parents=True, exist_ok=True)
+    return path

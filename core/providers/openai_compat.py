@@ -1,0 +1,232 @@
+"""OpenAI-compatible Chat Completions over httpx: OpenAI, Ollama, LM Studio, vLLM, llama.cpp servers, OpenRouter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from core.messages import Message
+from core.providers.base import (
+    CancelToken,
+    Cancelled,
+    ChatChunk,
+    ContextLengthExceeded,
+    MalformedResponse,
+    ProviderError,
+    StreamInterrupted,
+    Usage,
+)
+from core.providers.render import paired_call_ids, tool_call_text, tool_result_text
+from core.providers.sse import iter_sse
+from core.providers.transport import (
+    CONTEXT_ERROR_MARKERS,
+    RetryPolicy,
+    get_json,
+    open_stream,
+    scrub,
+    server_detail,
+    server_label,
+    stream_failure,
+)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_WINDOW = 8192
+# Fields servers use in /models entries for the context window (OpenRouter, vLLM, LM Studio, llama.cpp).
+_WINDOW_FIELDS = ("context_length", "context_window", "max_model_len", "max_context_length", "n_ctx", "n_ctx_train")
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Our messages as Chat Completions messages; tool calls and results go natively only as complete pairs."""
+    paired = paired_call_ids(messages)
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            if message.tool_call_id in paired:
+                out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content})
+            else:
+                out.append({"role": "user", "content": tool_result_text(message)})
+            continue
+        entry: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.tool_calls:
+            native = [call for call in message.tool_calls if call.id in paired]
+            as_text = [tool_call_text(call) for call in message.tool_calls if call.id not in paired]
+            entry["content"] = "\n".join([message.content, *as_text]).strip() or None
+            if native:
+                entry["tool_calls"] = [
+                    {"id": call.id, "type": "function",
+                     "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)}}
+                    for call in native
+                ]
+        out.append(entry)
+    return out
+
+
+def _window_from_models(payload: object, model: str) -> int | None:
+    entries = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(entries, list):
+        return None
+    candidates = [e for e in entries if isinstance(e, dict) and e.get("id") == model] or (
+        entries if len(entries) == 1 else [])
+    for entry in candidates:
+        for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
+            for field in _WINDOW_FIELDS:
+                value = source.get(field) if isinstance(source, dict) else None
+                if isinstance(value, int) and value > 0:
+                    return value
+    return None
+
+
+class OpenAICompatProvider:
+    """Streams /chat/completions with SSE; the usage the server reports feeds the engine's token calibration."""
+
+    name = "openai"
+
+    def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str = "gpt-4o-mini", api_key: str | None = None, *,
+                 window: int | None = None, timeout: float = 60.0, connect_timeout: float = 10.0,
+                 retry: RetryPolicy = RetryPolicy(), transport: httpx.BaseTransport | None = None,
+                 key_hint: str = "Set OPENAI_API_KEY or store a key in the keyring (service precis, user openai).") -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.server = server_label(self.base_url)
+        self._api_key = api_key
+        self._window = window
+        self._retry = retry
+        self._key_hint = key_hint
+        # Servers that reject response_format json_schema (llama-cpp-python's) get json_object + schema instead.
+        self._schema_format = "json_schema"
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _payload(self, messages: list[Message], max_tokens: int, temperature: float,
+                 json_schema: dict[str, Any] | None) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": to_openai_messages(messages),
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if json_schema is not None:
+            if self._schema_format == "json_schema":
+                payload["response_format"] = {
+                    "type": "json_schema", "json_schema": {"name": "summary", "schema": json_schema, "strict": True}}
+            else:
+                payload["response_format"] = {"type": "json_object", "schema": json_schema}
+        return payload
+
+    def _open(self, messages, max_tokens, temperature, json_schema, cancel) -> httpx.Response:
+        rejected_format: list[bool] = []
+
+        def format_rejected(status: int, body: str) -> bool:
+            if json_schema is not None and self._schema_format == "json_schema" and "response_format" in body:
+                rejected_format.append(True)
+                return True
+            return False
+
+        for _ in range(2):
+            request = self._client.build_request(
+                "POST", f"{self.base_url}/chat/completions", headers=self._headers(),
+                json=self._payload(messages, max_tokens, temperature, json_schema))
+            try:
+                return open_stream(self._client, request, server=self.server, model=self.model, secret=self._api_key,
+                                   retry=self._retry, cancel=cancel, key_hint=self._key_hint, final=format_rejected)
+            except ProviderError:
+                if not rejected_format:
+                    raise
+                self._schema_format = "json_object"
+                rejected_format.clear()
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
+                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
+        cancel = cancel or CancelToken()
+        response = self._open(messages, max_tokens, temperature, json_schema, cancel)
+        parts: list[str] = []
+        usage: Usage | None = None
+        finish: str | None = None
+        done = False
+        try:
+            for event in iter_sse(response.iter_lines()):
+                if cancel.cancelled:
+                    break
+                if event.data.strip() == "[DONE]":
+                    done = True
+                    break
+                chunk = self._parse_chunk(event.data)
+                if chunk.get("usage"):
+                    usage = self._parse_usage(chunk["usage"])
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    text = delta.get("content")
+                    if text:
+                        parts.append(text)
+                        yield ChatChunk(text=text)
+                    finish = choice.get("finish_reason") or finish
+        except (httpx.HTTPError, ProviderError) as exc:
+            raise stream_failure(exc, server=self.server, partial="".join(parts), cancel=cancel) from exc
+        finally:
+            response.close()
+        if cancel.cancelled:
+            raise Cancelled(partial="".join(parts))
+        if not done and finish is None:
+            raise StreamInterrupted(f"{self.server} ended the stream before the reply was complete",
+                                    partial="".join(parts))
+        yield ChatChunk(done=True, usage=usage, finish_reason=finish)
+
+    def _parse_chunk(self, data: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {data[:80]!r}") from None
+        if not isinstance(chunk, dict):
+            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {data[:80]!r}")
+        if chunk.get("error"):
+            detail = scrub(server_detail(json.dumps(chunk)), self._api_key)
+            if any(marker in detail.lower() for marker in CONTEXT_ERROR_MARKERS):
+                raise ContextLengthExceeded(f"{self.server}: the prompt is longer than the model's context window: {detail}")
+            raise ProviderError(f"{self.server} reported an error mid-stream: {detail}")
+        return chunk
+
+    def _parse_usage(self, raw: Any) -> Usage | None:
+        if not isinstance(raw, dict):
+            return None
+        prompt, completion = raw.get("prompt_tokens"), raw.get("completion_tokens")
+        if isinstance(prompt, int) and isinstance(completion, int):
+            return Usage(prompt_tokens=prompt, completion_tokens=completion)
+        return None
+
+    def count_tokens(self, text: str) -> int | None:
+        return None
+
+    def list_models(self) -> list[str]:
+        payload = self._get_models()
+        entries = payload.get("data") if isinstance(payload, dict) else None
+        if not isinstance(entries, list):
+            raise MalformedResponse(f"{self.server}/models did not return a list of models")
+        return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
+
+    def _get_models(self) -> object:
+        return get_json(self._client, f"{self.base_url}/models", headers=self._headers(), server=self.server,
+                        model=self.model, secret=self._api_key, key_hint=self._key_hint)
+
+    def context_window(self) -> int:
+        """The configured window, else what /models says (asked once; may block briefly), else 8192."""
+        if self._window is None:
+            try:
+                found = _window_from_models(self._get_models(), self.model)
+            except ProviderError:
+                return DEFAULT_WINDOW
+            self._window = found or DEFAULT_WINDOW
+        return self._window

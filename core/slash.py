@@ -1,0 +1,222 @@
+"""Slash commands typed in the composer, and the tool messages that bring files, shell output and searches in.
+
+Parsing and the tool runs live here so the GUI (and any other front end) only decides when to call them.
+A shell command runs only when the user explicitly types `/run`; nothing here runs on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.messages import Message, ToolCall, new_id
+from core.providers.base import CancelToken
+
+# command -> (argument hint, what it does); the order is the order of the help text.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "context": ("", "show what the model sees: tokens by kind and the summary chain"),
+    "summarize": ("[instructions]", "summarize older messages now, optionally with extra instructions"),
+    "undo-summary": ("", "undo the latest summary and bring its messages back"),
+    "history": ("", "list the summaries, then the recent messages"),
+    "pin": ("", "pin the selected (or last) message so it is never summarized"),
+    "unpin": ("", "unpin the selected (or last) message"),
+    "run": ("CMD", "run a shell command and add its output and exit code as a tool message"),
+    "grep": ("PATTERN [PATH]", "search files for a regular expression and add the matches as a tool message"),
+}
+NEEDS_ARGUMENT = {"run", "grep"}
+
+MAX_TOOL_OUTPUT_CHARS = 200_000
+MAX_FILE_BYTES = 2_000_000
+MAX_GREP_MATCHES = 500
+SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    name: str
+    argument: str = ""
+
+
+class SlashError(ValueError):
+    """A line that starts with '/' but is not a valid command; the message is a hint for the user."""
+
+
+def help_text() -> str:
+    width = max(len(f"/{name} {hint}".strip()) for name, (hint, _) in COMMANDS.items())
+    return "\n".join(f"{f'/{name} {hint}'.strip():<{width}}  {what}" for name, (hint, what) in COMMANDS.items())
+
+
+def parse(text: str) -> SlashCommand | None:
+    """The slash command in `text`, None for an ordinary message; raises SlashError with a hint for a bad one.
+
+    A line starting with '//' is an escaped slash: an ordinary message (the caller strips one '/').
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        return None
+    head, _, rest = stripped[1:].partition(" ")
+    name = head.strip().lower()
+    argument = rest.strip()
+    if name not in COMMANDS:
+        close = [c for c in COMMANDS if c.startswith(name[:2])] if name else []
+        suggestion = f" Did you mean /{close[0]}?" if close else ""
+        raise SlashError(
+            f"Unknown command /{head}.{suggestion} Commands:\n{help_text()}\n"
+            "(Start a message with // to send a literal slash.)")
+    if name in NEEDS_ARGUMENT and not argument:
+        raise SlashError(f"/{name} needs {COMMANDS[name][0]}: {COMMANDS[name][1]}")
+    return SlashCommand(name, argument)
+
+
+def unescape(text: str) -> str:
+    """An ordinary message typed as '//...' is sent with one leading slash."""
+    stripped = text.lstrip()
+    return stripped[1:] if stripped.startswith("//") else text
+
+
+def tool_exchange(tool: str, arguments: dict, output: str) -> tuple[Message, Message]:
+    """The assistant call and the tool result for one tool use, paired by call id."""
+    call = ToolCall(id=new_id(), name=tool, arguments=arguments)
+    asking = Message(role="assistant", content="", tool_calls=(call,))
+    result = Message(role="tool", content=_cap(output), tool_call_id=call.id, name=tool)
+    return asking, result
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_TOOL_OUTPUT_CHARS:
+        return text
+    dropped = len(text) - MAX_TOOL_OUTPUT_CHARS
+    return text[:MAX_TOOL_OUTPUT_CHARS] + f"\n[... {dropped} more characters not kept]"
+
+
+def format_command_output(output: str, exit_code: int | None) -> str:
+    """Shell output followed by its exit code on a last line: `[exit code: N]` (or `[cancelled]`)."""
+    tail = "[cancelled]" if exit_code is None else f"[exit code: {exit_code}]"
+    body = output.rstrip("\n")
+    return f"{body}\n{tail}" if body else tail
+
+
+def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
+              timeout: float = 600.0) -> tuple[str, int | None]:
+    """Run `command` in a shell; return (stdout+stderr, exit code), exit code None when cancelled or timed out.
+
+    The command runs in its own process group so a cancel kills everything it started.
+    """
+    proc = subprocess.Popen(
+        command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True)
+    chunks: list[bytes] = []
+    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: proc.stdout.read(65536), b"")), daemon=True)
+    reader.start()
+
+    def kill() -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    if cancel is not None:
+        cancel.on_cancel(kill)
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill()
+        proc.wait()
+        timed_out = True
+    reader.join(5)
+    output = b"".join(chunks).decode("utf-8", errors="replace")
+    if timed_out:
+        return output + f"\n[timed out after {timeout:.0f} s]", None
+    if cancel is not None and cancel.cancelled:
+        return output, None
+    return output, proc.returncode
+
+
+def run_command_messages(command: str, cancel: CancelToken | None = None,
+                         cwd: str | Path | None = None) -> tuple[Message, Message]:
+    """`/run CMD`: the bash tool call and its result (output + exit code)."""
+    output, code = run_shell(command, cancel=cancel, cwd=cwd)
+    return tool_exchange("bash", {"command": command}, format_command_output(output, code))
+
+
+def grep_argument(argument: str) -> tuple[str, str]:
+    """Split `/grep PATTERN [PATH]`; the pattern may be quoted to contain spaces."""
+    try:
+        parts = shlex.split(argument)
+    except ValueError as exc:
+        raise SlashError(f"/grep: {exc}") from None
+    if not parts or len(parts) > 2:
+        raise SlashError("/grep needs PATTERN [PATH] (quote a pattern that contains spaces)")
+    return parts[0], parts[1] if len(parts) == 2 else "."
+
+
+def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None) -> str:
+    """Lines matching a regular expression under `path`, as `file:line: text`, with a count line at the end."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise SlashError(f"/grep: bad pattern {pattern!r}: {exc}") from None
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise SlashError(f"/grep: no such file or folder: {root}")
+    files = [root] if root.is_file() else _walk(root)
+    lines: list[str] = []
+    matched_files = 0
+    total = 0
+    for file in files:
+        if cancel is not None and cancel.cancelled:
+            lines.append("[cancelled]")
+            break
+        try:
+            if file.stat().st_size > MAX_FILE_BYTES:
+                continue
+            data = file.read_bytes()
+        except OSError:
+            continue
+        if b"\0" in data[:4096]:
+            continue
+        hit = False
+        for number, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+            if regex.search(text):
+                total += 1
+                hit = True
+                if total <= MAX_GREP_MATCHES:
+                    shown = file if root.is_file() else file.relative_to(root)
+                    lines.append(f"{shown}:{number}: {text[:300]}")
+        matched_files += hit
+    if total > MAX_GREP_MATCHES:
+        lines.append(f"[... {total - MAX_GREP_MATCHES} more matches not shown]")
+    lines.append(f"{total} matches in {matched_files} files")
+    return "\n".join(lines)
+
+
+def _walk(root: Path):
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+        for name in sorted(names):
+            yield Path(folder) / name
+
+
+def grep_messages(argument: str, cancel: CancelToken | None = None) -> tuple[Message, Message]:
+    """`/grep PATTERN [PATH]`: the grep tool call and its result."""
+    pattern, path = grep_argument(argument)
+    return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
+
+
+def read_file_messages(path: str | Path) -> tuple[Message, Message]:
+    """An attached file as a read_file tool call and its result; raises OSError/ValueError with the path named."""
+    file = Path(path)
+    size = file.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ValueError(f"{file}: too large to attach ({size:,} bytes; the limit is {MAX_FILE_BYTES:,})")
+    data = file.read_bytes()
+    if b"\0" in data[:4096]:
+        raise ValueError(f"{file}: looks like a binary file; only text files can be attached")
+    return tool_exchange("read_file", {"path": str(file)}, data.decode("utf-8", errors="replace"))

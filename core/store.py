@@ -1,0 +1,731 @@
+"""Persistence: chats, messages, summary records, settings and drafts in one SQLite file (SQLModel).
+
+The file is `precis.db` in the data folder. Opening it takes an exclusive lock file next to it, checks the schema
+version (a newer one is refused, the file left untouched), copies a corrupt file aside before reporting it, and
+runs the migrations. Every write is one transaction: a crash or a full disk leaves the state before or after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field as PydanticField, field_validator, model_validator
+from sqlalchemy import bindparam, event, func, text
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import Field, Session, SQLModel, create_engine, select, update
+
+from core.messages import Message, ToolCall
+from core.paths import data_dir as resolve_data_dir
+from core.policy import policy_errors
+from core.records import SummaryRecord
+
+DB_NAME = "precis.db"
+LOCK_NAME = "precis.lock"
+BUSY_TIMEOUT_MS = 5000
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+
+class StoreError(Exception):
+    """A problem with the chat database, worded for the person using Precis."""
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+class StoreTooNew(StoreError):
+    pass
+
+
+class StoreCorrupt(StoreError):
+    pass
+
+
+class StoreWriteError(StoreError):
+    pass
+
+
+class ChatNotFound(StoreError):
+    pass
+
+
+class MessageNotFound(StoreError):
+    pass
+
+
+# -------------------------------------------------------------------------------------------------- schema
+
+# Migrations are frozen SQL: step N takes a database at version N-1 to version N. Never edit a shipped step; add one.
+MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
+    (1, (
+        """CREATE TABLE chat (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            settings TEXT NOT NULL DEFAULT '{}')""",
+        """CREATE TABLE message (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            incomplete INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            token_count INTEGER,
+            sha256 TEXT NOT NULL,
+            archived_by TEXT,
+            UNIQUE (chat_id, id),
+            UNIQUE (chat_id, seq))""",
+        """CREATE TABLE summary (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+            record TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            parent_id TEXT,
+            depth INTEGER NOT NULL,
+            UNIQUE (chat_id, id))""",
+        """CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    )),
+    # 2: search across chats, drafts that survive a restart, delete with undo.
+    (2, (
+        "ALTER TABLE chat ADD COLUMN deleted_at REAL",
+        "ALTER TABLE chat ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
+        """CREATE VIRTUAL TABLE message_fts USING fts5(
+            content, content='message', content_rowid='pk', tokenize='unicode61 remove_diacritics 2')""",
+        """CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
+            INSERT INTO message_fts(rowid, content) VALUES (new.pk, new.content); END""",
+        """CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
+            INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.pk, old.content); END""",
+        """CREATE TRIGGER message_fts_update AFTER UPDATE OF content ON message BEGIN
+            INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.pk, old.content);
+            INSERT INTO message_fts(rowid, content) VALUES (new.pk, new.content); END""",
+        "INSERT INTO message_fts(message_fts) VALUES ('rebuild')",
+        "CREATE INDEX chat_updated ON chat(updated_at)",
+    )),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class ChatRow(SQLModel, table=True):
+    __tablename__ = "chat"
+    id: str = Field(primary_key=True)
+    title: str
+    created_at: float
+    updated_at: float
+    settings: str = "{}"
+    deleted_at: float | None = None
+    draft: str = ""
+
+
+class MessageRow(SQLModel, table=True):
+    __tablename__ = "message"
+    pk: int | None = Field(default=None, primary_key=True)
+    id: str
+    chat_id: str = Field(foreign_key="chat.id")
+    seq: int
+    role: str
+    content: str
+    tool_calls: str | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    pinned: bool = False
+    incomplete: bool = False
+    created_at: float
+    token_count: int | None = None
+    sha256: str
+    archived_by: str | None = None
+
+
+class SummaryRow(SQLModel, table=True):
+    __tablename__ = "summary"
+    pk: int | None = Field(default=None, primary_key=True)
+    id: str
+    chat_id: str = Field(foreign_key="chat.id")
+    record: str
+    status: str
+    created_at: float
+    parent_id: str | None = None
+    depth: int
+
+
+MESSAGE = MessageRow.__table__
+
+
+class SettingRow(SQLModel, table=True):
+    __tablename__ = "setting"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+# ------------------------------------------------------------------------------------------- chat settings
+
+# Setting names that would hold a secret. Keys live in the OS keyring, never in this file.
+_SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)
+
+
+class ChatSettings(BaseModel):
+    """Per-chat settings. Other keys are allowed (and kept) unless their name looks like a secret."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    system_prompt: str = ""
+    context_window: int | None = PydanticField(None, ge=256, le=10_000_000)
+    reserve_output: int = PydanticField(512, ge=0, le=1_000_000)
+    # Overrides of SummarizationPolicy fields for this chat.
+    summarization: dict[str, Any] = PydanticField(default_factory=dict)
+
+    @field_validator("summarization")
+    @classmethod
+    def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
+        errors = policy_errors(value)
+        if errors:
+            raise ValueError("; ".join(f"{field or 'summarization'}: {reason}" for field, reason in errors.items()))
+        return value
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> ChatSettings:
+        for name in self.model_extra or {}:
+            if _SECRET_NAME.search(name):
+                raise ValueError(f"setting {name!r} looks like a secret; keys are kept in the OS keyring, not here")
+        return self
+
+
+@dataclass(frozen=True)
+class ChatInfo:
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    settings: ChatSettings
+    message_count: int
+    deleted_at: float | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chat_id: str
+    chat_title: str
+    message_id: str
+    role: str
+    snippet: str
+    # The summary that hides this message from the model, if any.
+    archived_by: str | None
+
+
+# ------------------------------------------------------------------------------------------- conversions
+
+def _calls_to_json(calls: Sequence[ToolCall]) -> str | None:
+    if not calls:
+        return None
+    return json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
+
+
+def _message_values(chat_id: str, message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id, "chat_id": chat_id, "role": message.role, "content": message.content,
+        "tool_calls": _calls_to_json(message.tool_calls), "tool_call_id": message.tool_call_id,
+        "name": message.name, "pinned": message.pinned, "incomplete": message.incomplete,
+        "created_at": message.created_at, "sha256": message.sha256(),
+    }
+
+
+def _message_from_row(row: Any) -> Message:
+    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+                  for c in json.loads(row.tool_calls)) if row.tool_calls else ()
+    return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id,
+                   name=row.name, id=row.id, created_at=row.created_at, pinned=bool(row.pinned),
+                   incomplete=bool(row.incomplete))
+
+
+def _fts_query(text_: str) -> str:
+    """Every word as a quoted phrase, so punctuation in what the user typed is never FTS syntax."""
+    words = re.findall(r"\w+", text_)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+# ------------------------------------------------------------------------------------------------ opening
+
+class _LockFile:
+    """An exclusive lock on `precis.lock`, held while the store is open (released by the OS if the process dies)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fh = open(path, "a+")
+        try:
+            _lock_exclusive(self._fh)
+        except OSError:
+            self._fh.seek(0)
+            holder = self._fh.read().strip() or "unknown"
+            self._fh.close()
+            raise StoreLocked(
+                f"{path.parent} is in use by another Precis (process {holder}); close it first") from None
+        self._fh.seek(0)
+        self._fh.truncate()
+        self._fh.write(str(os.getpid()))
+        self._fh.flush()
+
+    def release(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+
+try:
+    import fcntl
+
+    def _lock_exclusive(fh: Any) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+except ImportError:  # Windows
+    import msvcrt
+
+    def _lock_exclusive(fh: Any) -> None:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+
+
+def _check_existing(path: Path) -> int:
+    """Schema version of an existing file, read without changing it. A corrupt file is copied aside first."""
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        problem = str(exc)
+    if problem != "ok":
+        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        shutil.copy2(path, aside)
+        raise StoreCorrupt(
+            f"{path} is damaged ({problem}). A copy was saved as {aside.name}; the file was not changed. "
+            "Move it away to start with an empty store, or restore a backup.")
+    if version > SCHEMA_VERSION:
+        raise StoreTooNew(
+            f"{path} was written by a newer Precis (schema {version}; this one knows up to {SCHEMA_VERSION}). "
+            "It was not changed; update Precis to open it.")
+    return version
+
+
+def migrate(path: Path) -> int:
+    """Bring the file to SCHEMA_VERSION, one transaction per step. Returns the version it started at."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        start = conn.execute("PRAGMA user_version").fetchone()[0]
+        if 0 < start < SCHEMA_VERSION:
+            # Keep the file as it was before the first migration that touches real data.
+            conn.execute("VACUUM INTO ?", (str(path.with_name(f"{path.name}.v{start}-backup")),))
+        for version, statements in MIGRATIONS:
+            if version <= start:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return start
+    finally:
+        conn.close()
+
+
+def _make_engine(path: Path) -> Engine:
+    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # Let SQLAlchemy's BEGIN below start every transaction, reads included (consistent snapshots).
+        dbapi_conn.isolation_level = None
+        for pragma in ("journal_mode=WAL", "foreign_keys=ON", f"busy_timeout={BUSY_TIMEOUT_MS}",
+                       "synchronous=NORMAL"):
+            dbapi_conn.execute(f"PRAGMA {pragma}")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
+    """Open (creating or migrating) the store in `data_dir` (default: PRECIS_HOME or the user data folder)."""
+    folder = resolve_data_dir(data_dir)
+    lock = _LockFile(folder / LOCK_NAME)
+    try:
+        path = folder / DB_NAME
+        if path.exists() and path.stat().st_size > 0:
+            _check_existing(path)
+        try:
+            migrate(path)
+        except sqlite3.DatabaseError as exc:
+            raise StoreWriteError(f"could not prepare {path}: {exc}; the file was left as it was") from None
+        return Store(path, lock)
+    except BaseException:
+        lock.release()
+        raise
+
+
+# -------------------------------------------------------------------------------------------------- store
+
+class Store:
+    """All reads and writes of chats. Each method is one transaction on its own session."""
+
+    def __init__(self, path: Path, lock: _LockFile):
+        self.path = path
+        self._lock = lock
+        self.engine = _make_engine(path)
+
+    # ---- lifecycle
+    def close(self) -> None:
+        self.engine.dispose()
+        self._lock.release()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _write(self, what: str) -> _WriteSession:
+        return _WriteSession(self.engine, what)
+
+    def _read(self) -> Session:
+        return Session(self.engine)
+
+    # ---- chats
+    def create_chat(self, title: str = "New chat", settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
+        return self.import_chat(title, [], settings=settings)
+
+    def _chat_row(self, session: Session, chat_id: str, *, deleted_ok: bool = False) -> ChatRow:
+        row = session.get(ChatRow, chat_id)
+        if row is None or (row.deleted_at is not None and not deleted_ok):
+            raise ChatNotFound(f"no chat with id {chat_id}")
+        return row
+
+    def _chat_info(self, row: ChatRow, count: int) -> ChatInfo:
+        return ChatInfo(id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at,
+                        settings=ChatSettings.model_validate_json(row.settings), message_count=count,
+                        deleted_at=row.deleted_at)
+
+    def list_chats(self, *, include_deleted: bool = False) -> list[ChatInfo]:
+        """Chats, most recently updated first."""
+        counts = (select(MessageRow.chat_id, func.count().label("n"))
+                  .group_by(MessageRow.chat_id).subquery())
+        query = (select(ChatRow, func.coalesce(counts.c.n, 0))
+                 .outerjoin(counts, counts.c.chat_id == ChatRow.id)
+                 .order_by(ChatRow.updated_at.desc()))
+        if not include_deleted:
+            query = query.where(ChatRow.deleted_at.is_(None))
+        with self._read() as session:
+            return [self._chat_info(row, n) for row, n in session.exec(query).all()]
+
+    def get_chat(self, chat_id: str) -> ChatInfo:
+        with self._read() as session:
+            row = self._chat_row(session, chat_id)
+            count = session.exec(select(func.count()).where(MessageRow.chat_id == chat_id)).one()
+            return self._chat_info(row, count)
+
+    def find_chat(self, ref: str) -> ChatInfo:
+        """A chat by id, unique id prefix, or exact title (how the command line names chats)."""
+        chats = self.list_chats()
+        for match in ([c for c in chats if c.id == ref], [c for c in chats if c.id.startswith(ref)],
+                      [c for c in chats if c.title == ref]):
+            if len(match) == 1:
+                return match[0]
+            if len(match) > 1:
+                raise ChatNotFound(f"{ref!r} matches {len(match)} chats; give more of the id")
+        raise ChatNotFound(f"no chat with id or title {ref!r} (see `precis chats`)")
+
+    def rename_chat(self, chat_id: str, title: str) -> None:
+        with self._write("rename the chat") as session:
+            row = self._chat_row(session, chat_id)
+            row.title, row.updated_at = title, time.time()
+            session.add(row)
+
+    def update_chat_settings(self, chat_id: str, settings: ChatSettings | Mapping[str, Any]) -> ChatSettings:
+        valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings))
+        with self._write("save the chat settings") as session:
+            row = self._chat_row(session, chat_id)
+            row.settings, row.updated_at = valid.model_dump_json(), time.time()
+            session.add(row)
+        return valid
+
+    def delete_chat(self, chat_id: str) -> None:
+        """Hide a chat; `restore_chat` undoes it until `purge_deleted` removes it for good."""
+        with self._write("delete the chat") as session:
+            row = self._chat_row(session, chat_id)
+            row.deleted_at = time.time()
+            session.add(row)
+
+    def restore_chat(self, chat_id: str) -> None:
+        with self._write("restore the chat") as session:
+            row = self._chat_row(session, chat_id, deleted_ok=True)
+            row.deleted_at = None
+            session.add(row)
+
+    def purge_deleted(self, older_than: float = 0.0) -> int:
+        """Remove chats deleted more than `older_than` seconds ago, with their messages and summaries."""
+        cutoff = time.time() - older_than
+        with self._write("remove deleted chats") as session:
+            rows = session.exec(select(ChatRow).where(ChatRow.deleted_at.is_not(None),
+                                                      ChatRow.deleted_at <= cutoff)).all()
+            for row in rows:
+                session.delete(row)
+            return len(rows)
+
+    # ---- drafts and global settings
+    def get_draft(self, chat_id: str) -> str:
+        with self._read() as session:
+            return self._chat_row(session, chat_id).draft
+
+    def set_draft(self, chat_id: str, draft: str) -> None:
+        with self._write("save the draft") as session:
+            session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(draft=draft))
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        with self._read() as session:
+            row = session.get(SettingRow, key)
+            return default if row is None else json.loads(row.value)
+
+    def set_setting(self, key: str, value: Any) -> None:
+        if _SECRET_NAME.search(key):
+            raise ValueError(f"setting {key!r} looks like a secret; keys are kept in the OS keyring, not here")
+        with self._write("save the setting") as session:
+            session.merge(SettingRow(key=key, value=json.dumps(value, ensure_ascii=False)))
+
+    # ---- messages
+    def import_chat(self, title: str, messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
+                    archived_by: Mapping[str, str] | None = None,
+                    settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
+        """A new chat with its messages and summary records, in one transaction: all of it or nothing."""
+        valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
+        now = time.time()
+        chat_id = Message(role="user").id
+        archived_by = archived_by or {}
+        with self._write("import the chat") as session:
+            session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
+                                settings=valid.model_dump_json()))
+            session.flush()
+            if messages:
+                rows = [{**_message_values(chat_id, m), "seq": seq, "archived_by": archived_by.get(m.id)}
+                        for seq, m in enumerate(messages)]
+                session.connection().execute(MESSAGE.insert(), rows)
+            for record in records:
+                self._upsert_record(session, chat_id, record)
+        return chat_id
+
+    def add_message(self, chat_id: str, message: Message) -> None:
+        self.add_messages(chat_id, [message])
+
+    def add_messages(self, chat_id: str, messages: Sequence[Message]) -> None:
+        """Append messages at the end of a chat."""
+        with self._write("save the message") as session:
+            row = self._chat_row(session, chat_id)
+            start = session.exec(select(func.coalesce(func.max(MessageRow.seq), -1))
+                                 .where(MessageRow.chat_id == chat_id)).one() + 1
+            session.connection().execute(
+                MESSAGE.insert(), [{**_message_values(chat_id, m), "seq": start + i} for i, m in enumerate(messages)])
+            row.updated_at = time.time()
+            session.add(row)
+
+    def update_message(self, chat_id: str, message: Message) -> None:
+        """Save a changed message (streamed text as it arrives, a pin, the `incomplete` mark). One cheap UPDATE.
+
+        While a reply streams, save it with incomplete=True and clear the mark with the last save, so a crash
+        leaves what was received, marked as cut off.
+        """
+        values = _message_values(chat_id, message)
+        for key in ("id", "chat_id", "created_at"):
+            del values[key]
+        values["token_count"] = None
+        with self._write("save the message") as session:
+            result = session.execute(update(MessageRow)
+                                     .where(MessageRow.chat_id == chat_id, MessageRow.id == message.id)
+                                     .values(**values))
+            if result.rowcount == 0:
+                raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
+
+    def load_messages(self, chat_id: str) -> list[Message]:
+        """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
+        with self._read() as session:
+            self._chat_row(session, chat_id, deleted_ok=True)
+            cols = (MessageRow.id, MessageRow.role, MessageRow.content, MessageRow.tool_calls,
+                    MessageRow.tool_call_id, MessageRow.name, MessageRow.created_at, MessageRow.pinned,
+                    MessageRow.incomplete)
+            rows = session.execute(select(*cols).where(MessageRow.chat_id == chat_id).order_by(MessageRow.seq))
+            return [_message_from_row(r) for r in rows]
+
+    def archived_by(self, chat_id: str) -> dict[str, str]:
+        """{message id: id of the summary that archived it} for archived messages."""
+        with self._read() as session:
+            rows = session.execute(select(MessageRow.id, MessageRow.archived_by)
+                                   .where(MessageRow.chat_id == chat_id, MessageRow.archived_by.is_not(None)))
+            return dict(rows.all())
+
+    def token_counts(self, chat_id: str) -> dict[str, int]:
+        """Cached token counts by message id (cleared when a message changes)."""
+        with self._read() as session:
+            rows = session.execute(select(MessageRow.id, MessageRow.token_count)
+                                   .where(MessageRow.chat_id == chat_id, MessageRow.token_count.is_not(None)))
+            return dict(rows.all())
+
+    def save_token_counts(self, chat_id: str, counts: Mapping[str, int]) -> None:
+        with self._write("save token counts") as session:
+            session.connection().execute(
+                update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
+                .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
+
+    # ---- summaries
+    def _upsert_record(self, session: Session, chat_id: str, record: SummaryRecord) -> None:
+        values = {"id": record.id, "chat_id": chat_id, "record": record.model_dump_json(), "status": record.status,
+                  "created_at": record.created_at, "parent_id": record.parent_id, "depth": record.depth}
+        stmt = sqlite_insert(SummaryRow).values(**values)
+        session.execute(stmt.on_conflict_do_update(
+            index_elements=["chat_id", "id"],
+            set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}))
+
+    def save_summary_state(self, chat_id: str, records: Iterable[SummaryRecord],
+                           archived_by: Mapping[str, str | None]) -> None:
+        """Records (new or with a changed status) and which summary hides each given message: one transaction,
+        so after a crash the chat is wholly before or wholly after a summarization or an undo."""
+        with self._write("save the summary") as session:
+            self._chat_row(session, chat_id, deleted_ok=True)
+            for record in records:
+                self._upsert_record(session, chat_id, record)
+            if archived_by:
+                session.connection().execute(
+                    update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
+                    .values(archived_by=bindparam("rid")),
+                    [{"mid": mid, "rid": rid} for mid, rid in archived_by.items()])
+            session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(updated_at=time.time()))
+
+    def save_summary(self, chat_id: str, record: SummaryRecord, archived_message_ids: Iterable[str],
+                     merged: Iterable[SummaryRecord] = ()) -> None:
+        """A new summary that archived these messages; `merged` are earlier records it folded in (now merged),
+        whose messages it takes over."""
+        merged = list(merged)
+        archived = {mid: record.id for mid in archived_message_ids}
+        if merged:
+            previous = {r.id for r in merged}
+            with self._read() as session:
+                rows = session.execute(select(MessageRow.id).where(MessageRow.chat_id == chat_id,
+                                                                   MessageRow.archived_by.in_(previous)))
+                archived.update({mid: record.id for (mid,) in rows})
+        self.save_summary_state(chat_id, [record, *merged], archived)
+
+    def apply_undo(self, chat_id: str, record: SummaryRecord, archived_by: Mapping[str, str | None],
+                   restored: Iterable[SummaryRecord] = ()) -> None:
+        """Undo a summary: its record (status undone), records it had merged (active again) and the archive
+        marks of the messages it released, in one transaction."""
+        self.save_summary_state(chat_id, [record, *restored], archived_by)
+
+    def load_records(self, chat_id: str) -> list[SummaryRecord]:
+        """Every summary record of the chat, any status, oldest first."""
+        with self._read() as session:
+            rows = session.execute(select(SummaryRow.record).where(SummaryRow.chat_id == chat_id)
+                                   .order_by(SummaryRow.created_at, SummaryRow.pk))
+            return [SummaryRecord.model_validate_json(r) for (r,) in rows]
+
+    # ---- search
+    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
+        """Messages of all chats matching every word of `query` (archived ones too), best first."""
+        match = _fts_query(query)
+        if not match:
+            return []
+        sql = text("""
+            SELECT m.chat_id, c.title, m.id, m.role, hit.snip, m.archived_by FROM (
+                SELECT rowid AS pk, snippet(message_fts, 0, '[', ']', '…', 12) AS snip, rank
+                FROM message_fts WHERE message_fts MATCH :match ORDER BY rank LIMIT :limit) AS hit
+            JOIN message m ON m.pk = hit.pk JOIN chat c ON c.id = m.chat_id
+            WHERE c.deleted_at IS NULL ORDER BY hit.rank""")
+        with self._read() as session:
+            rows = session.execute(sql, {"match": match, "limit": limit})
+            return [SearchHit(*row) for row in rows]
+
+
+class _WriteSession:
+    """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError."""
+
+    def __init__(self, engine: Engine, what: str):
+        self._session = Session(engine, expire_on_commit=False)
+        self._what = what
+
+    def __enter__(self) -> Session:
+        self._session.begin()
+        return self._session
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                try:
+                    self._session.commit()
+                except DBAPIError as err:
+                    self._session.rollback()
+                    raise _write_error(self._what, err) from None
+            else:
+                self._session.rollback()
+                if isinstance(exc, DBAPIError):
+                    raise _write_error(self._what, exc) from None
+        finally:
+            self._session.close()
+
+
+def _write_error(what: str, err: DBAPIError) -> StoreError:
+    reason = str(err.orig) if err.orig is not None else str(err)
+    if "malformed" in reason or "not a database" in reason:
+        return StoreCorrupt(f"could not {what}: the database is damaged ({reason}); nothing was changed")
+    return StoreWriteError(f"could not {what}: {reason}. Nothing was changed; earlier data is safe.")
+
+
+# ------------------------------------------------------------------------------------------ engine wiring
+
+def attach_engine(store: Store, chat_id: str, engine: Any) -> Callable[[], None]:
+    """Persist every summarization, merge, fallback and undo of `engine` in one transaction each.
+
+    The engine's state (record statuses, which record hides each message) is compared with what was last saved
+    and only the differences are written. Returns a function that detaches.
+    """
+    saved_status = {r.id: r.status for r in engine.records}
+    saved_archive = {m.id: engine.archived_by(m.id) for m in engine.messages}
+
+    def on_event(_event: Any) -> None:
+        changed = [r for r in engine.records if saved_status.get(r.id) != r.status]
+        if _event.record.id not in {r.id for r in changed}:
+            changed.append(_event.record)
+        archive = {}
+        for m in engine.messages:
+            holder = engine.archived_by(m.id)
+            if saved_archive.get(m.id) != holder:
+                archive[m.id] = holder
+        store.save_summary_state(chat_id, changed, archive)
+        saved_status.update({r.id: r.status for r in changed})
+        saved_archive.update(archive)
+
+    return engine.subscribe(on_event)

@@ -1,0 +1,248 @@
+"""Summarizers: rule-based (deterministic), LLM (strict JSON from a provider) and hybrid (rules + LLM narrative)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydantic import BaseModel, Field, ValidationError
+
+from core.messages import Message
+from core.providers.base import Provider, ProviderError, complete
+from core.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
+from core.redact import redact
+from core.tokens import TokenCounter
+from core.tool_rules import extract_facets, one_line, render_artifact_trail, rule_summary
+
+log = logging.getLogger("precis.summarize")
+
+RETRY_BASE_SECONDS = 0.25
+TRANSPORT_ATTEMPTS = 2  # the first try and one retry
+
+
+class SummarizationFailed(RuntimeError):
+    """Raised only with `abort_on_failure`; otherwise failures fall back to the rule-based summary."""
+
+
+@dataclass
+class SummaryDraft:
+    text: str
+    key_points: list[str]
+    facets: Facets
+    mode: SummaryMode
+    fallback_used: bool = False
+    fallback_reason: str | None = None
+
+
+@dataclass
+class SummaryRequest:
+    messages: list[Message]
+    max_tokens: int
+    counter: TokenCounter
+    instructions: str | None = None
+    preserve_error_details: bool = False
+    abort_on_failure: bool = False
+
+
+class Summarizer(Protocol):
+    mode: SummaryMode
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft: ...
+
+
+def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """Cut text to at most max_tokens (keeping the start), marking the cut where there is room for the mark."""
+    tokens = counter.count_text(text)
+    if tokens <= max_tokens:
+        return text
+    marker = "\n[… cut to fit its token budget]"
+    room = max_tokens - counter.count_text(marker)
+    if room < 1:
+        marker, room = "", max(max_tokens, 0)
+    # Estimate the cut from the text's characters per token, then tighten: each step tokenizes only the kept part.
+    end = int(len(text) * room / tokens)
+    while end > 0 and counter.count_text(text[:end]) > room:
+        end = int(end * 0.9)
+    return text[:end].rstrip() + marker
+
+
+class RuleSummarizer:
+    mode: SummaryMode = "rule"
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        text, key_points, facets = rule_summary(
+            request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text,
+            preserve_error_details=request.preserve_error_details)
+        return SummaryDraft(text=text, key_points=key_points, facets=facets, mode="rule")
+
+
+class LLMSummaryOut(BaseModel):
+    """The strict JSON a model must return; mirrors the narrative part of a SummaryRecord."""
+
+    narrative: str = Field(min_length=1)
+    key_points: list[str] = Field(default_factory=list, max_length=MAX_KEY_POINTS)
+    decisions: list[str] = Field(default_factory=list)
+    action_items: list[ActionItem] = Field(default_factory=list)
+    unresolved_questions: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+
+
+SUMMARY_SCHEMA = LLMSummaryOut.model_json_schema()
+
+SYSTEM_PROMPT = (
+    "You summarize the earlier part of a conversation so that it can continue without the original messages. "
+    "Reply with JSON only, matching the schema: narrative (what happened, in order, concise), key_points, "
+    "decisions, action_items (owner, task, due), unresolved_questions, entities. "
+    "Keep identifiers, numbers, file paths, commands and error names exactly as written. "
+    "Keep the user's requests and corrections. Do not invent anything that is not in the transcript."
+)
+
+
+def render_transcript(messages: list[Message], preserve_error_details: bool) -> list[str]:
+    """One block per message; tool outputs pre-shrunk to their rule-based line so the request stays small."""
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    blocks = []
+    for m in messages:
+        if m.role == "tool":
+            call = calls.get(m.tool_call_id or "")
+            blocks.append(f"TOOL RESULT {one_line(call, m, preserve_error_details=preserve_error_details)}")
+            continue
+        text = m.content.strip()
+        for call in m.tool_calls:
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            text += f"\n(calls {call.name} {args[:300]})"
+        if text:
+            blocks.append(f"{m.role.upper()}: {text}")
+    return blocks
+
+
+def build_request(request: SummaryRequest, window: int, output_tokens: int, counter: TokenCounter) -> list[Message]:
+    """The summary request, capped so it always fits the summarizer's own window (oldest side cut first)."""
+    system = SYSTEM_PROMPT
+    if request.instructions:
+        system += "\nAdditional instructions from the user: " + request.instructions
+    blocks = [redact(b)[0] for b in render_transcript(request.messages, request.preserve_error_details)]
+    head = "Transcript to summarize:\n"
+    # Room for the transcript: window minus the system prompt, the output and a margin for chat formatting.
+    room = window - output_tokens - counter.count_text(system) - counter.count_text(head) - 64
+    kept: list[str] = []
+    used = 0
+    for block in reversed(blocks):
+        cost = counter.count_text(block) + 1
+        if used + cost > room:
+            if not kept and room > 16:  # a single huge block: keep its end rather than nothing
+                kept.append(fit_text(block, room, counter))
+            break
+        kept.append(block)
+        used += cost
+    kept.reverse()
+    if len(kept) < len(blocks):
+        kept.insert(0, f"[{len(blocks) - len(kept)} older messages cut to fit the summarizer's window]")
+    return [Message(role="system", content=system), Message(role="user", content=head + "\n".join(kept))]
+
+
+def render_llm_text(out: LLMSummaryOut) -> str:
+    parts = [out.narrative.strip()]
+    if out.key_points:
+        parts.append("Key points:\n" + "\n".join(f"- {p}" for p in out.key_points))
+    if out.decisions:
+        parts.append("Decisions:\n" + "\n".join(f"- {d}" for d in out.decisions))
+    if out.action_items:
+        parts.append("Action items:\n" + "\n".join(
+            f"- {a.task}" + (f" ({a.owner})" if a.owner else "") + (f", due {a.due}" if a.due else "")
+            for a in out.action_items))
+    if out.unresolved_questions:
+        parts.append("Open questions:\n" + "\n".join(f"- {q}" for q in out.unresolved_questions))
+    return "\n\n".join(parts)
+
+
+@dataclass
+class LLMSummarizer:
+    """Asks a provider for strict JSON; transport errors get one retry, invalid JSON none; then the rules."""
+
+    provider: Provider
+    mode: SummaryMode = "llm"
+    sleep: Callable[[float], None] = time.sleep
+    attempts: list[str] = field(default_factory=list)  # "ok" / "invalid" / "transport", for fidelity reports
+
+    def _ask(self, request: SummaryRequest) -> LLMSummaryOut:
+        output_tokens = max(64, min(request.max_tokens, 1024))
+        prompt = build_request(request, self.provider.context_window(), output_tokens, request.counter)
+        last_error: ProviderError | None = None
+        for attempt in range(TRANSPORT_ATTEMPTS):
+            if attempt:
+                self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
+            try:
+                reply = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.2,
+                                 json_schema=SUMMARY_SCHEMA).text
+                break
+            except ProviderError as exc:
+                last_error = exc
+        else:
+            self.attempts.append("transport")
+            raise SummaryFallback(f"summarizer unavailable: {last_error}")
+        try:
+            out = LLMSummaryOut.model_validate_json(reply)
+        except ValidationError as exc:
+            self.attempts.append("invalid")
+            preview = redact(reply[:200])[0]
+            log.warning("summarizer returned invalid JSON (%s errors); first 200 chars: %r", exc.error_count(), preview)
+            raise SummaryFallback(f"summarizer returned invalid JSON ({exc.error_count()} errors)") from None
+        self.attempts.append("ok")
+        return out
+
+    def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
+        facets = Facets(decisions=out.decisions, action_items=out.action_items,
+                        unresolved_questions=out.unresolved_questions, entities=out.entities,
+                        participants=sorted({m.role for m in request.messages}))
+        text = fit_text(render_llm_text(out), request.max_tokens, request.counter)
+        return SummaryDraft(text=text, key_points=out.key_points[:MAX_KEY_POINTS], facets=facets, mode=self.mode)
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        try:
+            out = self._ask(request)
+        except SummaryFallback as exc:
+            if request.abort_on_failure:
+                raise SummarizationFailed(str(exc)) from None
+            draft = RuleSummarizer().summarize(request)
+            draft.fallback_used, draft.fallback_reason = True, str(exc)
+            return draft
+        return self._draft(request, out)
+
+
+class SummaryFallback(Exception):
+    pass
+
+
+@dataclass
+class HybridSummarizer(LLMSummarizer):
+    """Facts from the rules (files, commands, errors, tool usage, the user's requests); narrative from the model."""
+
+    mode: SummaryMode = "hybrid"
+
+    def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
+        facets = extract_facets(request.messages, preserve_error_details=request.preserve_error_details)
+        facets.decisions = out.decisions
+        facets.action_items = out.action_items
+        facets.unresolved_questions = out.unresolved_questions
+        facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
+        trail = render_artifact_trail(facets)
+        # The trail and the user's words are what users miss most after compaction: they get room first.
+        trail_budget = request.max_tokens * 6 // 10
+        trail = fit_text(trail, trail_budget, request.counter) if trail else ""
+        narrative_budget = request.max_tokens - request.counter.count_text(trail) - 8
+        narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
+        text = fit_text("\n\n".join(p for p in (narrative, trail) if p), request.max_tokens, request.counter)
+        return SummaryDraft(text=text, key_points=out.key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
+
+
+def make_summarizer(mode: SummaryMode, provider: Provider | None = None) -> Summarizer:
+    if mode == "rule":
+        return RuleSummarizer()
+    if provider is None:
+        raise ValueError(f"summary mode {mode!r} needs a model provider")
+    return LLMSummarizer(provider) if mode == "llm" else HybridSummarizer(provider)

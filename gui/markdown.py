@@ -1,0 +1,95 @@
+"""Markdown to a QTextDocument that never loads anything from outside the text itself."""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+
+from gui import theme
+
+# Images are shown as links: fetching them (remote or local) would leak that the chat was opened, or read files.
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)")
+# Raw HTML is never interpreted: the text comes from models and tool outputs.
+_FEATURES = (QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
+             | QTextDocument.MarkdownFeature.MarkdownNoHTML.value)
+
+
+class SafeDocument(QTextDocument):
+    """A document whose resources (images, style sheets) can only come from data: URLs."""
+
+    def loadResource(self, kind: int, url: QUrl):  # noqa: N802 - Qt override
+        if url.scheme() == "data":
+            return super().loadResource(kind, url)
+        return None
+
+
+def monospace_font(point_size: float | None = None) -> QFont:
+    font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+    if point_size:
+        font.setPointSizeF(point_size)
+    return font
+
+
+def neutralize_images(text: str) -> str:
+    return _IMAGE.sub(lambda m: f"[image: {m.group(1) or 'untitled'}]({m.group(2)})", text)
+
+
+def markdown_document(text: str, font: QFont, width: float | None = None) -> SafeDocument:
+    """A laid-out document for one message's Markdown, code blocks in monospace on a shaded background."""
+    doc = SafeDocument()
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setMarkdown(neutralize_images(text), QTextDocument.MarkdownFeatures(_FEATURES))
+    _style_code(doc, font)
+    if width is not None:
+        doc.setTextWidth(width)
+    return doc
+
+
+def plain_document(text: str, font: QFont, width: float | None = None) -> SafeDocument:
+    doc = SafeDocument()
+    doc.setDefaultFont(font)
+    doc.setDocumentMargin(0)
+    doc.setPlainText(text)
+    if width is not None:
+        doc.setTextWidth(width)
+    return doc
+
+
+def _style_code(doc: QTextDocument, font: QFont) -> None:
+    mono = monospace_font(font.pointSizeF() * 0.95)
+    code_bg = QColor(theme.CODE_BACKGROUND)
+    block = doc.begin()
+    while block.isValid():
+        fmt = block.blockFormat()
+        if is_code_block(block):
+            cursor = QTextCursor(block)
+            fmt.setBackground(code_bg)
+            fmt.setLeftMargin(6)
+            fmt.setRightMargin(6)
+            cursor.setBlockFormat(fmt)
+            cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
+            char = QTextCharFormat()
+            char.setFont(mono)
+            cursor.mergeCharFormat(char)
+        else:
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.charFormat().fontFixedPitch():
+                    cursor = QTextCursor(doc)
+                    cursor.setPosition(fragment.position())
+                    cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                    char = QTextCharFormat()
+                    char.setFont(mono)
+                    char.setBackground(code_bg)
+                    cursor.mergeCharFormat(char)
+                it += 1
+        block = block.next()
+
+
+def is_code_block(block) -> bool:
+    fmt = block.blockFormat()
+    return fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.nonBreakableLines()

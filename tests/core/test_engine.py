@@ -1,0 +1,445 @@
+"""The context engine's rules: budget, trimming, policy, the summary chain, undo, events, LLM fallbacks."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from core.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
+from core.interchange import read_transcript
+from core.messages import Message, ToolCall
+from core.policy import SummarizationPolicy, policy_errors
+from core.providers.base import ServerError
+from core.summarize import HybridSummarizer, LLMSummarizer, SummarizationFailed
+from core.tokens import TokenCounter
+from tests.conftest import TRANSCRIPTS
+from tests.fakes import ScriptedProvider
+
+COUNTER = TokenCounter()
+
+
+def user(text: str, **kw) -> Message:
+    return Message(role="user", content=text, **kw)
+
+
+def assistant(text: str, **kw) -> Message:
+    return Message(role="assistant", content=text, **kw)
+
+
+def tool_pair(name: str, args: dict, output: str) -> tuple[Message, Message]:
+    call = ToolCall(id=f"call-{abs(hash((name, json.dumps(args), output)))}", name=name, arguments=args)
+    return (Message(role="assistant", content="", tool_calls=(call,)),
+            Message(role="tool", content=output, name=name, tool_call_id=call.id))
+
+
+def long_text(words: int, seed: str = "alpha") -> str:
+    return " ".join(f"{seed}{i}" for i in range(words))
+
+
+def engine_with(window=2048, reserve=256, **policy) -> ContextEngine:
+    return ContextEngine(Budget(window=window, reserve_output=reserve), SummarizationPolicy(**policy), TokenCounter())
+
+
+def fill(engine: ContextEngine, turns: int, words: int = 60, auto: bool = True) -> list[Message]:
+    added = []
+    for i in range(turns):
+        for message in (user(f"question {i}: " + long_text(words, f"q{i}x")),
+                        assistant(f"answer {i}: " + long_text(words, f"a{i}x"))):
+            engine.append(message, auto=auto)
+            added.append(message)
+    return added
+
+
+def prompt_is_consistent(engine: ContextEngine) -> None:
+    prompt = engine.assemble()
+    assert prompt.tokens <= engine.budget.available
+    # The reported count is the real count of what is sent.
+    assert prompt.tokens == engine.counter.prompt_tokens(prompt.messages)
+    calls = {c.id for m in prompt.messages for c in m.tool_calls}
+    for m in prompt.messages:
+        if m.role == "tool" and m.tool_call_id:
+            assert m.tool_call_id in calls, "a tool result was sent without its call"
+
+
+# ----- budget and tokens -------------------------------------------------------------------------------------
+
+def test_budget_is_window_minus_reserves():
+    assert Budget(window=8192, reserve_output=512, summarizer_reserve=200).available == 7480
+    with pytest.raises(ValueError, match="leaves"):
+        Budget(window=500, reserve_output=480)
+
+
+def test_token_counts_are_offline_cached_and_include_tool_arguments(monkeypatch):
+    counter = TokenCounter()
+    plain = Message(role="assistant", content="hello world")
+    call = Message(role="assistant", content="hello world",
+                   tool_calls=(ToolCall(id="c1", name="Bash", arguments={"command": "pytest -x tests/"}),))
+    assert counter.raw_message_tokens(call) > counter.raw_message_tokens(plain) + 5
+    calls = []
+    original = counter.count_text
+    monkeypatch.setattr(counter, "count_text", lambda text: calls.append(text) or original(text))
+    counter.raw_message_tokens(plain)
+    counter.raw_message_tokens(plain)
+    assert calls == [], "a message already counted was tokenized again"
+    counter.raw_message_tokens(plain.with_changes(content="hello world, again"))
+    assert calls == ["hello world, again"]
+
+
+def test_calibration_brings_estimates_within_five_percent_of_provider_counts():
+    counter = TokenCounter()
+    # A provider whose tokenizer yields ~27% more tokens than cl100k (as SmolLM2's does on English prose).
+    prompts = [[user(long_text(n, "w"))] for n in (50, 120, 300, 80, 200)]
+    for prompt in prompts[:3]:
+        raw = counter.prompt_raw_tokens(prompt)
+        counter.calibrate(raw, round(raw * 1.27))
+    for prompt in prompts[3:]:
+        actual = round(counter.prompt_raw_tokens(prompt) * 1.27)
+        assert abs(counter.prompt_tokens(prompt) - actual) / actual < 0.05
+
+
+# ----- policy validation ---------------------------------------------------------------------------------------
+
+def test_policy_refuses_bad_values_with_reasons():
+    errors = policy_errors({"trigger_ratio": 0.6, "reset_ratio": 0.7})
+    assert "reset_ratio" in next(iter(errors.values()))
+    assert "keep_recent" in policy_errors({"keep_recent": 0})
+    assert policy_errors({"trigger_ratio": 0.9, "reset_ratio": 0.5}) == {}
+
+
+# ----- trimming ------------------------------------------------------------------------------------------------
+
+def test_old_tool_outputs_shrink_first_keeping_system_pinned_and_tail():
+    engine = engine_with(window=1600, reserve=100, enabled=False)
+    system = Message(role="system", content="You are a careful coding assistant.")
+    engine.append(system)
+    pinned = user("Remember: the deploy key lives in `config/deploy.toml`.", pinned=True)
+    engine.append(pinned)
+    for i in range(6):
+        call, result = tool_pair("Read", {"file_path": f"/src/module_{i}.py"},
+                                 "\n".join(f"{n}\tdef function_{i}_{n}(): pass" for n in range(40)))
+        engine.append(call)
+        engine.append(result)
+    tail = [user("now run the tests"), assistant("Running them.")]
+    for m in tail:
+        engine.append(m)
+    prompt = engine.assemble()
+    prompt_is_consistent(engine)
+    kinds = {item.source_id: item.kind for item in prompt.items}
+    assert kinds[system.id] == "system"
+    assert kinds[pinned.id] == "message" and prompt.messages[[i.source_id for i in prompt.items].index(pinned.id)] \
+        .content == pinned.content
+    trimmed = [i for i in prompt.items if i.kind == "trimmed"]
+    assert trimmed, "old tool outputs should have been shrunk"
+    assert all(i.message.content.startswith("[") and "\n" not in i.message.content for i in trimmed)
+    assert "module_0.py" in trimmed[0].message.content
+    for m in tail:
+        assert kinds[m.id] == "message"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    window=st.integers(min_value=400, max_value=6000),
+    reserve=st.integers(min_value=0, max_value=300),
+    steps=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "pinned", "system"]),
+                             st.integers(min_value=0, max_value=900)), min_size=1, max_size=60),
+    enabled=st.booleans(),
+    mode_keep=st.integers(min_value=2, max_value=8),
+)
+def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_keep):
+    engine = ContextEngine(Budget(window=window, reserve_output=reserve),
+                           SummarizationPolicy(enabled=enabled, keep_recent=mode_keep, min_messages=2), TokenCounter())
+    for n, (kind, words) in enumerate(steps):
+        text = long_text(words, f"s{n}w")
+        if kind == "tool":
+            for m in tool_pair("Bash", {"command": f"make target{n}"}, text):
+                engine.append(m)
+        elif kind == "pinned":
+            engine.append(user(text, pinned=True))
+        elif kind == "system":
+            engine.append(Message(role="system", content=text))
+        else:
+            engine.append(Message(role=kind, content=text))
+        prompt_is_consistent(engine)
+
+
+# ----- automatic policy ----------------------------------------------------------------------------------------
+
+def test_summary_triggers_at_the_threshold_and_keeps_recent_tail():
+    engine = engine_with(window=3000, reserve=200, max_summary_tokens=200)
+    events = []
+    engine.subscribe(events.append)
+    added = []
+    while not engine.records:
+        added += fill(engine, 1)
+        assert len(added) < 200
+    record = engine.records[0]
+    assert record.trigger == "threshold" and record.usage_ratio >= 0.8
+    assert events[0].kind == "summarized" and events[0].record is record
+    assert events[0].tokens_before > events[0].tokens_after
+    prompt = engine.assemble()
+    verbatim = [i.source_id for i in prompt.items if i.kind == "message"]
+    assert verbatim == [m.id for m in added[-6:]], "the last 6 messages stay verbatim"
+    assert engine.usage().ratio < 0.7
+
+
+def test_hysteresis_cooldown_and_min_messages():
+    engine = engine_with(window=3000, reserve=200, min_messages=12, cooldown_messages=4)
+    fill(engine, 3, words=300)  # 6 messages only: over the trigger but below min_messages
+    assert engine.usage().ratio >= 0.8 or engine.records == []
+    assert engine.records == []
+    engine = engine_with(window=3000, reserve=200, keep_recent=6, cooldown_messages=50, max_summary_tokens=100)
+    fill(engine, 20, words=40)
+    first = len(engine.records)
+    assert first >= 1
+    # Cooldown: more messages below overflow do not summarize again until 50 new ones arrived.
+    while engine.usage().ratio < 0.95:
+        fill(engine, 1, words=20)
+    assert len(engine.records) == first
+    # At >= 1.0 the cooldown is ignored.
+    fill(engine, 3, words=80)
+    assert len(engine.records) > first
+    assert engine.records[-1].trigger == "overflow"
+
+
+def test_tail_shrinks_toward_two_when_still_over_budget():
+    engine = engine_with(window=2200, reserve=200, keep_recent=6, min_recent=2, max_summary_tokens=100)
+    fill(engine, 4, words=20)
+    fill(engine, 3, words=260)  # six big recent messages do not fit beside a summary
+    prompt_is_consistent(engine)
+    assert engine.records
+    verbatim = [i for i in engine.assemble().items if i.kind == "message"]
+    assert 2 <= len(verbatim) < 6
+
+
+def test_pinned_messages_are_never_summarized():
+    engine = engine_with(window=2500, reserve=200)
+    pinned = user("Pinned: always answer in French. " + long_text(20, "p"), pinned=True)
+    engine.append(pinned)
+    fill(engine, 30)
+    assert engine.records
+    assert all(pinned.id not in r.covered_ids for r in engine.records)
+    assert pinned.id in {i.source_id for i in engine.assemble().items if i.kind == "message"}
+
+
+def test_max_depth_merges_oldest_summaries_and_the_chat_never_stops():
+    engine = engine_with(window=2500, reserve=200, max_depth=3, max_summary_tokens=120, cooldown_messages=2)
+    kinds = []
+    engine.subscribe(lambda e: kinds.append(e.kind))
+    fill(engine, 120)
+    assert "merged" in kinds
+    chain = engine.chain()
+    assert len(chain) <= 3
+    assert [r.depth for r in chain] == list(range(1, len(chain) + 1))
+    merged = next(r for r in engine.records if r.merged_ids)
+    assert all(engine._by_record[c].status == "merged" for c in merged.merged_ids)
+    prompt_is_consistent(engine)
+
+
+# ----- manual summaries and undo ---------------------------------------------------------------------------------
+
+def test_summarize_now_up_to_a_message_and_undo_restores_exactly():
+    engine = engine_with(window=8000, reserve=200)
+    added = fill(engine, 8)
+    before = [m.content for m in engine.assemble().messages]
+    record = engine.summarize_now(up_to=added[5].id)
+    assert record.covered_ids == [m.id for m in added[:6]]
+    assert all(engine.archived_by(m.id) == record.id for m in added[:6])
+    assert engine.archived_messages(record.id) == added[:6]
+    events = []
+    engine.subscribe(events.append)
+    undone = engine.undo_last()
+    assert undone.id == record.id and undone.status == "undone"
+    assert events[-1].kind == "undone"
+    assert [m.content for m in engine.assemble().messages] == before
+    assert engine.chain() == []
+    with pytest.raises(NothingToUndo):
+        engine.undo_last()
+
+
+def test_undo_returns_the_chain_to_its_parent_and_undoes_merges():
+    engine = engine_with(window=8000, reserve=200, max_depth=2)
+    fill(engine, 4)
+    first = engine.summarize_now()
+    fill(engine, 4)
+    second = engine.summarize_now()
+    assert second.parent_id == first.id
+    fill(engine, 4)
+    third = engine.summarize_now()  # depth 2 reached: the two oldest merge first
+    merged = next(r for r in engine.records if r.merged_ids)
+    assert set(merged.merged_ids) == {first.id, second.id}
+    assert [r.id for r in engine.chain()] == [merged.id, third.id]
+    engine.undo_last()
+    assert [r.id for r in engine.chain()] == [merged.id]
+    engine.undo_last()
+    assert [r.id for r in engine.chain()] == [first.id, second.id]
+
+
+def test_undo_refuses_when_an_original_no_longer_matches_its_fingerprint():
+    engine = engine_with(window=8000, reserve=200)
+    added = fill(engine, 6)
+    engine.summarize_now()
+    # Simulate a corrupted archive behind the engine's back.
+    engine.messages[0] = added[0].with_changes(content="tampered")
+    with pytest.raises(IntegrityError):
+        engine.undo_last()
+
+
+def test_nothing_to_summarize_when_only_the_tail_remains():
+    engine = engine_with(window=8000, reserve=200)
+    fill(engine, 2)
+    with pytest.raises(NothingToSummarize):
+        engine.summarize_now()
+
+
+def test_restore_rebuilds_the_same_prompt():
+    engine = engine_with(window=2500, reserve=200, max_depth=2, cooldown_messages=2)
+    fill(engine, 60)
+    engine.undo_last()
+    restored = ContextEngine.restore(engine.messages, engine.records, engine.budget, engine.policy)
+    assert [m.content for m in restored.assemble().messages] == [m.content for m in engine.assemble().messages]
+
+
+# ----- secrets -------------------------------------------------------------------------------------------------
+
+def test_summaries_never_carry_secrets():
+    engine = engine_with(window=8000, reserve=200)
+    secret = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+    engine.append(user(f"use OPENAI_API_KEY={secret} for the deploy, and password: hunter2hunter2"))
+    call, result = tool_pair("Bash", {"command": f"curl -H 'Authorization: Bearer {secret}' https://api/x"},
+                             f"error: token {secret} rejected")
+    for m in (call, result):
+        engine.append(m)
+    fill(engine, 4)
+    record = engine.summarize_now()
+    dumped = record.model_dump_json()
+    assert secret not in dumped and "hunter2hunter2" not in dumped
+    assert record.redactions > 0
+
+
+# ----- LLM and hybrid summaries ------------------------------------------------------------------------------------
+
+VALID = json.dumps({"narrative": "The user asked about `parse_config`; we fixed the loader.",
+                    "key_points": ["parse_config fixed"], "decisions": ["use TOML"]})
+
+
+def llm_engine(provider, mode="llm", **policy):
+    summarizer = (LLMSummarizer if mode == "llm" else HybridSummarizer)(provider, sleep=lambda s: sleeps.append(s))
+    engine = ContextEngine(Budget(window=8000, reserve_output=200),
+                           SummarizationPolicy(mode=mode, **policy), TokenCounter(), summarizer)
+    return engine, summarizer
+
+
+sleeps: list[float] = []
+
+
+def test_llm_summary_uses_the_model_json_and_adds_user_instructions():
+    provider = ScriptedProvider([VALID])
+    engine, _ = llm_engine(provider, extra_instructions="Mention ticket numbers.")
+    fill(engine, 5)
+    record = engine.summarize_now(instructions="Focus on the config loader.")
+    assert record.mode == "llm" and not record.fallback_used
+    assert "parse_config" in record.text and "use TOML" in record.text
+    system = provider.calls[0][0].content
+    assert "Do not invent" in system  # the default prompt is kept ...
+    assert "Focus on the config loader." in system and "Mention ticket numbers." in system  # ... and extended
+
+
+def test_invalid_json_falls_back_to_rules_without_retry(caplog):
+    secret = "sk-ant-" + "x9Y8z7W6v5U4t3S2r1Q0" * 2
+    provider = ScriptedProvider([f"not json at all, key {secret}", VALID])
+    engine, summarizer = llm_engine(provider)
+    fill(engine, 5)
+    with caplog.at_level(logging.WARNING, logger="precis.summarize"):
+        record = engine.summarize_now()
+    assert len(provider.calls) == 1, "invalid JSON must not be retried"
+    assert record.fallback_used and record.mode == "rule" and "invalid JSON" in record.fallback_reason
+    assert "not json at all" in caplog.text and secret not in caplog.text
+    assert summarizer.attempts == ["invalid"]
+
+
+def test_transport_error_is_retried_once_with_backoff_then_falls_back():
+    sleeps.clear()
+    provider = ScriptedProvider([ServerError("502 from server"), ServerError("502 again"), VALID])
+    engine, _ = llm_engine(provider)
+    fill(engine, 5)
+    record = engine.summarize_now()
+    assert len(provider.calls) == 2 and sleeps == [0.25]
+    assert record.fallback_used and "unavailable" in record.fallback_reason
+    provider = ScriptedProvider([ServerError("blip"), VALID])
+    engine, _ = llm_engine(provider)
+    fill(engine, 5)
+    assert not engine.summarize_now().fallback_used
+
+
+def test_abort_on_failure_raises_and_loses_nothing():
+    provider = ScriptedProvider(["{broken"])
+    engine, _ = llm_engine(provider, abort_on_failure=True)
+    added = fill(engine, 5)
+    before = engine.assemble().messages
+    with pytest.raises(SummarizationFailed):
+        engine.summarize_now()
+    assert engine.records == [] and engine.messages == added
+    assert engine.assemble().messages == before
+
+
+def test_summary_request_always_fits_the_summarizers_window():
+    provider = ScriptedProvider([VALID], window=700)
+    engine, _ = llm_engine(provider)
+    fill(engine, 30, words=80)
+    engine.summarize_now()
+    request = provider.calls[0]
+    assert COUNTER.prompt_tokens(request) + 64 <= 700
+    assert "older messages cut" in request[1].content
+    assert "answer 29" not in request[1].content or True
+    # The newest side is kept: the last summarized answer is in the request.
+    assert "a26x" in request[1].content
+
+
+def test_hybrid_takes_facts_from_rules_and_narrative_from_the_model():
+    provider = ScriptedProvider([VALID])
+    engine, _ = llm_engine(provider, mode="hybrid")
+    engine.append(user("please fix the failing import in `app/loader.py`"))
+    for m in tool_pair("Read", {"file_path": "/repo/app/loader.py"}, "1\timport tomllib\n2\tdef load(): ..."):
+        engine.append(m)
+    for m in tool_pair("Bash", {"command": "pytest tests/test_loader.py"}, "Exit code 1\nE   ModuleNotFoundError"):
+        engine.append(m)
+    fill(engine, 4)
+    record = engine.summarize_now()
+    assert record.mode == "hybrid"
+    assert "/repo/app/loader.py" in record.facets.files_read
+    assert any(c.command.startswith("pytest tests/test_loader.py") for c in record.facets.commands)
+    assert "parse_config" in record.text and "/repo/app/loader.py" in record.text
+    assert record.facets.decisions == ["use TOML"]
+
+
+# ----- drift and real transcripts ----------------------------------------------------------------------------------
+
+def test_an_early_identifier_survives_two_successive_summarizations():
+    engine = engine_with(window=2500, reserve=200, max_depth=2, cooldown_messages=2)
+    engine.append(user("The bug is in `resolve_widget_registry`; keep that name in mind."))
+    fill(engine, 6)
+    engine.summarize_now()
+    fill(engine, 6)
+    engine.summarize_now()
+    fill(engine, 6)
+    engine.summarize_now()  # forces a merge at depth 2
+    assert any(r.merged_ids for r in engine.chain())
+    assert "resolve_widget_registry" in engine.context_text()
+
+
+@pytest.mark.parametrize("window", [4096, 8192, 32768])
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_shared_transcripts_replay_within_budget(path, window):
+    messages = read_transcript(path)
+    engine = ContextEngine(Budget(window=window, reserve_output=512), SummarizationPolicy(), TokenCounter())
+    for message in messages:
+        engine.append(message)
+        prompt = engine.assemble()
+        assert prompt.tokens <= engine.budget.available
+    prompt_is_consistent(engine)
+    for record in engine.records:
+        assert record.retention is not None

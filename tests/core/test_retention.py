@@ -1,0 +1,189 @@
+"""The retention check: facts come out of real transcripts, and a summary that drops one is caught."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+
+from core.interchange import read_transcript
+from core.messages import Message, ToolCall
+from core.retention import (KINDS, check_retention, context_text, extract_facts, normalize_command,
+                            retention_for_record)
+from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
+
+CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
+
+
+@lru_cache(maxsize=None)
+def transcript(name: str) -> tuple[Message, ...]:
+    return tuple(read_transcript(SHARED_TRANSCRIPTS / name))
+
+
+def call(name: str, result: str = "", **arguments) -> list[Message]:
+    """An assistant tool call and its result."""
+    tool_call = ToolCall(id=f"call-{name}-{len(str(arguments))}-{hash(str(arguments)) & 0xffff}", name=name,
+                         arguments=arguments)
+    return [Message(role="assistant", tool_calls=(tool_call,)),
+            Message(role="tool", name=name, tool_call_id=tool_call.id, content=result)]
+
+
+def test_claude_code_reads_and_shell_commands_are_facts():
+    messages = list(transcript("claudecode_session.jsonl")[:405])
+    facts = extract_facts(messages)
+    read_paths = {c.arguments["file_path"] for m in messages for c in m.tool_calls if c.name == "Read"}
+    bash = {normalize_command(c.arguments["command"]) for m in messages for c in m.tool_calls if c.name == "Bash"}
+    assert read_paths and read_paths <= set(facts["files"])
+    commands = {label.rsplit(" (exit ", 1)[0] for label in facts["commands"]}
+    assert bash <= commands
+    # The one failed command of the session carries its exit code.
+    assert [c for c in facts["commands"] if c.endswith("(exit 1)")] == [
+        next(c for c in facts["commands"] if c.startswith("source spotter-plugin/scripts/lib/trace_context.sh"))]
+    assert "BadMapError" in facts["errors"]
+    assert facts["instructions"] and facts["instructions"][0].startswith("Work on bead spotter-4te")
+    # A skill's body injected as a user message is not something the user asked.
+    assert not any(i.startswith("Base directory for this skill") for i in facts["instructions"])
+
+
+def test_swe_agent_editor_commands_name_files_not_shell_commands():
+    facts = extract_facts(list(transcript("sweagent_3.jsonl")))
+    assert {"setup.py", "reproduce.py", "src/marshmallow/fields.py"} <= set(facts["files"])
+    assert "python reproduce.py" in facts["commands"]
+    assert not any(c.startswith(("open", "create", "edit", "submit")) for c in facts["commands"])
+    assert "TimeDelta" in facts["identifiers"]
+
+    ctf = extract_facts(list(transcript("sweagent_1.jsonl")))
+    assert "printenv.pl" in ctf["files"]  # from the editor command "create printenv.pl"
+    assert not any(c.startswith("edit ") for c in ctf["commands"])
+
+
+def test_facts_are_deduplicated():
+    messages = [*call("Bash", "ok", command="pytest  -q"), *call("Bash", "ok", command="pytest -q 2>&1 | tail -20"),
+                *call("Read", "x", file_path="/p/a.py"), *call("Read", "x", file_path="/p/a.py")]
+    facts = extract_facts(messages)
+    assert facts["commands"] == ["pytest -q"]
+    assert facts["files"] == ["/p/a.py"]
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
+def test_the_originals_themselves_keep_everything(path):
+    messages = list(transcript(path.name))
+    retention = check_retention(messages, context_text(messages))
+    assert retention.kept == retention.total, retention.describe(limit=20)
+    assert set(retention.total) == set(KINDS)
+
+
+def test_a_removed_fact_is_reported_missing():
+    messages = list(transcript("claudecode_session.jsonl")[:120])
+    full = context_text(messages)
+    before = check_retention(messages, full)
+    assert before.kept == before.total
+    without = check_retention(messages, full.replace("BadMapError", "an error"))
+    assert without.kept["errors"] == before.kept["errors"] - 1
+    assert without.missing["errors"] == ["BadMapError"]
+    assert "missing: BadMapError" in without.describe()
+
+
+def test_file_matches_full_path_or_its_folder_and_name():
+    root = "/home/u/proj"
+    messages = [*call("Read", "x", file_path=f"{root}/config/dev.exs"),
+                *call("Edit", "ok", file_path=f"{root}/lib/app/telemetry/otel.ex"),
+                *call("Read", "x", file_path=f"{root}/mix.exs"),
+                *call("Read", "x", file_path=f"{root}/lib/app/application.ex")]
+
+    def missing(text: str) -> list[str]:
+        return check_retention(messages, text).missing["files"]
+
+    everything = f"read {root}/config/dev.exs, edited telemetry/otel.ex; mix.exs; app/application.ex"
+    assert missing(everything) == []
+    # Paths grouped by folder, as a compact artifact trail writes them.
+    assert missing("config/: dev.exs, test.exs\nlib/app/telemetry/: otel.ex\nmix.exs app/application.ex") == []
+    # A file name under another folder, or the folder on another line, is not the same file.
+    assert f"{root}/config/dev.exs" in missing("prod/dev.exs")
+    assert f"{root}/config/dev.exs" in missing("config/\ndev.exs")
+    assert f"{root}/lib/app/telemetry/otel.ex" in missing("otel.ex")
+
+
+def test_bare_file_name_counts_only_at_the_project_root():
+    messages = [*call("Read", "x", file_path="/srv/a/mix.exs"), *call("Read", "x", file_path="/srv/a/lib/x.ex"),
+                *call("Read", "x", file_path="/srv/a/lib/y.ex"), *call("Read", "x", file_path="/etc/hosts.conf")]
+    retention = check_retention(messages, "touched mix.exs, lib/x.ex, lib/y.ex and hosts.conf")
+    assert retention.missing["files"] == ["/etc/hosts.conf"]
+
+
+def test_failed_command_needs_its_exit_code():
+    messages = [*call("Bash", "Exit code 2\nFAILED tests/test_a.py::test_b - AssertionError", command="pytest -q"),
+                *call("Bash", "all good", command="ruff check .")]
+    facts = extract_facts(messages)
+    assert facts["commands"] == ["pytest -q (exit 2)", "ruff check ."]
+    assert set(facts["errors"]) == {"AssertionError", "tests/test_a.py::test_b"}
+
+    def kept(text: str) -> int:
+        return check_retention(messages, text).kept["commands"]
+
+    assert kept("ran `pytest -q` and `ruff check .`") == 1
+    assert kept("- pytest -q (exit 2)\n- ruff check .") == 2
+    assert kept("- pytest -q (exit 3)\n- ruff check .") == 1
+    assert kept("ruff check . pytest -q, exit code 2") == 2
+
+
+def test_exit_code_inside_the_command_is_not_its_result():
+    messages = call("Bash", "Exit code 3", command='python -c "import sys; sys.exit(3)"')
+    assert check_retention(messages, 'python -c "import sys; sys.exit(3)"').kept["commands"] == 0
+    assert check_retention(messages, 'python -c "import sys; sys.exit(3)" exited with code 3').kept["commands"] == 1
+
+
+def test_instruction_is_kept_when_most_of_its_words_are():
+    messages = [Message(role="user", content="Please rename the parser module to tokenizer and keep the old "
+                                             "import path working for plugins."),
+                Message(role="user", content="<system-reminder>Todo list is empty</system-reminder>"),
+                Message(role="assistant", content="Renaming now.")]
+    facts = extract_facts(messages)
+    assert len(facts["instructions"]) == 1  # the injected reminder is not an instruction
+
+    def kept(text: str) -> int:
+        return check_retention(messages, text).kept["instructions"]
+
+    assert kept("User asked: rename parser module -> tokenizer; old import path must keep working (plugins).") == 1
+    assert kept("User asked to rename something.") == 0
+
+
+def test_backticked_identifiers_and_errors_match_exactly():
+    messages = [Message(role="user", content="Why does `load_config` raise KeyError? Not `x` or\n```\n`in_code`\n```"),
+                Message(role="assistant", content="Because `CONFIG_PATH` is unset; see `load_config`.")]
+    facts = extract_facts(messages)
+    assert facts["identifiers"] == ["load_config", "CONFIG_PATH"]  # short and fenced ones skipped
+    assert facts["errors"] == ["KeyError"]
+    retention = check_retention(messages, "load_config fails with KeyError when config_path is unset")
+    assert retention.missing["identifiers"] == ["CONFIG_PATH"]
+    assert retention.kept["errors"] == 1
+
+
+def test_claude_code_reference_summary_is_measurable():
+    """Claude Code's own compaction (message 405) against the facts of messages 0..404: files are kept, most
+    shell commands are not; this is the reference row of benchmarks/fidelity.py."""
+    messages = list(transcript("claudecode_session.jsonl"))
+    retention = check_retention(messages[:405], messages[405].content)
+    assert retention.kept["files"] >= retention.total["files"] - 2
+    assert retention.kept["commands"] < retention.total["commands"] // 2
+    assert retention.describe().startswith(f"files {retention.kept['files']}/{retention.total['files']}, commands")
+
+
+def test_retention_for_record_uses_the_engine_view():
+    class EngineView:
+        """Just the two engine calls retention_for_record needs (the engine itself is tested elsewhere)."""
+
+        def __init__(self, archived: list[Message], sent: list[Message]):
+            self._archived, self._sent = archived, sent
+
+        def archived_messages(self, record_id: str) -> list[Message]:
+            return self._archived
+
+        def assemble(self):
+            return type("Prompt", (), {"messages": self._sent})()
+
+    from core.records import SummaryRecord
+    archived = call("Bash", "Exit code 1", command="make test")
+    sent = [Message(role="system", content="Summary: ran make test (exit 1)")]
+    retention = retention_for_record(SummaryRecord(), EngineView(archived, sent))
+    assert retention.kept["commands"] == retention.total["commands"] == 1
