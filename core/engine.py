@@ -16,7 +16,7 @@ from typing import Literal
 
 from core.messages import Message, ToolCall
 from core.policy import SummarizationPolicy
-from core.records import CoveredMessage, Facets, SummaryRecord
+from core.records import CoveredMessage, Facets, Retention, SummaryRecord
 from core.redact import redact, redact_obj
 from core.retention import check_retention
 from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
@@ -461,6 +461,9 @@ class ContextEngine:
         text, n_text = redact(draft.text)
         key_points, n_points = redact_obj(draft.key_points)
         facets_dump, n_facets = redact_obj(draft.facets.model_dump())
+        # Secrets found in the originals: the summarizer may already have dropped them, the count still tells.
+        in_originals = sum(redact(m.content)[1] + redact_obj([c.arguments for c in m.tool_calls])[1]
+                           for m in candidates)
         parent = self._chain[-1].id if self._chain else None
         record = SummaryRecord(
             depth=len(self._chain) + 1, parent_id=parent, mode=draft.mode,
@@ -469,12 +472,12 @@ class ContextEngine:
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
             tokens_before=before.total, trigger=reason, usage_ratio=round(before.ratio, 4),
             instructions=instructions, fallback_used=draft.fallback_used, fallback_reason=draft.fallback_reason,
-            redactions=n_text + n_points + n_facets)
+            redactions=max(in_originals, n_text + n_points + n_facets))
         self._add_record(record)
         after = self.usage()
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
-        record.retention = check_retention(candidates, self.context_text())
+        self._check_retention(record)
         self._armed = after.ratio < self.policy.reset_ratio
         self._since_summary = 0
         log.info("summarized %d messages (%s): %d -> %d tokens, mode %s%s", len(candidates), reason,
@@ -489,6 +492,11 @@ class ContextEngine:
         self.records.append(record)
         self._by_record[record.id] = record
         self._rebuild()
+
+    def _check_retention(self, record: SummaryRecord) -> None:
+        """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""
+        retention = check_retention(self.archived_messages(record.id), self.context_text())
+        record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
 
     def _merge_oldest(self, count: int) -> SummaryRecord:
         """At the maximum depth, fold the oldest summaries into one instead of refusing: the chat never stops."""
@@ -507,6 +515,7 @@ class ContextEngine:
         for child in children:
             child.status = "merged"
         self._add_record(record)
+        self._check_retention(record)
         after = self.usage()
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)

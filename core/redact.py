@@ -56,7 +56,7 @@ def _named_value(keep: int) -> Callable[[re.Match[str]], str]:
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
      _MARK.format("private_key")),
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"]+:)" + _VALUE_GUARD + r"([^\s@/'\"]+)(?=@)"),
+    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"\[\]]+:)" + _VALUE_GUARD + r"([^\s@/'\"]+)(?=@)"),
      _keep_group("url_password", 1)),
     (re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-" + _TOKEN + r"{16,}"), _MARK.format("anthropic_key")),
     # OpenAI keys (sk-..., sk-proj-...): require a digit so ordinary hyphenated words like sk-foo-bar are left alone.
@@ -83,9 +83,15 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
+# One quick scan for anything any rule could match; most texts (paths, commands, prose) have none of these.
+_MAYBE_SECRET = re.compile(
+    r"-----BEGIN|://[^\s/@]*:[^\s/@]*@|sk-|gh[pousr]_|github_pat_|AKIA|ASIA|xox|AIza|eyJ|authorization|bearer"
+    r"|pass|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key|credential", re.IGNORECASE)
+
+
 def redact(text: str) -> tuple[str, int]:
     """Replace every secret in `text` by `[REDACTED:<kind>]`; return the new text and how many were replaced."""
-    if not text:
+    if not text or not _MAYBE_SECRET.search(text):
         return text, 0
     total = 0
     for pattern, replacement in _RULES:

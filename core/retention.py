@@ -6,7 +6,7 @@ text plus the messages still sent verbatim):
 
 - files: paths read or written (tool arguments, SWE-agent `open`/`create`, paths in the user's own text);
 - commands: shell commands run, with a non-zero exit code when the result shows one;
-- errors: exception names (`ValueError`), compiler codes (`error TS2345`), failing test ids;
+- errors: exception names (`ValueError`), compiler error codes (`TS2345` of `error TS2345`), failing test ids;
 - identifiers: short names the user or assistant wrote in backticks;
 - instructions: what each user message asked for, reduced to its key content words.
 """
@@ -218,8 +218,11 @@ def collect_facts(messages: list[Message]) -> Facts:
 
 
 def _errors_in(text: str) -> list[str]:
+    if "rror" not in text and "Exception" not in text and "FAILED" not in text:
+        return []  # the common case, without running three regexes
     found = ERROR_NAME.findall(text)
-    found += [f"error {a or b}" if a else f"error[{b}]" for a, b in COMPILER_ERROR.findall(text)]
+    # The code alone is the fact ("TS2345", "E0308"): a summary names it without the compiler's wording.
+    found += [ts or rust for ts, rust in COMPILER_ERROR.findall(text)]
     found += FAILED_TEST.findall(text)
     return found
 

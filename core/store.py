@@ -706,26 +706,34 @@ def _write_error(what: str, err: DBAPIError) -> StoreError:
 
 # ------------------------------------------------------------------------------------------ engine wiring
 
-def attach_engine(store: Store, chat_id: str, engine: Any) -> Callable[[], None]:
-    """Persist every summarization, merge, fallback and undo of `engine` in one transaction each.
+def attach_engine(store: Store, chat_id: str, engine: Any,
+                  on_error: Callable[[StoreError], None] | None = None) -> Callable[[], None]:
+    """Persist every summarization, merge and undo of `engine`, each in one transaction.
 
-    The engine's state (record statuses, which record hides each message) is compared with what was last saved
-    and only the differences are written. Returns a function that detaches.
+    The engine's records (status, depth, ...) and which record hides each message are compared with what was last
+    saved, and only the differences are written. The engine swallows listener errors, so a failed save (disk
+    full) goes to `on_error` for the caller to show; without one it is raised into the engine's log.
+    Returns a function that detaches.
     """
-    saved_status = {r.id: r.status for r in engine.records}
+    saved_records = {r.id: r.model_dump_json() for r in engine.records}
     saved_archive = {m.id: engine.archived_by(m.id) for m in engine.messages}
 
     def on_event(_event: Any) -> None:
-        changed = [r for r in engine.records if saved_status.get(r.id) != r.status]
-        if _event.record.id not in {r.id for r in changed}:
-            changed.append(_event.record)
+        current = {r.id: (r, r.model_dump_json()) for r in engine.records}
+        changed = {rid: dump for rid, (_r, dump) in current.items() if saved_records.get(rid) != dump}
         archive = {}
         for m in engine.messages:
             holder = engine.archived_by(m.id)
             if saved_archive.get(m.id) != holder:
                 archive[m.id] = holder
-        store.save_summary_state(chat_id, changed, archive)
-        saved_status.update({r.id: r.status for r in changed})
+        try:
+            store.save_summary_state(chat_id, [current[rid][0] for rid in changed], archive)
+        except StoreError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            return
+        saved_records.update(changed)
         saved_archive.update(archive)
 
     return engine.subscribe(on_event)

@@ -170,8 +170,10 @@ class LLMSummarizer:
     attempts: list[str] = field(default_factory=list)  # "ok" / "invalid" / "transport", for fidelity reports
 
     def _ask(self, request: SummaryRequest) -> LLMSummaryOut:
-        output_tokens = max(64, min(request.max_tokens, 1024))
-        prompt = build_request(request, self.provider.context_window(), output_tokens, request.counter)
+        window = self.provider.context_window()
+        # The reply must leave most of the summarizer's window to the transcript.
+        output_tokens = max(64, min(request.max_tokens, 1024, window // 4))
+        prompt = build_request(request, window, output_tokens, request.counter)
         last_error: ProviderError | None = None
         for attempt in range(TRANSPORT_ATTEMPTS):
             if attempt:

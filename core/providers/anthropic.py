@@ -171,9 +171,9 @@ class AnthropicProvider:
         try:
             parsed = json.loads(data)
         except ValueError:
-            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {data[:80]!r}") from None
+            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {scrub(data[:80], self._api_key)!r}") from None
         if not isinstance(parsed, dict):
-            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {data[:80]!r}")
+            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {scrub(data[:80], self._api_key)!r}")
         return parsed
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:

@@ -24,6 +24,7 @@ from core.providers.sse import iter_sse
 from core.providers.transport import (
     CONTEXT_ERROR_MARKERS,
     RetryPolicy,
+    error_for_status,
     get_json,
     open_stream,
     scrub,
@@ -53,7 +54,8 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if message.tool_calls:
             native = [call for call in message.tool_calls if call.id in paired]
             as_text = [tool_call_text(call) for call in message.tool_calls if call.id not in paired]
-            entry["content"] = "\n".join([message.content, *as_text]).strip() or None
+            # "" rather than null: chat templates of local servers concatenate content as a string.
+            entry["content"] = "\n".join([message.content, *as_text]).strip()
             if native:
                 entry["tool_calls"] = [
                     {"id": call.id, "type": "function",
@@ -181,17 +183,42 @@ class OpenAICompatProvider:
         if cancel.cancelled:
             raise Cancelled(partial="".join(parts))
         if not done and finish is None:
+            if not parts and usage is None:
+                self._diagnose_empty_stream(messages, temperature, json_schema)
             raise StreamInterrupted(f"{self.server} ended the stream before the reply was complete",
                                     partial="".join(parts))
         yield ChatChunk(done=True, usage=usage, finish_reason=finish)
+
+    def _diagnose_empty_stream(self, messages, temperature, json_schema) -> None:
+        """Raise the server's real error for a stream that closed without a single event.
+
+        llama-cpp-python's server answers an over-long prompt with 200 and an empty stream; the same request
+        without streaming (one token, one attempt) returns the 400 that says why, so the engine can summarize.
+        """
+        payload = self._payload(messages, 1, temperature, json_schema)
+        payload.pop("stream_options")
+        payload["stream"] = False
+        # The server may drop the connection it just failed on, so a reused one can be reset: try twice.
+        for _ in range(2):
+            try:
+                response = self._client.post(f"{self.base_url}/chat/completions", headers=self._headers(),
+                                             json=payload)
+                break
+            except httpx.TransportError:
+                continue
+        else:
+            return
+        if response.status_code >= 400:
+            raise error_for_status(response.status_code, response.text, response.headers, server=self.server,
+                                   model=self.model, secret=self._api_key, key_hint=self._key_hint)
 
     def _parse_chunk(self, data: str) -> dict[str, Any]:
         try:
             chunk = json.loads(data)
         except ValueError:
-            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {data[:80]!r}") from None
+            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {scrub(data[:80], self._api_key)!r}") from None
         if not isinstance(chunk, dict):
-            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {data[:80]!r}")
+            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {scrub(data[:80], self._api_key)!r}")
         if chunk.get("error"):
             detail = scrub(server_detail(json.dumps(chunk)), self._api_key)
             if any(marker in detail.lower() for marker in CONTEXT_ERROR_MARKERS):

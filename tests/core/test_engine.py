@@ -174,7 +174,9 @@ def test_summary_triggers_at_the_threshold_and_keeps_recent_tail():
     engine.subscribe(events.append)
     added = []
     while not engine.records:
-        added += fill(engine, 1)
+        message = user(f"message {len(added)}: " + long_text(25, f"m{len(added)}x"))
+        engine.append(message)
+        added.append(message)
         assert len(added) < 200
     record = engine.records[0]
     assert record.trigger == "threshold" and record.usage_ratio >= 0.8
@@ -208,7 +210,7 @@ def test_hysteresis_cooldown_and_min_messages():
 def test_tail_shrinks_toward_two_when_still_over_budget():
     engine = engine_with(window=2200, reserve=200, keep_recent=6, min_recent=2, max_summary_tokens=100)
     fill(engine, 4, words=20)
-    fill(engine, 3, words=260)  # six big recent messages do not fit beside a summary
+    fill(engine, 3, words=130)  # six big recent messages do not fit beside a summary
     prompt_is_consistent(engine)
     assert engine.records
     verbatim = [i for i in engine.assemble().items if i.kind == "message"]
@@ -389,12 +391,11 @@ def test_abort_on_failure_raises_and_loses_nothing():
 def test_summary_request_always_fits_the_summarizers_window():
     provider = ScriptedProvider([VALID], window=700)
     engine, _ = llm_engine(provider)
-    fill(engine, 30, words=80)
+    fill(engine, 30, words=80, auto=False)
     engine.summarize_now()
     request = provider.calls[0]
     assert COUNTER.prompt_tokens(request) + 64 <= 700
     assert "older messages cut" in request[1].content
-    assert "answer 29" not in request[1].content or True
     # The newest side is kept: the last summarized answer is in the request.
     assert "a26x" in request[1].content
 
@@ -419,15 +420,12 @@ def test_hybrid_takes_facts_from_rules_and_narrative_from_the_model():
 # ----- drift and real transcripts ----------------------------------------------------------------------------------
 
 def test_an_early_identifier_survives_two_successive_summarizations():
-    engine = engine_with(window=2500, reserve=200, max_depth=2, cooldown_messages=2)
+    engine = engine_with(window=8000, reserve=200, max_depth=2)
     engine.append(user("The bug is in `resolve_widget_registry`; keep that name in mind."))
-    fill(engine, 6)
-    engine.summarize_now()
-    fill(engine, 6)
-    engine.summarize_now()
-    fill(engine, 6)
-    engine.summarize_now()  # forces a merge at depth 2
-    assert any(r.merged_ids for r in engine.chain())
+    for _ in range(3):
+        fill(engine, 6, auto=False)
+        engine.summarize_now()
+    assert any(r.merged_ids for r in engine.chain()), "the third summary should have merged the first two"
     assert "resolve_widget_registry" in engine.context_text()
 
 

@@ -187,3 +187,11 @@ def test_retention_for_record_uses_the_engine_view():
     sent = [Message(role="system", content="Summary: ran make test (exit 1)")]
     retention = retention_for_record(SummaryRecord(), EngineView(archived, sent))
     assert retention.kept["commands"] == retention.total["commands"] == 1
+
+
+def test_compiler_error_codes_are_errors():
+    messages = call("Bash", "src/a.ts(3,1): error TS2345: Argument of type\nerror[E0308]: mismatched types",
+                    command="npm run build")
+    facts = extract_facts(messages)
+    assert facts["errors"] == ["TS2345", "E0308"]
+    assert check_retention(messages, "build failed: TS2345 in src/a.ts").missing["errors"] == ["E0308"]

@@ -1,0 +1,163 @@
+"""Commands on stored chats: import, chats, export, context, search."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from core.engine import Budget, ContextEngine
+from core.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
+from core.importers import FORMATS, ImportFailed, import_file
+from core.messages import Message
+from core.policy import SummarizationPolicy
+from core.store import ChatInfo, Store, StoreError, open_store
+
+DEFAULT_WINDOW = 8192
+BAR_WIDTH = 40
+
+
+def _fail(command: str, message: object) -> int:
+    print(f"precis {command}: {message}", file=sys.stderr)
+    return 1
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def restore_engine(store: Store, chat: ChatInfo) -> ContextEngine:
+    """The chat's context engine as the window would build it: its messages, records, budget and policy."""
+    settings = chat.settings
+    budget = Budget(window=settings.context_window or DEFAULT_WINDOW, reserve_output=settings.reserve_output)
+    messages = store.load_messages(chat.id)
+    if settings.system_prompt and not (messages and messages[0].role == "system"):
+        messages.insert(0, Message(role="system", content=settings.system_prompt, id=f"{chat.id}-system",
+                                   created_at=chat.created_at))
+    return ContextEngine.restore(messages, store.load_records(chat.id), budget,
+                                 SummarizationPolicy(**settings.summarization))
+
+
+def run_import(args: argparse.Namespace) -> int:
+    try:
+        with open_store(args.data_dir) as store:
+            chat_id = import_file(store, args.file, args.format, args.title)
+    except ImportFailed as exc:
+        return _fail("import", exc)
+    except OSError as exc:
+        return _fail("import", f"cannot read {args.file}: {exc.strerror or exc}")
+    except StoreError as exc:
+        return _fail("import", exc)
+    print(chat_id)
+    return 0
+
+
+def run_chats(args: argparse.Namespace) -> int:
+    try:
+        with open_store(args.data_dir) as store:
+            chats = store.list_chats()
+    except StoreError as exc:
+        return _fail("chats", exc)
+    if not chats:
+        print("no chats yet (start one in the window, or `precis import FILE`)")
+    for chat in chats:
+        print(f"{chat.id}  {_when(chat.updated_at)}  {chat.message_count:>6} msgs  {chat.title}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    try:
+        with open_store(args.data_dir) as store:
+            chat = store.find_chat(args.chat)
+            messages = store.load_messages(chat.id)
+            if args.format == "jsonl":
+                text = export_jsonl(messages)
+            elif args.format == "openai":
+                text = export_openai(messages, chat.settings.system_prompt)
+            else:
+                text = export_markdown(chat.title, messages, store.load_records(chat.id))
+    except StoreError as exc:
+        return _fail("export", exc)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            return _fail("export", f"cannot write {args.output}: {exc.strerror or exc}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _bar(share: float) -> str:
+    filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
+    return "#" * filled + "." * (BAR_WIDTH - filled)
+
+
+def run_context(args: argparse.Namespace) -> int:
+    try:
+        with open_store(args.data_dir) as store:
+            chat = store.find_chat(args.chat)
+            engine = restore_engine(store, chat)
+    except (StoreError, ValueError) as exc:
+        return _fail("context", exc)
+    usage = engine.usage()
+    counted = "exact" if usage.exact else "estimated"
+    print(f"{chat.title}  ({chat.id})")
+    print(f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}, {counted}); "
+          f"window {usage.window}, {usage.reserve_output} reserved for the reply")
+    print(f"  [{_bar(usage.ratio)}]")
+    labels = {"system": "system prompt", "summaries": "summaries", "messages": "messages",
+              "tool_outputs": "tool outputs"}
+    for kind, label in labels.items():
+        tokens = usage.by_kind.get(kind, 0)
+        print(f"  {label:<14} {tokens:>8}  [{_bar(tokens / usage.available)}]")
+    chain = engine.chain()
+    print(f"summary chain: {len(chain) or 'none'}")
+    for record in chain:
+        covered = len(engine.archived_messages(record.id))
+        fallback = ", fallback to rules" if record.fallback_used else ""
+        print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "
+              f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger})")
+    return 0
+
+
+def run_search(args: argparse.Namespace) -> int:
+    try:
+        with open_store(args.data_dir) as store:
+            hits = store.search(args.text, args.limit)
+    except StoreError as exc:
+        return _fail("search", exc)
+    if not hits:
+        print(f"nothing found for {args.text!r}")
+    for hit in hits:
+        archived = "  (archived)" if hit.archived_by else ""
+        snippet = " ".join(hit.snippet.split())
+        print(f"{hit.chat_id[:12]}  {hit.chat_title[:30]:<30}  {hit.role:<9} {snippet}{archived}")
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("import", help="import a chat file and print the new chat's id")
+    p.add_argument("file")
+    p.add_argument("--format", choices=FORMATS, default="auto")
+    p.add_argument("--title", help="the chat's title (default: from the file)")
+    p.set_defaults(func=run_import)
+
+    p = subparsers.add_parser("chats", help="list stored chats")
+    p.set_defaults(func=run_chats)
+
+    p = subparsers.add_parser("export", help="write a chat as interchange JSONL, OpenAI chat JSON or Markdown")
+    p.add_argument("chat", help="chat id (or a unique prefix of it, or its exact title)")
+    p.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
+    p.add_argument("-o", "--output", help="file to write (default: standard output)")
+    p.set_defaults(func=run_export)
+
+    p = subparsers.add_parser("context", help="what the model sees of a chat: window use by kind, summary chain")
+    p.add_argument("chat", help="chat id (or a unique prefix of it, or its exact title)")
+    p.set_defaults(func=run_context)
+
+    p = subparsers.add_parser("search", help="search messages of all chats, archived ones included")
+    p.add_argument("text")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=run_search)

@@ -1,0 +1,134 @@
+"""The left panel: chats (new, rename, delete with undo) and search across all chats (Ctrl+K)."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QInputDialog,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from core.store import ChatInfo, SearchHit
+
+ChatIdRole = Qt.ItemDataRole.UserRole + 1
+HitRole = Qt.ItemDataRole.UserRole + 2
+
+
+class ChatList(QFrame):
+    chat_selected = Signal(str)
+    new_requested = Signal()
+    import_requested = Signal()
+    rename_requested = Signal(str, str)
+    delete_requested = Signal(str)
+    search_changed = Signal(str)
+    hit_selected = Signal(object)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("sidePanel")
+        self.setMinimumWidth(200)
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search all chats  (Ctrl+K)")
+        self.search.setClearButtonEnabled(True)
+        self.new_button = QPushButton("New chat")
+        self.new_button.setObjectName("primary")
+        self.import_button = QPushButton("Import…")
+        self.import_button.setToolTip("Import a transcript: interchange JSONL, OpenAI chat JSON or a Claude Code session")
+        self.list = QListWidget()
+        self.list.setObjectName("chatList")
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.setWordWrap(True)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.new_button, 1)
+        buttons.addWidget(self.import_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 12, 10, 10)
+        layout.setSpacing(8)
+        layout.addLayout(buttons)
+        layout.addWidget(self.search)
+        layout.addWidget(self.list, 1)
+
+        self.new_button.clicked.connect(self.new_requested)
+        self.import_button.clicked.connect(self.import_requested)
+        self.search.textChanged.connect(lambda text: self.search_changed.emit(text.strip()))
+        self.list.currentItemChanged.connect(self._current_changed)
+        self.list.customContextMenuRequested.connect(self._menu)
+        self.chats: list[ChatInfo] = []
+        self._showing_hits = False
+
+    def set_chats(self, chats: list[ChatInfo], current: str | None) -> None:
+        self.chats = chats
+        if self._showing_hits:
+            return
+        self.list.blockSignals(True)
+        self.list.clear()
+        for chat in chats:
+            when = time.strftime("%d %b %H:%M", time.localtime(chat.updated_at))
+            item = QListWidgetItem(f"{chat.title}\n{chat.message_count} messages · {when}")
+            item.setData(ChatIdRole, chat.id)
+            item.setToolTip(chat.title)
+            self.list.addItem(item)
+            if chat.id == current:
+                self.list.setCurrentItem(item)
+        self.list.blockSignals(False)
+
+    def show_hits(self, hits: list[SearchHit] | None) -> None:
+        """Search results instead of the chats (None: back to the chats)."""
+        self._showing_hits = hits is not None
+        if hits is None:
+            self.set_chats(self.chats, None)
+            return
+        self.list.blockSignals(True)
+        self.list.clear()
+        for hit in hits:
+            archived = " · archived" if hit.archived_by else ""
+            item = QListWidgetItem(f"{hit.chat_title} · {hit.role}{archived}\n{hit.snippet}")
+            item.setData(HitRole, hit)
+            self.list.addItem(item)
+        if not hits:
+            self.list.addItem(QListWidgetItem("No matches"))
+        self.list.blockSignals(False)
+
+    def focus_search(self) -> None:
+        self.search.setFocus()
+        self.search.selectAll()
+
+    def _current_changed(self, item: QListWidgetItem | None, _previous) -> None:
+        if item is None:
+            return
+        hit = item.data(HitRole)
+        if hit is not None:
+            self.hit_selected.emit(hit)
+        elif item.data(ChatIdRole):
+            self.chat_selected.emit(item.data(ChatIdRole))
+
+    def _menu(self, point) -> None:
+        item = self.list.itemAt(point)
+        if item is None or not item.data(ChatIdRole):
+            return
+        chat_id = item.data(ChatIdRole)
+        title = item.toolTip()
+        menu = QMenu(self)
+        menu.addAction("Rename…", lambda: self._rename(chat_id, title))
+        menu.addAction("Delete…", lambda: self._delete(chat_id, title))
+        menu.exec(self.list.viewport().mapToGlobal(point))
+
+    def _rename(self, chat_id: str, title: str) -> None:
+        new, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=title)
+        if ok and new.strip():
+            self.rename_requested.emit(chat_id, new.strip())
+
+    def _delete(self, chat_id: str, title: str) -> None:
+        answer = QMessageBox.question(self, "Delete chat", f"Delete “{title}”? You can undo this right after.")
+        if answer == QMessageBox.StandardButton.Yes:
+            self.delete_requested.emit(chat_id)

@@ -1,0 +1,427 @@
+"""The context inspector: what the model sees (token gauge), the summary chain, and the archived originals."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QFont, QPainter, QPen
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QGridLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.engine import UsageReport
+from core.policy import SummarizationPolicy
+from core.records import SummaryRecord
+from gui import theme
+from gui.conversation import ConversationView, Row
+from gui.markdown import SafeDocument
+
+KIND_LABELS = {
+    "system": "System prompt",
+    "summaries": "Summaries",
+    "messages": "Messages",
+    "tool_outputs": "Tool outputs",
+    "reserve_output": "Reserved for the reply",
+}
+
+
+def usage_level(ratio: float, policy: SummarizationPolicy) -> str:
+    """'ok' below the reset ratio, 'near' up to the trigger ratio, 'over' at or past it."""
+    if ratio >= policy.trigger_ratio:
+        return "over"
+    if ratio >= policy.reset_ratio:
+        return "near"
+    return "ok"
+
+
+LEVEL_COLOURS = {"ok": theme.LEVEL_OK, "near": theme.LEVEL_NEAR, "over": theme.LEVEL_OVER}
+
+
+class TokenGauge(QWidget):
+    """A stacked bar: tokens by kind against the window, with marks at the reset and trigger ratios."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.usage: UsageReport | None = None
+        self.policy = SummarizationPolicy()
+        self.setMinimumHeight(26)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_usage(self, usage: UsageReport | None, policy: SummarizationPolicy) -> None:
+        self.usage, self.policy = usage, policy
+        self.update()
+
+    @property
+    def level(self) -> str:
+        return usage_level(self.usage.ratio, self.policy) if self.usage else "ok"
+
+    def paintEvent(self, _event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        bar = QRectF(1, 5, self.width() - 2, self.height() - 10)
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(QColor("#eceff3"))
+        painter.drawRoundedRect(bar, 5, 5)
+        usage = self.usage
+        if usage is None or usage.window <= 0:
+            return
+        scale = bar.width() / usage.window
+        painter.save()
+        painter.setClipRect(bar)
+        x = bar.left()
+        for kind in ("system", "summaries", "messages", "tool_outputs"):
+            width = usage.by_kind.get(kind, 0) * scale
+            if width > 0:
+                painter.setBrush(QColor(theme.KIND_COLOURS[kind]))
+                painter.drawRect(QRectF(x, bar.top(), width, bar.height()))
+                x += width
+        reserve_w = usage.reserve_output * scale
+        painter.setBrush(QColor(theme.KIND_COLOURS["reserve_output"]))
+        painter.drawRect(QRectF(bar.right() - reserve_w, bar.top(), reserve_w, bar.height()))
+        painter.restore()
+        # Marks where the policy acts: summarization triggers at one, re-arms below the other.
+        for ratio, colour in ((self.policy.reset_ratio, theme.LEVEL_NEAR), (self.policy.trigger_ratio, theme.LEVEL_OVER)):
+            mark = bar.left() + usage.available * ratio * scale
+            painter.setPen(QPen(QColor(colour), 2))
+            painter.drawLine(int(mark), 1, int(mark), self.height() - 1)
+
+
+class ResultCard(QFrame):
+    """What a summarization did: messages and tokens before -> after, files, commands, decisions."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("resultCard")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.addWidget(self.label)
+        self.hide()
+
+    def show_record(self, record: SummaryRecord, automatic: bool) -> None:
+        facets = record.facets
+        saved = record.tokens_before - record.tokens_after
+        lines = [
+            f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth})</b>",
+            f"{len(record.covered)} messages · {record.tokens_before:,} → {record.tokens_after:,} tokens "
+            f"(<b>{saved:,} saved</b>)",
+        ]
+        if facets.files_modified:
+            lines.append("Files modified: " + _escape(", ".join(facets.files_modified[:6])))
+        if facets.commands:
+            lines.append("Commands: " + _escape(", ".join(
+                f"{c.command[:40]}" + (f" → {c.exit_code}" if c.exit_code is not None else "")
+                for c in facets.commands[:5])))
+        if facets.decisions:
+            lines.append("Decisions: " + _escape("; ".join(facets.decisions[:3])))
+        if record.fallback_used:
+            lines.append(f"<span style='color:{theme.ERROR_TEXT}'>Fallback used: "
+                         f"{_escape(record.fallback_reason or 'rule-based')}</span>")
+        self.label.setText("<br>".join(lines))
+        self.show()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+CHAIN_COLUMNS = ("Depth", "Time", "Covered", "Tokens", "Mode", "Fallback", "Redactions", "Retention")
+
+
+class Inspector(QFrame):
+    summarize_requested = Signal(str)
+    undo_requested = Signal()
+    pin_requested = Signal()
+    record_selected = Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("inspector")
+        self.setMinimumWidth(360)
+        self._records: list[SummaryRecord] = []
+        self._snapshot = None
+
+        title = QLabel("Context")
+        title.setObjectName("heading")
+        self.exact_label = QLabel("")
+        self.exact_label.setObjectName("muted")
+        head = QHBoxLayout()
+        head.addWidget(title)
+        head.addStretch(1)
+        head.addWidget(self.exact_label)
+
+        self.gauge = TokenGauge()
+        self.total_label = QLabel("No chat open")
+        bold = QFont(self.total_label.font())
+        bold.setBold(True)
+        self.total_label.setFont(bold)
+        self.legend = QGridLayout()
+        self.legend.setHorizontalSpacing(10)
+        self.legend.setVerticalSpacing(2)
+        self._legend_values: dict[str, QLabel] = {}
+        for row, kind in enumerate(KIND_LABELS):
+            swatch = QLabel()
+            swatch.setFixedSize(10, 10)
+            swatch.setStyleSheet(f"background:{theme.KIND_COLOURS[kind]}; border-radius:2px;")
+            value = QLabel("0")
+            value.setAlignment(Qt.AlignmentFlag.AlignRight)
+            self._legend_values[kind] = value
+            self.legend.addWidget(swatch, row, 0)
+            self.legend.addWidget(QLabel(KIND_LABELS[kind]), row, 1)
+            self.legend.addWidget(value, row, 2)
+        self.thresholds = QLabel("")
+        self.thresholds.setObjectName("muted")
+
+        self.notice = QLabel("")
+        self.notice.setObjectName("notice")
+        self.notice.setWordWrap(True)
+        self.notice_undo = QPushButton("Undo")
+        notice_row = QHBoxLayout()
+        notice_row.addWidget(self.notice, 1)
+        notice_row.addWidget(self.notice_undo)
+        self.notice_box = QWidget()
+        self.notice_box.setLayout(notice_row)
+        notice_row.setContentsMargins(0, 0, 0, 0)
+        self.notice_box.hide()
+        self.result_card = ResultCard()
+
+        self.instructions = QLineEdit()
+        self.instructions.setPlaceholderText("Optional instructions for the summary")
+        self.summarize_button = QPushButton("Summarize now")
+        self.summarize_button.setObjectName("primary")
+        self.undo_button = QPushButton("Undo last")
+        self.undo_button.setToolTip("Undo the latest summary: its messages come back exactly")
+        self.pin_button = QPushButton("Pin / unpin")
+        self.pin_button.setToolTip("Pin the selected message so it is never summarized (or unpin it)")
+        actions = QHBoxLayout()
+        actions.addWidget(self.summarize_button)
+        actions.addWidget(self.undo_button)
+        actions.addWidget(self.pin_button)
+
+        chain_title = QLabel("Summary chain")
+        chain_title.setObjectName("heading")
+        self.chain = QTableWidget(0, len(CHAIN_COLUMNS))
+        self.chain.setHorizontalHeaderLabels(CHAIN_COLUMNS)
+        self.chain.verticalHeader().hide()
+        self.chain.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.chain.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.chain.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.chain.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.chain.horizontalHeader().setStretchLastSection(True)
+        self.chain.setShowGrid(False)
+        self.chain.setAlternatingRowColors(True)
+        self.chain.setMinimumHeight(110)
+
+        self.details = QTabWidget()
+        self.summary_text = QTextEdit()
+        self.summary_text.setDocument(SafeDocument(self.summary_text))
+        self.summary_text.setReadOnly(True)
+        self.archived_view = ConversationView()
+        self.archived_view.setToolTip("The original messages this summary replaced (read-only)")
+        self.before_text = QTextEdit()
+        self.before_text.setDocument(SafeDocument(self.before_text))
+        self.before_text.setReadOnly(True)
+        self.after_text = QTextEdit()
+        self.after_text.setDocument(SafeDocument(self.after_text))
+        self.after_text.setReadOnly(True)
+        before_after = QSplitter(Qt.Orientation.Horizontal)
+        before_after.addWidget(_titled("Before (originals)", self.before_text))
+        before_after.addWidget(_titled("After (what the model sees)", self.after_text))
+        self.details.addTab(self.summary_text, "Summary")
+        self.details.addTab(self.archived_view, "Archived messages")
+        self.details.addTab(before_after, "Before / after")
+
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.setSpacing(6)
+        top_layout.addLayout(head)
+        top_layout.addWidget(self.total_label)
+        top_layout.addWidget(self.gauge)
+        top_layout.addLayout(self.legend)
+        top_layout.addWidget(self.thresholds)
+        top_layout.addWidget(self.notice_box)
+        top_layout.addWidget(self.result_card)
+        top_layout.addWidget(self.instructions)
+        top_layout.addLayout(actions)
+        top_layout.addSpacing(6)
+        top_layout.addWidget(chain_title)
+        top_layout.addWidget(self.chain)
+
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(top)
+        splitter.addWidget(self.details)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(14, 12, 14, 12)
+        layout.addWidget(splitter)
+
+        self.summarize_button.clicked.connect(
+            lambda: self.summarize_requested.emit(self.instructions.text().strip()))
+        self.undo_button.clicked.connect(self.undo_requested)
+        self.notice_undo.clicked.connect(self.undo_requested)
+        self.pin_button.clicked.connect(self.pin_requested)
+        self.chain.itemSelectionChanged.connect(self._selection_changed)
+
+    # ---- state --------------------------------------------------------------------------------------------
+    def set_busy(self, busy: bool) -> None:
+        for button in (self.summarize_button, self.undo_button, self.notice_undo):
+            button.setEnabled(not busy)
+
+    def show_snapshot(self, snapshot) -> None:
+        self._snapshot = snapshot
+        usage, policy = snapshot.usage, snapshot.policy
+        self.gauge.set_usage(usage, policy)
+        if usage is None:
+            self.total_label.setText("Counting tokens…")
+            self.exact_label.setText("")
+        else:
+            level = usage_level(usage.ratio, policy)
+            self.total_label.setText(
+                f"{usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}) · window {usage.window:,}")
+            self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS[level]};")
+            self.exact_label.setText("exact" if usage.exact else "estimated")
+            self.exact_label.setToolTip("Counted with the model's own tokenizer" if usage.exact else
+                                        "Estimated offline with tiktoken, corrected by what the provider reports")
+            for kind, label in self._legend_values.items():
+                value = usage.reserve_output if kind == "reserve_output" else usage.by_kind.get(kind, 0)
+                label.setText(f"{value:,}")
+            self.thresholds.setText(
+                f"Summarizes at {policy.trigger_ratio:.0%}, re-arms below {policy.reset_ratio:.0%}"
+                + ("" if policy.enabled else " · automatic summaries are off"))
+        self.undo_button.setEnabled(bool(snapshot.chain))
+        self._fill_chain(snapshot.chain)
+
+    def _fill_chain(self, chain: list[SummaryRecord]) -> None:
+        selected = self.selected_record_id()
+        self._records = list(reversed(chain))  # newest first
+        self.chain.blockSignals(True)
+        self.chain.setRowCount(len(self._records))
+        for row, record in enumerate(self._records):
+            values = (
+                str(record.depth),
+                time.strftime("%H:%M:%S", time.localtime(record.created_at)),
+                str(len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)),
+                f"{record.tokens_before:,} → {record.tokens_after:,}",
+                record.mode,
+                (record.fallback_reason or "yes") if record.fallback_used else "no",
+                str(record.redactions),
+                record.retention.describe(2) if record.retention else "",
+            )
+            for column, value in enumerate(values):
+                item = QTableWidgetItem(value)
+                item.setToolTip(value)
+                self.chain.setItem(row, column, item)
+        self.chain.blockSignals(False)
+        ids = [r.id for r in self._records]
+        if selected in ids:
+            self.chain.selectRow(ids.index(selected))
+        elif not ids:
+            self._show_record(None)
+
+    def selected_record_id(self) -> str | None:
+        rows = self.chain.selectionModel().selectedRows() if self.chain.selectionModel() else []
+        return self._records[rows[0].row()].id if rows and rows[0].row() < len(self._records) else None
+
+    def select_record(self, record_id: str) -> None:
+        ids = [r.id for r in self._records]
+        if record_id in ids:
+            self.chain.selectRow(ids.index(record_id))
+
+    def _selection_changed(self) -> None:
+        record_id = self.selected_record_id()
+        record = next((r for r in self._records if r.id == record_id), None)
+        self._show_record(record)
+        if record is not None:
+            self.record_selected.emit(record.id)
+
+    def _show_record(self, record: SummaryRecord | None) -> None:
+        if record is None:
+            self.summary_text.setPlainText("Select a summary to see its text, facts and the messages it replaced.")
+            self.archived_view.conversation.set_rows([])
+            self.before_text.clear()
+            self.after_text.clear()
+            return
+        self.summary_text.document().setMarkdown(record_markdown(record))
+        archived = self._snapshot.archived(record.id) if self._snapshot else []
+        self.archived_view.conversation.set_rows([Row(message=m) for m in archived])
+        self.before_text.setPlainText("\n\n".join(f"[{m.role}{' ' + m.name if m.name else ''}] {m.content}"
+                                                  for m in archived))
+        self.after_text.setPlainText(record.text)
+
+    def show_notice(self, text: str) -> None:
+        self.notice.setText(text)
+        self.notice_box.show()
+
+    def hide_notice(self) -> None:
+        self.notice_box.hide()
+
+
+def _titled(title: str, widget: QWidget) -> QWidget:
+    box = QWidget()
+    layout = QVBoxLayout(box)
+    layout.setContentsMargins(0, 0, 0, 0)
+    label = QLabel(title)
+    label.setObjectName("muted")
+    layout.addWidget(label)
+    layout.addWidget(widget)
+    return box
+
+
+def record_markdown(record: SummaryRecord) -> str:
+    """A summary's text, key points and facets, for reading."""
+    facets = record.facets
+    parts = [record.text]
+    if record.key_points:
+        parts.append("**Key points**\n\n" + "\n".join(f"- {p}" for p in record.key_points))
+    listed = (
+        ("Decisions", facets.decisions), ("Unresolved questions", facets.unresolved_questions),
+        ("User requests", facets.user_requests), ("Files read", facets.files_read),
+        ("Files modified", facets.files_modified), ("Errors", facets.errors), ("Entities", facets.entities),
+        ("Participants", facets.participants),
+    )
+    for title, items in listed:
+        if items:
+            parts.append(f"**{title}**\n\n" + "\n".join(f"- {_md_escape(i)}" for i in items[:30]))
+    if facets.action_items:
+        parts.append("**Action items**\n\n" + "\n".join(
+            f"- {_md_escape(a.task)}" + (f" ({a.owner})" if a.owner else "") + (f", due {a.due}" if a.due else "")
+            for a in facets.action_items))
+    if facets.commands:
+        parts.append("**Commands**\n\n" + "\n".join(
+            f"- `{c.command[:120]}`" + (f" → exit {c.exit_code}" if c.exit_code is not None else "")
+            + (f" ×{c.count}" if c.count > 1 else "") for c in facets.commands[:30]))
+    if facets.tool_usage:
+        parts.append("**Tool usage**\n\n" + "\n".join(f"- {t.tool}: {t.count}" for t in facets.tool_usage))
+    meta = [f"mode {record.mode}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms"]
+    if record.instructions:
+        meta.append(f"instructions: {record.instructions}")
+    if record.retention:
+        meta.append("retention: " + record.retention.describe())
+    parts.append("_" + " · ".join(_md_escape(m) for m in meta) + "_")
+    return "\n\n".join(parts)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")
+
+

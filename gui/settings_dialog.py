@@ -1,0 +1,270 @@
+"""Settings: the provider (API key kept in the OS keyring), summarization, and this chat's own settings.
+
+Values are checked as they are typed with the same rules core uses (core.policy.policy_errors, ChatSettings);
+a bad value is refused with its reason next to the field, and OK stays disabled until all are valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from core.policy import SummarizationPolicy, policy_errors
+from core.providers.registry import DEFAULT_MODELS, KINDS
+from core.store import ChatSettings
+
+PROVIDER_KEY = "provider"
+
+# (field, label, kind) in the order shown; kinds: bool, mode, float, int, text
+POLICY_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("enabled", "Summarize automatically", "bool"),
+    ("mode", "Mode", "mode"),
+    ("trigger_ratio", "Trigger at (share of the budget)", "float"),
+    ("reset_ratio", "Re-arm below", "float"),
+    ("keep_recent", "Recent messages kept verbatim", "int"),
+    ("min_recent", "…shrinking down to", "int"),
+    ("cooldown_messages", "Cooldown (new messages)", "int"),
+    ("min_messages", "Minimum messages", "int"),
+    ("max_depth", "Maximum chain depth", "int"),
+    ("max_summary_tokens", "Maximum summary tokens", "int"),
+    ("preserve_error_details", "Keep full error text", "bool"),
+    ("abort_on_failure", "Stop if the LLM summary fails", "bool"),
+    ("extra_instructions", "Extra instructions", "text"),
+)
+CHAT_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("system_prompt", "System prompt", "text"),
+    ("context_window", "Context window (empty: the model's)", "optional_int"),
+    ("reserve_output", "Tokens reserved for the reply", "int"),
+)
+
+
+@dataclass
+class ProviderChoice:
+    kind: str = "local"
+    base_url: str = ""
+    model: str = ""
+
+    @classmethod
+    def from_setting(cls, value: Any) -> ProviderChoice:
+        value = value if isinstance(value, dict) else {}
+        return cls(kind=value.get("kind", "local") if value.get("kind") in KINDS else "local",
+                   base_url=value.get("base_url", "") or "", model=value.get("model", "") or "")
+
+    def to_setting(self) -> dict[str, str]:
+        return {"kind": self.kind, "base_url": self.base_url, "model": self.model}
+
+
+class _FieldSet:
+    """Editors with an error label under each; `values()` parses, `errors` says what is wrong and where."""
+
+    def __init__(self, fields, initial: dict[str, Any], form: QFormLayout, on_change) -> None:
+        self.fields = fields
+        self.editors: dict[str, QWidget] = {}
+        self.error_labels: dict[str, QLabel] = {}
+        for name, label, kind in fields:
+            editor = _editor(kind, initial.get(name))
+            self.editors[name] = editor
+            error = QLabel("")
+            error.setObjectName("error")
+            error.setWordWrap(True)
+            error.hide()
+            self.error_labels[name] = error
+            box = QWidget()
+            column = QVBoxLayout(box)
+            column.setContentsMargins(0, 0, 0, 0)
+            column.setSpacing(2)
+            column.addWidget(editor)
+            column.addWidget(error)
+            form.addRow(label, box)
+            _connect(editor, on_change)
+
+    def values(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """(parsed values, {field: reason} for values that are not even numbers)."""
+        values: dict[str, Any] = {}
+        errors: dict[str, str] = {}
+        for name, _label, kind in self.fields:
+            editor = self.editors[name]
+            if kind == "bool":
+                values[name] = editor.isChecked()
+            elif kind == "mode":
+                values[name] = editor.currentText()
+            elif kind == "text":
+                values[name] = editor.toPlainText()
+            else:
+                raw = editor.text().strip()
+                if kind == "optional_int" and not raw:
+                    values[name] = None
+                    continue
+                try:
+                    values[name] = float(raw) if kind == "float" else int(raw)
+                except ValueError:
+                    errors[name] = f"must be {'a number' if kind == 'float' else 'a whole number'}, not {raw!r}"
+        return values, errors
+
+    def show_errors(self, errors: dict[str, str]) -> None:
+        for name, label in self.error_labels.items():
+            reason = errors.get(name)
+            label.setText(reason or "")
+            label.setVisible(bool(reason))
+
+
+def _editor(kind: str, value: Any) -> QWidget:
+    if kind == "bool":
+        editor = QCheckBox()
+        editor.setChecked(bool(value))
+    elif kind == "mode":
+        editor = QComboBox()
+        editor.addItems(["rule", "llm", "hybrid"])
+        editor.setCurrentText(value or "rule")
+    elif kind == "text":
+        editor = QPlainTextEdit(value or "")
+        editor.setFixedHeight(64)
+    else:
+        editor = QLineEdit("" if value is None else str(value))
+    return editor
+
+
+def _connect(editor: QWidget, slot) -> None:
+    if isinstance(editor, QCheckBox):
+        editor.toggled.connect(slot)
+    elif isinstance(editor, QComboBox):
+        editor.currentTextChanged.connect(slot)
+    else:
+        editor.textChanged.connect(slot)
+
+
+class SettingsDialog(QDialog):
+    """Edits the global provider and summarization settings and, when a chat is open, that chat's settings."""
+
+    def __init__(self, provider: ProviderChoice, policy: dict[str, Any], chat: ChatSettings | None,
+                 key_saved: bool, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings")
+        self.setMinimumWidth(520)
+        self._chat_base = chat
+        tabs = QTabWidget()
+
+        # Provider
+        provider_page = QWidget()
+        provider_form = QFormLayout(provider_page)
+        self.kind = QComboBox()
+        self.kind.addItems(list(KINDS))
+        self.kind.setCurrentText(provider.kind)
+        self.base_url = QLineEdit(provider.base_url)
+        self.base_url.setPlaceholderText("default endpoint (e.g. http://localhost:11434/v1 for Ollama)")
+        self.model = QLineEdit(provider.model)
+        self.api_key = QLineEdit()
+        self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.api_key.setPlaceholderText("stored in the OS keyring" + (" (a key is saved)" if key_saved else ""))
+        self.provider_error = QLabel("")
+        self.provider_error.setObjectName("error")
+        self.provider_error.setWordWrap(True)
+        note = QLabel("The local model (SmolLM2, offline) is the default. Keys are kept in the OS keyring, "
+                      "never in the chat database.")
+        note.setObjectName("muted")
+        note.setWordWrap(True)
+        provider_form.addRow("Provider", self.kind)
+        provider_form.addRow("Base URL", self.base_url)
+        provider_form.addRow("Model", self.model)
+        provider_form.addRow("API key", self.api_key)
+        provider_form.addRow("", self.provider_error)
+        provider_form.addRow(note)
+        tabs.addTab(provider_page, "Provider")
+
+        # Summarization
+        policy_page = QWidget()
+        policy_form = QFormLayout(policy_page)
+        defaults = SummarizationPolicy().model_dump()
+        self.policy_fields = _FieldSet(POLICY_FIELDS, {**defaults, **policy}, policy_form, self.validate)
+        self.cross_error = QLabel("")
+        self.cross_error.setObjectName("error")
+        self.cross_error.setWordWrap(True)
+        policy_form.addRow("", self.cross_error)
+        tabs.addTab(policy_page, "Summarization")
+
+        # This chat
+        self.chat_fields = None
+        if chat is not None:
+            chat_page = QWidget()
+            chat_form = QFormLayout(chat_page)
+            self.chat_fields = _FieldSet(CHAT_FIELDS, chat.model_dump(), chat_form, self.validate)
+            tabs.addTab(chat_page, "This chat")
+
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons.accepted.connect(self._accept)
+        self.buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(tabs)
+        layout.addWidget(self.buttons)
+        self.kind.currentTextChanged.connect(self.validate)
+        self.validate()
+
+    # ---- reading the form -----------------------------------------------------------------------------------
+    def provider_choice(self) -> ProviderChoice:
+        return ProviderChoice(self.kind.currentText(), self.base_url.text().strip(), self.model.text().strip())
+
+    def policy_values(self) -> dict[str, Any]:
+        return self.policy_fields.values()[0]
+
+    def chat_settings(self) -> ChatSettings | None:
+        if self.chat_fields is None:
+            return None
+        values = self.chat_fields.values()[0]
+        return self._chat_base.model_copy(update=values)
+
+    def entered_key(self) -> str:
+        return self.api_key.text().strip()
+
+    def errors(self) -> dict[str, str]:
+        """Every reason a value is refused, by field ('' for rules across fields, 'provider' for the provider)."""
+        values, errors = self.policy_fields.values()
+        checked = {k: v for k, v in values.items() if k not in errors}
+        errors.update({k: v for k, v in policy_errors(checked).items() if k not in errors})
+        if self.chat_fields is not None:
+            chat_values, chat_errors = self.chat_fields.values()
+            if not chat_errors:
+                try:
+                    ChatSettings.model_validate({**self._chat_base.model_dump(), **chat_values})
+                except ValidationError as exc:
+                    for err in exc.errors():
+                        chat_errors[".".join(str(p) for p in err["loc"])] = err["msg"].removeprefix("Value error, ")
+            errors.update({f"chat.{k}": v for k, v in chat_errors.items()})
+        choice = self.provider_choice()
+        url = choice.base_url
+        if url and not url.startswith(("http://", "https://")):
+            errors["provider"] = f"the base URL must start with http:// or https://, not {url[:30]!r}"
+        if choice.kind == "local" and (url or choice.model):
+            errors["provider"] = "the local model has no base URL or model name to set; choose openai or anthropic"
+        return errors
+
+    def validate(self) -> bool:
+        errors = self.errors()
+        self.policy_fields.show_errors(errors)
+        if self.chat_fields is not None:
+            self.chat_fields.show_errors({k.removeprefix("chat."): v for k, v in errors.items()
+                                          if k.startswith("chat.")})
+        self.cross_error.setText(errors.get("", ""))
+        self.provider_error.setText(errors.get("provider", ""))
+        kind = self.kind.currentText()
+        self.model.setPlaceholderText(DEFAULT_MODELS.get(kind, "SmolLM2-135M-Instruct (built in)"))
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not errors)
+        return not errors
+
+    def _accept(self) -> None:
+        if self.validate():
+            self.accept()

@@ -1,0 +1,151 @@
+"""Background work: jobs run on thread pools and report back to the GUI thread through queued signals.
+
+The window never waits on a job. Each chat has a serial pool (one thread), so everything that touches that chat's
+context engine runs in order and the engine is never used from two threads at once; independent work (model
+loading, imports, shell commands) runs on the shared pool.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+
+from core.providers.base import CancelToken
+
+log = logging.getLogger("precis.gui")
+
+
+class Job(QObject):
+    """A handle on one piece of background work. Signals arrive on the GUI thread."""
+
+    progress = Signal(object)
+    succeeded = Signal(object)
+    failed = Signal(str)
+    # Emitted last, after succeeded or failed.
+    finished = Signal()
+
+    def __init__(self, label: str) -> None:
+        super().__init__()
+        self.label = label
+        self.cancel_token = CancelToken()
+        self.done = False
+
+    def cancel(self) -> None:
+        self.cancel_token.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_token.cancelled
+
+    def report(self, value: Any) -> None:
+        """Called from the worker thread: forward a progress value to the GUI thread."""
+        self.progress.emit(value)
+
+
+class _Runnable(QRunnable):
+    def __init__(self, job: Job, fn: Callable[[Job], Any]) -> None:
+        super().__init__()
+        self.setAutoDelete(True)
+        self._job = job
+        self._fn = fn
+
+    def run(self) -> None:
+        job = self._job
+        try:
+            result = self._fn(job)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported to the user, none is swallowed
+            log.warning("%s failed: %s", job.label, "".join(traceback.format_exception_only(exc)).strip())
+            job.done = True
+            job.failed.emit(str(exc) or type(exc).__name__)
+        else:
+            job.done = True
+            job.succeeded.emit(result)
+        job.finished.emit()
+
+
+class Runner(QObject):
+    """Starts jobs on a pool and keeps them alive until they finish."""
+
+    def __init__(self, max_threads: int | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        if max_threads is not None:
+            self.pool.setMaxThreadCount(max_threads)
+        self._jobs: set[Job] = set()
+
+    def submit(self, label: str, fn: Callable[[Job], Any]) -> Job:
+        job = Job(label)
+        self._jobs.add(job)
+        job.finished.connect(lambda: self._jobs.discard(job))
+        self.pool.start(_Runnable(job, fn))
+        return job
+
+    @property
+    def busy(self) -> bool:
+        return any(not job.done for job in self._jobs)
+
+    def cancel_all(self) -> None:
+        for job in list(self._jobs):
+            job.cancel()
+
+    def wait(self, msecs: int = -1) -> bool:
+        """Block until every job has finished (used when closing: jobs were cancelled first)."""
+        return self.pool.waitForDone(msecs)
+
+
+class StreamBuffer:
+    """Text deltas from a worker, collected cheaply and picked up by the GUI on a timer.
+
+    Appending is O(1) per chunk; the GUI joins the pieces at most every FLUSH_MS, so the cost per chunk does not
+    grow with the length of the reply.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pieces: list[str] = []
+        self._text = ""
+        self.version = 0
+
+    def append(self, text: str) -> None:
+        with self._lock:
+            self._pieces.append(text)
+            self.version += 1
+
+    def text(self) -> str:
+        with self._lock:
+            if self._pieces:
+                self._text += "".join(self._pieces)
+                self._pieces.clear()
+            return self._text
+
+
+FLUSH_MS = 50
+
+
+class StreamPump(QObject):
+    """Every FLUSH_MS, if the buffer grew, hand its whole text to `apply` (on the GUI thread)."""
+
+    def __init__(self, buffer: StreamBuffer, apply: Callable[[str], None], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._buffer = buffer
+        self._apply = apply
+        self._seen = -1
+        self._timer = QTimer(self)
+        self._timer.setInterval(FLUSH_MS)
+        self._timer.timeout.connect(self.flush)
+        self._timer.start()
+
+    def flush(self) -> None:
+        version = self._buffer.version
+        if version != self._seen:
+            self._seen = version
+            self._apply(self._buffer.text())
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.flush()

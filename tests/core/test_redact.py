@@ -1,0 +1,103 @@
+"""Secrets never reach summaries: each kind of credential is caught, ordinary text is left as it was."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from core.records import CommandRun, Facets
+from core.redact import redact, redact_obj
+
+OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
+ANTHROPIC = "sk-ant-api03-" + "AbCdEfGhIj0123456789" * 3
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+       ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi\nZ1BjP5CE/Wm/Rr500P\n"
+       "-----END RSA PRIVATE KEY-----")
+
+# (text containing a secret, the secret, the kind it is reported as)
+SECRETS = [
+    (f"export OPENAI_API_KEY={OPENAI}", OPENAI, "openai_key"),
+    (f"client = Anthropic(api_key='{ANTHROPIC}')", ANTHROPIC, "anthropic_key"),
+    ("git push https://ghp_0123456789abcdefghijABCDEFGHIJ0123@github.com",
+     "ghp_0123456789abcdefghijABCDEFGHIJ0123", "github_token"),
+    ("token gho_0123456789abcdefghijABCDEFGHIJ0123 expired", "gho_0123456789abcdefghijABCDEFGHIJ0123", "github_token"),
+    ("GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "github_pat_11ABCDEFG0123456789_abcdefghij",
+     "github_token"),
+    ("aws configure set aws_access_key_id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "aws_access_key"),
+    ("SLACK=xoxb-123456789012-abcdefghijklmnop", "xoxb-123456789012-abcdefghijklmnop", "slack_token"),
+    ("maps key AIzaSyA-1234567890abcdefghijklmnopqrstu in config", "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+     "google_api_key"),
+    (f"cookie session={JWT}", JWT, "jwt"),
+    ("curl -H 'Authorization: Bearer abcdef123456789xyz' https://api.example.com",
+     "abcdef123456789xyz", "authorization"),
+    ("the header was bearer Zm9vYmFyYmF6cXV4MTIz then", "Zm9vYmFyYmF6cXV4MTIz", "bearer_token"),
+    ("DB_PASSWORD=hunter2hunter2 ./run.sh", "hunter2hunter2", "password"),
+    ("passwd: correcthorsebattery", "correcthorsebattery", "password"),
+    ('{"user": "bob", "password": "p@ss w0rd!"}', "p@ss w0rd!", "password"),
+    ("api_key=abcd1234efgh", "abcd1234efgh", "api_key"),
+    ("client secret=topsecretvalue9", "topsecretvalue9", "secret"),
+    ("GET /callback?token=tok_12345abcde&state=1", "tok_12345abcde", "token"),
+    ("mysql --password hunter2hunter2 -u root", "hunter2hunter2", "password"),
+    (f"key file:\n{PEM}\nend", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi", "private_key"),
+    ("postgres://admin:s3cr3tpw@db.example.com:5432/app", "s3cr3tpw", "url_password"),
+]
+
+
+@pytest.mark.parametrize("text, secret, kind", SECRETS, ids=[s[2] + str(i) for i, s in enumerate(SECRETS)])
+def test_each_secret_kind_is_redacted(text, secret, kind):
+    redacted, count = redact(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{kind}]" in redacted
+    assert count >= 1
+
+
+def test_field_names_are_kept_and_only_values_hidden():
+    redacted, count = redact('password=hunter2hunter2 {"api_key": "abcd1234efgh"} Authorization: Bearer abcdefgh1234')
+    assert redacted == ('password=[REDACTED:password] {"api_key": "[REDACTED:api_key]"} '
+                        'Authorization: Bearer [REDACTED:authorization]')
+    assert count == 3
+
+
+def test_private_key_block_is_removed_whole():
+    redacted, count = redact(f"before\n{PEM}\nafter")
+    assert redacted == "before\n[REDACTED:private_key]\nafter" and count == 1
+
+
+ORDINARY = [
+    "/home/user/projects/app/src/main.py:42: def load_config(path):",
+    "commit 0123456789abcdef0123456789abcdef01234567 (HEAD -> main)",
+    "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "session 123e4567-e89b-12d3-a456-426614174000 started",
+    "set max_tokens=1024 and tokens: 5000; the password is required",
+    "token = get_token(); api_key = os.environ['OPENAI_API_KEY']; password=$DB_PASS",
+    "git@github.com:user/repo.git and https://github.com/user/repo and http://localhost:8080/x",
+    "task-abcdefghijklmnopqrstuvwxyz1 and ask-jeeves-1234567890abcdefghijk are names",
+    "We're currently solving the following issue within our repository.",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_is_untouched(text):
+    assert redact(text) == (text, 0)
+
+
+@given(st.sampled_from([s[0] for s in SECRETS] + ORDINARY), st.text(max_size=40))
+def test_redaction_is_idempotent(text, noise):
+    once, _ = redact(noise + " " + text)
+    assert redact(once) == (once, 0)
+
+
+def test_redact_obj_walks_nested_structures_and_models():
+    facets = Facets(commands=[CommandRun(command=f"curl -H 'Authorization: Bearer {OPENAI}' x", exit_code=0)],
+                    user_requests=["my password: hunter2hunter2", "fix the bug"])
+    redacted, count = redact_obj(facets)
+    assert isinstance(redacted, Facets)
+    dumped = redacted.model_dump_json()
+    assert OPENAI not in dumped and "hunter2hunter2" not in dumped
+    assert redacted.user_requests[1] == "fix the bug"
+    assert count == 2
+
+    nested, count = redact_obj({"a": [f"key {OPENAI}", ("x", 3)], "b": None})
+    assert nested == {"a": ["key [REDACTED:openai_key]", ("x", 3)], "b": None} and count == 1

@@ -1,0 +1,339 @@
+"""Rule-based tool summaries: one-liners for old tool outputs, facets, and the capped summary block.
+
+Most inputs are the real outputs of the shared Claude Code and SWE-agent transcripts.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.interchange import read_transcript
+from core.messages import Message, ToolCall
+from core.tokens import TokenCounter
+from core.tool_rules import (canonical_tool, extract_facets, one_line, render_artifact_trail, rule_summary)
+from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
+
+COUNT = TokenCounter().count_text
+
+
+@lru_cache(maxsize=None)
+def transcript(name: str) -> tuple[Message, ...]:
+    return tuple(read_transcript(SHARED_TRANSCRIPTS / name))
+
+
+def pairs(messages) -> list[tuple[ToolCall | None, Message]]:
+    calls = {c.id: c for m in messages for c in m.tool_calls}
+    return [(calls.get(m.tool_call_id or ""), m) for m in messages if m.role == "tool"]
+
+
+def tool(name: str, output: str, **arguments) -> tuple[ToolCall, Message]:
+    call = ToolCall(id=f"call-{name}", name=name, arguments=arguments)
+    return call, Message(role="tool", name=name, tool_call_id=call.id, content=output)
+
+
+def conversation(*items: tuple[ToolCall, Message] | Message) -> list[Message]:
+    messages = []
+    for item in items:
+        if isinstance(item, Message):
+            messages.append(item)
+        else:
+            call, result = item
+            messages += [Message(role="assistant", tool_calls=(call,)), result]
+    return messages
+
+
+# ----- tool names ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, kind", [
+    ("Read", "read_file"), ("Bash", "shell"), ("Grep", "search"), ("Glob", "search"), ("Edit", "edit_file"),
+    ("MultiEdit", "edit_file"), ("Write", "write_file"), ("NotebookEdit", "edit_file"), ("WebFetch", "web"),
+    ("WebSearch", "web"), ("Task", "default"), ("TodoWrite", "default"), ("LS", "list_files"),
+    ("open", "read_file"), ("goto", "read_file"), ("scroll_down", "read_file"), ("edit", "edit_file"),
+    ("insert", "edit_file"), ("str_replace_editor", "edit_file"), ("create", "write_file"),
+    ("search_dir", "search"), ("search_file", "search"), ("find_file", "search"), ("bash", "shell"),
+    ("python", "shell"), ("curl", "shell"), ("decompile", "shell"), ("file", "shell"), ("submit", "default"),
+    ("read_file", "read_file"), ("write_file", "write_file"), ("execute_bash", "shell"),
+    ("run_shell_command", "shell"), ("grep", "search"), ("mcp__github__search_code", "search"),
+    ("something_else", "default"),
+])
+def test_real_tool_names_map_onto_kinds(name, kind):
+    assert canonical_tool(name) == kind
+
+
+# ----- one-liners on real transcripts ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_every_tool_result_gets_a_bounded_one_line_naming_what_it_acted_on(path):
+    for call, result in pairs(transcript(path.name)):
+        line = one_line(call, result)
+        assert "\n" not in line and line.startswith(("[✓ ", "[❌ ")) and line.endswith("]")
+        assert len(line) <= 300
+        name = call.name if call else result.name
+        assert line.startswith((f"[✓ {name}:", f"[❌ {name}:"))
+        if call is None:
+            continue
+        args = call.arguments
+        kind = canonical_tool(call.name)
+        if kind in ("read_file", "edit_file", "write_file") and "file_path" in args:
+            assert args["file_path"] in line
+        if kind == "shell":
+            assert " ".join(args["command"].split("\n")[0].split())[:60] in line
+
+
+def test_claude_code_read_shows_path_lines_type_and_symbols():
+    messages = transcript("claudecode_session.jsonl")
+    call, result = next((c, r) for c, r in pairs(messages) if c and c.arguments.get("file_path", "").endswith("mix.exs")
+                        and c.name == "Read")
+    line = one_line(call, result)
+    assert line.startswith("[✓ Read: File: /home/USER/projects/spotter-worktrees/spotter-4te/mix.exs | Lines: 93")
+    assert "Type: Elixir" in line and "Spotter.MixProject" in line
+
+
+def test_sweagent_open_uses_the_open_file_status_and_total_lines():
+    call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl"))
+                        if c and c.name == "open" and "fields" in c.arguments["path"])
+    line = one_line(call, result)
+    assert "File: /testbed/src/marshmallow/fields.py" in line and "Lines: 1997" in line
+    assert "Viewed: 1457-1556" in line and "Open file" not in line
+
+
+def test_read_detects_python_and_typescript_exports_and_imports():
+    py = ("     1→import os\n     2→from pathlib import Path\n     3→\n     4→class Loader:\n"
+          "     5→    def load(self): ...\n     6→def parse_config(p):\n")
+    line = one_line(*tool("Read", py, file_path="/app/loader.py"))
+    assert "Type: Python" in line and "Exports: Loader, parse_config" in line and "Imports: os, pathlib" in line
+    ts = ("import { useState } from 'react'\nimport api from './api'\n"
+          "export function App() {}\nexport const VERSION = 1\n")
+    line = one_line(*tool("read_file", ts, path="/web/app.ts"))
+    assert line == ("[✓ read_file: File: /web/app.ts | Lines: 4 | Type: TypeScript | Exports: App, VERSION | "
+                    "Imports: react, ./api]")
+
+
+# ----- success and failure -----------------------------------------------------------------------------------
+
+def test_claude_code_exit_code_prefix_is_a_failure_with_its_first_error_line():
+    line = one_line(*tool("Bash", "Exit code 1\n(eval):1: permission denied: ./run.sh", command="./run.sh"))
+    assert line == ("[❌ Bash: Command: ./run.sh | Exit: 1 | Output: 1 line | "
+                    "Error: (eval):1: permission denied: ./run.sh]")
+
+
+def test_test_run_with_failures_is_a_failure_even_when_piped_through_tail():
+    messages = transcript("claudecode_session.jsonl")
+    outcomes = [one_line(c, r) for c, r in pairs(messages) if c and c.name == "Bash"
+                and c.arguments["command"].startswith("mix test")]
+    failing = [line for line in outcomes if "11 failures" in line]
+    assert failing and all(line.startswith("[❌ Bash") for line in failing)
+    passing = [line for line in outcomes if "0 failures" in line]
+    assert passing and all(line.startswith("[✓ Bash") for line in passing)
+
+
+def test_prose_mentioning_failures_is_not_an_error():
+    messages = transcript("claudecode_session.jsonl")
+    call, result = next((c, r) for c, r in pairs(messages) if c and c.arguments.get("command") == "bd show spotter-4te")
+    assert "failure" in result.content
+    assert one_line(call, result).startswith("[✓ Bash: Command: bd show spotter-4te | Exit: 0")
+
+
+def test_sweagent_exit_codes_and_timeouts():
+    output = "boom\n///PROCESS-DONE:2:PROCESS-DONE///\n(Open file: n/a)\n(Current directory: /x)\nbash-$"
+    line = one_line(*tool("bash", output, command="make"))
+    assert line.startswith("[❌ bash: Command: make | Exit: 2")
+    call, result = pairs(transcript("sweagent_2.jsonl"))[-1]
+    assert one_line(call, result).endswith("| Error: EXECUTION TIMED OUT]")
+    call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl")) if r.content.startswith("344"))
+    assert one_line(call, result) == "[✓ bash: Command: python reproduce.py | Exit: 0 | Output: 1 line | Last: 344]"
+
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/repo/app/main.py", line 3, in <module>
+    from app.loader import parse_config
+  File "/repo/app/loader.py", line 1, in <module>
+    import tomllib
+ModuleNotFoundError: No module named 'tomllib'"""
+
+
+def test_traceback_reports_the_exception_and_preserve_keeps_the_whole_error():
+    call, result = tool("execute_bash", TRACEBACK, command="python -m app.main")
+    short = one_line(call, result)
+    assert short.startswith("[❌ execute_bash: Command: python -m app.main")
+    assert short.endswith("| Error: ModuleNotFoundError: No module named 'tomllib']")
+    assert "/repo/app/loader.py" not in short
+    full = one_line(call, result, preserve_error_details=True)
+    assert "\n" not in full
+    for frame in ('File "/repo/app/main.py", line 3', 'File "/repo/app/loader.py", line 1', "import tomllib",
+                  "ModuleNotFoundError: No module named 'tomllib'"):
+        assert frame in full
+    facets = extract_facets(conversation((call, result)), preserve_error_details=True)
+    assert 'File "/repo/app/loader.py", line 1' in facets.errors[0]
+
+
+def test_preserved_error_details_are_capped():
+    huge = "Traceback (most recent call last):\n" + "".join(f'  File "/f{i}.py", line {i}\n' for i in range(2000)) \
+        + "RuntimeError: deep"
+    line = one_line(*tool("Bash", huge, command="x"), preserve_error_details=True)
+    assert len(line) < 2500 and line.endswith("RuntimeError: deep]")
+
+
+def test_tool_use_errors_fail_file_tools():
+    messages = transcript("claudecode_session.jsonl")
+    edits = [one_line(c, r) for c, r in pairs(messages) if "<tool_use_error>" in r.content]
+    assert edits and all(line.startswith("[❌ ") for line in edits)
+    assert any("Error: String to replace not found in file." in line for line in edits)
+    assert any(line.startswith("[❌ Read: File: ") and "File does not exist." in line for line in edits)
+
+
+# ----- search, edit, write, web, default -------------------------------------------------------------------------
+
+def test_search_counts_matches_and_files():
+    messages = transcript("claudecode_session.jsonl")
+    call, result = next((c, r) for c, r in pairs(messages) if c and c.name == "Grep")
+    assert one_line(call, result) == ("[✓ Grep: Pattern: hooks|session_hook|tool.call | Matches: 4 | Files: 1 | "
+                                      "Top: spotter_web/router.ex]")
+    call, result = next((c, r) for c, r in pairs(messages)
+                        if c and c.name == "Glob" and "live/**" in c.arguments["pattern"])
+    assert "Files: 8" in one_line(call, result)
+    assert one_line(*tool("Glob", "No files found", pattern="*.zig")).endswith("| Matches: 0]")
+    call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl")) if c and c.name == "find_file")
+    assert one_line(call, result) == ("[✓ find_file: Pattern: fields.py | Matches: 1 | Files: 1 | "
+                                      "Top: marshmallow/fields.py]")
+    swe = ('Found 3 matches for "TimeDelta" in /testbed/src:\n/testbed/src/a.py (2 matches)\n'
+           '/testbed/src/b.py (1 matches)\nEnd of matches for "TimeDelta" in /testbed/src')
+    line = one_line(*tool("search_dir", swe, command="search_dir TimeDelta src"))
+    assert "Pattern: TimeDelta | Matches: 3 | Files: 2 | Top: src/a.py, src/b.py" in line
+
+
+def test_edits_say_what_changed_and_writes_how_much():
+    line = one_line(*tool("Edit", "The file /a/b.py has been updated successfully.", file_path="/a/b.py",
+                          old_string="def f():\n    return 1\n", new_string="def f():\n    return 2\n"))
+    assert line == "[✓ Edit: File: /a/b.py | Changed: 'return 1' -> 'return 2' (3 -> 3 lines)]"
+    call, result = next((c, r) for c, r in pairs(transcript("sweagent_1.jsonl")) if c and c.name == "edit")
+    assert "printenv.pl | Replaced lines 1-1 with 5 lines | Now: 5 lines" in one_line(call, result)
+    line = one_line(*tool("Write", "File created successfully at: /a/new.ts", file_path="/a/new.ts",
+                          content="a\nb\nc\n"))
+    assert line == "[✓ Write: File: /a/new.ts | Lines written: 3 | Type: TypeScript]"
+
+
+def test_web_and_default_tools():
+    line = one_line(*tool("WebFetch", "# Title\nbody\n", url="https://example.com/doc", prompt="x"))
+    assert line == "[✓ WebFetch: URL: https://example.com/doc | Output: 2 lines | First: # Title]"
+    line = one_line(*tool("Task", "Found it.\nMore", description="Find the config loader"))
+    assert line == "[✓ Task: Input: Find the config loader | First: Found it. | Size: 14 chars]"
+    assert one_line(None, Message(role="tool", content="ok")).startswith("[✓ tool: ")
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.text(max_size=30), output=st.text(max_size=3000), command=st.text(max_size=400))
+def test_one_line_is_always_one_bounded_line(name, output, command):
+    call, result = tool(name or "x", output, command=command, file_path=command)
+    line = one_line(call, result)
+    assert "\n" not in line and "\r" not in line and len(line) <= 300
+
+
+# ----- facets ----------------------------------------------------------------------------------------------------
+
+def test_facets_of_a_sweagent_run():
+    facets = extract_facets(list(transcript("sweagent_3.jsonl")))
+    assert facets.files_read == ["/testbed/setup.py", "/testbed/src/marshmallow/fields.py"]
+    assert facets.files_modified == ["/testbed/reproduce.py", "/testbed/src/marshmallow/fields.py"]
+    runs = {c.command: c for c in facets.commands}
+    assert runs["python reproduce.py"].count == 2 and runs["python reproduce.py"].exit_code == 0
+    assert runs["ls -F"].count == 2
+    usage = {u.tool: u for u in facets.tool_usage}
+    assert usage["bash"].count == 6 and len(usage["bash"].notable) == 3
+    assert facets.participants == ["system", "user", "assistant", "tool"]
+    assert facets.user_requests[0].startswith("We're currently solving the following issue")
+    assert all(len(r) <= 300 for r in facets.user_requests)
+
+
+def test_facets_of_a_claude_code_session():
+    facets = extract_facets(list(transcript("claudecode_session.jsonl")[:405]))
+    runs = {c.command: c for c in facets.commands}
+    assert runs["git status"].count == 4 and runs["git status"].exit_code == 0
+    assert any(c.exit_code == 1 for c in facets.commands)
+    assert "String to replace not found in file." in facets.errors
+    assert any(e.startswith("** (Mix) Could not start application opentelemetry") for e in facets.errors)
+    assert "/home/USER/projects/spotter-worktrees/spotter-4te/lib/spotter/telemetry/otel.ex" in facets.files_modified
+    assert "SpotterWeb.OtelTraceHelpers" in facets.entities and len(facets.entities) <= 40
+    assert facets.user_requests[0].startswith("Work on bead spotter-4te.")
+    # A failed edit modified nothing.
+    failed = tool("Edit", "<tool_use_error>String to replace not found in file.</tool_use_error>",
+                  file_path="/x/y.py", old_string="a", new_string="b")
+    failed_only = extract_facets(conversation(failed))
+    assert failed_only.files_modified == [] and failed_only.errors == ["String to replace not found in file."]
+
+
+# ----- the summary block ----------------------------------------------------------------------------------------
+
+def test_rule_summary_keeps_requests_key_points_and_artifact_trail():
+    messages = list(transcript("sweagent_3.jsonl"))
+    text, key_points, facets = rule_summary(messages, max_tokens=2000, count_tokens=COUNT)
+    assert text.startswith("Summary of 28 earlier messages (1 user, 13 assistant, 13 tool results, 1 system)")
+    assert facets.user_requests[0][:200] in text
+    assert 0 < len(key_points) <= 30 and all(k in text for k in key_points)
+    assert "/testbed/src/marshmallow/fields.py" in text or "marshmallow/: fields.py" in text
+    assert "`python reproduce.py` (exit 0) ×2" in text
+    assert COUNT(text) <= 2000
+    assert rule_summary(messages, max_tokens=2000, count_tokens=COUNT)[0] == text  # deterministic
+
+
+def test_rule_summary_key_points_favor_failures_and_stay_at_most_30():
+    messages = list(transcript("claudecode_session.jsonl")[:405])
+    text, key_points, _ = rule_summary(messages, max_tokens=100_000, count_tokens=COUNT)
+    assert len(key_points) == 30
+    assert sum(k.startswith("[❌") for k in key_points) >= 8
+    assert "Files modified:" in text and "Commands:" in text and "Errors:" in text
+
+
+def claude_slice() -> list[Message]:
+    return list(transcript("claudecode_session.jsonl")[:300])
+
+
+@settings(max_examples=40, deadline=None)
+@given(max_tokens=st.integers(min_value=0, max_value=3000))
+def test_rule_summary_never_exceeds_its_cap(max_tokens):
+    text, key_points, _ = rule_summary(claude_slice(), max_tokens=max_tokens, count_tokens=COUNT)
+    assert COUNT(text) <= max_tokens
+    assert len(key_points) <= 30
+    if max_tokens < 50:
+        assert text in ("", "[300 earlier messages summarized; no room for details]", "[300 messages summarized]")
+    else:
+        assert text.startswith("Summary of 300 earlier messages")
+
+
+def test_user_requests_are_the_last_thing_dropped():
+    text, key_points, _ = rule_summary(claude_slice(), max_tokens=120, count_tokens=COUNT)
+    assert "Work on bead spotter-4te." in text
+    assert key_points == [] and "Commands:" not in text
+
+
+def test_small_room_gives_a_marker():
+    text, key_points, facets = rule_summary(claude_slice(), max_tokens=49, count_tokens=COUNT)
+    assert text == "[300 earlier messages summarized; no room for details]" and key_points == []
+    assert facets.files_modified  # the facts are still extracted for the record
+
+
+# ----- secrets ----------------------------------------------------------------------------------------------------
+
+SECRET = "sk-proj-" + "Z9y8X7w6V5u4T3s2R1q0" * 2
+
+
+def test_secrets_in_tool_calls_and_outputs_never_reach_summaries():
+    messages = conversation(
+        Message(role="user", content=f"deploy with OPENAI_API_KEY={SECRET} and password: hunter2hunter2"),
+        tool("Bash", f"Exit code 1\nerror: token {SECRET} rejected\nTraceback (most recent call last):\n"
+             f"ValueError: bad key {SECRET}", command=f"curl -H 'Authorization: Bearer {SECRET}' https://api.x/v1"),
+        tool("Read", f"     1→API_KEY = '{SECRET}'\n", file_path="/app/.env"),
+        tool("Task", f"{SECRET} is the key", description=f"check key {SECRET}"),
+        Message(role="assistant", content=f"I used `{SECRET}` for the call because it is the key."),
+    )
+    lines = [one_line(c, r, preserve_error_details=p) for c, r in pairs(messages) for p in (False, True)]
+    for preserve in (False, True):
+        text, key_points, facets = rule_summary(messages, max_tokens=3000, count_tokens=COUNT,
+                                                preserve_error_details=preserve)
+        everything = "\n".join([text, *key_points, facets.model_dump_json(), render_artifact_trail(facets), *lines])
+        assert SECRET not in everything and "hunter2hunter2" not in everything
+        assert "[REDACTED:" in text

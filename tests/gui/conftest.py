@@ -1,0 +1,45 @@
+"""GUI test setup: a real store in the test's data folder and the real local model, loaded once per run."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.providers.local import LocalProvider
+from core.store import open_store
+
+
+@pytest.fixture(scope="session")
+def local_provider():
+    provider = LocalProvider()
+    provider.load()
+    return provider
+
+
+@pytest.fixture
+def store(isolated_home):
+    opened = open_store(isolated_home)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def make_window(qtbot, store):
+    """make_window(provider=None, store=store) -> a shown MainWindow whose chat (if any) has finished opening."""
+    from gui.app import application
+    from gui.main_window import MainWindow
+
+    application()
+    windows = []
+
+    def make(provider=None, on_store=None, load_model=False):
+        window = MainWindow(on_store or store, provider=provider, load_model=load_model)
+        qtbot.addWidget(window)
+        window.show()
+        windows.append(window)
+        if window.session is not None:
+            qtbot.waitUntil(lambda: window.snapshot is not None and not window.chat_runner.busy, timeout=20_000)
+        return window
+
+    yield make
+    for window in windows:
+        window.close()

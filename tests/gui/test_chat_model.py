@@ -1,0 +1,68 @@
+"""The real window against the real local model (SmolLM2) and a real SQLite file."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from core.store import open_store
+
+pytestmark = [pytest.mark.model, pytest.mark.qt_log_ignore("propagateSizeHints")]
+
+REPLY_TOKENS = 40
+
+
+def new_chat(window, store, **settings):
+    chat_id = store.create_chat("test chat", settings={"reserve_output": REPLY_TOKENS, **settings})
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    return chat_id
+
+
+def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, make_window, store, local_provider):
+    window = make_window(local_provider)
+    chat_id = new_chat(window, store)
+    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    model = window.conversation.conversation
+    partial_texts = []
+
+    def seen(top_left, _bottom_right):
+        row = model.row_at(top_left.row())
+        if row.streaming and row.message.content:
+            partial_texts.append(row.message.content)
+
+    model.dataChanged.connect(seen)
+    window.composer.edit.setFocus()
+    qtbot.keyClicks(window.composer.edit, "Name three colours.")
+    with qtbot.waitSignal(window.reply_finished, timeout=120_000) as reply:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    result = reply.args[0]
+
+    assert window.composer.text() == ""
+    assert result.problem is None and result.message.content.strip()
+    rows = model.rows()
+    assert [r.message.role for r in rows] == ["user", "assistant"]
+    assert rows[1].message.content == result.message.content and not rows[1].streaming
+    # The text arrived in pieces, each a prefix of the final reply, before the reply finished.
+    assert partial_texts and all(result.message.content.startswith(t) for t in partial_texts)
+    stored = store.load_messages(chat_id)
+    assert [(m.role, m.content, m.incomplete) for m in stored] == [
+        ("user", "Name three colours."), ("assistant", result.message.content), ][0:0] or [
+        (m.role, m.content, m.incomplete) for m in stored] == [
+        ("user", "Name three colours.", False), ("assistant", result.message.content, False)]
+    assert window.snapshot.usage.by_kind["messages"] > 0
+
+
+def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, make_window, store, local_provider,
+                                                                     isolated_home):
+    window = make_window(local_provider)
+    chat_id = new_chat(window, store, reserve_output=400)
+    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    window.submit("Write a long story about a lighthouse keeper.")
+    model = window.conversation.conversation
+    qtbot.waitUntil(lambda: len(model.rows()) == 2 and len(model.row_at(1).message.content) > 20, timeout=60_000)
+    window.close()
+
+    stored = store.load_messages(chat_id)
+    assert [m.role for m in stored] == ["user", "assistant"]
+    assert stored[1].incomplete and len(stored[1].content) > 20

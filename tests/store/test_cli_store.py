@@ -1,0 +1,66 @@
+"""The storage commands through the real `precis` entry point and a real store."""
+
+from __future__ import annotations
+
+import json
+
+from core.cli import main
+from core.store import open_store
+from tests.conftest import CLAUDE_CODE_RAW, TRANSCRIPTS
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_import_chats_export_search_and_context(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    code, out, _ = run(capsys, "--data-dir", data, "import", str(CLAUDE_CODE_RAW))
+    assert code == 0
+    chat_id = out.strip()
+    code, out, _ = run(capsys, "--data-dir", data, "import", str(TRANSCRIPTS[0]), "--format", "jsonl",
+                       "--title", "second")
+    assert code == 0
+
+    code, out, _ = run(capsys, "--data-dir", data, "chats")
+    assert code == 0 and chat_id in out and "646 msgs" in out and "second" in out
+
+    target = tmp_path / "out.json"
+    code, _, _ = run(capsys, "--data-dir", data, "export", chat_id[:8], "--format", "openai", "-o", str(target))
+    assert code == 0 and len(json.loads(target.read_text())["messages"]) == 646
+    code, out, _ = run(capsys, "--data-dir", data, "export", chat_id, "--format", "md")
+    assert code == 0 and "> **Summary**" in out
+
+    code, out, _ = run(capsys, "--data-dir", data, "search", "opentelemetry_bandit")
+    assert code == 0 and "(archived)" in out
+
+    code, out, _ = run(capsys, "--data-dir", data, "context", chat_id)
+    assert code == 0
+    assert "/ 7680 tokens" in out and "summaries" in out and "tool outputs" in out
+    assert "summary chain: 1" in out and "404 messages" in out and "142431 ->" in out
+
+
+def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "fine"}\n{"role": "user", "content": []}\n')
+    code, _, err = run(capsys, "--data-dir", data, "import", str(bad))
+    assert code == 1 and "line 2" in err and "'content'" in err and "Nothing was imported" in err
+    code, _, err = run(capsys, "--data-dir", data, "import", str(tmp_path / "missing.jsonl"))
+    assert code == 1 and "cannot read" in err
+    code, _, err = run(capsys, "--data-dir", data, "export", "nope")
+    assert code == 1 and "no chat" in err
+    with open_store(data) as store:
+        assert store.list_chats() == []
+        code, _, err = run(capsys, "--data-dir", data, "chats")
+    assert code == 1 and "another Precis" in err
+
+
+def test_data_dir_defaults_to_precis_home(isolated_home, capsys):
+    code, out, _ = run(capsys, "import", str(TRANSCRIPTS[0]))
+    assert code == 0
+    with open_store() as store:
+        assert [c.id for c in store.list_chats()] == [out.strip()]
+    assert (isolated_home / "precis.db").exists()

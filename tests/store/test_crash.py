@@ -1,0 +1,106 @@
+"""kill -9 of a real process in the middle of a write, then reopen: nothing lost, no half state."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from core.store import open_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SUMMARIZER_SCRIPT = """
+import sys, time
+from sqlalchemy import event
+from core.messages import Message
+from core.records import CoveredMessage, SummaryRecord
+from core.store import open_store
+
+# Fault injection: the real transaction pauses (and says so) right after its last statement, before COMMIT,
+# so the parent can kill it at exactly that point.
+store = open_store(sys.argv[1])
+chat = store.create_chat("crash")
+messages = [Message(role="user", content=f"message {i}") for i in range(400)]
+store.add_messages(chat, messages)
+pause = {"on": False}
+
+@event.listens_for(store.engine, "commit")  # runs just before the COMMIT is sent
+def _pause_before_commit(conn):
+    if pause["on"]:
+        print("in transaction", flush=True)
+        time.sleep(60)
+
+for n in range(3):
+    batch = messages[n * 100:(n + 1) * 100]
+    record = SummaryRecord(text=f"summary {n}", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in batch])
+    pause["on"] = n == 2
+    store.save_summary(chat, record, [m.id for m in batch])
+    print("saved", n, flush=True)
+"""
+
+STREAM_SCRIPT = """
+import sys
+from core.messages import Message
+from core.store import open_store
+
+store = open_store(sys.argv[1])
+chat = store.create_chat("stream")
+store.add_message(chat, Message(role="user", content="tell me a long story"))
+reply = Message(role="assistant", incomplete=True)
+store.add_message(chat, reply)
+for i in range(100000):
+    reply = reply.with_changes(content=reply.content + f"<{i}>")
+    store.update_message(chat, reply)
+    print(i, flush=True)
+"""
+
+
+def start(script: str, data_dir: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(data_dir)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)
+
+
+def kill(process: subprocess.Popen) -> None:
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def test_kill_in_the_middle_of_a_summarization_leaves_the_state_before_it(tmp_path):
+    process = start(SUMMARIZER_SCRIPT, tmp_path)
+    lines = []
+    while (line := process.stdout.readline().strip()) != "in transaction":
+        assert line, "the script ended without reaching the third summary"
+        lines.append(line)
+    kill(process)
+    assert lines == ["saved 0", "saved 1"]
+
+    with open_store(tmp_path) as store:
+        [chat] = store.list_chats()
+        messages = store.load_messages(chat.id)
+        records = store.load_records(chat.id)
+        archived = store.archived_by(chat.id)
+    assert len(messages) == 400
+    assert [r.text for r in records] == ["summary 0", "summary 1"]
+    # Exactly the messages of the two committed summaries are archived, each by its own record.
+    assert archived == {c.id: r.id for r in records for c in r.covered}
+    assert len(archived) == 200
+
+
+def test_kill_while_a_reply_streams_keeps_what_was_received_marked_incomplete(tmp_path):
+    process = start(STREAM_SCRIPT, tmp_path)
+    for _ in range(300):
+        last = int(process.stdout.readline())
+    kill(process)
+
+    with open_store(tmp_path) as store:
+        [chat] = store.list_chats()
+        user, reply = store.load_messages(chat.id)
+    assert user.content == "tell me a long story"
+    assert reply.incomplete
+    # Every chunk reported saved is there, in order; at most one more was committed before the kill.
+    received = "".join(f"<{i}>" for i in range(last + 1))
+    assert reply.content in (received, received + f"<{last + 1}>")

@@ -1,0 +1,81 @@
+"""A chat's context engine wired to the store: summaries, merges and undos survive a restart exactly."""
+
+from __future__ import annotations
+
+from sqlalchemy import event
+
+from core.engine import Budget, ContextEngine
+from core.interchange import read_transcript
+from core.policy import SummarizationPolicy
+from core.store import StoreWriteError, attach_engine, open_store
+from tests.conftest import TRANSCRIPTS
+
+POLICY = SummarizationPolicy(min_messages=6, cooldown_messages=2, keep_recent=4, max_depth=2)
+BUDGET = Budget(window=3000, reserve_output=256)
+
+
+def restore(store, chat):
+    return ContextEngine.restore(store.load_messages(chat), store.load_records(chat), BUDGET, POLICY)
+
+
+def state(engine):
+    return ([(r.id, r.status, r.depth) for r in engine.records], [r.id for r in engine.chain()],
+            [m.id for m in engine.assemble().messages], {m.id: engine.archived_by(m.id) for m in engine.messages})
+
+
+def play(tmp_path):
+    """Feed a real transcript through an engine attached to the store; return the chat id and live engine."""
+    messages = read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl"))
+    store = open_store(tmp_path)
+    chat = store.create_chat("live")
+    engine = restore(store, chat)
+    attach_engine(store, chat, engine)
+    events = []
+    engine.subscribe(lambda e: events.append(e.kind))
+    for message in messages:
+        store.add_message(chat, message)
+        engine.append(message)
+    return store, chat, engine, events
+
+
+def test_summaries_and_merges_made_live_are_restored_identically(tmp_path):
+    store, chat, engine, events = play(tmp_path)
+    assert "summarized" in events and "merged" in events
+    live = state(engine)
+    store.close()
+    with open_store(tmp_path) as store:
+        again = restore(store, chat)
+        assert state(again) == live
+        assert store.archived_by(chat) == {mid: rid for mid, rid in live[3].items() if rid}
+
+
+def test_undo_is_persisted(tmp_path):
+    store, chat, engine, _ = play(tmp_path)
+    undone = engine.undo_last()
+    live = state(engine)
+    store.close()
+    with open_store(tmp_path) as store:
+        again = restore(store, chat)
+        assert state(again) == live
+        assert {r.id: r.status for r in again.records}[undone.id] == "undone"
+
+
+def test_a_failed_save_is_reported_not_swallowed(tmp_path):
+    """A full disk is injected with SQLite's max_page_count (the same SQLITE_FULL error)."""
+    messages = read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl"))
+    store = open_store(tmp_path)
+    chat = store.create_chat("live")
+    store.add_messages(chat, messages)
+    engine = restore(store, chat)
+    errors = []
+    attach_engine(store, chat, engine, on_error=errors.append)
+
+    @event.listens_for(store.engine, "connect")
+    def _cap(dbapi_conn, _record):
+        dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+    store.engine.dispose()
+    engine.summarize_now()
+    assert len(errors) == 1 and isinstance(errors[0], StoreWriteError)
+    assert store.load_records(chat) == [] and store.archived_by(chat) == {}
+    store.close()

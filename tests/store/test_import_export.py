@@ -1,0 +1,158 @@
+"""Importing and exporting chats through a real store: every shared transcript, OpenAI JSON, Claude Code JSONL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from core.exporters import export_jsonl, export_markdown, export_openai
+from core.importers import ImportFailed, detect_format, import_file, parse_file
+from core.interchange import read_transcript
+from core.messages import Message, tool_name_of
+from core.store import open_store
+from tests.conftest import CLAUDE_CODE_RAW, TRANSCRIPTS
+
+
+def shape(messages: list[Message]) -> list[tuple]:
+    """What a round trip must keep: role, content, tool name and arguments, and which call a result answers."""
+    calls = {c.id: i for i, m in enumerate(messages) for c in m.tool_calls}
+    return [(m.role, m.content, tool_name_of(m), [c.arguments for c in m.tool_calls],
+             calls.get(m.tool_call_id) if m.role == "tool" else None) for m in messages]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with open_store(tmp_path / "data") as s:
+        yield s
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
+def test_every_shared_transcript_round_trips_through_import_and_export(store, tmp_path, path):
+    original = read_transcript(path)
+    chat = import_file(store, path)
+    stored = store.load_messages(chat)
+    assert shape(stored) == shape(original)
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(export_jsonl(stored), encoding="utf-8")
+    again = store.load_messages(import_file(store, exported))
+    assert again == stored  # ids, times and flags too
+    openai = tmp_path / "export.json"
+    openai.write_text(export_openai(stored), encoding="utf-8")
+    assert shape(store.load_messages(import_file(store, openai))) == shape(stored)
+
+
+def test_claude_code_session_imports_with_every_tool_call_paired(store):
+    assert detect_format(CLAUDE_CODE_RAW, CLAUDE_CODE_RAW.read_bytes()) == "claude-code"
+    chat = import_file(store, CLAUDE_CODE_RAW)
+    messages = store.load_messages(chat)
+    calls = {c.id: c.name for m in messages for c in m.tool_calls}
+    results = [m for m in messages if m.role == "tool"]
+    assert len(calls) == 242 and len(results) == 242
+    assert {r.tool_call_id: r.name for r in results} == calls
+    # Each result comes after its call.
+    position = {c.id: i for i, m in enumerate(messages) for c in m.tool_calls}
+    assert all(position[r.tool_call_id] < messages.index(r) for r in results)
+    # Progress, snapshot, meta and thinking lines are not conversation.
+    assert not any("local-command-caveat" in m.content for m in messages)
+    assert messages[0].content.startswith("Work on bead spotter-4te")
+
+
+def test_claude_code_compaction_becomes_a_summary_record_archiving_what_came_before(store):
+    chat = import_file(store, CLAUDE_CODE_RAW)
+    messages = store.load_messages(chat)
+    [record] = store.load_records(chat)
+    assert record.status == "active" and record.mode == "llm"
+    assert record.text.startswith("This session is being continued from a previous conversation")
+    assert record.tokens_before == 142431
+    assert not any(m.content.startswith("This session is being continued") for m in messages)
+    covered = {c.id for c in record.covered}
+    archived = store.archived_by(chat)
+    assert set(archived) == covered and set(archived.values()) == {record.id}
+    # Everything before the compaction is covered, nothing after it.
+    first_after = next(i for i, m in enumerate(messages) if m.id not in covered)
+    assert len(covered) == first_after > 300
+    assert all(m.id not in covered for m in messages[first_after:])
+    assert all(c.sha256 == m.sha256() for c, m in zip(record.covered, messages))
+
+
+def test_openai_chat_json_with_tool_calls_and_a_bare_list(store, tmp_path):
+    conversation = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": [{"type": "text", "text": "list files"}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+            {"id": "call_2", "type": "function", "function": {"name": "bash", "arguments": "not json"}}]},
+        {"role": "tool", "tool_call_id": "call_2", "content": "oops"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
+        {"role": "assistant", "content": "Two files."},
+    ]
+    for document in ({"messages": conversation}, conversation):
+        path = tmp_path / "chat.json"
+        path.write_text(json.dumps(document, indent=2))
+        messages = store.load_messages(import_file(store, path))
+        assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "tool", "assistant"]
+        assert messages[1].content == "list files"
+        assert [c.arguments for c in messages[2].tool_calls] == [{"command": "ls"}, {"raw": "not json"}]
+        assert [(m.tool_call_id, m.name) for m in messages[3:5]] == [("call_2", "bash"), ("call_1", "bash")]
+        exported = json.loads(export_openai(messages))["messages"]
+        assert exported[2]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command": "ls"}'}
+
+
+@pytest.mark.parametrize("fmt, text, line, field", [
+    ("jsonl", '{"role": "user", "content": "ok"}\n{"role": "robot", "content": "x"}\n', 2, "role"),
+    ("jsonl", '{"role": "user", "content": "ok"}\n\n{"role": "user", "content": 5}\n', 3, "content"),
+    ("jsonl", '{"role": "user", "content": "ok"}\n{"role": "user", "content": "x"\n', 2, "not valid JSON"),
+    ("openai", '{"messages": [\n  {"role": "user", "content": "hi"},\n  {"role": "wizard"}\n]}', 3, "role"),
+    ("openai", '[\n {"role": "assistant", "tool_calls": [{"id": "c"}]}\n]', 2, "function.name"),
+    ("claude-code", '{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}\n'
+                    '{"type": "assistant", "uuid": "u2", "message": {"content": [{"type": "tool_use"}]}}\n',
+     2, "tool_use"),
+])
+def test_a_bad_line_names_file_line_and_field_and_nothing_is_imported(store, tmp_path, fmt, text, line, field):
+    path = tmp_path / f"bad.{fmt}"
+    path.write_text(text)
+    with pytest.raises(ImportFailed) as info:
+        import_file(store, path)
+    message = str(info.value)
+    assert str(path) in message and f"line {line}" in message and field in message
+    assert message.endswith("Nothing was imported.")
+    assert store.list_chats() == []
+
+
+def test_non_utf8_bytes_and_a_10mb_message_import(store, tmp_path):
+    path = tmp_path / "odd.jsonl"
+    big = "z" * 10_000_000
+    path.write_bytes(b'{"role": "user", "content": "caf\xe9 \xff\xfe bytes"}\n'
+                     + json.dumps({"role": "assistant", "content": big}).encode() + b"\n")
+    messages = store.load_messages(import_file(store, path))
+    assert messages[0].content == "caf\ufffd \ufffd\ufffd bytes"
+    assert messages[1].content == big
+
+
+def test_unknown_format_is_refused(store, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some notes\n")
+    with pytest.raises(ImportFailed, match="line 1: not a known chat format"):
+        import_file(store, path)
+
+
+def test_markdown_export_shows_summaries_as_such(store):
+    chat = import_file(store, CLAUDE_CODE_RAW)
+    messages, records = store.load_messages(chat), store.load_records(chat)
+    text = export_markdown("Session", messages, records)
+    assert text.startswith("# Session\n")
+    assert text.count("> **Summary** (depth 1, 404 messages, llm, 142431 →") == 1
+    assert "> This session is being continued" in text
+    # The summary sits right after the last message it covers.
+    last_covered = messages[len(records[0].covered) - 1]
+    assert text.index("> **Summary**") > text.index(last_covered.content[-40:] if last_covered.content else "###")
+    assert text.count("**Tool call** `Bash`") == sum(1 for m in messages for c in m.tool_calls if c.name == "Bash")
+
+
+def test_parse_does_not_need_a_store_and_keeps_titles(tmp_path):
+    parsed = parse_file(CLAUDE_CODE_RAW, "claude-code")
+    assert parsed.title.startswith("Work on bead spotter-4te")
+    path = Path(TRANSCRIPTS[0])
+    assert parse_file(path).title == path.stem

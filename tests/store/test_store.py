@@ -1,0 +1,298 @@
+"""The store on real SQLite files: schema versions, faults, chats, messages, summaries, search."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event
+
+from core.messages import Message, ToolCall
+from core.records import CoveredMessage, SummaryRecord
+from core.store import (DB_NAME, SCHEMA_VERSION, ChatNotFound, ChatRow, MessageNotFound, MessageRow, SettingRow,
+                        StoreCorrupt, StoreLocked, StoreTooNew, StoreWriteError, SummaryRow, open_store)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def columns(path: Path, table: str) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+    finally:
+        conn.close()
+
+
+# Schema version 1 written out by hand, as the first release left it on disk.
+V1_SCHEMA = """
+CREATE TABLE chat (id TEXT PRIMARY KEY, title TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+                   settings TEXT NOT NULL DEFAULT '{}');
+CREATE TABLE message (pk INTEGER PRIMARY KEY, id TEXT NOT NULL,
+    chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE, seq INTEGER NOT NULL, role TEXT NOT NULL,
+    content TEXT NOT NULL, tool_calls TEXT, tool_call_id TEXT, name TEXT, pinned INTEGER NOT NULL DEFAULT 0,
+    incomplete INTEGER NOT NULL DEFAULT 0, created_at REAL NOT NULL, token_count INTEGER, sha256 TEXT NOT NULL,
+    archived_by TEXT, UNIQUE (chat_id, id), UNIQUE (chat_id, seq));
+CREATE TABLE summary (pk INTEGER PRIMARY KEY, id TEXT NOT NULL,
+    chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE, record TEXT NOT NULL, status TEXT NOT NULL,
+    created_at REAL NOT NULL, parent_id TEXT, depth INTEGER NOT NULL, UNIQUE (chat_id, id));
+CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+PRAGMA user_version = 1;
+"""
+
+
+def test_new_store_has_latest_schema_matching_the_models(tmp_path):
+    with open_store(tmp_path) as store:
+        assert store.path == tmp_path / DB_NAME
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    for model in (ChatRow, MessageRow, SummaryRow, SettingRow):
+        assert columns(tmp_path / DB_NAME, model.__tablename__) == set(model.__table__.columns.keys())
+
+
+def test_populated_version_1_database_is_migrated_keeping_everything(tmp_path):
+    db = tmp_path / DB_NAME
+    conn = sqlite3.connect(db)
+    conn.executescript(V1_SCHEMA)
+    m1 = Message(role="user", content="the quokka is a small marsupial")
+    m2 = Message(role="assistant", content="", tool_calls=(ToolCall("c1", "bash", {"command": "ls"}),))
+    record = SummaryRecord(text="talked about quokkas", covered=[CoveredMessage(id=m1.id, sha256=m1.sha256())])
+    conn.execute("INSERT INTO chat VALUES ('chat1', 'Old chat', 1.0, 2.0, '{\"model\": \"m\"}')")
+    conn.execute("INSERT INTO message (id, chat_id, seq, role, content, created_at, sha256, archived_by) "
+                 "VALUES (?, 'chat1', 0, 'user', ?, 1.0, ?, ?)", (m1.id, m1.content, m1.sha256(), record.id))
+    conn.execute("INSERT INTO message (id, chat_id, seq, role, content, tool_calls, created_at, sha256) "
+                 "VALUES (?, 'chat1', 1, 'assistant', '', ?, 2.0, ?)",
+                 (m2.id, '[{"id": "c1", "name": "bash", "arguments": {"command": "ls"}}]', m2.sha256()))
+    conn.execute("INSERT INTO summary (id, chat_id, record, status, created_at, depth) VALUES (?, 'chat1', ?, "
+                 "'active', 3.0, 1)", (record.id, record.model_dump_json()))
+    conn.commit()
+    conn.close()
+
+    with open_store(tmp_path) as store:
+        chat = store.get_chat("chat1")
+        assert (chat.title, chat.settings.model, chat.message_count) == ("Old chat", "m", 2)
+        loaded = store.load_messages("chat1")
+        assert [(m.id, m.content, m.tool_calls) for m in loaded] == [(m1.id, m1.content, ()),
+                                                                     (m2.id, "", m2.tool_calls)]
+        assert store.load_records("chat1") == [record]
+        # Added by version 2: search over messages written before it existed, drafts, soft delete.
+        hits = store.search("quokka")
+        assert [(h.chat_id, h.message_id, h.archived_by) for h in hits] == [("chat1", m1.id, record.id)]
+        store.set_draft("chat1", "half a thought")
+        assert store.get_draft("chat1") == "half a thought"
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert (tmp_path / f"{DB_NAME}.v1-backup").exists()
+
+
+def test_database_from_a_newer_precis_is_refused_and_left_untouched(tmp_path):
+    db = tmp_path / DB_NAME
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE future (x)")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    before = digest(db)
+    with pytest.raises(StoreTooNew, match="newer Precis"):
+        open_store(tmp_path)
+    assert digest(db) == before
+    # The refusal released the lock: the next attempt gets the same clear error, not "locked".
+    with pytest.raises(StoreTooNew):
+        open_store(tmp_path)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "zeroed page"])
+def test_corrupt_database_is_copied_aside_before_the_error(tmp_path, damage):
+    db = tmp_path / DB_NAME
+    if damage == "garbage":
+        db.write_bytes(b"this is not a database\n" * 400)
+    else:
+        with open_store(tmp_path) as store:
+            chat = store.create_chat("x")
+            store.add_messages(chat, [Message(role="user", content=f"message {i} " * 50) for i in range(300)])
+        sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+        data = bytearray(db.read_bytes())
+        data[4096 * 3:4096 * 5] = bytes(8192)
+        db.write_bytes(bytes(data))
+    before = digest(db)
+    with pytest.raises(StoreCorrupt, match="copy was saved") as info:
+        open_store(tmp_path)
+    copies = list(tmp_path.glob(f"{DB_NAME}.corrupt-*"))
+    assert len(copies) == 1 and digest(copies[0]) == before
+    assert digest(db) == before
+    assert copies[0].name in str(info.value)
+
+
+def test_store_locked_by_another_process_is_a_clear_error(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys
+            from core.store import open_store
+            store = open_store({str(tmp_path)!r})
+            print("open", flush=True)
+            sys.stdin.readline()
+        """)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreLocked, match=f"another Precis \\(process {holder.pid}\\)"):
+            open_store(tmp_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    # The OS drops the lock with the process, even one killed outright.
+    open_store(tmp_path).close()
+
+
+def test_full_disk_reports_the_failed_write_and_keeps_earlier_data(tmp_path):
+    """The disk filling up is injected with SQLite's max_page_count, which fails writes with the same
+    SQLITE_FULL error ("database or disk is full") a full disk gives."""
+    store = open_store(tmp_path)
+    chat = store.create_chat("kept")
+    store.add_messages(chat, [Message(role="user", content=f"kept {i}") for i in range(20)])
+
+    @event.listens_for(store.engine, "connect")
+    def _cap(dbapi_conn, _record):
+        pages = dbapi_conn.execute("PRAGMA page_count").fetchone()[0]
+        dbapi_conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+
+    store.engine.dispose()
+    huge = [Message(role="user", content="x" * 100_000) for _ in range(5)]
+    with pytest.raises(StoreWriteError, match="full.*Nothing was changed"):
+        store.import_chat("too big", huge)
+    with pytest.raises(StoreWriteError):
+        store.add_messages(chat, huge)
+    assert [c.title for c in store.list_chats()] == ["kept"]
+    assert [m.content for m in store.load_messages(chat)] == [f"kept {i}" for i in range(20)]
+    store.close()
+
+
+def test_chats_crud_with_delete_undo_and_purge(tmp_path):
+    with open_store(tmp_path) as store:
+        a = store.create_chat("first", {"model": "gpt", "system_prompt": "be brief"})
+        b = store.create_chat("second")
+        store.rename_chat(a, "renamed")
+        assert [c.title for c in store.list_chats()] == ["renamed", "second"]
+        assert store.find_chat(a[:10]).id == a
+        assert store.find_chat("second").id == b
+        store.delete_chat(a)
+        assert [c.id for c in store.list_chats()] == [b]
+        with pytest.raises(ChatNotFound):
+            store.get_chat(a)
+        store.restore_chat(a)
+        assert store.get_chat(a).settings.system_prompt == "be brief"
+        store.delete_chat(b)
+        assert store.purge_deleted() == 1
+        assert [c.id for c in store.list_chats(include_deleted=True)] == [a]
+
+
+def test_settings_never_hold_secrets_and_policy_overrides_are_validated(tmp_path):
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        with pytest.raises(ValueError, match="keyring"):
+            store.update_chat_settings(chat, {"model": "x", "api_key": "sk-123"})
+        with pytest.raises(ValueError, match="keyring"):
+            store.set_setting("openai_api_key", "sk-123")
+        with pytest.raises(ValueError, match="trigger_ratio"):
+            store.update_chat_settings(chat, {"summarization": {"trigger_ratio": 1.5}})
+        saved = store.update_chat_settings(chat, {"provider": "openai", "summarization": {"keep_recent": 8},
+                                                  "context_window": 32000})
+        store.set_setting("theme", {"dark": True})
+    with open_store(tmp_path) as store:
+        assert store.get_chat(chat).settings == saved
+        assert store.get_setting("theme") == {"dark": True}
+        assert store.get_setting("missing", 5) == 5
+    assert b"sk-123" not in (tmp_path / DB_NAME).read_bytes()
+
+
+def test_messages_round_trip_with_tools_flags_and_huge_content(tmp_path):
+    big = "y" * 10_000_000
+    messages = [
+        Message(role="system", content="sys"),
+        Message(role="assistant", content="", tool_calls=(ToolCall("c1", "read_file", {"path": "a.py"}),
+                                                         ToolCall("c2", "bash", {"command": "ls -l"}))),
+        Message(role="tool", content="print(1)", tool_call_id="c1", name="read_file"),
+        Message(role="tool", content=big, tool_call_id="c2", name="bash", pinned=True),
+        Message(role="user", content="naïve 🚀 text"),
+    ]
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        for m in messages:
+            store.add_message(chat, m)
+    with open_store(tmp_path) as store:
+        assert store.load_messages(chat) == messages
+
+
+def test_streamed_reply_is_updated_in_place(tmp_path):
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        reply = Message(role="assistant", incomplete=True)
+        store.add_message(chat, reply)
+        for i in range(50):
+            reply = reply.with_changes(content=reply.content + f"chunk{i} ")
+            store.update_message(chat, reply)
+        store.update_message(chat, reply.with_changes(incomplete=False))
+        [saved] = store.load_messages(chat)
+        assert saved.content.startswith("chunk0 chunk1") and saved.content.endswith("chunk49 ")
+        assert not saved.incomplete
+        assert [h.message_id for h in store.search("chunk49")] == [reply.id]
+        with pytest.raises(MessageNotFound):
+            store.update_message(chat, Message(role="assistant", content="never added"))
+
+
+def test_summary_and_undo_persist_records_and_archive_marks(tmp_path):
+    msgs = [Message(role="user", content=f"note about lemurs number {i}") for i in range(6)]
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        store.add_messages(chat, msgs)
+        first = SummaryRecord(text="s1", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in msgs[:2]])
+        store.save_summary(chat, first, [m.id for m in msgs[:2]])
+        second = SummaryRecord(text="s2", depth=2, parent_id=first.id,
+                               covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in msgs[2:4]])
+        store.save_summary(chat, second, [m.id for m in msgs[2:4]])
+        merged = SummaryRecord(text="s1+s2", merged_ids=[first.id, second.id])
+        first.status = second.status = "merged"
+        store.save_summary(chat, merged, [], merged=[first, second])
+        assert store.archived_by(chat) == {m.id: merged.id for m in msgs[:4]}
+        # Undo the merge: the merged records come back and take their messages again.
+        merged.status = "undone"
+        first.status = second.status = "active"
+        store.apply_undo(chat, merged, {**{m.id: first.id for m in msgs[:2]}, **{m.id: second.id for m in msgs[2:4]}},
+                         restored=[first, second])
+    with open_store(tmp_path) as store:
+        assert [(r.id, r.status) for r in store.load_records(chat)] == [
+            (first.id, "active"), (second.id, "active"), (merged.id, "undone")]
+        assert store.archived_by(chat) == {**{m.id: first.id for m in msgs[:2]},
+                                           **{m.id: second.id for m in msgs[2:4]}}
+        # Search covers archived messages and says which summary hides them.
+        hits = {h.message_id: h.archived_by for h in store.search("lemurs")}
+        assert hits[msgs[0].id] == first.id and hits[msgs[5].id] is None and len(hits) == 6
+
+
+def test_search_handles_punctuation_and_skips_deleted_chats(tmp_path):
+    with open_store(tmp_path) as store:
+        a = store.create_chat("alpha")
+        b = store.create_chat("beta")
+        store.add_message(a, Message(role="user", content='error: "AND" NOT (found) in foo.py'))
+        store.add_message(b, Message(role="user", content="error in foo.py again"))
+        assert {h.chat_title for h in store.search('error: "foo.py')} == {"alpha", "beta"}
+        assert store.search("   ") == [] and store.search("*(") == []
+        store.delete_chat(b)
+        hits = store.search("foo.py")
+        assert [h.chat_title for h in hits] == ["alpha"] and "[foo]" in hits[0].snippet
+
+
+def test_drafts_survive_a_restart(tmp_path):
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        store.set_draft(chat, "I was typing thi")
+    with open_store(tmp_path) as store:
+        assert store.get_draft(chat) == "I was typing thi"
