@@ -58,13 +58,15 @@ def bench_open_chat() -> None:
     policy = SummarizationPolicy()
     with tempfile.TemporaryDirectory() as folder:
         with open_store(folder) as store:
-            # Grow the chat as a user would: the engine summarizes on its own as the window fills.
+            # A long chat summarized three times along the way, every summary persisted as it happened.
             messages = sample_messages(10_000)
             chat = store.import_chat("big", messages)
             engine = ContextEngine(budget, policy)
             attach_engine(store, chat, engine)
-            for message in messages:
-                engine.append(message)
+            for start in range(0, 10_000, 3_334):
+                for message in messages[start:start + 3_334]:
+                    engine.append(message, auto=False)
+                engine.summarize_now()
         times, stages = [], []
         for _ in range(5):
             started = time.perf_counter()

@@ -19,6 +19,7 @@ from core.policy import SummarizationPolicy
 from core.records import CoveredMessage, Facets, Retention, SummaryRecord
 from core.redact import redact, redact_obj
 from core.retention import check_retention
+from core.retention import context_text as retention_context_text
 from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
 from core.tokens import REPLY_PRIMING, TokenCounter
 from core.tool_rules import one_line
@@ -556,7 +557,7 @@ class ContextEngine:
 
     def context_text(self) -> str:
         """Everything the model sees, as one text (for retention checks)."""
-        return "\n".join(item.message.content for item in self._untrimmed_items())
+        return retention_context_text(item.message for item in self._untrimmed_items())
 
     # ----- events -------------------------------------------------------------------------------------------
 

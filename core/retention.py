@@ -303,7 +303,7 @@ def check_retention(covered: list[Message], context_text: str) -> Retention:
     context = _Context(context_text)
     root = _project_root(facts.files)
     checks: dict[str, list[tuple[str, bool]]] = {
-        "files": [(f, context.has_file(f, root)) for f in facts.files],
+        "files": [(f.removeprefix(root) if root else f, context.has_file(f, root)) for f in facts.files],
         "commands": [(c.label, context.has_command(c)) for c in facts.commands],
         "errors": [(e, e in context.raw) for e in facts.errors],
         "identifiers": [(i, i in context.raw) for i in facts.identifiers],

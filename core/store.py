@@ -252,12 +252,12 @@ def _message_values(chat_id: str, message: Message) -> dict[str, Any]:
     }
 
 
-def _message_from_row(row: Any) -> Message:
+def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
+                      name: str | None, created_at: float, pinned: int, incomplete: int) -> Message:
     calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
-                  for c in json.loads(row.tool_calls)) if row.tool_calls else ()
-    return Message(role=row.role, content=row.content, tool_calls=calls, tool_call_id=row.tool_call_id,
-                   name=row.name, id=row.id, created_at=row.created_at, pinned=bool(row.pinned),
-                   incomplete=bool(row.incomplete))
+                  for c in json.loads(tool_calls)) if tool_calls else ()
+    return Message(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name, id=id_,
+                   created_at=created_at, pinned=bool(pinned), incomplete=bool(incomplete))
 
 
 def _fts_query(text_: str) -> str:
@@ -576,11 +576,11 @@ class Store:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
         with self._read() as session:
             self._chat_row(session, chat_id, deleted_ok=True)
-            cols = (MessageRow.id, MessageRow.role, MessageRow.content, MessageRow.tool_calls,
-                    MessageRow.tool_call_id, MessageRow.name, MessageRow.created_at, MessageRow.pinned,
-                    MessageRow.incomplete)
-            rows = session.execute(select(*cols).where(MessageRow.chat_id == chat_id).order_by(MessageRow.seq))
-            return [_message_from_row(r) for r in rows]
+            # Plain driver rows: this is the hot path of opening a long chat.
+            rows = session.connection().exec_driver_sql(
+                "SELECT id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete "
+                "FROM message WHERE chat_id = ? ORDER BY seq", (chat_id,))
+            return [_message_from_row(*row) for row in rows.fetchall()]
 
     def archived_by(self, chat_id: str) -> dict[str, str]:
         """{message id: id of the summary that archived it} for archived messages."""
@@ -715,25 +715,29 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
     full) goes to `on_error` for the caller to show; without one it is raised into the engine's log.
     Returns a function that detaches.
     """
-    saved_records = {r.id: r.model_dump_json() for r in engine.records}
+    # What can change on a saved record is its status and its place in the chain; new records are new ids.
+    def mark(record: SummaryRecord) -> tuple:
+        return record.status, record.depth, record.parent_id
+
+    saved_records = {r.id: mark(r) for r in engine.records}
     saved_archive = {m.id: engine.archived_by(m.id) for m in engine.messages}
 
     def on_event(_event: Any) -> None:
-        current = {r.id: (r, r.model_dump_json()) for r in engine.records}
-        changed = {rid: dump for rid, (_r, dump) in current.items() if saved_records.get(rid) != dump}
+        changed = {r.id: (r, mark(r)) for r in engine.records if saved_records.get(r.id) != mark(r)}
+        changed.setdefault(_event.record.id, (_event.record, mark(_event.record)))
         archive = {}
         for m in engine.messages:
             holder = engine.archived_by(m.id)
             if saved_archive.get(m.id) != holder:
                 archive[m.id] = holder
         try:
-            store.save_summary_state(chat_id, [current[rid][0] for rid in changed], archive)
+            store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive)
         except StoreError as exc:
             if on_error is None:
                 raise
             on_error(exc)
             return
-        saved_records.update(changed)
+        saved_records.update({rid: m for rid, (_record, m) in changed.items()})
         saved_archive.update(archive)
 
     return engine.subscribe(on_event)

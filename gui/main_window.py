@@ -195,6 +195,8 @@ class MainWindow(QMainWindow):
 
     # ---- chats ------------------------------------------------------------------------------------------------
     def refresh_chats(self) -> None:
+        if self._closing:
+            return
         chats = self.store.list_chats()
         current = self.session.chat_id if self.session else None
         self.chat_list.set_chats(chats, current)
@@ -442,6 +444,7 @@ class MainWindow(QMainWindow):
             self.conversation.scrollToBottom()
             added = self._chat_job("save the tool output", lambda _job: session.add_messages(list(messages)))
             added.succeeded.connect(self._apply_snapshot)
+            added.succeeded.connect(lambda _snap: self.refresh_chats())
 
         def done() -> None:
             self.command_job = None

@@ -97,7 +97,7 @@ class ChatSession:
         if self._detach is not None:
             self._detach()
         self._detach = attach_engine(self.store, self.chat_id, engine)
-        engine.subscribe(self._events.append)
+        engine.subscribe(lambda event: self._events.append(event))
         self.engine = engine
         return self.snapshot()
 

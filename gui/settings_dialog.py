@@ -212,6 +212,8 @@ class SettingsDialog(QDialog):
         layout.addWidget(tabs)
         layout.addWidget(self.buttons)
         self.kind.currentTextChanged.connect(self.validate)
+        self.base_url.textChanged.connect(self.validate)
+        self.model.textChanged.connect(self.validate)
         self.validate()
 
     # ---- reading the form -----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
 from core.providers.base import CancelToken
 
@@ -21,19 +21,28 @@ log = logging.getLogger("precis.gui")
 
 
 class Job(QObject):
-    """A handle on one piece of background work. Signals arrive on the GUI thread."""
+    """A handle on one piece of background work. Its public signals are emitted on the GUI thread.
+
+    The worker hands its outcome over through a queued connection made when the job is created, so the public
+    signals fire from the event loop, after whoever submitted the job has connected to them: a job that finishes
+    at once cannot be missed.
+    """
 
     progress = Signal(object)
     succeeded = Signal(object)
     failed = Signal(str)
     # Emitted last, after succeeded or failed.
     finished = Signal()
+    _outcome = Signal(bool, object)
+    _progress = Signal(object)
 
     def __init__(self, label: str) -> None:
         super().__init__()
         self.label = label
         self.cancel_token = CancelToken()
         self.done = False
+        self._outcome.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        self._progress.connect(self.progress, Qt.ConnectionType.QueuedConnection)
 
     def cancel(self) -> None:
         self.cancel_token.cancel()
@@ -44,7 +53,15 @@ class Job(QObject):
 
     def report(self, value: Any) -> None:
         """Called from the worker thread: forward a progress value to the GUI thread."""
-        self.progress.emit(value)
+        self._progress.emit(value)
+
+    def _deliver(self, ok: bool, value: Any) -> None:
+        self.done = True
+        if ok:
+            self.succeeded.emit(value)
+        else:
+            self.failed.emit(value)
+        self.finished.emit()
 
 
 class _Runnable(QRunnable):
@@ -60,12 +77,9 @@ class _Runnable(QRunnable):
             result = self._fn(job)
         except Exception as exc:  # noqa: BLE001 - every failure is reported to the user, none is swallowed
             log.warning("%s failed: %s", job.label, "".join(traceback.format_exception_only(exc)).strip())
-            job.done = True
-            job.failed.emit(str(exc) or type(exc).__name__)
+            job._outcome.emit(False, str(exc) or type(exc).__name__)
         else:
-            job.done = True
-            job.succeeded.emit(result)
-        job.finished.emit()
+            job._outcome.emit(True, result)
 
 
 class Runner(QObject):

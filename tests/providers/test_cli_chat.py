@@ -34,7 +34,7 @@ def test_terminal_chat_summarizes_when_the_window_fills(capsys, monkeypatch, loc
     turns = [f"Turn {n}: please remember that the parcel number {n} goes to warehouse {n * 7} on the "
              f"north side, next to the loading dock, before noon on day {n}." for n in range(10)]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(turns) + "\n/quit\n"))
-    code = main(["chat", "--context-tokens", "400", "--max-tokens", "12", "--temperature", "0"])
+    code = main(["chat", "--context-tokens", "400", "--max-tokens", "8", "--temperature", "0"])
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("model> ") == 10

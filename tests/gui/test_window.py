@@ -1,0 +1,220 @@
+"""The real window on a real SQLite store, without the model: summaries, undo, settings, import, commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialogButtonBox
+
+from core.store import open_store
+from tests.conftest import TRANSCRIPTS
+
+pytestmark = pytest.mark.qt_log_ignore("propagateSizeHints")
+
+
+def idle(window) -> bool:
+    return window.snapshot is not None and not window.chat_runner.busy and not window.runner.busy
+
+
+def open_new_chat(qtbot, window, store, **settings) -> str:
+    chat_id = store.create_chat("test chat", settings=settings)
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    return chat_id
+
+
+def source_file(folder: Path, number: int) -> Path:
+    path = folder / f"module_{number}.py"
+    path.write_text("".join(f"def function_{number}_{i}(value):\n    return value * {i} + {number}\n\n"
+                            for i in range(14)))
+    return path
+
+
+def fill_past_trigger(qtbot, window, folder: Path) -> None:
+    """Attach files (read_file tool messages) until an automatic summary happens."""
+    for number in range(12):
+        window.attach_files([str(source_file(folder, number))])
+        qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+        if window.snapshot.chain:
+            return
+    raise AssertionError(f"no summary after 12 files; usage {window.snapshot.usage}")
+
+
+def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(qtbot, make_window, store, tmp_path):
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store, context_window=2048)
+    fill_past_trigger(qtbot, window, tmp_path)
+    snapshot = window.snapshot
+    record = snapshot.chain[0]
+    archived = snapshot.archived(record.id)
+    assert archived and all(m.role in ("assistant", "tool") for m in archived)
+
+    # The gauge shows the window and the count by kind; the chain table has the new row.
+    inspector = window.inspector
+    assert inspector.gauge.usage is snapshot.usage and snapshot.usage.window == 2048
+    assert "/ 1,536 tokens" in inspector.total_label.text()
+    assert inspector.chain.rowCount() == 1 and inspector.chain.item(0, 0).text() == "1"
+    assert inspector.chain.item(0, 2).text() == str(len(archived))
+    assert inspector.notice_box.isVisible() and "automatically" in inspector.notice.text()
+    assert inspector.result_card.isVisible()
+    # The flow shows the summary where the archived messages were.
+    rows = window.conversation.conversation.rows()
+    assert rows[0].record is not None and rows[0].record.id == record.id
+    assert not {m.id for m in archived} & {r.message.id for r in rows if r.message is not None}
+    # Selecting the chain row shows its text and the archived originals, read-only.
+    inspector.chain.selectRow(0)
+    assert record.text.splitlines()[0][:20] in inspector.summary_text.toPlainText()
+    shown = [r.message.id for r in inspector.archived_view.conversation.rows()]
+    assert shown == [m.id for m in archived]
+    assert archived[1].content[:30] in inspector.before_text.toPlainText()
+    assert store.archived_by(chat_id).keys() >= {m.id for m in archived if m.role == "tool"}
+
+    qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and not window.snapshot.chain, timeout=20_000)
+    rows = window.conversation.conversation.rows()
+    assert all(r.record is None for r in rows)
+    assert [r.message.id for r in rows] == [m.id for m in store.load_messages(chat_id)]
+    assert inspector.chain.rowCount() == 0
+    assert store.archived_by(chat_id) == {}
+
+
+def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_home):
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store)
+    dialog = window.settings_dialog()
+    policy = dialog.policy_fields.editors
+    policy["trigger_ratio"].setText("0.9")
+    policy["reset_ratio"].setText("0.6")
+    policy["keep_recent"].setText("8")
+    policy["mode"].setCurrentText("hybrid")
+    dialog.chat_fields.editors["system_prompt"].setPlainText("You are terse.")
+    dialog.chat_fields.editors["context_window"].setText("4096")
+    assert dialog.validate()
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    window.apply_settings(dialog)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    window.close()
+    store.close()
+
+    reopened = open_store(isolated_home)
+    try:
+        again = make_window(on_store=reopened)
+        qtbot.waitUntil(lambda: idle(again), timeout=20_000)
+        assert again.session.chat_id == chat_id
+        assert again.snapshot.policy.trigger_ratio == 0.9 and again.snapshot.policy.keep_recent == 8
+        assert again.snapshot.usage.window == 4096
+        assert "90%" in again.inspector.thresholds.text() and "60%" in again.inspector.thresholds.text()
+        fresh = again.settings_dialog()
+        assert fresh.policy_fields.editors["trigger_ratio"].text() == "0.9"
+        assert fresh.policy_fields.editors["mode"].currentText() == "hybrid"
+        assert fresh.chat_fields.editors["system_prompt"].toPlainText() == "You are terse."
+        again.close()
+    finally:
+        reopened.close()
+
+
+def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_window, store):
+    window = make_window()
+    open_new_chat(qtbot, window, store)
+    dialog = window.settings_dialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    fields = dialog.policy_fields
+
+    fields.editors["trigger_ratio"].setText("lots")
+    assert not ok.isEnabled()
+    assert not fields.error_labels["trigger_ratio"].isHidden()
+    assert "must be a number" in fields.error_labels["trigger_ratio"].text()
+
+    fields.editors["trigger_ratio"].setText("0.5")  # below the reset ratio of 0.7
+    assert not ok.isEnabled() and "reset_ratio" in dialog.cross_error.text()
+
+    fields.editors["trigger_ratio"].setText("0.8")
+    fields.editors["keep_recent"].setText("0")
+    assert not ok.isEnabled() and "greater than or equal to 1" in fields.error_labels["keep_recent"].text()
+
+    fields.editors["keep_recent"].setText("6")
+    dialog.chat_fields.editors["context_window"].setText("10")
+    assert not ok.isEnabled() and dialog.chat_fields.error_labels["context_window"].text()
+
+    dialog.chat_fields.editors["context_window"].setText("")
+    dialog.base_url.setText("localhost:11434")
+    dialog.kind.setCurrentText("openai")
+    assert not ok.isEnabled() and "http://" in dialog.provider_error.text()
+
+    dialog.base_url.setText("")
+    assert dialog.errors() == {}
+    assert ok.isEnabled() and fields.error_labels["keep_recent"].isHidden()
+    # Nothing was saved while the values were bad.
+    assert store.get_setting("summarization") is None
+
+
+@pytest.mark.parametrize("transcript", [p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl"],
+                         ids=lambda p: p.name)
+def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, transcript):
+    window = make_window()
+    with qtbot.waitSignal(window.chat_opened, timeout=60_000):
+        window.import_transcript(str(transcript))
+    view = window.conversation
+    rows = view.conversation.rows()
+    assert len(rows) == sum(1 for line in transcript.read_text().splitlines() if line.strip())
+    bar = view.verticalScrollBar()
+    qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+
+    def row_at_top() -> int:
+        return view.indexAt(view.viewport().rect().center().__class__(view.viewport().width() // 2, 4)).row()
+
+    assert row_at_top() > len(rows) // 2  # opened at the end of the chat
+    bar.setValue(0)
+    qtbot.waitUntil(lambda: row_at_top() == 0)
+    bar.setValue(bar.maximum() // 2)
+    qtbot.waitUntil(lambda: 0 < row_at_top() < len(rows) - 1)
+    assert not window.grab().isNull()  # painting measured rows replaces estimates without errors
+
+
+def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window, store, tmp_path):
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store)
+    (tmp_path / "notes.txt").write_text("alpha\nbeta needle\ngamma\n")
+
+    window.submit("/frobnicate now")
+    assert "Unknown command /frobnicate" in window.composer.hint.text()
+    assert window.conversation.conversation.rows() == []
+
+    window.submit("/run echo hello; exit 3")
+    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 2, timeout=20_000)
+    call, result = store.load_messages(chat_id)
+    assert call.tool_calls[0].name == "bash" and call.tool_calls[0].arguments == {"command": "echo hello; exit 3"}
+    assert result.role == "tool" and result.tool_call_id == call.tool_calls[0].id
+    assert result.content == "hello\n[exit code: 3]"
+
+    window.submit(f"/grep needle {tmp_path}")
+    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 4, timeout=20_000)
+    grep_call, grep_result = store.load_messages(chat_id)[2:]
+    assert grep_call.tool_calls[0].name == "grep"
+    assert "notes.txt:2: beta needle" in grep_result.content and "1 matches in 1 files" in grep_result.content
+
+    window.submit("/run sleep 30")
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
+    qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 6, timeout=10_000)
+    assert store.load_messages(chat_id)[-1].content.endswith("[cancelled]")
+
+    window.attach_files([str(tmp_path / "notes.txt")])
+    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 8, timeout=20_000)
+    read_call, read_result = store.load_messages(chat_id)[6:]
+    assert read_call.tool_calls[0].name == "read_file"
+    assert read_call.tool_calls[0].arguments == {"path": str(tmp_path / "notes.txt")}
+    assert read_result.content == "alpha\nbeta needle\ngamma\n"
+
+
+def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store)
+    qtbot.keyClicks(window.composer.edit, "half a thought")
+    window.close()
+    assert store.get_draft(chat_id) == "half a thought"
