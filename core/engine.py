@@ -31,6 +31,8 @@ SUMMARY_SHARE = 0.10
 # Below this much room a summary is replaced by a marker.
 MIN_SUMMARY_ROOM = 50
 
+SYSTEM_PROMPT_ID = "system-prompt"
+
 ItemKind = Literal["system", "summary", "message", "tool_output", "trimmed"]
 EventKind = Literal["summarized", "merged", "undone"]
 
@@ -122,8 +124,11 @@ def summary_message(record: SummaryRecord, covered_count: int) -> Message:
 
 class ContextEngine:
     def __init__(self, budget: Budget, policy: SummarizationPolicy | None = None,
-                 counter: TokenCounter | None = None, summarizer: Summarizer | None = None):
+                 counter: TokenCounter | None = None, summarizer: Summarizer | None = None,
+                 system_prompt: str = ""):
         self.budget = budget
+        # The chat's system prompt (a setting, not a message): always first, never summarized.
+        self.system_prompt = system_prompt
         self.policy = policy or SummarizationPolicy()
         self.counter = counter or TokenCounter()
         self.summarizer = summarizer or RuleSummarizer()
@@ -145,9 +150,9 @@ class ContextEngine:
     @classmethod
     def restore(cls, messages: list[Message], records: list[SummaryRecord], budget: Budget,
                 policy: SummarizationPolicy | None = None, counter: TokenCounter | None = None,
-                summarizer: Summarizer | None = None) -> ContextEngine:
+                summarizer: Summarizer | None = None, system_prompt: str = "") -> ContextEngine:
         """Rebuild from persisted originals and records (in creation order); statuses say which are active."""
-        engine = cls(budget, policy, counter, summarizer)
+        engine = cls(budget, policy, counter, summarizer, system_prompt)
         engine.messages = list(messages)
         engine._position = {m.id: i for i, m in enumerate(engine.messages)}
         engine.records = list(records)
@@ -195,6 +200,11 @@ class ContextEngine:
     def _is_visible(self, message: Message) -> bool:
         return message.id not in self._hidden_by or message.pinned or message.role == "system"
 
+    def is_archived(self, message_id: str) -> bool:
+        """True if the message is replaced by a summary in the prompt (pinned and system messages never are)."""
+        position = self._position.get(message_id)
+        return position is not None and not self._is_visible(self.messages[position])
+
     def _visible(self) -> list[Message]:
         """Messages the prompt shows verbatim (cached: the hot path appends, it does not rescan the history)."""
         if self._visible_cache is None:
@@ -212,7 +222,11 @@ class ContextEngine:
     def _untrimmed_items(self) -> list[ContextItem]:
         visible = self._visible()
         tokens = self.counter.raw_message_tokens
-        items = [ContextItem("system", m, m.id, tokens(m)) for m in visible if m.role == "system"]
+        items = []
+        if self.system_prompt.strip():
+            prompt = Message(role="system", content=self.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
+            items.append(ContextItem("system", prompt, SYSTEM_PROMPT_ID, tokens(prompt)))
+        items += [ContextItem("system", m, m.id, tokens(m)) for m in visible if m.role == "system"]
         for record in self._chain:
             message = self._summary_message(record)
             items.append(ContextItem("summary", message, record.id, tokens(message)))
@@ -426,11 +440,12 @@ class ContextEngine:
         """Keep the recent tail verbatim, shrinking it toward min_recent while the result would not fit."""
         keep = self.policy.keep_recent
         cap = self.summary_cap()
-        fixed = REPLY_PRIMING + sum(self.counter.raw_message_tokens(self._summary_message(r)) for r in self._chain)
-        visible = self._visible()
+        items = self._untrimmed_items()
+        fixed = REPLY_PRIMING + sum(i.tokens for i in items if i.kind in ("system", "summary"))
+        conversation = [i for i in items if i.kind not in ("system", "summary")]
         while keep > self.policy.min_recent:
             candidates = {m.id for m in self._candidates(keep)}
-            after = fixed + cap + sum(self.counter.raw_message_tokens(m) for m in visible if m.id not in candidates)
+            after = fixed + cap + sum(i.tokens for i in conversation if i.source_id not in candidates)
             if self.counter.calibrated(after) <= self.budget.available:
                 break
             keep -= 1

@@ -48,6 +48,7 @@ class ChatList(QFrame):
         self.list.setObjectName("chatList")
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.setWordWrap(True)
+        self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button, 1)
         buttons.addWidget(self.import_button)

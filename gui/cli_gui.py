@@ -90,6 +90,8 @@ def run_screenshot(args: argparse.Namespace) -> int:
         elif window.session is None:
             QTimer.singleShot(100, loop.quit)
         loop.exec()
+        if window.inspector.chain.rowCount():
+            window.inspector.chain.selectRow(0)  # the newest summary, with its text and facets
         # Paint twice: the first paint measures the visible rows, the second lays them out exactly.
         for _ in range(3):
             app.processEvents()

@@ -550,6 +550,10 @@ class ConversationView(QListView):
         self.setMouseTracking(False)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._context_menu)
+        # While `following`, the view stays at the end as rows are laid out (in batches) or grow (a streamed reply).
+        self.following = False
+        self.verticalScrollBar().rangeChanged.connect(self._follow)
+        self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.clicked.connect(self._clicked)
@@ -569,6 +573,25 @@ class ConversationView(QListView):
     def is_at_bottom(self) -> bool:
         bar = self.verticalScrollBar()
         return bar.value() >= bar.maximum() - 40
+
+    def scroll_to_end(self) -> None:
+        self.following = True
+        self.scrollToBottom()
+
+    def _follow(self, _minimum: int, maximum: int) -> None:
+        if self.following:
+            self.verticalScrollBar().setValue(maximum)
+
+    def _user_scrolled(self, _action: int) -> None:
+        QTimer.singleShot(0, lambda: setattr(self, "following", self.is_at_bottom()))
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        super().wheelEvent(event)
+        self.following = self.is_at_bottom()
+
+    def scrollTo(self, index, hint=QAbstractItemView.ScrollHint.EnsureVisible) -> None:  # noqa: N802
+        self.following = False
+        super().scrollTo(index, hint)
 
     def _context_menu(self, point) -> None:
         index = self.indexAt(point)

@@ -280,8 +280,7 @@ class MainWindow(QMainWindow):
         rows = build_rows(snapshot.messages, snapshot.chain, snapshot.hidden)
         self.conversation.conversation.set_rows(rows)
         if keep_bottom:
-            self.conversation.scrollToBottom()
-            QTimer.singleShot(0, self.conversation.scrollToBottom)
+            self.conversation.scroll_to_end()
 
     def _apply_snapshot(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
         """Show a snapshot; the rows are rebuilt only when what is archived changed (a summary or an undo)."""
@@ -338,7 +337,7 @@ class MainWindow(QMainWindow):
         self._save_draft("")
         self.composer.set_hint("")
         self.conversation.conversation.append(Row(message=message))
-        self.conversation.scrollToBottom()
+        self.conversation.scroll_to_end()
         added = self._chat_job("save the message", lambda _job: session.add_messages([message]))
         added.succeeded.connect(self._apply_snapshot)
         added.failed.connect(lambda _error: self._restore_unsent(message))
@@ -359,14 +358,12 @@ class MainWindow(QMainWindow):
         placeholder = Message(role="assistant", content="", incomplete=True)
         model = self.conversation.conversation
         model.append(Row(message=placeholder, streaming=True))
-        self.conversation.scrollToBottom()
+        if self.conversation.is_at_bottom():
+            self.conversation.scroll_to_end()
         buffer = StreamBuffer()
 
         def show(text: str) -> None:
-            at_bottom = self.conversation.is_at_bottom()
             model.update_message(placeholder.with_changes(content=text), streaming=True)
-            if at_bottom:
-                self.conversation.scrollToBottom()
 
         self._pump = StreamPump(buffer, show, self)
         job = self._chat_job("write the reply", lambda job: session.reply(buffer, job.cancel_token, placeholder))
@@ -441,7 +438,7 @@ class MainWindow(QMainWindow):
         def add(messages: tuple[Message, Message]) -> None:
             for message in messages:
                 self.conversation.conversation.append(Row(message=message))
-            self.conversation.scrollToBottom()
+            self.conversation.scroll_to_end()
             added = self._chat_job("save the tool output", lambda _job: session.add_messages(list(messages)))
             added.succeeded.connect(self._apply_snapshot)
             added.succeeded.connect(lambda _snap: self.refresh_chats())

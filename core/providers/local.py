@@ -7,6 +7,7 @@ grammar built from it, so even this small model returns parseable JSON.
 
 from __future__ import annotations
 
+import atexit
 import json
 import threading
 from collections.abc import Iterator
@@ -83,6 +84,15 @@ def load_model(path: Path | None = None, n_ctx: int = CONTEXT_WINDOW) -> LoadedM
         if model is None or model.n_ctx != n_ctx:
             model = _loaded[path] = LoadedModel(path, n_ctx)
         return model
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free models before interpreter teardown, when llama.cpp's own finalizer would find its bindings gone."""
+    with _load_lock:
+        for model in _loaded.values():
+            model.llm.close()
+        _loaded.clear()
 
 
 def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:

@@ -441,3 +441,17 @@ def test_shared_transcripts_replay_within_budget(path, window):
     prompt_is_consistent(engine)
     for record in engine.records:
         assert record.retention is not None
+
+
+def test_the_chat_system_prompt_comes_first_and_is_never_summarized():
+    engine = engine_with(window=2500, reserve=200)
+    engine.system_prompt = "You are terse. Answer in French."
+    fill(engine, 30)
+    assert engine.records
+    prompt = engine.assemble()
+    assert prompt.items[0].kind == "system" and prompt.messages[0].content == engine.system_prompt
+    covered = engine.records[0].covered_ids[0]
+    assert engine.is_archived(covered) and not engine.is_archived(engine.messages[-1].id)
+    prompt_is_consistent(engine)
+    usage = engine.usage()
+    assert usage.by_kind["system"] >= engine.counter.count_text(engine.system_prompt)

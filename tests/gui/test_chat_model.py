@@ -9,7 +9,7 @@ from core.store import open_store
 
 pytestmark = [pytest.mark.model, pytest.mark.qt_log_ignore("propagateSizeHints")]
 
-REPLY_TOKENS = 40
+REPLY_TOKENS = 16
 
 
 def new_chat(window, store, **settings):
@@ -34,7 +34,7 @@ def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, m
     model.dataChanged.connect(seen)
     window.composer.edit.setFocus()
     qtbot.keyClicks(window.composer.edit, "Name three colours.")
-    with qtbot.waitSignal(window.reply_finished, timeout=120_000) as reply:
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     result = reply.args[0]
 
@@ -60,11 +60,11 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
     model = window.conversation.conversation
     def streaming():
 
-        return len(model.rows()) == 2 and model.row_at(1).streaming and len(model.row_at(1).message.content) > 20
+        return len(model.rows()) == 2 and model.row_at(1).streaming and len(model.row_at(1).message.content) > 0
 
     qtbot.waitUntil(streaming, timeout=60_000)
     window.close()
 
     stored = store.load_messages(chat_id)
     assert [m.role for m in stored] == ["user", "assistant"]
-    assert stored[1].incomplete and len(stored[1].content) > 20
+    assert stored[1].incomplete and stored[1].content

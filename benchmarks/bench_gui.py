@@ -1,0 +1,127 @@
+"""GUI benchmarks: open a 10,000-message chat to first paint, memory with it open, and a 2,000-chunk streamed reply.
+
+Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py
+Goals: first paint < 1 s; RSS < 400 MB; time per chunk for the last 200 chunks no worse than for the first 200.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from PySide6.QtCore import QObject, QEvent  # noqa: E402
+
+from core.interchange import read_transcript  # noqa: E402
+from core.messages import Message  # noqa: E402
+from core.store import open_store  # noqa: E402
+
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "claudecode_session.jsonl"
+MESSAGES = 10_000
+CHUNKS = 2_000
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class PaintWatcher(QObject):
+    def __init__(self) -> None:
+        super().__init__()
+        self.painted_at: float | None = None
+
+    def eventFilter(self, _obj, event) -> bool:  # noqa: N802
+        if event.type() == QEvent.Type.Paint and self.painted_at is None:
+            self.painted_at = time.perf_counter()
+        return False
+
+
+def ten_thousand_messages() -> list[Message]:
+    """The real Claude Code session, repeated with fresh ids up to 10,000 messages."""
+    source = read_transcript(TRANSCRIPT)
+    out: list[Message] = []
+    while len(out) < MESSAGES:
+        for message in source[: MESSAGES - len(out)]:
+            out.append(Message(role=message.role, content=message.content, tool_calls=message.tool_calls,
+                               tool_call_id=message.tool_call_id, name=message.name))
+    return out
+
+
+def main() -> None:
+    from gui.app import application
+    from gui.main_window import MainWindow
+    from gui.workers import StreamBuffer, StreamPump
+
+    app = application()
+    with tempfile.TemporaryDirectory() as home:
+        store = open_store(home)
+        chat_id = store.import_chat("10k", ten_thousand_messages())
+        window = MainWindow(store, load_model=False)
+        window.resize(1400, 900)
+        window.show()
+        app.processEvents()
+        baseline = rss_mb()
+
+        times = []
+        for _ in range(3):
+            other = store.create_chat("empty")
+            window.open_chat(other)
+            while window.chat_runner.busy:
+                app.processEvents()
+            watcher = PaintWatcher()
+            window.conversation.viewport().installEventFilter(watcher)
+            start = time.perf_counter()
+            window.open_chat(chat_id)
+            while watcher.painted_at is None or window.conversation.conversation.rowCount() < MESSAGES:
+                watcher.painted_at = None if window.conversation.conversation.rowCount() < MESSAGES else watcher.painted_at
+                app.processEvents()
+            times.append(watcher.painted_at - start)
+            window.conversation.viewport().removeEventFilter(watcher)
+        print(f"open 10,000-message chat to first paint: median {statistics.median(times) * 1000:.0f} ms "
+              f"(runs {', '.join(f'{t * 1000:.0f}' for t in times)}; goal < 1000 ms)")
+        while window.chat_runner.busy:
+            app.processEvents()
+        # Scroll through it once so rows get measured and rendered, then read memory.
+        bar = window.conversation.verticalScrollBar()
+        for value in range(0, bar.maximum(), max(1, bar.maximum() // 50)):
+            bar.setValue(value)
+            app.processEvents()
+        print(f"RSS with it open: {rss_mb():.0f} MB (before opening: {baseline:.0f} MB; goal < 400 MB)")
+
+        # A 2,000-chunk reply streamed into the open chat through the same pump the window uses.
+        model = window.conversation.conversation
+        placeholder = Message(role="assistant", content="")
+        from gui.conversation import Row
+        model.append(Row(message=placeholder, streaming=True))
+        buffer = StreamBuffer()
+        pump = StreamPump(buffer, lambda text: model.update_message(placeholder.with_changes(content=text),
+                                                                    streaming=True))
+        per_chunk = []
+        words = "lorem ipsum dolor sit amet, consectetur `code` adipiscing elit\n".split(" ")
+        for number in range(CHUNKS):
+            began = time.perf_counter()
+            buffer.append(words[number % len(words)] + " ")
+            if number % 10 == 9:  # the GUI thread keeps running between chunks: flushes and repaints happen
+                pump.flush()
+                app.processEvents()
+            per_chunk.append(time.perf_counter() - began)
+        pump.stop()
+        first = statistics.mean(per_chunk[:200]) * 1e6
+        last = statistics.mean(per_chunk[-200:]) * 1e6
+        print(f"streamed reply: {CHUNKS} chunks, mean per chunk first 200 {first:.0f} us, last 200 {last:.0f} us "
+              f"(ratio {last / first:.2f}; must not grow with the reply)")
+        window.close()
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Rendering: Markdown never loads remote (or local) resources; long chats paint without errors."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QFont, QTextDocument
+
+from core.messages import Message, ToolCall
+from gui.conversation import ConversationView, Row, build_rows
+from gui.markdown import markdown_document
+
+pytestmark = pytest.mark.qt_log_ignore("propagateSizeHints")
+
+
+def test_markdown_never_fetches_images_and_ignores_raw_html(qapp):
+    doc = markdown_document('![tracker](http://evil.example/pixel.png) <img src="http://evil.example/x.png"> '
+                            "`code`\n\n```\nprint(1)\n```", QFont())
+    assert doc.loadResource(QTextDocument.ResourceType.ImageResource.value, QUrl("http://evil.example/p.png")) is None
+    assert doc.loadResource(QTextDocument.ResourceType.ImageResource.value, QUrl("file:///etc/passwd")) is None
+    # The image became a link; the raw tag is shown as text, not interpreted.
+    assert "<img" not in doc.toHtml()
+    assert "image: tracker" in doc.toPlainText()
+    assert '<img src="http://evil.example/x.png">' in doc.toPlainText()
+    assert "print(1)" in doc.toPlainText()
+
+
+def test_rows_show_summaries_in_place_of_archived_messages_but_keep_pinned_ones(qapp):
+    from core.records import CoveredMessage, SummaryRecord
+
+    messages = [Message(role="user", content=f"m{i}", pinned=(i == 1)) for i in range(4)]
+    record = SummaryRecord(text="s", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in messages[:3]])
+    hidden = {messages[0].id: record.id, messages[2].id: record.id}
+    rows = build_rows(messages, [record], hidden)
+    assert [r.record.id if r.record else r.message.content for r in rows] == [record.id, "m1", "m3"]
+
+
+def test_tool_calls_and_long_outputs_paint_compactly_and_expand(qtbot):
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    call = Message(role="assistant", tool_calls=(ToolCall("c1", "bash", {"command": "pytest -q"}),))
+    result = Message(role="tool", name="bash", tool_call_id="c1", content="\n".join(f"line {i}" for i in range(300)))
+    view.conversation.set_rows([Row(message=call), Row(message=result)])
+    view.show()
+    collapsed = view.sizeHintForRow(1)
+    view.grab()
+    view.conversation.toggle_expanded(1)
+    view.grab()
+    qtbot.waitUntil(lambda: view.sizeHintForRow(1) > collapsed * 10)

@@ -1,0 +1,69 @@
+"""Slash commands: parsing, hints for bad input, and the tool messages /run, /grep and attachments produce."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from core import slash
+from core.providers.base import CancelToken
+
+
+def test_ordinary_text_and_escaped_slashes_are_messages():
+    assert slash.parse("hello /context") is None
+    assert slash.parse("//context is a word") is None
+    assert slash.unescape("//context is a word") == "/context is a word"
+
+
+def test_commands_parse_with_their_argument():
+    assert slash.parse("/summarize keep the file names") == slash.SlashCommand("summarize", "keep the file names")
+    assert slash.parse("  /CONTEXT ") == slash.SlashCommand("context", "")
+    assert slash.parse("/run ls -la /tmp") == slash.SlashCommand("run", "ls -la /tmp")
+
+
+def test_unknown_or_incomplete_commands_get_a_hint():
+    with pytest.raises(slash.SlashError, match=r"Unknown command /sumarize\. Did you mean /summarize\?"):
+        slash.parse("/sumarize")
+    with pytest.raises(slash.SlashError, match="/run needs CMD"):
+        slash.parse("/run   ")
+    with pytest.raises(slash.SlashError, match="bad pattern"):
+        slash.grep("(", ".")
+
+
+def test_run_adds_the_output_and_exit_code_as_a_bash_tool_exchange(tmp_path):
+    call, result = slash.run_command_messages("echo out; echo err >&2; exit 2", cwd=tmp_path)
+    assert call.role == "assistant" and call.tool_calls[0].name == "bash"
+    assert call.tool_calls[0].arguments == {"command": "echo out; echo err >&2; exit 2"}
+    assert result.role == "tool" and result.name == "bash" and result.tool_call_id == call.tool_calls[0].id
+    assert result.content == "out\nerr\n[exit code: 2]"
+
+
+def test_cancel_kills_the_command_and_everything_it_started():
+    cancel = CancelToken()
+    threading.Timer(0.3, cancel.cancel).start()
+    output, code = slash.run_shell("echo started; sleep 30 & sleep 30", cancel=cancel)
+    assert code is None and output.startswith("started")
+
+
+def test_grep_lists_matches_with_file_and_line(tmp_path):
+    (tmp_path / "a.py").write_text("import os\nTODO fix\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("nothing\nTODO again\nTODO twice\n")
+    (tmp_path / "bin.dat").write_bytes(b"\0TODO")
+    call, result = slash.grep_messages(f"TODO {tmp_path}")
+    assert call.tool_calls[0].name == "grep" and call.tool_calls[0].arguments == {"pattern": "TODO", "path": str(tmp_path)}
+    assert result.content.splitlines() == [
+        "a.py:2: TODO fix", "sub/b.txt:2: TODO again", "sub/b.txt:3: TODO twice", "3 matches in 2 files"]
+
+
+def test_attached_files_become_read_file_exchanges_and_binary_files_are_refused(tmp_path):
+    text = tmp_path / "notes.md"
+    text.write_text("# Notes\nünïcode\n")
+    call, result = slash.read_file_messages(text)
+    assert call.tool_calls[0].name == "read_file" and call.tool_calls[0].arguments == {"path": str(text)}
+    assert result.content == "# Notes\nünïcode\n"
+    binary = tmp_path / "image.png"
+    binary.write_bytes(b"\x89PNG\0\0")
+    with pytest.raises(ValueError, match="image.png: looks like a binary file"):
+        slash.read_file_messages(binary)
