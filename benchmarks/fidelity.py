@@ -70,6 +70,7 @@ class Row:
     context_ratios: list[float] = field(default_factory=list)
     summary_ms: list[float] = field(default_factory=list)
     check_ms: list[float] = field(default_factory=list)
+    fallback_reasons: list[str] = field(default_factory=list)
     after: Tally = field(default_factory=Tally)
     final: Tally = field(default_factory=Tally)
 
@@ -80,6 +81,7 @@ class Row:
             "summary_tokens_median": median(self.summary_tokens),
             "compression": self.compression(), "context_after_before": median(self.context_ratios),
             "summary_ms_median": median(self.summary_ms), "check_ms_median": median(self.check_ms),
+            "fallback_reasons": self.fallback_reasons,
             "retention_after": {k: [self.after.kept[k], self.after.total[k]] for k in KINDS},
             "retention_final": {k: [self.final.kept[k], self.final.total[k]] for k in KINDS},
         }
@@ -127,6 +129,7 @@ def replay_row(name: str, window_label: str, mode: SummaryMode, provider: Provid
         covered = [m for m in covered if m.id in direct]
         row.summaries += 1
         row.fallbacks += record.fallback_used
+        row.fallback_reasons += [record.fallback_reason] if record.fallback_reason else []
         row.summary_tokens.append(counter.count_text(record.text))
         row.covered_tokens.append(sum(counter.raw_message_tokens(m) for m in covered))
         row.context_ratios.append(record.tokens_after / record.tokens_before if record.tokens_before else 1.0)
@@ -161,6 +164,7 @@ def reference_rows(modes: list[SummaryMode], provider: Provider | None) -> list[
         record = engine.summarize_now(up_to=covered[-1].id)
         row = Row(REFERENCE_TRANSCRIPT, "0..404", f"precis {mode} (one summary)")
         row.summaries, row.fallbacks = 1, int(record.fallback_used)
+        row.fallback_reasons += [record.fallback_reason] if record.fallback_reason else []
         row.summary_tokens.append(counter.count_text(record.text))
         row.covered_tokens.append(reference.covered_tokens[0])
         row.summary_ms.append(record.duration_ms)
@@ -189,6 +193,9 @@ def markdown(rows: list[Row]) -> str:
         for r in finals:
             lines.append(f"| {r.transcript} | {r.window} | {r.mode} | " + " | ".join(r.final.cell(k) for k in KINDS)
                          + " |")
+    reasons = sorted({f"{r.mode}: {reason}" for r in rows for reason in r.fallback_reasons})
+    if reasons:
+        lines += ["", "Fallbacks to the rule summary: " + "; ".join(reasons)]
     checks = [ms for r in rows for ms in r.check_ms]
     if checks:
         lines += ["", f"Retention check: median {statistics.median(checks):.1f} ms, max {max(checks):.1f} ms "

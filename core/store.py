@@ -572,6 +572,25 @@ class Store:
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
 
+    def remove_last_message(self, chat_id: str, message_id: str) -> None:
+        """Delete the newest message of a chat (regenerate, edit-and-resend), search index included.
+
+        Refused for any other message, and for one a summary archived: older history is never deleted.
+        """
+        with self._write("remove the message") as session:
+            row = self._chat_row(session, chat_id)
+            newest = session.exec(select(MessageRow).where(MessageRow.chat_id == chat_id)
+                                  .order_by(MessageRow.seq.desc()).limit(1)).first()
+            if newest is None or newest.id != message_id:
+                raise MessageNotFound(f"message {message_id} is not the newest message of chat {chat_id}; "
+                                      "only the newest can be removed")
+            if newest.archived_by is not None:
+                raise MessageNotFound(f"message {message_id} is archived by summary {newest.archived_by}; "
+                                      "undo the summary first")
+            session.delete(newest)  # the delete trigger keeps the search index in step
+            row.updated_at = time.time()
+            session.add(row)
+
     def load_messages(self, chat_id: str) -> list[Message]:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
         with self._read() as session:

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Annotated, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -21,6 +21,7 @@ from core.tool_rules import extract_facets, one_line, render_artifact_trail, rul
 log = logging.getLogger("precis.summarize")
 
 RETRY_BASE_SECONDS = 0.25
+OUTPUT_TOKENS = 1024
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
 
 
@@ -80,15 +81,28 @@ class RuleSummarizer:
         return SummaryDraft(text=text, key_points=key_points, facets=facets, mode="rule")
 
 
-class LLMSummaryOut(BaseModel):
-    """The strict JSON a model must return; mirrors the narrative part of a SummaryRecord."""
+Point = Annotated[str, Field(max_length=120)]
 
-    narrative: str = Field(min_length=1)
-    key_points: list[str] = Field(default_factory=list, max_length=MAX_KEY_POINTS)
-    decisions: list[str] = Field(default_factory=list)
-    action_items: list[ActionItem] = Field(default_factory=list)
-    unresolved_questions: list[str] = Field(default_factory=list)
-    entities: list[str] = Field(default_factory=list)
+
+class LLMActionItem(BaseModel):
+    owner: str = Field("", max_length=30)
+    task: str = Field(max_length=120)
+    due: str = Field("", max_length=30)
+
+
+class LLMSummaryOut(BaseModel):
+    """The strict JSON a model must return; mirrors the narrative part of a SummaryRecord.
+
+    Every string and list is bounded: a grammar built from this schema then guarantees the JSON closes within
+    the output budget, even when a small model starts to repeat itself.
+    """
+
+    narrative: str = Field(min_length=1, max_length=600)
+    key_points: list[Point] = Field(default_factory=list, max_length=6)
+    decisions: list[Point] = Field(default_factory=list, max_length=4)
+    action_items: list[LLMActionItem] = Field(default_factory=list, max_length=2)
+    unresolved_questions: list[Point] = Field(default_factory=list, max_length=2)
+    entities: list[Annotated[str, Field(max_length=40)]] = Field(default_factory=list, max_length=8)
 
 
 SUMMARY_SCHEMA = LLMSummaryOut.model_json_schema()
@@ -145,6 +159,10 @@ def build_request(request: SummaryRequest, window: int, output_tokens: int, coun
     return [Message(role="system", content=system), Message(role="user", content=head + "\n".join(kept))]
 
 
+def action_items(out: LLMSummaryOut) -> list[ActionItem]:
+    return [ActionItem(**item.model_dump()) for item in out.action_items]
+
+
 def render_llm_text(out: LLMSummaryOut) -> str:
     parts = [out.narrative.strip()]
     if out.key_points:
@@ -167,13 +185,26 @@ class LLMSummarizer:
     provider: Provider
     mode: SummaryMode = "llm"
     sleep: Callable[[float], None] = time.sleep
+    # Caps the request (transcript + output): prompt processing time grows with it (the embedded model reads a
+    # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
+    # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
+    max_request_tokens: int = 3072
     attempts: list[str] = field(default_factory=list)  # "ok" / "invalid" / "transport", for fidelity reports
+    _exact_counter: TokenCounter | None = field(default=None, repr=False)
+
+    def _counter(self, fallback: TokenCounter) -> TokenCounter:
+        """The summarizer's own tokenizer where it has one: the request must fit *its* window."""
+        if self._exact_counter is None:
+            exact = self.provider.count_tokens("probe") is not None
+            self._exact_counter = TokenCounter(exact=self.provider.count_tokens) if exact else fallback
+        return self._exact_counter
 
     def _ask(self, request: SummaryRequest) -> LLMSummaryOut:
-        window = self.provider.context_window()
-        # The reply must leave most of the summarizer's window to the transcript.
-        output_tokens = max(64, min(request.max_tokens, 1024, window // 4))
-        prompt = build_request(request, window, output_tokens, request.counter)
+        counter = self._counter(request.counter)
+        # The schema bounds the JSON to well under this many tokens; the rendered text is cut to the cap later.
+        output_tokens = min(OUTPUT_TOKENS, self.provider.context_window() // 4)
+        window = min(self.provider.context_window(), self.max_request_tokens)
+        prompt = build_request(request, window, output_tokens, counter)
         last_error: ProviderError | None = None
         for attempt in range(TRANSPORT_ATTEMPTS):
             if attempt:
@@ -188,17 +219,19 @@ class LLMSummarizer:
             self.attempts.append("transport")
             raise SummaryFallback(f"summarizer unavailable: {last_error}")
         try:
-            out = LLMSummaryOut.model_validate_json(reply)
-        except ValidationError as exc:
+            # strict=False: a raw newline inside a string is still the JSON the model meant.
+            out = LLMSummaryOut.model_validate(json.loads(reply, strict=False))
+        except (ValueError, ValidationError) as exc:
             self.attempts.append("invalid")
             preview = redact(reply[:200])[0]
-            log.warning("summarizer returned invalid JSON (%s errors); first 200 chars: %r", exc.error_count(), preview)
-            raise SummaryFallback(f"summarizer returned invalid JSON ({exc.error_count()} errors)") from None
+            problem = f"{exc.error_count()} schema errors" if isinstance(exc, ValidationError) else "not JSON"
+            log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
+            raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
         self.attempts.append("ok")
         return out
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
-        facets = Facets(decisions=out.decisions, action_items=out.action_items,
+        facets = Facets(decisions=out.decisions, action_items=action_items(out),
                         unresolved_questions=out.unresolved_questions, entities=out.entities,
                         participants=sorted({m.role for m in request.messages}))
         text = fit_text(render_llm_text(out), request.max_tokens, request.counter)
@@ -229,7 +262,7 @@ class HybridSummarizer(LLMSummarizer):
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
         facets = extract_facets(request.messages, preserve_error_details=request.preserve_error_details)
         facets.decisions = out.decisions
-        facets.action_items = out.action_items
+        facets.action_items = action_items(out)
         facets.unresolved_questions = out.unresolved_questions
         facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
         trail = render_artifact_trail(facets)

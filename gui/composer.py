@@ -11,6 +11,7 @@ DRAFT_SAVE_MS = 400
 
 class ComposerEdit(QPlainTextEdit):
     submitted = Signal()
+    escaped = Signal()
     files_dropped = Signal(list)
 
     def __init__(self, parent=None) -> None:
@@ -24,6 +25,9 @@ class ComposerEdit(QPlainTextEdit):
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
                 event.modifiers() & Qt.KeyboardModifier.ShiftModifier):
             self.submitted.emit()
+            return
+        if event.key() == Qt.Key.Key_Escape:
+            self.escaped.emit()
             return
         super().keyPressEvent(event)
 
@@ -43,6 +47,8 @@ class Composer(QFrame):
 
     send_requested = Signal(str)
     stop_requested = Signal()
+    # Escape: give up editing a sent message.
+    cancel_requested = Signal()
     attach_requested = Signal(list)
     draft_changed = Signal(str)
 
@@ -74,6 +80,7 @@ class Composer(QFrame):
         layout.addLayout(buttons)
 
         self.edit.submitted.connect(self._submit)
+        self.edit.escaped.connect(self.cancel_requested)
         self.send_button.clicked.connect(self._submit)
         self.stop_button.clicked.connect(self.stop_requested)
         self.attach_button.clicked.connect(self._choose_files)

@@ -39,6 +39,7 @@ from gui.workers import Job, Runner, StreamBuffer, StreamPump
 log = logging.getLogger("precis.gui")
 
 CLOSE_WAIT_MS = 15_000
+UNDO_OFFER_MS = 15_000
 
 
 class MainWindow(QMainWindow):
@@ -61,6 +62,10 @@ class MainWindow(QMainWindow):
         self.session: ChatSession | None = None
         self.snapshot: Snapshot | None = None
         self.reply_job: Job | None = None
+        # The last user message being edited in the composer (edit-and-resend), if any.
+        self.editing: Message | None = None
+        # What the reply being written replaced (regenerate, edit-and-resend): offered back with Undo when it is done.
+        self._replaced: tuple[str, list[Message], list[str]] | None = None
         self.command_job: Job | None = None
         self._pump: StreamPump | None = None
         self._closing = False
@@ -102,6 +107,10 @@ class MainWindow(QMainWindow):
         self.progress.hide()
         self.status_undo = QPushButton("Undo")
         self.status_undo.hide()
+        self._status_undo_timer = QTimer(self)
+        self._status_undo_timer.setSingleShot(True)
+        self._status_undo_timer.setInterval(UNDO_OFFER_MS)
+        self._status_undo_timer.timeout.connect(self.status_undo.hide)
         self.statusBar().addPermanentWidget(self.status_undo)
         self.statusBar().addPermanentWidget(self.progress)
         self._status_undo_action: Callable[[], None] | None = None
@@ -126,6 +135,15 @@ class MainWindow(QMainWindow):
             action.setShortcut(shortcut)
             action.triggered.connect(slot)
             menu.addAction(action)
+        chat = self.menuBar().addMenu("&Chat")
+        self.edit_action = QAction("Edit and resend the last message", self)
+        self.edit_action.setShortcut("Ctrl+E")
+        self.edit_action.triggered.connect(self.edit_last)
+        self.regenerate_action = QAction("Regenerate the last reply", self)
+        self.regenerate_action.setShortcut("Ctrl+R")
+        self.regenerate_action.triggered.connect(self.regenerate)
+        chat.addAction(self.edit_action)
+        chat.addAction(self.regenerate_action)
         view = self.menuBar().addMenu("&View")
         self.toggle_inspector = QAction("Context inspector", self, checkable=True, checked=True)
         self.toggle_inspector.setShortcut("Ctrl+Shift+I")
@@ -156,6 +174,9 @@ class MainWindow(QMainWindow):
         self.conversation.summary_selected.connect(self._select_summary)
         self.conversation.pin_requested.connect(self.set_pinned)
         self.conversation.copy_requested.connect(self._copy_message)
+        self.conversation.edit_requested.connect(lambda _id: self.edit_last())
+        self.conversation.regenerate_requested.connect(lambda _id: self.regenerate())
+        self.composer.cancel_requested.connect(self.cancel_edit)
         self.conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
 
     def _configured_provider(self) -> Provider:
@@ -225,9 +246,9 @@ class MainWindow(QMainWindow):
 
     def _offer_undo(self, text: str, action: Callable[[], Any]) -> None:
         self._status_undo_action = action
-        self.statusBar().showMessage(text, 10_000)
+        self.statusBar().showMessage(text, UNDO_OFFER_MS)
         self.status_undo.show()
-        QTimer.singleShot(10_000, self.status_undo.hide)
+        self._status_undo_timer.start()
 
     def _run_status_undo(self) -> None:
         action, self._status_undo_action = self._status_undo_action, None
@@ -239,6 +260,7 @@ class MainWindow(QMainWindow):
         if self.session is not None and self.session.chat_id == chat_id:
             return
         self._close_session()
+        self.editing = None
         self.session = ChatSession(self.store, chat_id, self.provider)
         self.chat_runner = Runner(max_threads=1, parent=self)
         session = self.session
@@ -333,15 +355,93 @@ class MainWindow(QMainWindow):
             return
         session = self.session
         message = Message(role="user", content=text)
+        replaced = self._tail_from(self.editing) if self.editing is not None else []
+        self.editing = None
         self.composer.set_text("")
         self._save_draft("")
         self.composer.set_hint("")
-        self.conversation.conversation.append(Row(message=message))
+        model = self.conversation.conversation
+        if replaced and model.row_of(replaced[0].id) is not None:
+            model.remove_from(model.row_of(replaced[0].id))
+        model.append(Row(message=message))
         self.conversation.scroll_to_end()
-        added = self._chat_job("save the message", lambda _job: session.add_messages([message]))
+
+        def save(_job: Job) -> Snapshot:
+            if replaced:
+                session.replace_tail([m.id for m in replaced], [])
+            return session.add_messages([message])
+
+        added = self._chat_job("save the message", save)
         added.succeeded.connect(self._apply_snapshot)
         added.failed.connect(lambda _error: self._restore_unsent(message))
-        added.succeeded.connect(lambda _snap: self.start_reply())
+        if replaced:
+            added.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
+        added.succeeded.connect(lambda _snap: self.start_reply(
+            ("Message edited and resent.", replaced, [message.id]) if replaced else None))
+
+    def _tail_from(self, message: Message) -> list[Message]:
+        """The message and everything after it in the chat (what edit-and-resend replaces)."""
+        messages = self.snapshot.messages if self.snapshot else []
+        ids = [m.id for m in messages]
+        return messages[ids.index(message.id):] if message.id in ids else []
+
+    def _last_message(self, role: str) -> Message | None:
+        messages = self.snapshot.messages if self.snapshot else []
+        return next((m for m in reversed(messages) if m.role == role), None)
+
+    def edit_last(self) -> None:
+        """Put the last user message back in the composer; sending replaces it and what came after it."""
+        if self.reply_job is not None or self.snapshot is None:
+            return
+        message = self._last_message("user")
+        if message is None:
+            self.composer.set_hint("There is no message of yours to edit.", error=True)
+            return
+        if message.id in self.snapshot.hidden:
+            self.composer.set_hint("Your last message is inside a summary; undo the summary to edit it.", error=True)
+            return
+        self.editing = message
+        self.composer.set_text(message.content)
+        self.composer.set_hint("Editing your last message: Send replaces it and its reply (Esc cancels).")
+        self.composer.edit.setFocus()
+
+    def cancel_edit(self) -> None:
+        if self.editing is not None:
+            self.editing = None
+            self.composer.set_text(self.store.get_draft(self.session.chat_id) if self.session else "")
+            self.composer.set_hint("Edit cancelled.")
+
+    def regenerate(self) -> None:
+        """Replace the last reply with a new one; the old one comes back with Undo."""
+        if self.reply_job is not None or self.snapshot is None or not self.snapshot.messages:
+            return
+        last = self.snapshot.messages[-1]
+        if last.role != "assistant":
+            self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
+            return
+        session = self.session
+        model = self.conversation.conversation
+        if model.row_of(last.id) is not None:
+            model.remove_from(model.row_of(last.id))
+        removed = self._chat_job("remove the reply", lambda _job: session.replace_tail([last.id], []))
+        removed.succeeded.connect(self._apply_snapshot)
+        removed.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
+        removed.succeeded.connect(lambda _snap: self.start_reply(("Reply regenerated.", [last], [])))
+
+    def _offer_replaced_back(self, replaced: tuple[str, list[Message], list[str]], reply: Message) -> None:
+        """After a regenerate or an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
+        text, old, new_ids = replaced
+        session = self.session
+        added = [*new_ids, reply.id]
+
+        def undo() -> None:
+            if self.session is not session:  # another chat is open now: nothing of this one is touched
+                return
+            job = self._chat_job("put the earlier messages back", lambda _job: session.replace_tail(added, old))
+            job.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True))
+            job.failed.connect(lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
+
+        self._offer_undo(text, undo)
 
     def _restore_unsent(self, message: Message) -> None:
         """A failed send keeps the typed text."""
@@ -353,8 +453,9 @@ class MainWindow(QMainWindow):
             self._save_draft(message.content)
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
-    def start_reply(self) -> None:
+    def start_reply(self, replaced: tuple[str, list[Message], list[str]] | None = None) -> None:
         session = self.session
+        self._replaced = replaced
         placeholder = Message(role="assistant", content="", incomplete=True)
         model = self.conversation.conversation
         model.append(Row(message=placeholder, streaming=True))
@@ -381,6 +482,8 @@ class MainWindow(QMainWindow):
         if result.problem:
             self.statusBar().showMessage(f"Reply stopped: {result.problem}", 10_000)
         self._apply_snapshot(result.snapshot)
+        if self._replaced is not None:
+            self._offer_replaced_back(self._replaced, result.message)
         self.refresh_chats()
         self.reply_finished.emit(result)
 
@@ -392,6 +495,7 @@ class MainWindow(QMainWindow):
 
     def _reply_cleanup(self) -> None:
         self.reply_job = None
+        self._replaced = None
         self._pump = None
         self.composer.set_streaming(False)
         self.inspector.set_busy(False)

@@ -6,12 +6,13 @@ never used from two threads. The GUI thread only ever sees immutable Snapshots.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 
-from core.engine import Budget, ContextEngine, EngineEvent, UsageReport
+from core.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from core.messages import Message
-from core.policy import SummarizationPolicy
+from core.policy import SummarizationPolicy, policy_errors
 from core.providers.base import (
     Cancelled,
     CancelToken,
@@ -29,6 +30,8 @@ from gui.workers import StreamBuffer
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
 GLOBAL_POLICY_KEY = "summarization"
+
+log = logging.getLogger("precis.gui")
 
 
 @dataclass(frozen=True)
@@ -56,10 +59,19 @@ class ReplyResult:
 
 
 def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:
-    """Global summarization settings with this chat's overrides on top."""
+    """Global summarization settings with this chat's overrides on top.
+
+    The settings dialog refuses a combination that does not hold together, but the global values can change after
+    a chat's overrides were saved: then the chat follows the global settings, and the log says why.
+    """
     values = dict(store.get_setting(GLOBAL_POLICY_KEY, {}) or {})
-    values.update(settings.summarization)
-    return SummarizationPolicy(**values)
+    merged = {**values, **settings.summarization}
+    errors = policy_errors(merged)
+    if errors:
+        log.warning("this chat's summarization overrides do not fit the global settings (%s); using the global ones",
+                    "; ".join(f"{k or 'policy'}: {v}" for k, v in errors.items()))
+        return SummarizationPolicy(**values)
+    return SummarizationPolicy(**merged)
 
 
 class ChatSession:
@@ -73,33 +85,38 @@ class ChatSession:
         self.max_reply_tokens = 512
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
-    def load_rows(self) -> Snapshot:
-        """Messages and summaries from the store, fast, before the engine is built (first paint)."""
-        info = self.store.get_chat(self.chat_id)
-        messages = self.store.load_messages(self.chat_id)
-        records = self.store.load_records(self.chat_id)
-        by_id = {m.id: m for m in messages}
-        hidden = {mid: rid for mid, rid in self.store.archived_by(self.chat_id).items()
-                  if mid in by_id and not _always_visible(by_id[mid])}
-        active = [r for r in records if r.status == "active"]
-        return Snapshot(messages, hidden, active, None, effective_policy(self.store, info.settings))
-
-    def build_engine(self) -> Snapshot:
-        info = self.store.get_chat(self.chat_id)
-        settings = info.settings
+    def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
+        settings = self.store.get_chat(self.chat_id).settings
         policy = effective_policy(self.store, settings)
         window = settings.context_window or self.provider.context_window()
         budget = Budget(window=window, reserve_output=settings.reserve_output)
-        self.max_reply_tokens = max(16, settings.reserve_output)
-        summarizer = make_summarizer(policy.mode, self.provider)
         engine = ContextEngine.restore(self.store.load_messages(self.chat_id), self.store.load_records(self.chat_id),
-                                       budget, policy, TokenCounter(), summarizer)
+                                       budget, policy, counter, make_summarizer(policy.mode, self.provider),
+                                       system_prompt=settings.system_prompt)
+        return engine, settings
+
+    def load_rows(self) -> Snapshot:
+        """Messages and summaries from the store, fast, before any token is counted (first paint)."""
+        engine, _settings = self._restore(TokenCounter())
+        return Snapshot(list(engine.messages), _hidden(engine), engine.chain(), None, engine.policy)
+
+    def build_engine(self) -> Snapshot:
+        engine, settings = self._restore(self._counter())
+        self.max_reply_tokens = max(16, settings.reserve_output)
         if self._detach is not None:
             self._detach()
         self._detach = attach_engine(self.store, self.chat_id, engine)
         engine.subscribe(lambda event: self._events.append(event))
         self.engine = engine
         return self.snapshot()
+
+    def _counter(self) -> TokenCounter:
+        """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
+        try:
+            exact = self.provider.count_tokens("probe") is not None
+        except ProviderError:  # the model cannot load: estimates still work
+            exact = False
+        return TokenCounter(exact=self.provider.count_tokens) if exact else TokenCounter()
 
     def close(self) -> None:
         if self._detach is not None:
@@ -108,13 +125,8 @@ class ChatSession:
 
     def snapshot(self) -> Snapshot:
         engine = self.engine
-        hidden = {}
-        for message in engine.messages:
-            holder = engine.archived_by(message.id)
-            if holder is not None and not _always_visible(message):
-                hidden[message.id] = holder
         events, self._events = self._events, []
-        return Snapshot(list(engine.messages), hidden, engine.chain(), engine.usage(), engine.policy, events)
+        return Snapshot(list(engine.messages), _hidden(engine), engine.chain(), engine.usage(), engine.policy, events)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:
@@ -125,30 +137,36 @@ class ChatSession:
         return self.snapshot()
 
     def reply(self, buffer: StreamBuffer, cancel: CancelToken, placeholder: Message) -> ReplyResult:
-        """Stream the assistant's reply into `buffer`; save it as it arrives; append it to the engine at the end."""
-        prompt = self.engine.assemble()
+        """Stream the assistant's reply into `buffer`; save it as it arrives; append it to the engine at the end.
+
+        If the server says the prompt is too long (it counts differently from our estimate), summarize once and
+        retry once.
+        """
         self.store.add_message(self.chat_id, placeholder)
         problem = None
         text = ""
-        try:
-            text, usage = self._stream(prompt.messages, buffer, cancel, placeholder)
-            if usage is not None and usage.prompt_tokens:
-                self.engine.counter.calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages),
-                                              usage.prompt_tokens)
-        except ContextLengthExceeded:
-            # The provider counts differently from our estimate: summarize once and retry once.
-            self.engine.summarize_now()
+        for attempt in (1, 2):
+            prompt = self.engine.assemble()
             try:
-                text, _usage = self._stream(self.engine.assemble().messages, buffer, cancel, placeholder)
+                text, usage = self._stream(prompt.messages, buffer, cancel, placeholder)
+                if usage is not None and usage.prompt_tokens:
+                    self.engine.counter.calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages),
+                                                  usage.prompt_tokens)
+            except ContextLengthExceeded as exc:
+                if attempt == 1 and not buffer.text():
+                    try:
+                        self.engine.summarize_now()
+                        continue
+                    except NothingToSummarize:
+                        pass
+                text, problem = buffer.text(), str(exc)
             except (Cancelled, StreamInterrupted) as exc:
-                text, problem = exc.partial, str(exc)
+                text, problem = exc.partial or buffer.text(), str(exc)
             except ProviderError as exc:
                 text, problem = buffer.text(), str(exc)
-        except (Cancelled, StreamInterrupted) as exc:
-            text, problem = exc.partial or buffer.text(), str(exc)
-        except ProviderError as exc:
-            text, problem = buffer.text(), str(exc)
-        final = placeholder.with_changes(content=text, incomplete=problem is not None, created_at=time.time())
+            break
+        # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
+        final = placeholder.with_changes(content=text, incomplete=problem is not None)
         self.store.update_message(self.chat_id, final)
         self.engine.append(final)
         return ReplyResult(final, self.snapshot(), problem)
@@ -176,6 +194,25 @@ class ChatSession:
         self.store.update_message(self.chat_id, message)
         return self.snapshot()
 
+    def replace_tail(self, remove_ids: list[str], add: list[Message]) -> Snapshot:
+        """Remove the newest messages (ids newest last) and append `add`: regenerate, edit-and-resend, their undo.
+
+        Each removal is checked by the engine (newest, not archived) and then the store; a refusal changes nothing
+        further and is reported.
+        """
+        for message_id in reversed(remove_ids):
+            removed = self.engine.remove_last(message_id)
+            try:
+                self.store.remove_last_message(self.chat_id, message_id)
+            except Exception:
+                self.engine.append(removed, auto=False)
+                raise
+        if add:
+            self.store.add_messages(self.chat_id, add)
+            for message in add:
+                self.engine.append(message, auto=False)
+        return self.snapshot()
+
     def summarize_now(self, instructions: str | None = None) -> Snapshot:
         self.engine.summarize_now(instructions or None)
         return self.snapshot()
@@ -185,6 +222,6 @@ class ChatSession:
         return self.snapshot()
 
 
-def _always_visible(message: Message) -> bool:
-    """The engine never hides pinned or system messages from the model, even inside a summarized range."""
-    return message.pinned or message.role == "system"
+def _hidden(engine: ContextEngine) -> dict[str, str]:
+    """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
+    return {m.id: engine.archived_by(m.id) for m in engine.messages if engine.is_archived(m.id)}

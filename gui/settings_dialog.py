@@ -16,9 +16,12 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QFormLayout,
+    QFrame,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QScrollArea,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -70,12 +73,18 @@ class ProviderChoice:
 
 
 class _FieldSet:
-    """Editors with an error label under each; `values()` parses, `errors` says what is wrong and where."""
+    """Editors with an error label under each; `values()` parses, `errors` says what is wrong and where.
 
-    def __init__(self, fields, initial: dict[str, Any], form: QFormLayout, on_change) -> None:
+    With `overrides`, each field has an Override box: only ticked fields are values (the rest are inherited), and an
+    unticked field's editor shows the inherited value, disabled.
+    """
+
+    def __init__(self, fields, initial: dict[str, Any], form: QFormLayout, on_change,
+                 overrides: set[str] | None = None) -> None:
         self.fields = fields
         self.editors: dict[str, QWidget] = {}
         self.error_labels: dict[str, QLabel] = {}
+        self.override_boxes: dict[str, QCheckBox] = {}
         for name, label, kind in fields:
             editor = _editor(kind, initial.get(name))
             self.editors[name] = editor
@@ -88,7 +97,21 @@ class _FieldSet:
             column = QVBoxLayout(box)
             column.setContentsMargins(0, 0, 0, 0)
             column.setSpacing(2)
-            column.addWidget(editor)
+            if overrides is not None:
+                line = QHBoxLayout()
+                line.setContentsMargins(0, 0, 0, 0)
+                tick = QCheckBox("Override")
+                tick.setToolTip("Use a value of this chat's own instead of the global setting")
+                tick.setChecked(name in overrides)
+                editor.setEnabled(name in overrides)
+                tick.toggled.connect(editor.setEnabled)
+                tick.toggled.connect(on_change)
+                self.override_boxes[name] = tick
+                line.addWidget(tick)
+                line.addWidget(editor, 1)
+                column.addLayout(line)
+            else:
+                column.addWidget(editor)
             column.addWidget(error)
             form.addRow(label, box)
             _connect(editor, on_change)
@@ -98,6 +121,8 @@ class _FieldSet:
         values: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for name, _label, kind in self.fields:
+            if self.override_boxes and not self.override_boxes[name].isChecked():
+                continue
             editor = self.editors[name]
             if kind == "bool":
                 values[name] = editor.isChecked()
@@ -197,13 +222,32 @@ class SettingsDialog(QDialog):
         policy_form.addRow("", self.cross_error)
         tabs.addTab(policy_page, "Summarization")
 
-        # This chat
+        # This chat: its own settings, and summarization fields it overrides
         self.chat_fields = None
+        self.chat_policy_fields = None
         if chat is not None:
             chat_page = QWidget()
             chat_form = QFormLayout(chat_page)
             self.chat_fields = _FieldSet(CHAT_FIELDS, chat.model_dump(), chat_form, self.validate)
             tabs.addTab(chat_page, "This chat")
+            overrides_page = QWidget()
+            overrides_form = QFormLayout(overrides_page)
+            note = QLabel("Tick Override to give this chat its own value; the others follow the Summarization tab.")
+            note.setObjectName("muted")
+            note.setWordWrap(True)
+            overrides_form.addRow(note)
+            self.chat_policy_fields = _FieldSet(
+                POLICY_FIELDS, {**defaults, **policy, **chat.summarization}, overrides_form, self.validate,
+                overrides=set(chat.summarization))
+            self.chat_cross_error = QLabel("")
+            self.chat_cross_error.setObjectName("error")
+            self.chat_cross_error.setWordWrap(True)
+            overrides_form.addRow("", self.chat_cross_error)
+            scroll = QScrollArea()
+            scroll.setWidgetResizable(True)
+            scroll.setFrameShape(QFrame.Shape.NoFrame)
+            scroll.setWidget(overrides_page)
+            tabs.addTab(scroll, "This chat: summarization")
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._accept)
@@ -226,8 +270,11 @@ class SettingsDialog(QDialog):
     def chat_settings(self) -> ChatSettings | None:
         if self.chat_fields is None:
             return None
-        values = self.chat_fields.values()[0]
-        return self._chat_base.model_copy(update=values)
+        return ChatSettings.model_validate(self._chat_values())
+
+    def _chat_values(self) -> dict[str, Any]:
+        return {**self._chat_base.model_dump(), **self.chat_fields.values()[0],
+                "summarization": self.chat_policy_fields.values()[0]}
 
     def entered_key(self) -> str:
         return self.api_key.text().strip()
@@ -238,13 +285,26 @@ class SettingsDialog(QDialog):
         checked = {k: v for k, v in values.items() if k not in errors}
         errors.update({k: v for k, v in policy_errors(checked).items() if k not in errors})
         if self.chat_fields is not None:
-            chat_values, chat_errors = self.chat_fields.values()
-            if not chat_errors:
+            overrides, override_errors = self.chat_policy_fields.values()
+            # An override is checked together with the global values it sits on.
+            merged = {**checked, **{k: v for k, v in overrides.items() if k not in override_errors}}
+            global_cross = "" in policy_errors(checked)
+            for field, reason in policy_errors(merged).items():
+                if field in overrides or (field == "" and not global_cross):
+                    override_errors.setdefault(field, reason)
+            errors.update({f"chat_policy.{k}": v for k, v in override_errors.items()})
+            _chat_values, chat_errors = self.chat_fields.values()
+            if not chat_errors and not override_errors:
                 try:
-                    ChatSettings.model_validate({**self._chat_base.model_dump(), **chat_values})
+                    ChatSettings.model_validate(self._chat_values())
                 except ValidationError as exc:
                     for err in exc.errors():
-                        chat_errors[".".join(str(p) for p in err["loc"])] = err["msg"].removeprefix("Value error, ")
+                        field = ".".join(str(p) for p in err["loc"]) or ""
+                        reason = err["msg"].removeprefix("Value error, ")
+                        if field == "summarization":
+                            errors["chat_policy."] = reason
+                        else:
+                            chat_errors[field] = reason
             errors.update({f"chat.{k}": v for k, v in chat_errors.items()})
         choice = self.provider_choice()
         url = choice.base_url
@@ -260,6 +320,9 @@ class SettingsDialog(QDialog):
         if self.chat_fields is not None:
             self.chat_fields.show_errors({k.removeprefix("chat."): v for k, v in errors.items()
                                           if k.startswith("chat.")})
+            self.chat_policy_fields.show_errors({k.removeprefix("chat_policy."): v for k, v in errors.items()
+                                                 if k.startswith("chat_policy.")})
+            self.chat_cross_error.setText(errors.get("chat_policy.", ""))
         self.cross_error.setText(errors.get("", ""))
         self.provider_error.setText(errors.get("provider", ""))
         kind = self.kind.currentText()

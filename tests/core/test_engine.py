@@ -325,6 +325,7 @@ def test_summaries_never_carry_secrets():
 # ----- LLM and hybrid summaries ------------------------------------------------------------------------------------
 
 VALID = json.dumps({"narrative": "The user asked about `parse_config`; we fixed the loader.",
+                    "action_items": [{"owner": "user", "task": "review the loader", "due": ""}],
                     "key_points": ["parse_config fixed"], "decisions": ["use TOML"]})
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from core.interchange import read_transcript
 from core.messages import Message, ToolCall
+from core.records import SummaryRecord
 from core.retention import (KINDS, check_retention, context_text, extract_facts, normalize_command,
                             retention_for_record)
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
@@ -183,7 +184,6 @@ def test_retention_for_record_uses_the_engine_view():
         def assemble(self):
             return type("Prompt", (), {"messages": self._sent})()
 
-    from core.records import SummaryRecord
     archived = call("Bash", "Exit code 1", command="make test")
     sent = [Message(role="system", content="Summary: ran make test (exit 1)")]
     retention = retention_for_record(SummaryRecord(), EngineView(archived, sent))

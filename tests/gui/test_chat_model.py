@@ -7,7 +7,7 @@ from PySide6.QtCore import Qt
 
 from core.store import open_store
 
-pytestmark = [pytest.mark.model, pytest.mark.qt_log_ignore("propagateSizeHints")]
+pytestmark = pytest.mark.model
 
 REPLY_TOKENS = 16
 
@@ -68,3 +68,57 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
     stored = store.load_messages(chat_id)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[1].incomplete and stored[1].content
+
+
+def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot, make_window, store, local_provider):
+    window = make_window(local_provider)
+    chat_id = new_chat(window, store)
+    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as first:
+        window.submit("Name a colour.")
+    question, old_reply = store.load_messages(chat_id)
+    assert old_reply.id == first.args[0].message.id
+
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as second:
+        window.regenerate_action.trigger()
+    new_reply = second.args[0].message
+    assert new_reply.id != old_reply.id and new_reply.content.strip()
+    assert [m.id for m in store.load_messages(chat_id)] == [question.id, new_reply.id]
+    assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, new_reply.id]
+    assert [m.id for m in window.session.engine.messages] == [question.id, new_reply.id]
+    # Nothing is lost silently: the replaced reply comes back with Undo.
+    assert window.status_undo.isVisible()
+    qtbot.mouseClick(window.status_undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: [m.id for m in window.snapshot.messages] == [question.id, old_reply.id], timeout=20_000)
+    assert store.load_messages(chat_id) == [question, old_reply]
+    assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, old_reply.id]
+
+
+def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):
+    window = make_window(local_provider)
+    chat_id = new_chat(window, store)
+    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000):
+        window.submit("Name a colour.")
+    old_question, old_reply = store.load_messages(chat_id)
+
+    # Escape gives up editing and leaves the chat as it was.
+    window.edit_action.trigger()
+    assert window.composer.text() == "Name a colour." and "Editing" in window.composer.hint.text()
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
+    assert window.editing is None and window.composer.text() == ""
+
+    window.edit_action.trigger()
+    window.composer.edit.selectAll()
+    qtbot.keyClicks(window.composer.edit, "Name a fruit.")
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    stored = store.load_messages(chat_id)
+    assert [(m.role, m.content) for m in stored] == [("user", "Name a fruit."),
+                                                      ("assistant", reply.args[0].message.content)]
+    assert store.search("colour") == []
+    assert [r.message.id for r in window.conversation.conversation.rows()] == [m.id for m in stored]
+    qtbot.mouseClick(window.status_undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: [m.id for m in window.snapshot.messages] == [old_question.id, old_reply.id],
+                    timeout=20_000)
+    assert store.load_messages(chat_id) == [old_question, old_reply]

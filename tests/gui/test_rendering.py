@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QFont, QTextDocument
 
 from core.messages import Message, ToolCall
 from gui.conversation import ConversationView, Row, build_rows
 from gui.markdown import markdown_document
-
-pytestmark = pytest.mark.qt_log_ignore("propagateSizeHints")
 
 
 def test_markdown_never_fetches_images_and_ignores_raw_html(qapp):

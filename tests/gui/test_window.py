@@ -8,10 +8,12 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
+from core.messages import Message
+from core.providers.base import ContextLengthExceeded
 from core.store import open_store
 from tests.conftest import TRANSCRIPTS
+from tests.fakes import ScriptedProvider
 
-pytestmark = pytest.mark.qt_log_ignore("propagateSizeHints")
 
 
 def idle(window) -> bool:
@@ -218,3 +220,95 @@ def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
     qtbot.keyClicks(window.composer.edit, "half a thought")
     window.close()
     assert store.get_draft(chat_id) == "half a thought"
+
+
+def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_window, store):
+    window = make_window()
+    open_new_chat(qtbot, window, store)
+    assert window.inspector._legend_values["system"].text() == "0"
+    dialog = window.settings_dialog()
+    dialog.chat_fields.editors["system_prompt"].setPlainText("You are a terse reviewer of Python code.")
+    qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+    window.apply_settings(dialog)
+    qtbot.waitUntil(lambda: idle(window) and window.snapshot.usage.by_kind["system"] > 0, timeout=20_000)
+    assert int(window.inspector._legend_values["system"].text().replace(",", "")) > 0
+    first = window.session.engine.assemble().messages[0]
+    assert (first.role, first.content) == ("system", "You are a terse reviewer of Python code.")
+
+
+def test_counts_are_exact_with_the_local_model_and_estimated_otherwise(qtbot, make_window, store, local_provider):
+    window = make_window(local_provider)
+    open_new_chat(qtbot, window, store)
+    assert window.snapshot.usage.exact and window.inspector.exact_label.text() == "exact"
+    scripted = make_window(ScriptedProvider())
+    open_new_chat(qtbot, scripted, store)
+    assert not scripted.snapshot.usage.exact and scripted.inspector.exact_label.text() == "estimated"
+
+
+def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot, make_window, store, isolated_home):
+    window = make_window(ScriptedProvider())
+    chat_id = open_new_chat(qtbot, window, store)
+    other_id = store.create_chat("other chat")
+    dialog = window.settings_dialog()
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    overrides = dialog.chat_policy_fields
+    assert not overrides.editors["trigger_ratio"].isEnabled()  # inherited until ticked
+    overrides.override_boxes["trigger_ratio"].setChecked(True)
+    overrides.editors["trigger_ratio"].setText("0.6")  # below the global reset ratio of 0.7
+    assert not ok.isEnabled() and "reset_ratio" in dialog.chat_cross_error.text()
+    overrides.override_boxes["reset_ratio"].setChecked(True)
+    overrides.editors["reset_ratio"].setText("1.5")
+    assert not ok.isEnabled() and "less than 1" in overrides.error_labels["reset_ratio"].text()
+    overrides.editors["reset_ratio"].setText("0.5")
+    overrides.override_boxes["keep_recent"].setChecked(True)
+    overrides.editors["keep_recent"].setText("3")
+    assert ok.isEnabled() and overrides.error_labels["reset_ratio"].isHidden() and not dialog.chat_cross_error.text()
+    qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
+    window.apply_settings(dialog)
+    qtbot.waitUntil(lambda: idle(window) and window.snapshot.policy.trigger_ratio == 0.6, timeout=20_000)
+    assert window.session.engine.policy.keep_recent == 3 and window.session.engine.policy.reset_ratio == 0.5
+    assert "60%" in window.inspector.thresholds.text()
+    window.close()
+    store.close()
+
+    reopened = open_store(isolated_home)
+    try:
+        again = make_window(ScriptedProvider(), on_store=reopened)
+        again.open_chat(chat_id)
+        qtbot.waitUntil(lambda: idle(again) and again.session.chat_id == chat_id, timeout=20_000)
+        assert (again.snapshot.policy.trigger_ratio, again.snapshot.policy.keep_recent) == (0.6, 3)
+        fresh = again.settings_dialog()
+        assert fresh.chat_policy_fields.override_boxes["keep_recent"].isChecked()
+        assert fresh.chat_policy_fields.editors["keep_recent"].text() == "3"
+        assert not fresh.chat_policy_fields.override_boxes["max_depth"].isChecked()
+        # Another chat follows the global settings.
+        again.open_chat(other_id)
+        qtbot.waitUntil(lambda: idle(again) and again.session.chat_id == other_id, timeout=20_000)
+        assert again.snapshot.policy.trigger_ratio == 0.8 and again.snapshot.policy.keep_recent == 6
+        again.close()
+    finally:
+        reopened.close()
+
+
+def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, store):
+    """The server refusing the prompt as too long cannot be produced on demand: a scripted provider injects it."""
+    provider = ScriptedProvider(replies=[ContextLengthExceeded("prompt is too long: 9000 tokens > 8192"),
+                                         "Here is the short answer."])
+    window = make_window(provider)
+    history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"Point {i} about the parser design.")
+               for i in range(20)]
+    chat_id = store.import_chat("long chat", history)
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    assert not window.snapshot.chain
+    with qtbot.waitSignal(window.reply_finished, timeout=20_000) as reply:
+        window.submit("And the lexer?")
+    result = reply.args[0]
+    assert result.problem is None and result.message.content == "Here is the short answer."
+    first, retry = provider.calls
+    assert len(retry) < len(first) and "[Summary 1" in retry[0].content
+    qtbot.waitUntil(lambda: idle(window) and len(window.inspector._records) == 1, timeout=20_000)
+    assert store.load_messages(chat_id)[-1] == result.message and not result.message.incomplete
+    assert len(store.load_records(chat_id)) == 1
