@@ -16,7 +16,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QAbstractListModel, QEvent, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPainter, QPainterPath, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QGuiApplication,
+    QPainter,
+    QPainterPath,
+    QPen,
+    QTextCursor,
+)
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyle, QStyledItemDelegate
 
 from core.messages import Message
@@ -38,6 +47,7 @@ TOOL_INDENT = 24
 EXPANDED_TOOL_LINES = 400
 SUMMARY_PREVIEW_LINES = 3
 DOC_CACHE_SIZE = 300
+STREAM_RELAYOUT_MS = 250
 
 
 @dataclass
@@ -222,9 +232,10 @@ class MessageDelegate(QStyledItemDelegate):
         self._pending_resize: set[int] = set()
         self._relayout = QTimer(self)
         self._relayout.setSingleShot(True)
-        self._relayout.setInterval(0)
         self._relayout.timeout.connect(self._emit_size_changes)
         self._width = 0
+        # The row being streamed: ((key, width), its plain document, the text in it).
+        self._stream: tuple[tuple[str, int], object, str] | None = None
         self.update_fonts(view.font())
 
     def update_fonts(self, font: QFont) -> None:
@@ -301,13 +312,36 @@ class MessageDelegate(QStyledItemDelegate):
             return QSize(width, cached[3])
         if row.kind in ("tool_call", "tool_result") and not row.expanded:
             height = self._mono_line_h + self._chrome(row, 0)
+        elif row.streaming and row.message is not None and not row.error:
+            doc = self._streaming_document(row, width)[0]
+            height = math.ceil(doc.size().height()) + self._chrome(row, 0)
         else:
             text, mono, hidden = self._body(row)
             height = self._estimate(text, mono, width - TOOL_INDENT) + self._chrome(row, hidden)
         self._heights[row.key] = (subject, width, row.expanded, height, row.streaming)
         return QSize(width, height)
 
+    def _streaming_document(self, row: Row, width: int):
+        """A reply being streamed, as plain text appended to one document: each flush costs what arrived, not
+        the whole reply (it becomes Markdown once, when it is complete)."""
+        text = row.message.content or "…"
+        previous = self._stream[2] if self._stream is not None else ""
+        tail = previous[-64:]
+        if (self._stream is not None and self._stream[0] == (row.key, width) and len(text) >= len(previous)
+                and text.startswith(tail, len(previous) - len(tail))):
+            doc = self._stream[1]
+            if len(text) > len(previous):
+                cursor = QTextCursor(doc)
+                cursor.movePosition(QTextCursor.MoveOperation.End)
+                cursor.insertText(text[len(previous):])
+        else:
+            doc = plain_document(text, self.body_font, width)
+        self._stream = ((row.key, width), doc, text)
+        return doc, [], 0
+
     def _document(self, row: Row, width: int):
+        if row.streaming and row.message is not None and not row.error:
+            return self._streaming_document(row, width)
         text, mono, hidden = self._body(row)
         subject = row.message if row.message is not None else row.record
         key = (row.key, width, row.expanded, row.error)
@@ -352,7 +386,12 @@ class MessageDelegate(QStyledItemDelegate):
             return
         self._heights[row.key] = (subject, self._width, row.expanded, height, row.streaming)
         self._pending_resize.add(number)
-        self._relayout.start()
+        # A relayout walks every row of the list: a growing streamed reply asks for one at most every
+        # STREAM_RELAYOUT_MS (its text is clipped to the old height meanwhile), other changes at once.
+        if not row.streaming:
+            self._relayout.start(0)
+        elif not self._relayout.isActive():
+            self._relayout.start(STREAM_RELAYOUT_MS)
 
     def _emit_size_changes(self) -> None:
         rows, self._pending_resize = self._pending_resize, set()
@@ -405,7 +444,11 @@ class MessageDelegate(QStyledItemDelegate):
         painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, self._badges(row))
 
         painter.translate(card.left() + PAD_X, card.top() + PAD_Y + HEADER_H)
-        doc.drawContents(painter)
+        # Draw only what the viewport shows: a long row costs what is visible, not its whole length.
+        top = card.top() + PAD_Y + HEADER_H
+        first_y = max(0, -top)
+        last_y = min(doc.size().height(), self._view.viewport().height() - top)
+        doc.drawContents(painter, QRectF(0, first_y, width, max(0, last_y - first_y)))
         painter.setFont(self.header_font)
         for rect, _code in chips:
             painter.setPen(QPen(QColor(theme.BORDER)))
