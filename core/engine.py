@@ -18,7 +18,8 @@ from core.messages import Message, ToolCall
 from core.policy import SummarizationPolicy
 from core.records import CoveredMessage, Facets, Retention, SummaryRecord
 from core.redact import redact, redact_obj
-from core.retention import check_retention
+from core.retention import Facts as RetentionFacts
+from core.retention import check_facts, collect_facts, union_facts
 from core.retention import context_text as retention_context_text
 from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
 from core.tokens import REPLY_PRIMING, TokenCounter
@@ -141,6 +142,7 @@ class ContextEngine:
         self._summary_messages: dict[str, Message] = {}
         self._visible_cache: list[Message] | None = None
         self._trimmed: dict[str, Message] = {}
+        self._facts: dict[str, RetentionFacts] = {}
         self._armed = True
         self._since_summary = 0
         self._listeners: list[Callable[[EngineEvent], None]] = []
@@ -509,9 +511,25 @@ class ContextEngine:
         self._by_record[record.id] = record
         self._rebuild()
 
+    def _facts_of(self, record: SummaryRecord) -> RetentionFacts:
+        """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
+        facts = self._facts.get(record.id)
+        if facts is None:
+            if record.merged_ids:
+                children = [self._by_record[c] for c in record.merged_ids if c in self._by_record]
+                facts = union_facts([*map(self._facts_of, children),
+                                     collect_facts(self._messages_by_ids(record.covered_ids))])
+            else:
+                facts = collect_facts(self._messages_by_ids(record.covered_ids))
+            self._facts[record.id] = facts
+        return facts
+
+    def _messages_by_ids(self, ids: list[str]) -> list[Message]:
+        return [self.messages[self._position[i]] for i in ids if i in self._position]
+
     def _check_retention(self, record: SummaryRecord) -> None:
         """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""
-        retention = check_retention(self.archived_messages(record.id), self.context_text())
+        retention = check_facts(self._facts_of(record), self.context_text())
         record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
 
     def _merge_oldest(self, count: int) -> SummaryRecord:

@@ -17,10 +17,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from core.messages import Message
-from core.records import Retention, SummaryRecord
+from core.records import Retention
 
 KINDS: tuple[str, ...] = ("files", "commands", "errors", "identifiers", "instructions")
 
@@ -261,8 +261,8 @@ class _Context:
         if root and path.startswith(root) and path[len(root):] in self.raw:
             return True
         parts = [p for p in path.rstrip("/").split("/") if p not in ("", ".", "~")]
-        if not parts:
-            return False
+        if not parts or parts[-1] not in self.raw:
+            return False  # the common miss, without compiling a pattern for it
         name = re.escape(parts[-1])
         if len(parts) == 1:
             return re.search(rf"(?<![\w.-]){name}(?![\w-])", self.raw) is not None
@@ -297,9 +297,25 @@ def _short(label: str) -> str:
     return label if len(label) <= MISSING_ITEM_CHARS else label[:MISSING_ITEM_CHARS - 1] + "…"
 
 
+def union_facts(parts: Iterable[Facts]) -> Facts:
+    """The facts of several stretches together (a merged summary's), without re-reading their messages."""
+    parts = list(parts)
+    return Facts(
+        files=_dedupe(f for p in parts for f in p.files),
+        commands=_dedupe(c for p in parts for c in p.commands),
+        errors=_dedupe(e for p in parts for e in p.errors),
+        identifiers=_dedupe(i for p in parts for i in p.identifiers)[:MAX_IDENTIFIERS],
+        instructions=_dedupe(i for p in parts for i in p.instructions),
+    )
+
+
 def check_retention(covered: list[Message], context_text: str) -> Retention:
     """How many facts of the covered originals are present in the text the model will see, and which are missing."""
-    facts = collect_facts(covered)
+    return check_facts(collect_facts(covered), context_text)
+
+
+def check_facts(facts: Facts, context_text: str) -> Retention:
+    """check_retention for facts already collected."""
     context = _Context(context_text)
     root = _project_root(facts.files)
     checks: dict[str, list[tuple[str, bool]]] = {
@@ -325,13 +341,3 @@ def context_text(messages: Iterable[Message]) -> str:
         for call in message.tool_calls:
             parts.extend(str(v) for v in call.arguments.values() if isinstance(v, (str, int, float)))
     return "\n".join(parts)
-
-
-class _EngineView(Protocol):
-    def archived_messages(self, record_id: str) -> list[Message]: ...
-    def assemble(self) -> Any: ...
-
-
-def retention_for_record(record: SummaryRecord, engine: _EngineView) -> Retention:
-    """Retention of a record's originals (through merges) in what the engine sends now."""
-    return check_retention(engine.archived_messages(record.id), context_text(engine.assemble().messages))

@@ -97,6 +97,11 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
 
 
 class ConversationModel(QAbstractListModel):
+    # New text in a row that is streaming. Not dataChanged: QListView answers that by laying out every row again,
+    # which a 10,000-message chat cannot afford 20 times a second. The view repaints the row; its delegate asks for
+    # a relayout only when the row's height changes.
+    row_streamed = Signal(int)
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._rows: list[Row] = []
@@ -143,10 +148,14 @@ class ConversationModel(QAbstractListModel):
         if number is None:
             return
         row = self._rows[number]
+        still_streaming = row.streaming and streaming is True and error is None and row.error is None
         row.message = message
         if streaming is not None:
             row.streaming = streaming
         row.error = error
+        if still_streaming:
+            self.row_streamed.emit(number)
+            return
         index = self.index(number)
         self.dataChanged.emit(index, index)
 
@@ -597,9 +606,13 @@ class ConversationView(QListView):
         self.following = False
         self.verticalScrollBar().rangeChanged.connect(self._follow)
         self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
+        self.conversation.row_streamed.connect(self._repaint_row)
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.clicked.connect(self._clicked)
+
+    def _repaint_row(self, number: int) -> None:
+        self.viewport().update(self.visualRect(self.conversation.index(number)))
 
     def _toggle(self, number: int) -> None:
         self.conversation.toggle_expanded(number)

@@ -8,9 +8,7 @@ import pytest
 
 from core.interchange import read_transcript
 from core.messages import Message, ToolCall
-from core.records import SummaryRecord
-from core.retention import (KINDS, check_retention, context_text, extract_facts, normalize_command,
-                            retention_for_record)
+from core.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 
 CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
@@ -169,25 +167,6 @@ def test_claude_code_reference_summary_is_measurable():
     assert retention.kept["files"] >= retention.total["files"] - 2
     assert retention.kept["commands"] < retention.total["commands"] // 2
     assert retention.describe().startswith(f"files {retention.kept['files']}/{retention.total['files']}, commands")
-
-
-def test_retention_for_record_uses_the_engine_view():
-    class EngineView:
-        """Just the two engine calls retention_for_record needs (the engine itself is tested elsewhere)."""
-
-        def __init__(self, archived: list[Message], sent: list[Message]):
-            self._archived, self._sent = archived, sent
-
-        def archived_messages(self, record_id: str) -> list[Message]:
-            return self._archived
-
-        def assemble(self):
-            return type("Prompt", (), {"messages": self._sent})()
-
-    archived = call("Bash", "Exit code 1", command="make test")
-    sent = [Message(role="system", content="Summary: ran make test (exit 1)")]
-    retention = retention_for_record(SummaryRecord(), EngineView(archived, sent))
-    assert retention.kept["commands"] == retention.total["commands"] == 1
 
 
 def test_compiler_error_codes_are_errors():

@@ -26,12 +26,12 @@ def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, m
     model = window.conversation.conversation
     partial_texts = []
 
-    def seen(top_left, _bottom_right):
-        row = model.row_at(top_left.row())
+    def seen(number):
+        row = model.row_at(number)
         if row.streaming and row.message.content:
             partial_texts.append(row.message.content)
 
-    model.dataChanged.connect(seen)
+    model.row_streamed.connect(seen)
     window.composer.edit.setFocus()
     qtbot.keyClicks(window.composer.edit, "Name three colours.")
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
