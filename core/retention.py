@@ -83,10 +83,15 @@ able going gonna wanna first start next last keep kept work working look looking
 MAX_INSTRUCTION_WORDS = 20
 INSTRUCTION_MATCH_SHARE = 0.6
 COMMAND_MATCH_CHARS = 60
+# A compact trail groups commands by program on one line: "grep ×3: -r foo src; -n bar x.py (exit 1)".
+GROUP_WINDOW = 4000
 # How far before a file's name its folder may appear ("config/: dev.exs, test.exs") on the same line.
 FOLDER_WINDOW = 300
+# An exit code written next to a command on its line: "cmd (exit 1)", "Command: cmd | Exit: 1".
 EXIT_MENTION = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|rc)\W{0,3}(\d+)\b", re.I)
-# How far after a command its exit code may be written: a verbatim result can end with it ("exit status 2").
+# An exit code stated as a result, which may come further after its command (a verbatim tool result, prose).
+RESULT_EXIT = re.compile(r"\bexit(?:ed with)? (?:code|status)[: ]+(\d+)|non-zero exit status (\d+)", re.I)
+# How far after a command its result's exit code may be written: a verbatim result can end with it.
 EXIT_CODE_WINDOW = 2000
 ROOT_SHARE = 0.6
 MISSING_ITEM_CHARS = 100
@@ -142,6 +147,12 @@ def normalize_command(command: str) -> str:
     while (stripped := OUTPUT_TRUNCATION.sub("", text)) != text:
         text = stripped
     return text
+
+
+def command_parts(command: str) -> tuple[str, str]:
+    """A normalized command as its program and the rest: `grep -r foo src` is ('grep', '-r foo src')."""
+    program, _, rest = command.partition(" ")
+    return program, rest
 
 
 def user_text(message: Message) -> str:
@@ -232,7 +243,7 @@ def extract_facts(messages: list[Message]) -> dict[str, list[str]]:
     return collect_facts(messages).labels()
 
 
-def _project_root(paths: list[str]) -> str | None:
+def project_root(paths: list[str]) -> str | None:
     """The deepest folder holding most of the absolute paths (the project), so 'mix.exs' counts for '<root>/mix.exs'."""
     absolute = [p for p in paths if p.startswith("/")]
     if not absolute:
@@ -272,20 +283,54 @@ class _Context:
         return re.search(pattern, self.raw) is not None
 
     def has_command(self, fact: CommandFact) -> bool:
+        """The command (its first 60 characters), with its non-zero exit code where it had one."""
+        return self._verbatim_command(fact) or self._grouped_command(fact)
+
+    def _verbatim_command(self, fact: CommandFact) -> bool:
         probe = fact.command[:COMMAND_MATCH_CHARS]
-        start = self.flat.find(probe)
-        if start < 0:
+        if probe not in self.flat:
             return False
         if not fact.exit_code:
             return True
+        # Its exit code on the same line ("cmd ×2 (exit 1)"): the first one written after the command is its own.
+        start = self.raw.find(probe)
         while start >= 0:
-            # The first exit code written after the command is its own: "cmd (exit 1)", or the result's "Exit code 1".
-            whole = self.flat.startswith(fact.command, start)
+            whole = self.raw.startswith(fact.command, start)
             after = start + (len(fact.command) if whole else len(probe))
-            mention = EXIT_MENTION.search(self.flat, after, after + EXIT_CODE_WINDOW)
+            line_end = self.raw.find("\n", after)
+            mention = EXIT_MENTION.search(self.raw, after, line_end if line_end >= 0 else len(self.raw))
             if mention and int(mention.group(1)) == fact.exit_code:
                 return True
+            start = self.raw.find(probe, start + 1)
+        # Or stated as its result further on: a verbatim tool result's "Exit code 1", "exited with code 1".
+        start = self.flat.find(probe)
+        while start >= 0:
+            whole = self.flat.startswith(fact.command, start)
+            after = start + (len(fact.command) if whole else len(probe))
+            mention = RESULT_EXIT.search(self.flat, after, after + EXIT_CODE_WINDOW)
+            if mention and int(next(g for g in mention.groups() if g)) == fact.exit_code:
+                return True
             start = self.flat.find(probe, start + 1)
+        return False
+
+    def _grouped_command(self, fact: CommandFact) -> bool:
+        """The command in a group of its program's commands: "grep ×3: -r foo src; -n bar x.py (exit 1)"."""
+        program, rest = command_parts(fact.command)
+        probe = rest[:max(COMMAND_MATCH_CHARS - len(program) - 1, 1)]
+        if not rest or probe not in self.raw:
+            return False
+        pattern = (rf"(?<![\w./-]){re.escape(program)}(?: ×\d+)?: (?:[^\n]{{0,{GROUP_WINDOW}}}?; )?"
+                   rf"{re.escape(probe)}")
+        for match in re.finditer(pattern, self.raw):
+            if not fact.exit_code:
+                return True
+            after = match.end() + (len(rest) - len(probe) if self.raw.startswith(rest, match.end() - len(probe)) else 0)
+            # Its exit code comes before the group's next command.
+            end = min((i for i in (self.raw.find("; ", after), self.raw.find("\n", after)) if i >= 0),
+                      default=len(self.raw))
+            mention = EXIT_MENTION.search(self.raw, after, end)
+            if mention and int(mention.group(1)) == fact.exit_code:
+                return True
         return False
 
     def has_instruction(self, fact: InstructionFact) -> bool:
@@ -317,7 +362,7 @@ def check_retention(covered: list[Message], context_text: str) -> Retention:
 def check_facts(facts: Facts, context_text: str) -> Retention:
     """check_retention for facts already collected."""
     context = _Context(context_text)
-    root = _project_root(facts.files)
+    root = project_root(facts.files)
     checks: dict[str, list[tuple[str, bool]]] = {
         "files": [(f.removeprefix(root) if root else f, context.has_file(f, root)) for f in facts.files],
         "commands": [(c.label, context.has_command(c)) for c in facts.commands],

@@ -143,7 +143,21 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-CHAIN_COLUMNS = ("Depth", "Time", "Covered", "Tokens", "Mode", "Fallback", "Redactions", "Retention")
+# (header, what it means): short headers so the whole table fits the panel; the meaning is the header's tooltip.
+CHAIN_COLUMNS = (
+    ("#", "Depth in the chain (1 is the oldest)"),
+    ("Time", "When the summary was made"),
+    ("Msgs", "Original messages it replaced"),
+    ("Tokens", "Context tokens before → after"),
+    ("Mode", "How it was written: rule, llm or hybrid"),
+    ("Fallback", "Whether the rule-based summary stood in for a failed LLM summary"),
+    ("Redact.", "Secrets redacted"),
+    ("Retention", "Facts of the originals still visible to the model (hover a cell for what is missing)"),
+)
+
+
+def compact_tokens(value: int) -> str:
+    return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
 
 class Inspector(QFrame):
@@ -155,7 +169,7 @@ class Inspector(QFrame):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("inspector")
-        self.setMinimumWidth(360)
+        self.setMinimumWidth(440)
         self._records: list[SummaryRecord] = []
         self._snapshot = None
 
@@ -219,7 +233,12 @@ class Inspector(QFrame):
         chain_title = QLabel("Summary chain")
         chain_title.setObjectName("heading")
         self.chain = QTableWidget(0, len(CHAIN_COLUMNS))
-        self.chain.setHorizontalHeaderLabels(CHAIN_COLUMNS)
+        self.chain.setHorizontalHeaderLabels([header for header, _tip in CHAIN_COLUMNS])
+        for column, (_header, tip) in enumerate(CHAIN_COLUMNS):
+            self.chain.horizontalHeaderItem(column).setToolTip(tip)
+        self.chain.setWordWrap(True)
+        self.chain.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.chain.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.chain.verticalHeader().hide()
         self.chain.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.chain.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -317,19 +336,23 @@ class Inspector(QFrame):
         self.chain.blockSignals(True)
         self.chain.setRowCount(len(self._records))
         for row, record in enumerate(self._records):
+            retention = record.retention.describe() if record.retention else ""
             values = (
-                str(record.depth),
-                time.strftime("%H:%M:%S", time.localtime(record.created_at)),
-                str(len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)),
-                f"{record.tokens_before:,} → {record.tokens_after:,}",
-                record.mode,
-                (record.fallback_reason or "yes") if record.fallback_used else "no",
-                str(record.redactions),
-                record.retention.describe(2) if record.retention else "",
+                (str(record.depth), f"depth {record.depth}"),
+                (time.strftime("%H:%M", time.localtime(record.created_at)),
+                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(record.created_at))),
+                (str(len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)), ""),
+                (f"{compact_tokens(record.tokens_before)} → {compact_tokens(record.tokens_after)}",
+                 f"{record.tokens_before:,} → {record.tokens_after:,} tokens"),
+                (record.mode, ""),
+                ("yes" if record.fallback_used else "no", record.fallback_reason or ""),
+                (str(record.redactions), ""),
+                # The counts in the cell; what is missing in the tooltip.
+                (retention.partition("; missing:")[0], retention),
             )
-            for column, value in enumerate(values):
+            for column, (value, tip) in enumerate(values):
                 item = QTableWidgetItem(value)
-                item.setToolTip(value)
+                item.setToolTip(tip or value)
                 self.chain.setItem(row, column, item)
         self.chain.blockSignals(False)
         ids = [r.id for r in self._records]

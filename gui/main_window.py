@@ -98,7 +98,7 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
-        self.splitter.setSizes([250, 760, 420])
+        self.splitter.setSizes([220, 660, 620])
         self.setCentralWidget(self.splitter)
 
         self.progress = QProgressBar()

@@ -93,6 +93,32 @@ def load_model(path: Path | None = None, n_ctx: int = CONTEXT_WINDOW) -> LoadedM
         return model
 
 
+class Tokenizer:
+    """The model's vocabulary alone (tens of MB, not the whole model): exact counts without loading weights."""
+
+    def __init__(self, path: Path) -> None:
+        from llama_cpp import Llama
+
+        self.llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
+
+    def count(self, text: str) -> int:
+        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+
+    def close(self) -> None:
+        self.llm.close()
+
+
+_tokenizers: dict[Path, Tokenizer] = {}
+
+
+def load_tokenizer(path: Path | None = None) -> Tokenizer:
+    path = path or find_model_path()
+    with _load_lock:
+        if path not in _tokenizers:
+            _tokenizers[path] = Tokenizer(path)
+        return _tokenizers[path]
+
+
 @atexit.register
 def _close_models() -> None:
     """Free models before interpreter teardown, when llama.cpp's own finalizer would find its bindings gone."""
@@ -100,6 +126,9 @@ def _close_models() -> None:
         for model in _loaded.values():
             model.llm.close()
         _loaded.clear()
+        for tokenizer in _tokenizers.values():
+            tokenizer.close()
+        _tokenizers.clear()
 
 
 def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -132,7 +161,7 @@ class LocalProvider:
         return self._n_ctx
 
     def count_tokens(self, text: str) -> int | None:
-        return self.load().count(text)
+        return load_tokenizer(self._path).count(text)
 
     def list_models(self) -> list[str]:
         return [self.model]
