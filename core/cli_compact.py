@@ -11,6 +11,8 @@ from core.engine import Budget, ContextEngine, Prompt
 from core.interchange import TranscriptError, message_to_record, read_transcript
 from core.messages import Message
 from core.policy import SummarizationPolicy
+from core.providers.base import ProviderError
+from core.providers.registry import make_provider
 from core.summarize import make_summarizer
 from core.tokens import TokenCounter
 
@@ -97,13 +99,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
     provider = None
-    if args.mode != "rule":
-        from core.providers.registry import make_provider
-
-        provider = make_provider(args.provider, base_url=args.base_url, model=args.model)
-    engine = ContextEngine(budget, SummarizationPolicy(mode=args.mode), TokenCounter(),
-                           make_summarizer(args.mode, provider))
-    result = replay(messages, engine)
+    try:
+        if args.mode != "rule":
+            provider = make_provider(args.provider, base_url=args.base_url, model=args.model)
+        engine = ContextEngine(budget, SummarizationPolicy(mode=args.mode), TokenCounter(),
+                               make_summarizer(args.mode, provider))
+        result = replay(messages, engine)
+    except (ProviderError, ValueError) as exc:
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 1
     if args.json:
         json.dump(result_json(result), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")

@@ -265,10 +265,10 @@ class HybridSummarizer(LLMSummarizer):
         facets.action_items = action_items(out)
         facets.unresolved_questions = out.unresolved_questions
         facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
-        trail = render_artifact_trail(facets)
-        # The trail and the user's words are what users miss most after compaction: they get room first.
+        # The trail and the user's words are what users miss most after compaction: they get room first, and
+        # within it the least needed parts go first (not simply the end of the text).
         trail_budget = request.max_tokens * 6 // 10
-        trail = fit_text(trail, trail_budget, request.counter) if trail else ""
+        trail = render_artifact_trail(facets, trail_budget, request.counter.count_text)
         narrative_budget = request.max_tokens - request.counter.count_text(trail) - 8
         narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
         text = fit_text("\n\n".join(p for p in (narrative, trail) if p), request.max_tokens, request.counter)

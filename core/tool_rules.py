@@ -23,6 +23,8 @@ from typing import Any
 from core.messages import Message, ToolCall
 from core.records import MAX_KEY_POINTS, CommandRun, Facets, ToolUsage
 from core.redact import redact, redact_obj
+from core.retention import (COMMAND_MATCH_CHARS, MAX_IDENTIFIERS, collect_facts, command_parts, normalize_command,
+                            project_root, user_text)
 
 KINDS = ("read_file", "shell", "search", "write_file", "edit_file", "list_files", "web", "default")
 
@@ -575,9 +577,7 @@ def one_line(call: ToolCall | None, result: Message, *, preserve_error_details: 
 # ---------------------------------------------------------------------------------------------------------------
 # Facets
 
-_BACKTICKED = re.compile(r"(?<!`)`([^`\n]{1,80})`(?!`)")
-_CODE_FENCE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
-MAX_ENTITIES = 40
+MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30
 REQUEST_LIMIT = 300
 _ROLE_ORDER = ("system", "user", "assistant", "tool")
@@ -598,20 +598,6 @@ def _pairs(messages: list[Message], preserve: bool) -> list[tuple[int, _Analysis
     return out
 
 
-def _entities(messages: list[Message]) -> list[str]:
-    seen: dict[str, None] = {}
-    for message in messages:
-        if message.role not in ("user", "assistant") or "`" not in message.content:
-            continue
-        for match in _BACKTICKED.finditer(_CODE_FENCE.sub(" ", message.content)):
-            name = match.group(1).strip()
-            if name:
-                seen.setdefault(name, None)
-            if len(seen) >= MAX_ENTITIES:
-                return list(seen)
-    return list(seen)
-
-
 def _facets(messages: list[Message], pairs: list[tuple[int, _Analysis]], preserve: bool) -> Facets:
     files_read: dict[str, None] = {}
     files_modified: dict[str, None] = {}
@@ -626,7 +612,8 @@ def _facets(messages: list[Message], pairs: list[tuple[int, _Analysis]], preserv
             elif a.kind in ("write_file", "edit_file"):
                 files_modified.setdefault(a.path, None)
         if a.kind == "shell" and a.command:
-            key = (_field(a.command, 200), a.outcome.exit_code if a.has_result else None)
+            # Normalized as the retention check reads commands: `mix test 2>&1 | tail -5` is `mix test`.
+            key = (_field(normalize_command(a.command), 300), a.outcome.exit_code if a.has_result else None)
             commands[key] = commands.get(key, 0) + 1
         if a.outcome.failed and len(errors) < MAX_ERRORS:
             error = (_error_detail(a.outcome.error_text) if preserve and a.outcome.error_text
@@ -645,16 +632,24 @@ def _facets(messages: list[Message], pairs: list[tuple[int, _Analysis]], preserv
                     suffix = f" (exit {a.outcome.exit_code})" if a.outcome.exit_code else " (failed)"
                 notable.setdefault(_field(a.target, 100) + suffix, None)
         tool_usage.append(ToolUsage(tool=tool, count=len(uses), notable=list(notable)))
+    # Exception names, compiler codes and failing tests anywhere in the outputs (an Elixir BadMapError is three
+    # lines below the "** (Mix)" line that fails the command), unless an error line already names them.
+    facts = collect_facts(messages)
+    for name in facts.errors:
+        if not any(name in line for line in errors):
+            errors.setdefault(name, None)
     roles = {m.role for m in messages}
+    requests = (user_text(m) for m in messages if m.role == "user")
     facets = Facets(
-        entities=_entities(messages),
+        entities=facts.identifiers[:MAX_ENTITIES],
         files_read=list(files_read),
         files_modified=list(files_modified),
         commands=[CommandRun(command=c, exit_code=code, count=n) for (c, code), n in commands.items()],
         errors=list(errors),
         tool_usage=tool_usage,
         participants=[role for role in _ROLE_ORDER if role in roles],
-        user_requests=[_field(m.content, REQUEST_LIMIT) for m in messages if m.role == "user" and m.content.strip()],
+        # What the user wrote, not what the client injected as a user message (skill bodies, reminders).
+        user_requests=[_field(text, REQUEST_LIMIT) for text in requests if text],
     )
     redacted, _ = redact_obj(facets)
     return redacted
@@ -674,12 +669,8 @@ _DECISION = re.compile(
     r"|because|will use|switch(?:ed)? to|going with|conclusion|must|should not|won't|don't)\b", re.IGNORECASE)
 _MARKDOWN_PREFIX = re.compile(r"^[#>*\-\s]+")
 MIN_SUMMARY_TOKENS = 50
-# The artifact trail in the text is the recent end of the facets (the facets themselves keep everything), so
-# that a long list of commands cannot crowd out the key points.
 MAX_REQUESTS = 60
-MAX_FOLDERS = 12
-MAX_COMMANDS = 15
-MAX_ERROR_LINES = 10
+COMMAND_LIMIT = 120
 
 # Key point priorities: what a reader most needs when the originals are gone.
 _FAILED, _DECISION_POINT, _CHANGE, _STATEMENT, _ROUTINE = 4, 3, 2, 2, 1
@@ -725,18 +716,11 @@ def _key_points(messages: list[Message], pairs: list[tuple[int, _Analysis]]) -> 
     return [text if counts[text] == 1 else f"{text} ×{counts[text]}" for text, _ in chosen]
 
 
-def _common_root(paths: list[str]) -> str:
-    if len(paths) < 2 or not all(p.startswith("/") for p in paths):
-        return ""
-    root = posixpath.commonpath(paths)
-    return root if root.count("/") >= 2 else ""
-
-
 def _grouped(paths: list[str], root: str) -> list[str]:
     """Paths grouped by folder, one line per folder: `lib/spotter/: application.ex, otel.ex` (relative to root)."""
     folders: dict[str, list[str]] = {}
     for path in paths:
-        shown = path[len(root):].lstrip("/") if root and path.startswith(root + "/") else path
+        shown = path[len(root):] if root and path.startswith(root) else path
         folder, name = posixpath.split(shown)
         folders.setdefault(folder + "/" if folder else "./", []).append(name or shown)
     # A folder with one file is shown as the plain path: as short, and the path stays greppable.
@@ -744,20 +728,59 @@ def _grouped(paths: list[str], root: str) -> list[str]:
             for folder, names in folders.items()]
 
 
+def _clip(text: str, limit: int) -> str:
+    """Text cut to `limit` characters plus a mark; unlike _field it keeps the first `limit` characters exactly."""
+    return text if len(text) <= limit + 1 else text[:limit] + "…"
+
+
+def _run_suffix(run: CommandRun) -> str:
+    # Success is the default: only a count and a non-zero exit code are worth their tokens.
+    return (f" ×{run.count}" if run.count > 1 else "") + (f" (exit {run.exit_code})" if run.exit_code else "")
+
+
 def _command_line(run: CommandRun) -> str:
-    exit_text = f"exit {run.exit_code}" if run.exit_code is not None else "exit ?"
-    return f"`{_field(run.command, 120)}` ({exit_text})" + (f" ×{run.count}" if run.count > 1 else "")
+    return f"`{_clip(run.command, COMMAND_LIMIT)}`{_run_suffix(run)}"
+
+
+def _command_groups(runs: list[CommandRun]) -> list[str]:
+    """The dense form of the command list: one line per program, each command's start kept (the part a reader
+    needs to recognize it): `grep: -r "foo" src/; -n bar x.py ×2 (exit 1)`."""
+    groups: dict[str, list[CommandRun]] = {}
+    for run in runs:
+        program, rest = command_parts(run.command)
+        groups.setdefault(program if rest else run.command + " ", []).append(run)
+    lines = []
+    for key, members in groups.items():
+        if len(members) == 1:
+            run = members[0]
+            lines.append(_clip(run.command, COMMAND_MATCH_CHARS) + _run_suffix(run))
+            continue
+        program = key.strip()
+        room = max(COMMAND_MATCH_CHARS - len(program) - 1, 1)
+        parts = [_clip(command_parts(run.command)[1], room) + _run_suffix(run) for run in members]
+        lines.append(f"{program}: " + "; ".join(parts))
+    return lines
 
 
 @dataclass
 class _Section:
     title: str
-    items: list[str]
+    items: list[Any]
     # Lower drops first; within a section items drop from `drop_from` ("start" = oldest first, "end").
-    drop_rank: int
+    drop_rank: float
     drop_from: str = "start"
     inline: bool = False  # items joined on the title line instead of one per line
     keep_first: bool = False  # the first item goes last (the conversation's opening request)
+    show: Callable[[Any], str] = str  # one item as text
+    # A denser rendering of all items, switched to (at `dense_rank`) before any item of the section is dropped.
+    dense: Callable[[list[Any]], list[str]] | None = None
+    dense_rank: float = 0.5
+    is_dense: bool = False
+
+    def lines(self) -> list[str]:
+        if self.is_dense and self.dense is not None:
+            return self.dense(self.items)
+        return [self.show(item) for item in self.items]
 
 
 def _render(header: str, sections: list[_Section]) -> str:
@@ -766,43 +789,72 @@ def _render(header: str, sections: list[_Section]) -> str:
         if not section.items:
             continue
         if section.inline:
-            lines.append(f"{section.title}: {', '.join(section.items)}")
+            lines.append(f"{section.title}: {', '.join(section.lines())}")
         else:
             lines.append(f"{section.title}:")
-            lines.extend(f"- {item}" for item in section.items)
+            lines.extend(f"- {line}" for line in section.lines())
     return "\n".join(lines)
+
+
+def _is_error_name(error: str) -> bool:
+    # Names (BadMapError, TS2345, tests/a.py::test_b) are single words; error lines are sentences.
+    return not any(c.isspace() for c in error)
 
 
 def _trail_sections(facets: Facets) -> list[_Section]:
     """The user's requests, then the artifact trail: files by folder, commands with exit codes, errors, entities."""
-    root = _common_root(facets.files_read + facets.files_modified)
+    paths = list(dict.fromkeys(facets.files_read + facets.files_modified))
+    # The folder most files are in, as the retention check finds it; one file is simply shown whole.
+    root = (project_root(paths) or "") if len(paths) > 1 else ""
+    modified = set(facets.files_modified)
+    only_read = [path for path in facets.files_read if path not in modified]
     return [
         _Section("User requests", list(facets.user_requests[:MAX_REQUESTS]), drop_rank=6, keep_first=True),
-        _Section("Files under", [root] if root else [], drop_rank=5, inline=True),
-        _Section("Files read", _grouped(facets.files_read, root)[-MAX_FOLDERS:], drop_rank=2),
-        _Section("Files modified", _grouped(facets.files_modified, root)[-MAX_FOLDERS:], drop_rank=4),
-        _Section("Commands", [_command_line(c) for c in facets.commands][-MAX_COMMANDS:], drop_rank=3),
-        _Section("Errors", list(facets.errors[-MAX_ERROR_LINES:]), drop_rank=4),
-        _Section("Entities", [f"`{e}`" for e in facets.entities[:MAX_ENTITIES]], drop_rank=1, drop_from="end",
+        _Section("Files under", [root.rstrip("/")] if root else [], drop_rank=5, inline=True),
+        _Section("Files modified", _grouped(facets.files_modified, root), drop_rank=4),
+        _Section("Files read", _grouped(only_read, root), drop_rank=2),
+        _Section("Commands", list(facets.commands), drop_rank=3, show=_command_line, dense=_command_groups),
+        _Section("Errors", [e for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
+        _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True),
+        _Section("Identifiers", [f"`{e}`" for e in facets.entities[:MAX_ENTITIES]], drop_rank=1, drop_from="end",
                  inline=True),
     ]
 
 
-def render_artifact_trail(facets: Facets) -> str:
-    """The user's requests and the artifact trail of `facets` as text (no token cap: the caller fits it)."""
-    text, _ = redact(_render("", _trail_sections(facets)))
-    return text
+def render_artifact_trail(facets: Facets, max_tokens: int | None = None,
+                          count_tokens: Callable[[str], int] | None = None) -> str:
+    """The user's requests and the artifact trail of `facets` as text; with a cap, the least needed parts go
+    first (identifiers, then error lines, files only read, commands (made dense first), ...; requests last)."""
+    sections = _trail_sections(facets)
+    if max_tokens is None or count_tokens is None:
+        text = _render("", sections)
+    else:
+        text = _fit("", sections, max_tokens, count_tokens) or ""
+    return redact(text)[0]
 
 
-def _drop_one(sections: list[_Section]) -> str | None:
-    """Remove the lowest-priority remaining item and return it; None when nothing is left to remove."""
-    for section in sorted(sections, key=lambda s: s.drop_rank):
+def _shrink_one(sections: list[_Section], count_tokens: Callable[[str], int]) -> int | None:
+    """Take the cheapest loss: make a section dense or drop its least needed item. Returns the estimated tokens
+    saved, or None when nothing is left to remove."""
+    steps: list[tuple[float, int, _Section, bool]] = []
+    for position, section in enumerate(sections):
         if not section.items:
             continue
-        if section.keep_first and len(section.items) > 1:
-            return section.items.pop(1)
-        return section.items.pop(0 if section.drop_from == "start" else -1)
-    return None
+        steps.append((section.drop_rank, position, section, False))
+        if section.dense is not None and not section.is_dense:
+            steps.append((section.dense_rank, position, section, True))
+    if not steps:
+        return None
+    _, _, section, densify = min(steps, key=lambda step: step[:2])
+    if densify:
+        before = count_tokens("\n".join(section.lines()))
+        section.is_dense = True
+        return before - count_tokens("\n".join(section.lines()))
+    if section.keep_first and len(section.items) > 1:
+        item = section.items.pop(1)
+    else:
+        item = section.items.pop(0 if section.drop_from == "start" else -1)
+    return count_tokens(f"- {section.show(item)}\n")
 
 
 def _fit(header: str, sections: list[_Section], max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
@@ -810,16 +862,16 @@ def _fit(header: str, sections: list[_Section], max_tokens: int, count_tokens: C
     text = _render(header, sections)
     total = count_tokens(text)
     while total > max_tokens:
-        # Drop by estimated cost (one count per dropped item, not one per re-render), then re-measure: token
-        # counts of joined text are close to, but not exactly, additive, so another round may drop a little more.
-        estimate, dropped = total, False
+        # Shrink by estimated savings (one count per step, not one per re-render), then re-measure: token counts
+        # of joined text are close to, but not exactly, additive, so another round may drop a little more.
+        estimate, shrunk = total, False
         while estimate > max_tokens:
-            item = _drop_one(sections)
-            if item is None:
+            saved = _shrink_one(sections, count_tokens)
+            if saved is None:
                 break
-            dropped = True
-            estimate -= count_tokens(f"- {item}\n")
-        if not dropped:
+            shrunk = True
+            estimate -= saved
+        if not shrunk:
             return None
         text = _render(header, sections)
         total = count_tokens(text)

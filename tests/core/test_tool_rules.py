@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from core.interchange import read_transcript
 from core.messages import Message, ToolCall
+from core.retention import check_retention, normalize_command
 from core.tokens import TokenCounter
 from core.tool_rules import (canonical_tool, extract_facets, one_line, render_artifact_trail, rule_summary)
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
@@ -257,7 +258,7 @@ def test_facets_of_a_claude_code_session():
     assert "String to replace not found in file." in facets.errors
     assert any(e.startswith("** (Mix) Could not start application opentelemetry") for e in facets.errors)
     assert "/home/USER/projects/spotter-worktrees/spotter-4te/lib/spotter/telemetry/otel.ex" in facets.files_modified
-    assert "SpotterWeb.OtelTraceHelpers" in facets.entities and len(facets.entities) <= 40
+    assert "SpotterWeb.OtelTraceHelpers" in facets.entities and len(facets.entities) <= 60
     assert facets.user_requests[0].startswith("Work on bead spotter-4te.")
     # A failed edit modified nothing.
     failed = tool("Edit", "<tool_use_error>String to replace not found in file.</tool_use_error>",
@@ -275,7 +276,7 @@ def test_rule_summary_keeps_requests_key_points_and_artifact_trail():
     assert facets.user_requests[0][:200] in text
     assert 0 < len(key_points) <= 30 and all(k in text for k in key_points)
     assert "/testbed/src/marshmallow/fields.py" in text or "marshmallow/: fields.py" in text
-    assert "`python reproduce.py` (exit 0) ×2" in text
+    assert "`python reproduce.py` ×2\n" in text  # success is the default: no "(exit 0)"
     assert COUNT(text) <= 2000
     assert rule_summary(messages, max_tokens=2000, count_tokens=COUNT)[0] == text  # deterministic
 
@@ -314,6 +315,73 @@ def test_small_room_gives_a_marker():
     text, key_points, facets = rule_summary(claude_slice(), max_tokens=49, count_tokens=COUNT)
     assert text == "[300 earlier messages summarized; no room for details]" and key_points == []
     assert facets.files_modified  # the facts are still extracted for the record
+
+
+# ----- what the summary keeps (the facts the retention check counts) ------------------------------------------
+
+def bash(index: int, command: str, output: str) -> list[Message]:
+    call = ToolCall(id=f"bash-{index}", name="Bash", arguments={"command": command})
+    return [Message(role="assistant", tool_calls=(call,)),
+            Message(role="tool", name="Bash", tool_call_id=call.id, content=output)]
+
+
+def test_exception_name_deep_in_a_covered_output_is_in_the_rule_summary():
+    # Message 110 fails with "** (Mix) Could not start application"; the BadMapError is three lines further down.
+    messages = list(transcript("claudecode_session.jsonl")[:120])
+    text, _, facets = rule_summary(messages, max_tokens=1500, count_tokens=COUNT)
+    assert "BadMapError" in facets.errors
+    assert "BadMapError" in text
+    assert check_retention(messages, text).missing["errors"] == []
+
+
+def test_every_distinct_command_of_a_stretch_is_in_the_summary_with_its_count():
+    messages = list(transcript("claudecode_session.jsonl")[:405])
+    commands = {normalize_command(c.arguments["command"]) for m in messages for c in m.tool_calls if c.name == "Bash"}
+    assert len(commands) > 40
+    text, _, facets = rule_summary(messages, max_tokens=4000, count_tokens=COUNT)
+    assert {run.command for run in facets.commands} == commands
+    retention = check_retention(messages, text)
+    assert retention.missing["commands"] == [] and retention.kept["commands"] == retention.total["commands"]
+    assert "`git status` ×4\n" in text
+    # Success is the default: only a non-zero exit code is written.
+    assert "(exit 0)" not in text and "(exit 1)" in text
+
+
+def test_commands_are_counted_as_the_retention_check_normalizes_them():
+    messages = [*bash(1, "mix test 2>&1 | tail -50", "ok"), *bash(2, "mix  test | head -20", "ok"),
+                *bash(3, "mix test", "Exit code 2\n1 test, 1 failure")]
+    facets = extract_facets(messages)
+    assert [(c.command, c.count, c.exit_code) for c in facets.commands] == [("mix test", 2, 0), ("mix test", 1, 2)]
+    trail = render_artifact_trail(facets)
+    assert "`mix test` ×2\n- `mix test` (exit 2)" in trail
+    assert check_retention(messages, trail).missing["commands"] == []
+
+
+def test_short_of_room_commands_are_grouped_by_program_before_any_is_dropped():
+    messages = [m for i in range(12) for m in bash(i, f"grep -rn pattern_{i} lib/some/long/folder/name_{i}/", "x")]
+    messages += bash(99, "mix compile --warnings-as-errors", "Exit code 1\nerror: undefined function")
+    roomy = render_artifact_trail(extract_facets(messages))
+    room = COUNT(roomy) * 3 // 4
+    dense = render_artifact_trail(extract_facets(messages), room, COUNT)
+    assert COUNT(dense) <= room
+    assert "- grep: -rn pattern_0 lib/some/long/folder/name_0/; -rn pattern_1 " in dense
+    assert "mix compile --warnings-as-errors (exit 1)" in dense
+    assert check_retention(messages, dense).missing["commands"] == []
+
+
+def test_injected_user_messages_are_not_requests():
+    facets = extract_facets(list(transcript("claudecode_session.jsonl")[:405]))
+    assert facets.user_requests == [facets.user_requests[0]]
+    assert facets.user_requests[0].startswith("Work on bead spotter-4te.")
+
+
+def test_a_capped_trail_drops_identifiers_and_error_lines_before_error_names_and_requests():
+    messages = list(transcript("claudecode_session.jsonl")[:405])
+    facets = extract_facets(messages)
+    trail = render_artifact_trail(facets, 300, COUNT)
+    assert COUNT(trail) <= 300
+    assert "Work on bead spotter-4te." in trail and "BadMapError" in trail
+    assert "Identifiers:" not in trail and "Files modified:" in trail
 
 
 # ----- secrets ----------------------------------------------------------------------------------------------------

@@ -1,0 +1,52 @@
+"""`precis compact`: what a user sees from the command line."""
+
+from __future__ import annotations
+
+import json
+
+from core.cli import main
+from core.interchange import read_transcript
+from tests.conftest import SHARED_TRANSCRIPTS
+
+
+def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(capsys):
+    path = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
+    assert main(["compact", str(path), "--context-tokens", "8192", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    originals = read_transcript(path)
+    stats = result["stats"]
+    assert stats["messages"] == len(originals) and stats["context_tokens"] <= stats["budget"] == 8192 - 512
+    assert result["summaries"] and all(s["retention"] is not None for s in result["summaries"])
+    # Every message in the context is in the interchange format, and summaries appear as such.
+    assert all(set(m) >= {"role", "content", "name", "tool_args"} for m in result["context"])
+    assert any(m["content"].startswith("[Summary") for m in result["context"])
+    # "archived" lists exactly the originals not sent verbatim.
+    verbatim = {m["content"] for m in result["context"]}
+    for index in result["archived"][:50]:
+        original = originals[index]
+        assert original.content not in verbatim or not original.content
+    kept = set(range(len(originals))) - set(result["archived"])
+    assert all(originals[i].content in verbatim for i in kept)
+
+
+def test_plain_report_names_the_chain(capsys):
+    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "summaries made:" in out and "kept: files" in out
+
+
+def test_bad_line_is_reported_with_its_number(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": "hi"}\n{"role": "user", "content": 5}\n', encoding="utf-8")
+    assert main(["compact", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl, line 2" in err and "'content'" in err
+
+
+def test_missing_file_and_missing_key_are_clear_errors(tmp_path, capsys, monkeypatch):
+    assert main(["compact", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--mode", "llm", "--provider", "openai"])
+    assert code == 1
+    assert "no API key for openai" in capsys.readouterr().err
