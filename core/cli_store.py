@@ -107,6 +107,9 @@ def run_context(args: argparse.Namespace) -> int:
     print(f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}, {counted}); "
           f"window {usage.window}, {usage.reserve_output} reserved for the reply")
     print(f"  [{_bar(usage.ratio)}]")
+    if usage.ratio > 1:
+        print("  over the budget: only what fits is sent (old tool outputs shrunk, oldest messages left out); "
+              "the next message summarizes, or /summarize in the app")
     labels = {"system": "system prompt", "summaries": "summaries", "messages": "messages",
               "tool_outputs": "tool outputs"}
     for kind, label in labels.items():
@@ -117,8 +120,9 @@ def run_context(args: argparse.Namespace) -> int:
     for record in chain:
         covered = len(engine.archived_messages(record.id))
         fallback = ", fallback to rules" if record.fallback_used else ""
+        kept = f"\n     kept: {record.retention.describe()}" if record.retention else ""
         print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "
-              f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger})")
+              f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger}){kept}")
     return 0
 
 

@@ -160,6 +160,9 @@ class ContextEngine:
         engine.records = list(records)
         engine._by_record = {r.id: r for r in engine.records}
         engine._rebuild()
+        for record in engine._chain:
+            if record.retention is None:  # e.g. a summary imported from another tool
+                engine._check_retention(record)
         last = max((engine._position.get(mid, -1) for mid in engine._hidden_by), default=-1)
         engine._since_summary = len(engine.messages) - 1 - last if engine._chain else len(engine.messages)
         return engine

@@ -4,7 +4,9 @@
   function tools) onto a few kinds.
 - `one_line` is the one-line summary that replaces an old tool output in the prompt, e.g.
   `[✓ Read: File: /app.ts | Lines: 100 | Type: TypeScript]` or `[❌ Bash: Command: npm test | Exit: 1 | Error: ...]`.
-- `extract_facets` pulls the artifact trail (files, commands, errors, tool usage, user requests) out of messages.
+- `extract_facets` pulls the artifact trail (files, commands, errors, tool usage, user requests) out of messages,
+  reading commands, error names, identifiers and the user's own words as `core.retention` does, so that what the
+  trail shows is what the retention check counts.
 - `rule_summary` writes one block summarizing many dropped messages, within a token cap.
 
 Everything that leaves this module passes through `core.redact`: secrets in tool outputs or arguments never reach a
@@ -888,8 +890,9 @@ def rule_summary(
     """One block summarizing `messages`, at most `max_tokens` as counted by `count_tokens`.
 
     Returns (text, key points present in the text, facets). Under budget pressure key points go first (oldest
-    side), then entities, files, commands and errors; user requests go last. Below 50 tokens of room the block is
-    a one-line marker.
+    side), then the commands are grouped by program, then identifiers, files only read, error lines, commands,
+    files modified and error names drop; user requests go last. Below 50 tokens of room the block is a one-line
+    marker.
     """
     pairs = _pairs(messages, preserve_error_details)
     facets = _facets(messages, pairs, preserve_error_details)

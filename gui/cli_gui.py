@@ -81,15 +81,18 @@ def run_screenshot(args: argparse.Namespace) -> int:
         window.resize(width, height)
         window.inspector.setVisible(not args.no_inspector)
         window.show()
-        loop = QEventLoop()
-        window.chat_opened.connect(lambda _id: QTimer.singleShot(300, loop.quit))
-        window.job_failed.connect(lambda _error: QTimer.singleShot(300, loop.quit))
-        QTimer.singleShot(20_000, loop.quit)
         if chat_id is not None:
             window.open_chat(chat_id)
-        elif window.session is None:
-            QTimer.singleShot(100, loop.quit)
+        # Wait until the chat is open and its work done (counting, a summary it was due): nothing half-drawn.
+        loop = QEventLoop()
+        poll = QTimer()
+        poll.setInterval(50)
+        poll.timeout.connect(lambda: _settled(window) and loop.quit())
+        poll.start()
+        window.job_failed.connect(lambda _error: QTimer.singleShot(300, loop.quit))
+        QTimer.singleShot(60_000, loop.quit)
         loop.exec()
+        poll.stop()
         if window.inspector.chain.rowCount():
             window.inspector.chain.selectRow(0)  # the newest summary, with its text and facets
         # Paint twice: the first paint measures the visible rows, the second lays them out exactly.
@@ -105,3 +108,8 @@ def run_screenshot(args: argparse.Namespace) -> int:
     finally:
         store.close()
 
+
+def _settled(window) -> bool:
+    if window.runner.busy:
+        return False
+    return window.session is None or (window.snapshot is not None and not window.chat_runner.busy)

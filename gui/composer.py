@@ -6,6 +6,8 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QFileDialog, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
 
+from gui.wording import brief
+
 DRAFT_SAVE_MS = 400
 
 
@@ -113,10 +115,13 @@ class Composer(QFrame):
         self.stop_button.setVisible(streaming)
         self.send_button.setVisible(not streaming)
 
-    def set_hint(self, text: str, error: bool = False) -> None:
+    def set_hint(self, text: str, error: bool = False, details: str = "") -> None:
+        """One short line under the box; a long text is cut, and shown whole in the tooltip."""
         self.hint.setObjectName("error" if error else "muted")
         self.hint.setStyleSheet("")
-        self.hint.setText(text)
+        shown = brief(text)
+        self.hint.setText(shown)
+        self.hint.setToolTip(details or (text if shown != text.strip() else ""))
 
     def _submit(self) -> None:
         text = self.text()

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyle, QStyl
 from core.messages import Message
 from core.records import SummaryRecord
 from gui import theme
-from gui.markdown import is_code_block, markdown_document, monospace_font, plain_document
+from gui.markdown import is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -276,8 +276,8 @@ class MessageDelegate(QStyledItemDelegate):
                 text += "\n\n" + "\n".join(f"- {point}" for point in record.key_points)
             if not row.expanded:
                 text, total = _first_lines(text, SUMMARY_PREVIEW_LINES)
-                return text, False, max(0, total - SUMMARY_PREVIEW_LINES)
-            return text, False, 0
+                return summary_markdown(text), False, max(0, total - SUMMARY_PREVIEW_LINES)
+            return summary_markdown(text), False, 0
         message = row.message
         if kind == "tool_call":
             return _tool_call_details(message), True, 0

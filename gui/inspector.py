@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
@@ -26,11 +27,12 @@ from PySide6.QtWidgets import (
 )
 
 from core.engine import UsageReport
+from core.messages import Message
 from core.policy import SummarizationPolicy
 from core.records import SummaryRecord
 from gui import theme
 from gui.conversation import ConversationView, Row
-from gui.markdown import SafeDocument
+from gui.markdown import SafeDocument, markdown_literal, summary_markdown
 
 KIND_LABELS = {
     "system": "System prompt",
@@ -125,7 +127,12 @@ class ResultCard(QFrame):
             f"(<b>{saved:,} saved</b>)",
         ]
         if facets.files_modified:
-            lines.append("Files modified: " + _escape(", ".join(facets.files_modified[:6])))
+            names = [path.rstrip("/").rsplit("/", 1)[-1] for path in facets.files_modified]
+            more = f" and {len(names) - 4} more" if len(names) > 4 else ""
+            lines.append(f"Files modified ({len(names)}): " + _escape(", ".join(names[:4]) + more))
+            self.setToolTip("Files modified:\n" + "\n".join(facets.files_modified))
+        else:
+            self.setToolTip("")
         if facets.commands:
             lines.append("Commands: " + _escape(", ".join(
                 f"{c.command[:40]}" + (f" → {c.exit_code}" if c.exit_code is not None else "")
@@ -158,6 +165,16 @@ CHAIN_COLUMNS = (
 
 def compact_tokens(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
+
+
+@dataclass(frozen=True)
+class ActionState:
+    """What the inspector's buttons can act on."""
+
+    chat_open: bool = False
+    summarizable: bool = False
+    undoable: bool = False
+    selected: Message | None = None
 
 
 class Inspector(QFrame):
@@ -222,9 +239,9 @@ class Inspector(QFrame):
         self.summarize_button = QPushButton("Summarize now")
         self.summarize_button.setObjectName("primary")
         self.undo_button = QPushButton("Undo last")
-        self.undo_button.setToolTip("Undo the latest summary: its messages come back exactly")
-        self.pin_button = QPushButton("Pin / unpin")
-        self.pin_button.setToolTip("Pin the selected message so it is never summarized (or unpin it)")
+        self.pin_button = QPushButton("Pin")
+        self._busy = False
+        self._actions = ActionState()
         actions = QHBoxLayout()
         actions.addWidget(self.summarize_button)
         actions.addWidget(self.undo_button)
@@ -300,11 +317,40 @@ class Inspector(QFrame):
         self.notice_undo.clicked.connect(self.undo_requested)
         self.pin_button.clicked.connect(self.pin_requested)
         self.chain.itemSelectionChanged.connect(self._selection_changed)
+        self._update_buttons()
 
     # ---- state --------------------------------------------------------------------------------------------
     def set_busy(self, busy: bool) -> None:
-        for button in (self.summarize_button, self.undo_button, self.notice_undo):
-            button.setEnabled(not busy)
+        self._busy = busy
+        self._update_buttons()
+
+    def set_actions(self, state: ActionState) -> None:
+        self._actions = state
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        """Each button is enabled only when it can act; its tooltip says what it does, or why it cannot."""
+        state, busy = self._actions, self._busy
+        waiting = "Wait for the reply to finish"
+        if not state.chat_open:
+            summarize = undo = pin = "No chat is open"
+        else:
+            summarize = (waiting if busy else None if state.summarizable else
+                         "Nothing to summarize yet: the most recent messages are always kept verbatim")
+            undo = waiting if busy else None if state.undoable else "No summary to undo in this chat"
+            pin = None if state.selected is not None else "Select a message in the conversation to pin it"
+        pinned = state.selected is not None and state.selected.pinned
+        self.pin_button.setText("Unpin" if pinned else "Pin")
+        for button, reason, action in (
+            (self.summarize_button, summarize, "Summarize the older messages now (instructions above are optional)"),
+            (self.undo_button, undo, "Undo the latest summary: its messages come back exactly"),
+            (self.notice_undo, undo, "Undo this summary: its messages come back exactly"),
+            (self.pin_button, pin, "Let the selected message be summarized again" if pinned else
+             "Keep the selected message verbatim: it is never summarized"),
+        ):
+            button.setEnabled(reason is None)
+            button.setToolTip(reason or action)
+        self.instructions.setEnabled(summarize is None)
 
     def show_snapshot(self, snapshot) -> None:
         self._snapshot = snapshot
@@ -327,7 +373,6 @@ class Inspector(QFrame):
             self.thresholds.setText(
                 f"Summarizes at {policy.trigger_ratio:.0%}, re-arms below {policy.reset_ratio:.0%}"
                 + ("" if policy.enabled else " · automatic summaries are off"))
-        self.undo_button.setEnabled(bool(snapshot.chain))
         self._fill_chain(snapshot.chain)
 
     def _fill_chain(self, chain: list[SummaryRecord]) -> None:
@@ -413,9 +458,10 @@ def _titled(title: str, widget: QWidget) -> QWidget:
 def record_markdown(record: SummaryRecord) -> str:
     """A summary's text, key points and facets, for reading."""
     facets = record.facets
-    parts = [record.text]
+    parts = ["#### Summary text (what the model reads)", summary_markdown(record.text),
+             "#### Facts kept with it"]
     if record.key_points:
-        parts.append("**Key points**\n\n" + "\n".join(f"- {p}" for p in record.key_points))
+        parts.append("**Key points**\n\n" + "\n".join(f"- {markdown_literal(p)}" for p in record.key_points))
     listed = (
         ("Decisions", facets.decisions), ("Unresolved questions", facets.unresolved_questions),
         ("User requests", facets.user_requests), ("Files read", facets.files_read),
@@ -424,10 +470,10 @@ def record_markdown(record: SummaryRecord) -> str:
     )
     for title, items in listed:
         if items:
-            parts.append(f"**{title}**\n\n" + "\n".join(f"- {_md_escape(i)}" for i in items[:30]))
+            parts.append(f"**{title}**\n\n" + "\n".join(f"- {markdown_literal(i)}" for i in items[:30]))
     if facets.action_items:
         parts.append("**Action items**\n\n" + "\n".join(
-            f"- {_md_escape(a.task)}" + (f" ({a.owner})" if a.owner else "") + (f", due {a.due}" if a.due else "")
+            f"- {markdown_literal(a.task)}" + (f" ({a.owner})" if a.owner else "") + (f", due {a.due}" if a.due else "")
             for a in facets.action_items))
     if facets.commands:
         parts.append("**Commands**\n\n" + "\n".join(
@@ -440,11 +486,5 @@ def record_markdown(record: SummaryRecord) -> str:
         meta.append(f"instructions: {record.instructions}")
     if record.retention:
         meta.append("retention: " + record.retention.describe())
-    parts.append("_" + " · ".join(_md_escape(m) for m in meta) + "_")
+    parts.append("_" + " · ".join(markdown_literal(m) for m in meta) + "_")
     return "\n\n".join(parts)
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_").replace("`", "\\`")
-
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QProgressBar,
     QPushButton,
     QSplitter,
+    QStackedWidget,
     QTextEdit,
     QVBoxLayout,
     QWidget,
@@ -28,16 +30,24 @@ from core.messages import Message
 from core.providers.base import Provider
 from core.providers.registry import api_key_for, make_provider, save_api_key
 from core.store import Store
+from gui import theme
 from gui.chat_list import ChatList
 from gui.composer import Composer
 from gui.conversation import ConversationView, Row, build_rows
-from gui.inspector import Inspector
+from gui.inspector import ActionState, Inspector
 from gui.session import GLOBAL_POLICY_KEY, ChatSession, ReplyResult, Snapshot
 from gui.settings_dialog import PROVIDER_KEY, ProviderChoice, SettingsDialog
+from gui.welcome import WelcomePanel
+from gui.wording import NEW_CHAT_TITLE, brief, title_from
 from gui.workers import Job, Runner, StreamBuffer, StreamPump
 
 log = logging.getLogger("precis.gui")
 
+# Why the engine summarized, in the user's words.
+AUTOMATIC_REASONS = {
+    "overflow": "the chat no longer fit the model's window",
+    "threshold": "the context reached the trigger",
+}
 CLOSE_WAIT_MS = 15_000
 UNDO_OFFER_MS = 15_000
 
@@ -76,15 +86,16 @@ class MainWindow(QMainWindow):
         self.conversation = ConversationView()
         self.composer = Composer()
         self.inspector = Inspector()
-        self.empty_label = QLabel("Start a new chat, or import a transcript.")
-        self.empty_label.setObjectName("muted")
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.welcome = WelcomePanel()
+        self.centre_stack = QStackedWidget()
+        self.centre_stack.addWidget(self.welcome)
+        self.centre_stack.addWidget(self.conversation)
 
         centre = QWidget()
         centre_layout = QVBoxLayout(centre)
         centre_layout.setContentsMargins(0, 0, 0, 12)
         centre_layout.setSpacing(8)
-        centre_layout.addWidget(self.conversation, 1)
+        centre_layout.addWidget(self.centre_stack, 1)
         composer_box = QWidget()
         composer_layout = QVBoxLayout(composer_box)
         composer_layout.setContentsMargins(18, 0, 18, 0)
@@ -111,13 +122,21 @@ class MainWindow(QMainWindow):
         self._status_undo_timer.setSingleShot(True)
         self._status_undo_timer.setInterval(UNDO_OFFER_MS)
         self._status_undo_timer.timeout.connect(self.status_undo.hide)
+        # Which model answers and whether it can (loading, ready, the reason it cannot), and how tokens are counted.
+        self.model_status = QLabel()
+        self.count_status = QLabel()
         self.statusBar().addPermanentWidget(self.status_undo)
         self.statusBar().addPermanentWidget(self.progress)
+        self.statusBar().addPermanentWidget(self.count_status)
+        self.statusBar().addPermanentWidget(self.model_status)
         self._status_undo_action: Callable[[], None] | None = None
         self.status_undo.clicked.connect(self._run_status_undo)
 
         self._build_menu()
         self._connect()
+        self._show_provider()
+        self._update_centre()
+        self._update_actions()
         self.refresh_chats()
         if load_model:
             self._load_model()
@@ -178,6 +197,10 @@ class MainWindow(QMainWindow):
         self.conversation.regenerate_requested.connect(lambda _id: self.regenerate())
         self.composer.cancel_requested.connect(self.cancel_edit)
         self.conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
+        self.conversation.selectionModel().selectionChanged.connect(self._update_actions)
+        for changed in (self.conversation.conversation.modelReset, self.conversation.conversation.rowsInserted,
+                        self.conversation.conversation.rowsRemoved):
+            changed.connect(self._update_centre)
 
     def _configured_provider(self) -> Provider:
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
@@ -187,21 +210,55 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"{choice.kind}: {exc}; using the local model", 10_000)
             return make_provider("local")
 
+    def _show_provider(self) -> None:
+        self.welcome.set_provider(self.provider.name, self.provider.model)
+        hosted = getattr(self.provider, "load", None) is None
+        # A hosted model is not contacted until the first reply: "configured", not "ready".
+        self._set_model_state("configured" if hosted else "not loaded yet")
+
+    def _set_model_state(self, state: str, reason: str = "") -> None:
+        self.model_state = state
+        error = state == "unavailable"
+        self.model_status.setText(f"{self.provider.name} · {self.provider.model} · {state}")
+        self.model_status.setStyleSheet(f"color: {theme.ERROR_TEXT};" if error else "")
+        self.model_status.setToolTip(reason or {
+            "configured": "Replies come from this hosted model; it is contacted when you send a message",
+            "ready": "The model is loaded and answers offline",
+            "loading…": "Loading the model in the background; the window stays usable",
+        }.get(state, ""))
+
     def _load_model(self) -> None:
         load = getattr(self.provider, "load", None)
         if load is None:
             self.model_ready.emit()
             return
+        provider = self.provider
         job = self.runner.submit("load the model", lambda _job: load())
-        self._busy(job, f"Loading the local model {self.provider.model}…")
-        job.succeeded.connect(lambda _m: (self.statusBar().showMessage(f"{self.provider.model} ready", 4000),
-                                          self.model_ready.emit()))
+        self._set_model_state("loading…")
+        self._busy(job, f"Loading the local model {provider.model}…", report_failure=False)
 
-    def _busy(self, job: Job, text: str) -> None:
-        """Show progress while `job` runs; report its failure."""
+        def loaded(_model) -> None:
+            if self.provider is provider:
+                self._set_model_state("ready")
+                self.model_ready.emit()
+
+        def failed(error: str) -> None:
+            if self.provider is not provider:
+                return
+            self._set_model_state("unavailable", error)
+            self.composer.set_hint(f"The model could not load: {error}. Choose a hosted provider in "
+                                   "File → Settings to chat meanwhile.", error=True)
+            self.job_failed.emit(error)
+
+        job.succeeded.connect(loaded)
+        job.failed.connect(failed)
+
+    def _busy(self, job: Job, text: str, report_failure: bool = True) -> None:
+        """Show progress while `job` runs; report its failure (unless the caller does)."""
         self.progress.show()
         self.statusBar().showMessage(text)
-        job.failed.connect(self._job_failed)
+        if report_failure:
+            job.failed.connect(self._job_failed)
         job.finished.connect(self._idle_if_done)
 
     def _idle_if_done(self) -> None:
@@ -211,8 +268,27 @@ class MainWindow(QMainWindow):
                 self.statusBar().clearMessage()
 
     def _job_failed(self, error: str) -> None:
-        self.statusBar().showMessage(error, 15_000)
+        self.statusBar().showMessage(brief(error), 15_000)
         self.job_failed.emit(error)
+
+    def _update_centre(self) -> None:
+        """The welcome text until the open chat has a message; the conversation after."""
+        empty = self.conversation.conversation.rowCount() == 0
+        self.centre_stack.setCurrentWidget(self.welcome if empty else self.conversation)
+
+    def _update_actions(self) -> None:
+        snapshot = self.snapshot if self.session is not None else None
+        row = self.conversation.selected_row()
+        self.inspector.set_actions(ActionState(
+            chat_open=self.session is not None,
+            summarizable=snapshot is not None and snapshot.summarizable,
+            undoable=snapshot is not None and bool(snapshot.chain),
+            selected=row.message if self.session is not None and row is not None else None,
+        ))
+
+    def _update_title(self) -> None:
+        chat = next((c for c in self.chat_list.chats if self.session and c.id == self.session.chat_id), None)
+        self.setWindowTitle(f"{chat.title} — Precis" if chat else "Precis")
 
     # ---- chats ------------------------------------------------------------------------------------------------
     def refresh_chats(self) -> None:
@@ -221,11 +297,12 @@ class MainWindow(QMainWindow):
         chats = self.store.list_chats()
         current = self.session.chat_id if self.session else None
         self.chat_list.set_chats(chats, current)
+        self._update_title()
         if self.session is None and chats and not self._closing:
             self.open_chat(chats[0].id)
 
-    def new_chat(self) -> str:
-        chat_id = self.store.create_chat("New chat")
+    def new_chat(self, title: str = NEW_CHAT_TITLE) -> str:
+        chat_id = self.store.create_chat(title)
         self.refresh_chats()
         self.open_chat(chat_id)
         self.composer.edit.setFocus()
@@ -265,6 +342,7 @@ class MainWindow(QMainWindow):
         self.chat_runner = Runner(max_threads=1, parent=self)
         session = self.session
         self.chat_list.set_chats(self.chat_list.chats, chat_id)
+        self._update_title()
         self.composer.set_text(self.store.get_draft(chat_id))
         self.composer.set_hint("")
         self.inspector.hide_notice()
@@ -274,6 +352,14 @@ class MainWindow(QMainWindow):
         build = self._chat_job("count the context", lambda _job: session.build_engine())
         build.succeeded.connect(self._apply_snapshot)
         build.succeeded.connect(lambda _snap: self.chat_opened.emit(chat_id))
+        build.succeeded.connect(lambda _snap: self._summarize_if_due(session))
+
+    def _summarize_if_due(self, session: ChatSession) -> None:
+        """A chat opened past its trigger (an import, a smaller window) is summarized now, in the background."""
+        if self.session is not session:
+            return
+        job = self._chat_job("summarize the older messages", lambda _job: session.summarize_if_due())
+        job.succeeded.connect(lambda snap: snap is not None and self.session is session and self._apply_snapshot(snap))
 
     def _close_session(self) -> None:
         if self.session is None:
@@ -290,6 +376,8 @@ class MainWindow(QMainWindow):
             runner.wait(CLOSE_WAIT_MS)
             runner.setParent(None)
         session.close()
+        self._update_actions()
+        self._update_title()
 
     def _chat_job(self, label: str, fn: Callable[[Job], Any]) -> Job:
         """Run on the open chat's serial worker; failures are shown, never silent."""
@@ -314,6 +402,9 @@ class MainWindow(QMainWindow):
         if rebuild_rows or (rebuild_rows is None and changed):
             self._show_rows(snapshot)
         self.inspector.show_snapshot(snapshot)
+        self._update_actions()
+        self.count_status.setText("" if snapshot.usage is None else
+                                  "exact token counts" if snapshot.usage.exact else "estimated token counts")
         for event in snapshot.events:
             self._announce(event)
         self.snapshot_shown.emit()
@@ -329,15 +420,17 @@ class MainWindow(QMainWindow):
         automatic = record.trigger not in ("manual",)
         self.inspector.result_card.show_record(record, automatic)
         if automatic:
+            why = AUTOMATIC_REASONS.get(event.reason, event.reason)
             self.inspector.show_notice(
-                f"Older messages were summarized automatically ({event.reason}): "
-                f"{event.tokens_before:,} → {event.tokens_after:,} tokens.")
+                f"Older messages were summarized automatically ({why}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens. The originals are kept.")
 
     # ---- sending ------------------------------------------------------------------------------------------------
     def submit(self, text: str) -> None:
-        """What the composer sends: a slash command, or a message to the model."""
+        """What the composer sends: a slash command, or a message to the model. With no chat open, one is
+        created, titled from the text."""
         if self.session is None:
-            self.new_chat()
+            self.new_chat(title_from(text))
         try:
             command = slash.parse(text)
         except slash.SlashError as exc:
@@ -355,6 +448,7 @@ class MainWindow(QMainWindow):
             return
         session = self.session
         message = Message(role="user", content=text)
+        self._title_untitled_chat(text)
         replaced = self._tail_from(self.editing) if self.editing is not None else []
         self.editing = None
         self.composer.set_text("")
@@ -378,6 +472,13 @@ class MainWindow(QMainWindow):
             added.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
         added.succeeded.connect(lambda _snap: self.start_reply(
             ("Message edited and resent.", replaced, [message.id]) if replaced else None))
+
+    def _title_untitled_chat(self, text: str) -> None:
+        """A chat made with "New chat" takes its title from its first message."""
+        chat = next((c for c in self.chat_list.chats if c.id == self.session.chat_id), None)
+        if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.conversation.rowCount() == 0:
+            self.store.rename_chat(chat.id, title_from(text))
+            self.refresh_chats()
 
     def _tail_from(self, message: Message) -> list[Message]:
         """The message and everything after it in the chat (what edit-and-resend replaces)."""
@@ -480,7 +581,9 @@ class MainWindow(QMainWindow):
             self._pump.stop()
         self.conversation.conversation.update_message(result.message, streaming=False, error=result.problem)
         if result.problem:
-            self.statusBar().showMessage(f"Reply stopped: {result.problem}", 10_000)
+            self.statusBar().showMessage(f"Reply stopped: {brief(result.problem)}", 10_000)
+        elif self.model_state == "configured":
+            self._set_model_state("ready")
         self._apply_snapshot(result.snapshot)
         if self._replaced is not None:
             self._offer_replaced_back(self._replaced, result.message)
@@ -557,7 +660,7 @@ class MainWindow(QMainWindow):
 
     def attach_files(self, paths: list[str]) -> None:
         if self.session is None:
-            self.new_chat()
+            self.new_chat(title_from(", ".join(Path(path).name for path in paths)))
 
         def read(_job: Job) -> tuple[Message, ...]:
             messages: list[Message] = []
@@ -597,6 +700,13 @@ class MainWindow(QMainWindow):
         session = self.session
         job = self._chat_job("pin" if pinned else "unpin", lambda _job: session.set_pinned(message_id, pinned))
         job.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True))
+        job.succeeded.connect(lambda _snap: self._select_message(message_id))
+
+    def _select_message(self, message_id: str) -> None:
+        """Keep a message selected across a rebuild of the rows (pin, then unpin at once)."""
+        number = self.conversation.conversation.row_of(message_id)
+        if number is not None:
+            self.conversation.setCurrentIndex(self.conversation.conversation.index(number))
 
     def show_history(self) -> None:
         if self.snapshot is None:
@@ -710,6 +820,8 @@ class MainWindow(QMainWindow):
             return
         if not self._provider_fixed:
             self.provider = self._configured_provider()
+            self._show_provider()
+            self.composer.set_hint("")
             self._load_model()
         if self.session is not None:
             chat_id = self.session.chat_id

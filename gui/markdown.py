@@ -25,6 +25,45 @@ class SafeDocument(QTextDocument):
         return None
 
 
+# "Files modified:" alone, or "Error names: A, B": a short label at the start of a line of a rule summary.
+_SECTION = re.compile(r"^([A-Z][A-Za-z ()/'-]{0,40}):(?:\s+(.*))?$")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!&])")
+_BLOCK_START = re.compile(r"^(\s*(?:\d+)?)([-+=.)])")
+
+
+def markdown_literal(text: str) -> str:
+    """Text that Markdown shows exactly as written (no emphasis, links, headings or lists)."""
+    return _BLOCK_START.sub(r"\1\\\2", _MARKDOWN_SPECIAL.sub(r"\\\1", text))
+
+
+def summary_markdown(text: str) -> str:
+    """A summary's text laid out for reading: "Label:" lines as bold headings, "- " lines as bullets.
+
+    Only the presentation changes: every character of the text (what the model sees) is shown literally.
+    """
+    blocks: list[str] = []
+    bullets: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("- "):
+            bullets.append("- " + markdown_literal(stripped[2:]))
+            continue
+        if bullets:
+            blocks.append("\n".join(bullets))
+            bullets = []
+        if not stripped:
+            continue
+        section = _SECTION.match(stripped)
+        if section:
+            label, rest = section.groups()
+            blocks.append(f"**{markdown_literal(label)}:**" + (f" {markdown_literal(rest)}" if rest else ""))
+        else:
+            blocks.append(markdown_literal(stripped))
+    if bullets:
+        blocks.append("\n".join(bullets))
+    return "\n\n".join(blocks)
+
+
 def monospace_font(point_size: float | None = None) -> QFont:
     font = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
     if point_size:

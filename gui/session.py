@@ -49,6 +49,12 @@ class Snapshot:
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
 
+    @property
+    def summarizable(self) -> bool:
+        """Whether a manual summary has anything to take: an unpinned message older than the shortest tail kept."""
+        conversation = [m for m in self.messages if m.id not in self.hidden and m.role != "system"]
+        return any(not m.pinned for m in conversation[:-self.policy.min_recent])
+
 
 @dataclass(frozen=True)
 class ReplyResult:
@@ -114,7 +120,8 @@ class ChatSession:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
         try:
             exact = self.provider.count_tokens("probe") is not None
-        except ProviderError:  # the model cannot load: estimates still work
+        except Exception as exc:  # noqa: BLE001 - whatever stops the tokenizer loading, estimates still work
+            log.warning("token counts are estimated: the model's tokenizer is unavailable (%s)", exc)
             exact = False
         return TokenCounter(exact=self.provider.count_tokens) if exact else TokenCounter()
 
@@ -211,6 +218,12 @@ class ChatSession:
             self.store.add_messages(self.chat_id, add)
             for message in add:
                 self.engine.append(message, auto=False)
+        return self.snapshot()
+
+    def summarize_if_due(self) -> Snapshot | None:
+        """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None."""
+        if self.engine.maybe_summarize() is None:
+            return None
         return self.snapshot()
 
     def summarize_now(self, instructions: str | None = None) -> Snapshot:

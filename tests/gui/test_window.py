@@ -157,7 +157,8 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
 
 @pytest.mark.parametrize("transcript", [p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl"],
                          ids=lambda p: p.name)
-def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, transcript):
+def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, store, transcript):
+    store.set_setting("summarization", {"enabled": False})  # the whole chat stays in the flow, to scroll
     window = make_window()
     with qtbot.waitSignal(window.chat_opened, timeout=60_000):
         window.import_transcript(str(transcript))

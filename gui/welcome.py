@@ -1,0 +1,61 @@
+"""What the centre shows before a chat has any message: what Precis is and how to start."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+
+from gui import theme
+
+MAX_WIDTH = 560
+
+# (what to do, what it does)
+HINTS = (
+    ("Type a message below and press Enter", "a chat is created and titled from it"),
+    ("/run CMD", "runs a shell command (only when you send it) and adds its output and exit code"),
+    ("/grep PATTERN [PATH]", "adds a search result"),
+    ("Attach… or drop files on the message box", "adds files as read_file tool output"),
+    ("Import… (Ctrl+I)", "opens a transcript: interchange JSONL, OpenAI chat JSON or a Claude Code session"),
+    ("/summarize, /undo-summary, /context, /history, /pin", "act on the context; type / alone for the list"),
+)
+
+
+def welcome_html(provider_name: str, model: str) -> str:
+    if provider_name == "local":
+        where = (f"It runs offline on the embedded model <b>{_escape(model)}</b>: nothing leaves this computer. "
+                 "Hosted providers can be chosen in File → Settings.")
+    else:
+        where = (f"Replies come from <b>{_escape(provider_name)}</b> ({_escape(model)}); "
+                 "the embedded offline model can be chosen again in File → Settings.")
+    items = "".join(f"<li><b>{_escape(action)}</b> — {_escape(effect)}</li>" for action, effect in HINTS)
+    return (
+        f"<h2 style='color:{theme.TEXT}'>Precis</h2>"
+        "<p>A chat that does not run out of context. When a conversation nears the model's window, older messages "
+        "are summarized; the originals are kept, and the inspector on the right shows exactly what the model "
+        "sees.</p>"
+        f"<p>{where}</p>"
+        f"<p style='color:{theme.MUTED}'>To start:</p><ul>{items}</ul>"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+class WelcomePanel(QWidget):
+    """A readable column in the middle of the empty centre."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setObjectName("welcome")
+        self.label = QLabel()
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setMaximumWidth(MAX_WIDTH)
+        self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(32, 24, 32, 24)
+        layout.addWidget(self.label, 0, Qt.AlignmentFlag.AlignCenter)
+
+    def set_provider(self, provider_name: str, model: str) -> None:
+        self.label.setText(welcome_html(provider_name, model))

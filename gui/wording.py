@@ -1,0 +1,22 @@
+"""Short texts made from long ones: chat titles, one-line errors."""
+
+from __future__ import annotations
+
+NEW_CHAT_TITLE = "New chat"
+TITLE_CHARS = 48
+# Errors in one-line places (status bar, hints) are cut to this; the whole text is in the tooltip or the log.
+BRIEF_CHARS = 160
+
+
+def title_from(text: str) -> str:
+    """A chat title from its first message: the first line, whitespace collapsed, cut at a word."""
+    line = " ".join(next((l for l in text.splitlines() if l.strip()), "").split())
+    if len(line) <= TITLE_CHARS:
+        return line or NEW_CHAT_TITLE
+    return line[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(" ,.;:") + "…"
+
+
+def brief(text: str) -> str:
+    """The first line of a message, cut to BRIEF_CHARS."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= BRIEF_CHARS else line[:BRIEF_CHARS - 1] + "…"
