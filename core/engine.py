@@ -456,6 +456,10 @@ class ContextEngine:
             keep -= 1
         return keep
 
+    def can_summarize(self) -> bool:
+        """Whether summarize_now() has anything to take (unpinned messages older than the tail it keeps)."""
+        return bool(self._candidates(self._tail_keep()))
+
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
         """Manual summary; instructions are added to (not replacing) the default prompt."""
         return self._summarize("manual", instructions=instructions, up_to=up_to)

@@ -620,6 +620,9 @@ def _facets(messages: list[Message], pairs: list[tuple[int, _Analysis]], preserv
         if a.outcome.failed and len(errors) < MAX_ERRORS:
             error = (_error_detail(a.outcome.error_text) if preserve and a.outcome.error_text
                      else _field(_TAG.sub("", a.outcome.error), 200))
+            if error and a.kind != "shell" and a.target:
+                # "File does not exist." says little without the file it is about.
+                error = f"{_field(a.target, 200)}: {error}"
             if error:
                 errors.setdefault(error, None)
     tool_usage = []
@@ -798,6 +801,9 @@ def _render(header: str, sections: list[_Section]) -> str:
     return "\n".join(lines)
 
 
+_NAME_CHAR = re.compile(r"\w")
+
+
 def _is_error_name(error: str) -> bool:
     # Names (BadMapError, TS2345, tests/a.py::test_b) are single words; error lines are sentences.
     return not any(c.isspace() for c in error)
@@ -816,10 +822,11 @@ def _trail_sections(facets: Facets) -> list[_Section]:
         _Section("Files modified", _grouped(facets.files_modified, root), drop_rank=4),
         _Section("Files read", _grouped(only_read, root), drop_rank=2),
         _Section("Commands", list(facets.commands), drop_rank=3, show=_command_line, dense=_command_groups),
-        _Section("Errors", [e for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
+        _Section("Errors", [e.removeprefix(root) for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
         _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True),
-        _Section("Identifiers", [f"`{e}`" for e in facets.entities[:MAX_ENTITIES]], drop_rank=1, drop_from="end",
-                 inline=True),
+        # A model's entities can be empty or punctuation: only names are shown.
+        _Section("Identifiers", [f"`{e}`" for e in facets.entities[:MAX_ENTITIES] if _NAME_CHAR.search(e)],
+                 drop_rank=1, drop_from="end", inline=True),
     ]
 
 

@@ -130,20 +130,26 @@ class ResultCard(QFrame):
             names = [path.rstrip("/").rsplit("/", 1)[-1] for path in facets.files_modified]
             more = f" and {len(names) - 4} more" if len(names) > 4 else ""
             lines.append(f"Files modified ({len(names)}): " + _escape(", ".join(names[:4]) + more))
-            self.setToolTip("Files modified:\n" + "\n".join(facets.files_modified))
-        else:
-            self.setToolTip("")
         if facets.commands:
-            lines.append("Commands: " + _escape(", ".join(
-                f"{c.command[:40]}" + (f" → {c.exit_code}" if c.exit_code is not None else "")
-                for c in facets.commands[:5])))
+            lines.append(f"Commands ({len(facets.commands)}): " + _escape(", ".join(
+                _cut(c.command, 24) + (f" → {c.exit_code}" if c.exit_code is not None else "")
+                for c in facets.commands[:2]) + ("…" if len(facets.commands) > 2 else "")))
         if facets.decisions:
-            lines.append("Decisions: " + _escape("; ".join(facets.decisions[:3])))
+            lines.append("Decisions: " + _escape("; ".join(_cut(d, 60) for d in facets.decisions[:2])))
         if record.fallback_used:
             lines.append(f"<span style='color:{theme.ERROR_TEXT}'>Fallback used: "
                          f"{_escape(record.fallback_reason or 'rule-based')}</span>")
         self.label.setText("<br>".join(lines))
+        # The card shows the first few; the whole lists are in its tooltip (the Summary tab has them too).
+        self.setToolTip("\n".join(
+            (["Files modified:", *facets.files_modified] if facets.files_modified else [])
+            + (["Commands:", *(c.command for c in facets.commands)] if facets.commands else [])))
         self.show()
+
+
+def _cut(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _escape(text: str) -> str:
@@ -161,6 +167,14 @@ CHAIN_COLUMNS = (
     ("Redact.", "Secrets redacted"),
     ("Retention", "Facts of the originals still visible to the model (hover a cell for what is missing)"),
 )
+
+
+def retention_share(record: SummaryRecord) -> str:
+    """'84/137 (61%)': facts of the originals the model still sees, all kinds together."""
+    if record.retention is None:
+        return ""
+    kept, total = sum(record.retention.kept.values()), sum(record.retention.total.values())
+    return f"{kept}/{total} ({kept / total:.0%})" if total else "nothing to keep"
 
 
 def compact_tokens(value: int) -> str:
@@ -392,8 +406,8 @@ class Inspector(QFrame):
                 (record.mode, ""),
                 ("yes" if record.fallback_used else "no", record.fallback_reason or ""),
                 (str(record.redactions), ""),
-                # The counts in the cell; what is missing in the tooltip.
-                (retention.partition("; missing:")[0], retention),
+                # The share in the cell; the counts by kind and what is missing in the tooltip.
+                (retention_share(record), retention),
             )
             for column, (value, tip) in enumerate(values):
                 item = QTableWidgetItem(value)

@@ -246,8 +246,8 @@ class MainWindow(QMainWindow):
             if self.provider is not provider:
                 return
             self._set_model_state("unavailable", error)
-            self.composer.set_hint(f"The model could not load: {error}. Choose a hosted provider in "
-                                   "File → Settings to chat meanwhile.", error=True)
+            self.composer.set_hint("The local model could not load (hover here for why). To chat meanwhile, "
+                                   "choose a hosted provider in File → Settings.", error=True, details=error)
             self.job_failed.emit(error)
 
         job.succeeded.connect(loaded)
@@ -359,7 +359,7 @@ class MainWindow(QMainWindow):
         if self.session is not session:
             return
         job = self._chat_job("summarize the older messages", lambda _job: session.summarize_if_due())
-        job.succeeded.connect(lambda snap: snap is not None and self.session is session and self._apply_snapshot(snap))
+        job.succeeded.connect(lambda snap: snap is not None and self._apply_snapshot(snap))
 
     def _close_session(self) -> None:
         if self.session is None:
@@ -386,6 +386,8 @@ class MainWindow(QMainWindow):
         return job
 
     def _show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
+        if self.session is None or snapshot.chat_id != self.session.chat_id:
+            return
         keep_bottom = scroll_to_end or self.conversation.is_at_bottom()
         rows = build_rows(snapshot.messages, snapshot.chain, snapshot.hidden)
         self.conversation.conversation.set_rows(rows)
@@ -393,8 +395,10 @@ class MainWindow(QMainWindow):
             self.conversation.scroll_to_end()
 
     def _apply_snapshot(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
-        """Show a snapshot; the rows are rebuilt only when what is archived changed (a summary or an undo)."""
-        if self.session is None:
+        """Show a snapshot; the rows are rebuilt only when what is archived changed (a summary or an undo).
+
+        A snapshot of a chat closed since (its job's result arrives after the switch) is not shown."""
+        if self.session is None or snapshot.chat_id != self.session.chat_id:
             return
         previous = self.snapshot
         self.snapshot = snapshot
@@ -457,7 +461,10 @@ class MainWindow(QMainWindow):
         model = self.conversation.conversation
         if replaced and model.row_of(replaced[0].id) is not None:
             model.remove_from(model.row_of(replaced[0].id))
-        model.append(Row(message=message))
+        # While the chat is still loading its rows would replace this one: it is shown once saved instead.
+        loading = self.snapshot is None
+        if not loading:
+            model.append(Row(message=message))
         self.conversation.scroll_to_end()
 
         def save(_job: Job) -> Snapshot:
@@ -466,7 +473,7 @@ class MainWindow(QMainWindow):
             return session.add_messages([message])
 
         added = self._chat_job("save the message", save)
-        added.succeeded.connect(self._apply_snapshot)
+        added.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True if loading else None))
         added.failed.connect(lambda _error: self._restore_unsent(message))
         if replaced:
             added.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
@@ -643,11 +650,16 @@ class MainWindow(QMainWindow):
         self.composer.set_streaming(True)
 
         def add(messages: tuple[Message, Message]) -> None:
-            for message in messages:
-                self.conversation.conversation.append(Row(message=message))
+            if self.session is not session:  # another chat is open now: the output still goes to its own chat
+                self.store.add_messages(session.chat_id, list(messages))
+                return
+            loading = self.snapshot is None  # as in send_message: shown once saved
+            if not loading:
+                for message in messages:
+                    self.conversation.conversation.append(Row(message=message))
             self.conversation.scroll_to_end()
             added = self._chat_job("save the tool output", lambda _job: session.add_messages(list(messages)))
-            added.succeeded.connect(self._apply_snapshot)
+            added.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True if loading else None))
             added.succeeded.connect(lambda _snap: self.refresh_chats())
 
         def done() -> None:

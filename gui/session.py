@@ -38,6 +38,7 @@ log = logging.getLogger("precis.gui")
 class Snapshot:
     """What the GUI shows of a chat at one moment."""
 
+    chat_id: str
     messages: list[Message]
     # message id -> id of the active summary hiding it from the model (pinned and system messages are never hidden)
     hidden: dict[str, str]
@@ -45,15 +46,11 @@ class Snapshot:
     usage: UsageReport | None
     policy: SummarizationPolicy
     events: list[EngineEvent] = field(default_factory=list)
+    # Whether "Summarize now" has anything to take (the engine's own rule).
+    summarizable: bool = False
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
-
-    @property
-    def summarizable(self) -> bool:
-        """Whether a manual summary has anything to take: an unpinned message older than the shortest tail kept."""
-        conversation = [m for m in self.messages if m.id not in self.hidden and m.role != "system"]
-        return any(not m.pinned for m in conversation[:-self.policy.min_recent])
 
 
 @dataclass(frozen=True)
@@ -104,7 +101,7 @@ class ChatSession:
     def load_rows(self) -> Snapshot:
         """Messages and summaries from the store, fast, before any token is counted (first paint)."""
         engine, _settings = self._restore(TokenCounter())
-        return Snapshot(list(engine.messages), _hidden(engine), engine.chain(), None, engine.policy)
+        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), engine.chain(), None, engine.policy)
 
     def build_engine(self) -> Snapshot:
         engine, settings = self._restore(self._counter())
@@ -133,7 +130,8 @@ class ChatSession:
     def snapshot(self) -> Snapshot:
         engine = self.engine
         events, self._events = self._events, []
-        return Snapshot(list(engine.messages), _hidden(engine), engine.chain(), engine.usage(), engine.policy, events)
+        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), engine.chain(), engine.usage(),
+                        engine.policy, events, summarizable=engine.can_summarize())
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:

