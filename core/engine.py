@@ -402,11 +402,10 @@ class ContextEngine:
         ratio = self.usage().ratio
         if ratio < policy.reset_ratio:
             self._armed = True
-        if not self._candidates(policy.keep_recent):
-            return None
         if ratio >= 1.0:
-            return "overflow"
-        if ratio < policy.trigger_ratio or not self._armed:
+            # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.
+            return "overflow" if self._candidates(policy.min_recent) else None
+        if ratio < policy.trigger_ratio or not self._armed or not self._candidates(policy.keep_recent):
             return None
         if len(self._visible()) < policy.min_messages or self._since_summary < policy.cooldown_messages:
             return None
