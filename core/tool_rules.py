@@ -507,6 +507,7 @@ def _analyze(call: ToolCall | None, result: Message | None, preserve_error_detai
         command = _first_arg(args, _COMMAND_KEYS)
         target = command
     elif kind in ("search", "list_files"):
+        path = _first_arg(args, _PATH_KEYS)  # a search inside one file or folder reads it
         target = _first_arg(args, _PATTERN_KEYS + ("path", "dir")) or " ".join(_argv(tool, args))
     elif kind == "web":
         target = _first_arg(args, ("url", "query", "q"))
@@ -609,7 +610,7 @@ def _facets(messages: list[Message], pairs: list[tuple[int, _Analysis]], preserv
     for _, a in pairs:
         usage.setdefault(a.tool, []).append(a)
         if a.has_result and not a.outcome.failed and a.path:
-            if a.kind == "read_file":
+            if a.kind in ("read_file", "search", "list_files"):
                 files_read.setdefault(a.path, None)
             elif a.kind in ("write_file", "edit_file"):
                 files_modified.setdefault(a.path, None)

@@ -372,6 +372,11 @@ def test_short_of_room_commands_are_grouped_by_program_before_any_is_dropped():
     assert check_retention(messages, dense).missing["commands"] == []
 
 
+def test_a_search_inside_a_file_reads_it():
+    call, result = tool("Grep", "22:    post(\"/hooks/session-start\")", pattern="hooks", path="/p/lib/router.ex")
+    assert extract_facets(conversation((call, result))).files_read == ["/p/lib/router.ex"]
+
+
 def test_injected_user_messages_are_not_requests():
     facets = extract_facets(list(transcript("claudecode_session.jsonl")[:405]))
     assert facets.user_requests == [facets.user_requests[0]]
