@@ -23,7 +23,7 @@ from core.retention import check_facts, collect_facts, union_facts
 from core.retention import context_text as retention_context_text
 from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
 from core.tokens import REPLY_PRIMING, TokenCounter
-from core.tool_rules import one_line
+from core.tool_rules import one_line, render_artifact_trail
 
 log = logging.getLogger("precis.engine")
 
@@ -334,20 +334,32 @@ class ContextEngine:
         return total + note_tokens
 
     def _cut_longest(self, items: list[ContextItem], total: int) -> int:
-        """Last resort: cut the longest texts (the newest message last) until the prompt fits."""
+        """Last resort: cut the longest texts until the prompt fits.
+
+        The newest message is what the model answers, so it is cut last, but a paste larger than half the budget
+        first gives up its excess: otherwise it would empty every summary before losing a line itself.
+        """
         available = self.budget.available
-        for item in sorted(items[:-1], key=lambda i: -i.tokens) + items[-1:]:
-            excess = self.counter.calibrated(total) - available
-            if excess <= 0:
-                break
-            raw_excess = int(excess / self.counter.factor) + 1
-            cut = shrink_message(item.message, item.tokens - raw_excess, self.counter)
-            new_tokens = self.counter.raw_message_tokens(cut)
-            if new_tokens < item.tokens:
-                total += new_tokens - item.tokens
-                item.message, item.tokens = cut, new_tokens
-                if item.kind in ("tool_output", "message"):
-                    item.kind = "trimmed"
+        newest = items[-1]
+        half = available // 2
+        if newest.tokens > half:
+            total = self._cut(newest, min(newest.tokens - half, self.counter.calibrated(total) - available), total)
+        for item in sorted(items[:-1], key=lambda i: -i.tokens) + [newest]:
+            total = self._cut(item, self.counter.calibrated(total) - available, total)
+        return total
+
+    def _cut(self, item: ContextItem, excess: int, total: int) -> int:
+        """Shrink one item by about `excess` calibrated tokens; returns the new prompt total."""
+        if excess <= 0:
+            return total
+        raw_excess = int(excess / self.counter.factor) + 1
+        cut = shrink_message(item.message, item.tokens - raw_excess, self.counter)
+        new_tokens = self.counter.raw_message_tokens(cut)
+        if new_tokens < item.tokens:
+            total += new_tokens - item.tokens
+            item.message, item.tokens = cut, new_tokens
+            if item.kind in ("tool_output", "message"):
+                item.kind = "trimmed"
         return total
 
     # ----- changing the conversation ------------------------------------------------------------------------
@@ -543,13 +555,11 @@ class ContextEngine:
         started = time.perf_counter()
         before = self.usage()
         children = self._chain[:count]
-        cap = self.summary_cap()
-        text = "\n\n".join(c.text for c in children)
         facets = merge_facets([c.facets for c in children])
         key_points = list(dict.fromkeys(p for c in children for p in c.key_points))[-30:]
         record = SummaryRecord(
             depth=1, parent_id=self._chain[-1].id, mode=children[-1].mode,
-            text=fit_text(text, max(cap, 1), self.counter), key_points=key_points, facets=facets,
+            text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
             merged_ids=[c.id for c in children], tokens_before=before.total, trigger="merge at maximum depth",
             usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
         for child in children:
@@ -566,6 +576,26 @@ class ContextEngine:
         self._emit(EngineEvent("merged", record, record.trigger, record.depth, before.total, after.total,
                                before.ratio, record.mode, record.duration_ms, False, affected=children))
         return record
+
+    def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
+        """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
+        the artifact trail and the user's requests get most of the room, then the newest key points and narratives."""
+        cap = self.summary_cap()
+        count = self.counter.count_text
+        trail = render_artifact_trail(facets, cap * 6 // 10, count)
+        narratives = [c.text.split("\n\n", 1)[0] for c in children if c.mode != "rule"]
+        points = [*narratives, *key_points]
+        header = f"Merged summary of {sum(len(self._covered_transitively(c)) for c in children)} earlier messages."
+        room = cap - count(header) - count(trail) - 8
+        kept: list[str] = []
+        for point in reversed(points):  # the newest points matter most for what comes next
+            line = f"- {point}"
+            if count(line) + 1 > room:
+                break
+            kept.insert(0, line)
+            room -= count(line) + 1
+        body = "\n".join(p for p in (header, "Key points:\n" + "\n".join(kept) if kept else "", trail) if p)
+        return fit_text(body, max(cap, 1), self.counter)
 
     def undo_last(self) -> SummaryRecord:
         """Undo the latest summarization (or merge): its originals come back exactly, the chain returns to its parent."""
