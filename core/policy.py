@@ -11,7 +11,8 @@ class SummarizationPolicy(BaseModel):
     model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
     enabled: bool = True
-    mode: SummaryMode = "rule"
+    # Hybrid by default: the rules keep files, commands and errors; the model (local by default) writes the story.
+    mode: SummaryMode = "hybrid"
     trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, description="summarize when the context reaches this share of the budget")
     reset_ratio: float = Field(0.70, gt=0.0, lt=1.0, description="re-arm only once usage falls below this share")
     min_messages: int = Field(12, ge=2, le=10_000, description="messages in the window before an automatic summary")

@@ -12,6 +12,7 @@ from core.messages import Message
 from core.providers.base import ContextLengthExceeded
 from core.store import open_store
 from tests.conftest import TRANSCRIPTS
+from gui.session import GLOBAL_POLICY_KEY
 from tests.fakes import ScriptedProvider
 
 
@@ -296,6 +297,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     """The server refusing the prompt as too long cannot be produced on demand: a scripted provider injects it."""
     provider = ScriptedProvider(replies=[ContextLengthExceeded("prompt is too long: 9000 tokens > 8192"),
                                          "Here is the short answer."])
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})  # the scripted replies are for the chat, not summaries
     window = make_window(provider)
     history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"Point {i} about the parser design.")
                for i in range(20)]
