@@ -188,7 +188,7 @@ class LLMSummarizer:
     # Caps the request (transcript + output): prompt processing time grows with it (the embedded model reads a
     # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
-    max_request_tokens: int = 3072
+    max_request_tokens: int = 2560
     attempts: list[str] = field(default_factory=list)  # "ok" / "invalid" / "transport", for fidelity reports
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
 
