@@ -143,6 +143,7 @@ class ContextEngine:
         self._visible_cache: list[Message] | None = None
         self._trimmed: dict[str, Message] = {}
         self._facts: dict[str, RetentionFacts] = {}
+        self._coverage: dict[str, list[str]] = {}
         self._armed = True
         self._since_summary = 0
         self._listeners: list[Callable[[EngineEvent], None]] = []
@@ -168,11 +169,15 @@ class ContextEngine:
         return engine
 
     def _covered_transitively(self, record: SummaryRecord) -> list[str]:
-        ids = list(record.covered_ids)
-        for child_id in record.merged_ids:
-            child = self._by_record.get(child_id)
-            if child is not None:
-                ids.extend(self._covered_transitively(child))
+        """Ids of the originals a record stands for, through merges (fixed once the record exists: cached)."""
+        ids = self._coverage.get(record.id)
+        if ids is None:
+            ids = list(record.covered_ids)
+            for child_id in record.merged_ids:
+                child = self._by_record.get(child_id)
+                if child is not None:
+                    ids.extend(self._covered_transitively(child))
+            self._coverage[record.id] = ids
         return ids
 
     def _rebuild(self) -> None:
@@ -644,14 +649,13 @@ class ContextEngine:
 
 def merge_facets(all_facets: list[Facets]) -> Facets:
     """Union of facets, earlier ones first: merging keeps what previous summaries recorded."""
-    merged: dict[str, list] = {}
+    merged: dict[str, dict[str, object]] = {}
     for facets in all_facets:
         for name, values in facets.model_dump().items():
-            bucket = merged.setdefault(name, [])
+            bucket = merged.setdefault(name, {})
             for value in values:
-                if value not in bucket:
-                    bucket.append(value)
-    return Facets.model_validate(merged)
+                bucket.setdefault(json.dumps(value, sort_keys=True), value)
+    return Facets.model_validate({name: list(bucket.values()) for name, bucket in merged.items()})
 
 
 def shrink_message(message: Message, target_tokens: int, counter: TokenCounter) -> Message:
