@@ -12,7 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from core.interchange import TranscriptError, iter_jsonl, pair_tool_results
+from core.interchange import TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
 from core.messages import Message, ToolCall, new_id
 from core.records import CoveredMessage, SummaryRecord
 from core.store import Store
@@ -214,13 +214,9 @@ class _ClaudeCodeReader:
         return TranscriptError(self.source, line, problem)
 
     def read_line(self, number: int, raw: bytes) -> None:
-        text = _decode(raw).strip()
-        if not text:
+        entry = parse_jsonl_line(raw, self.source, number)
+        if entry is None:
             return
-        try:
-            entry = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise self.error(number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
         if not isinstance(entry, dict):
             raise self.error(number, f"expected a JSON object, got {type(entry).__name__}")
         kind = entry.get("type")

@@ -25,8 +25,8 @@ class TranscriptError(ValueError):
 def _decode_line(raw: bytes | str) -> str:
     if isinstance(raw, bytes):
         # Non-UTF-8 bytes must not crash an import; they become U+FFFD.
-        return raw.decode("utf-8", errors="replace")
-    return raw
+        raw = raw.decode("utf-8", errors="replace")
+    return raw.lstrip("\ufeff")  # a byte-order mark some editors write before the first line
 
 
 def message_from_record(record: Any, *, source: str, line: int) -> Message:
@@ -87,16 +87,22 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
     return out
 
 
+def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
+    """One JSON Lines line as a value, None for a blank line; TranscriptError (file, line) if it is not JSON."""
+    text = _decode_line(raw).strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(source, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+
+
 def iter_jsonl(lines: Iterable[bytes | str], source: str) -> Iterator[Message]:
     for number, raw in enumerate(lines, start=1):
-        text = _decode_line(raw).strip()
-        if not text:
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(source, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-        yield message_from_record(record, source=source, line=number)
+        record = parse_jsonl_line(raw, source, number)
+        if record is not None:
+            yield message_from_record(record, source=source, line=number)
 
 
 def read_transcript(path: str | Path) -> list[Message]:
