@@ -584,12 +584,11 @@ class ContextEngine:
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
-        the artifact trail and the user's requests get most of the room, then the newest key points and narratives."""
+        the artifact trail and the user's requests get most of the room, then the newest key points."""
         cap = self.summary_cap()
         count = self.counter.count_text
         trail = render_artifact_trail(facets, cap * 6 // 10, count)
-        narratives = [c.text.split("\n\n", 1)[0] for c in children if c.mode != "rule"]
-        points = [*narratives, *key_points]
+        points = key_points
         header = f"Merged summary of {sum(len(self._covered_transitively(c)) for c in children)} earlier messages."
         room = cap - count(header) - count(trail) - 8
         kept: list[str] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,6 +164,48 @@ def action_items(out: LLMSummaryOut) -> list[ActionItem]:
     return [ActionItem(**item.model_dump()) for item in out.action_items]
 
 
+# Tokens specific enough that a model cannot have them unless the transcript does: URLs, paths, backticked code,
+# words with digits, camelCase / CamelCase names.
+SPECIFIC_TOKEN = re.compile(
+    r"https?://[^\s)\]]+|`[^`\n]+`|[\w.~-]*/[\w./~-]+|\b\w*\d\w*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+# Pieces of the request itself that a small model may echo back.
+SCAFFOLDING = ("older messages cut", "assistant:", "user:", "tool result", "transcript to summarize")
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def is_grounded(text: str, source: str) -> bool:
+    """No specific token of `text` is missing from `source` (both compared in lower case), and no scaffolding."""
+    lowered = text.lower()
+    if any(marker in lowered for marker in SCAFFOLDING):
+        return False
+    for token in SPECIFIC_TOKEN.findall(text):
+        token = token.strip("`.,:;()[]{}\"'").lower()
+        if len(token) >= 3 and token not in source:
+            return False
+    return True
+
+
+def ground(out: LLMSummaryOut, source: str) -> tuple[LLMSummaryOut, int]:
+    """Drop every sentence and item naming something the transcript does not: the prompt forbids invented
+    content, and this enforces it. Returns the grounded output and how many pieces were dropped."""
+    dropped = 0
+
+    def keep(items: list[str]) -> list[str]:
+        nonlocal dropped
+        kept = [item for item in items if is_grounded(item, source)]
+        dropped += len(items) - len(kept)
+        return kept
+
+    narrative = " ".join(keep([p.strip() for p in SENTENCE_END.split(out.narrative) if p.strip()]))
+    actions = [a for a in out.action_items if is_grounded(f"{a.owner} {a.task} {a.due}", source)]
+    dropped += len(out.action_items) - len(actions)
+    grounded = out.model_copy(update={
+        "narrative": narrative, "key_points": keep(out.key_points), "decisions": keep(out.decisions),
+        "action_items": actions, "unresolved_questions": keep(out.unresolved_questions),
+        "entities": keep(out.entities)})
+    return grounded, dropped
+
+
 def render_llm_text(out: LLMSummaryOut) -> str:
     parts = [out.narrative.strip()]
     if out.key_points:
@@ -189,7 +232,8 @@ class LLMSummarizer:
     # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
     max_request_tokens: int = 2560
-    attempts: list[str] = field(default_factory=list)  # "ok" / "invalid" / "transport", for fidelity reports
+    # "ok" / "invalid" / "transport" / "ungrounded", for fidelity reports
+    attempts: list[str] = field(default_factory=list)
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
 
     def _counter(self, fallback: TokenCounter) -> TokenCounter:
@@ -210,7 +254,8 @@ class LLMSummarizer:
             if attempt:
                 self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
             try:
-                reply = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.2,
+                # Greedy decoding: the same stretch of conversation gives the same summary.
+                reply = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
                                  json_schema=SUMMARY_SCHEMA).text
                 break
             except ProviderError as exc:
@@ -227,6 +272,14 @@ class LLMSummarizer:
             problem = f"{exc.error_count()} schema errors" if isinstance(exc, ValidationError) else "not JSON"
             log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
             raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
+        source = "\n".join(m.content + "".join(json.dumps(c.arguments) for c in m.tool_calls)
+                            for m in request.messages).lower()
+        out, dropped = ground(out, source)
+        if dropped:
+            log.info("dropped %d pieces of the model's summary that named things not in the transcript", dropped)
+        if not out.narrative:
+            self.attempts.append("ungrounded")
+            raise SummaryFallback("the model's narrative named things that are not in the transcript")
         self.attempts.append("ok")
         return out
 
@@ -271,7 +324,8 @@ class HybridSummarizer(LLMSummarizer):
         trail = render_artifact_trail(facets, trail_budget, request.counter.count_text)
         narrative_budget = request.max_tokens - request.counter.count_text(trail) - 8
         narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
-        text = fit_text("\n\n".join(p for p in (narrative, trail) if p), request.max_tokens, request.counter)
+        # Facts first: a reader (and the model) meets the requests, files, commands and errors before the story.
+        text = fit_text("\n\n".join(p for p in (trail, narrative) if p), request.max_tokens, request.counter)
         return SummaryDraft(text=text, key_points=out.key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
 
 

@@ -333,6 +333,8 @@ def llm_engine(provider, mode="llm", **policy):
     summarizer = (LLMSummarizer if mode == "llm" else HybridSummarizer)(provider, sleep=lambda s: sleeps.append(s))
     engine = ContextEngine(Budget(window=8000, reserve_output=200),
                            SummarizationPolicy(mode=mode, **policy), TokenCounter(), summarizer)
+    # What the scripted summaries talk about, so that they are grounded in the transcript.
+    engine.append(user("Please fix `parse_config` in the loader, and use TOML."), auto=False)
     return engine, summarizer
 
 
@@ -381,7 +383,7 @@ def test_transport_error_is_retried_once_with_backoff_then_falls_back():
 def test_abort_on_failure_raises_and_loses_nothing():
     provider = ScriptedProvider(["{broken"])
     engine, _ = llm_engine(provider, abort_on_failure=True)
-    added = fill(engine, 5)
+    added = [*engine.messages, *fill(engine, 5)]
     before = engine.assemble().messages
     with pytest.raises(SummarizationFailed):
         engine.summarize_now()
@@ -477,3 +479,27 @@ def test_overflow_with_few_huge_messages_still_summarizes_down_to_the_minimum_ta
     assert engine.records and engine.records[-1].trigger == "overflow"
     assert [i.source_id for i in engine.assemble().items if i.kind == "message"] == \
         [m.id for m in engine.messages[-2:]]
+
+
+def test_model_claims_not_in_the_transcript_are_dropped():
+    reply = json.dumps({
+        "narrative": "The user asked to fix `parse_config`. Then we cloned https://github.com/made/up.git "
+                     "into /opt/invented/dir.",
+        "key_points": ["parse_config fixed", "deployed to staging2 cluster"],
+        "entities": ["parse_config", "GitLabRunner"]})
+    engine, summarizer = llm_engine(ScriptedProvider([reply]))
+    fill(engine, 5, auto=False)
+    record = engine.summarize_now()
+    assert not record.fallback_used and summarizer.attempts == ["ok"]
+    assert "parse_config" in record.text
+    for invented in ("github.com/made", "/opt/invented", "staging2", "GitLabRunner"):
+        assert invented not in record.model_dump_json()
+
+
+def test_a_wholly_invented_narrative_falls_back_to_the_rules():
+    reply = json.dumps({"narrative": "[40 older messages cut to fit] ASSISTANT: see http://example.org/x"})
+    engine, summarizer = llm_engine(ScriptedProvider([reply]))
+    fill(engine, 5, auto=False)
+    record = engine.summarize_now()
+    assert record.fallback_used and record.mode == "rule" and "not in the transcript" in record.fallback_reason
+    assert summarizer.attempts == ["ungrounded"]
