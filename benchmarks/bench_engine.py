@@ -123,7 +123,6 @@ def bench_langchain_trim(messages: list[Message], window: int) -> None:
     try:
         from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
         from langchain_core.messages import trim_messages
-        from langchain_core.messages.utils import count_tokens_approximately  # noqa: F401
     except ImportError:
         print("  langchain-core not installed: pip install -e '.[bench]' for the side-by-side")
         return

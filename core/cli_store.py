@@ -7,12 +7,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from core.engine import Budget, ContextEngine
+from core.chats import restore_engine
 from core.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
 from core.importers import FORMATS, ImportFailed, import_file
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.store import ChatInfo, Store, StoreError, open_store
+from core.store import StoreError, open_store
 
 DEFAULT_WINDOW = 8192
 BAR_WIDTH = 40
@@ -25,18 +23,6 @@ def _fail(command: str, message: object) -> int:
 
 def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-
-
-def restore_engine(store: Store, chat: ChatInfo) -> ContextEngine:
-    """The chat's context engine as the window would build it: its messages, records, budget and policy."""
-    settings = chat.settings
-    budget = Budget(window=settings.context_window or DEFAULT_WINDOW, reserve_output=settings.reserve_output)
-    messages = store.load_messages(chat.id)
-    if settings.system_prompt and not (messages and messages[0].role == "system"):
-        messages.insert(0, Message(role="system", content=settings.system_prompt, id=f"{chat.id}-system",
-                                   created_at=chat.created_at))
-    return ContextEngine.restore(messages, store.load_records(chat.id), budget,
-                                 SummarizationPolicy(**settings.summarization))
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -98,7 +84,7 @@ def run_context(args: argparse.Namespace) -> int:
     try:
         with open_store(args.data_dir) as store:
             chat = store.find_chat(args.chat)
-            engine = restore_engine(store, chat)
+            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
     usage = engine.usage()

@@ -46,14 +46,6 @@ class Message:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
 
-    @property
-    def is_tool_result(self) -> bool:
-        return self.role == "tool"
-
-    @property
-    def is_tool_call(self) -> bool:
-        return bool(self.tool_calls)
-
     def sha256(self) -> str:
         """Fingerprint of what the message says, used to check that undo restores originals exactly."""
         payload = json.dumps(

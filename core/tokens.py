@@ -70,14 +70,24 @@ class TokenCounter:
         self._cache[message.id] = (message.content, tokens, calls)
         return tokens
 
+    def seed(self, message: Message, tokens: int) -> None:
+        """Take a count saved earlier for this exact message (same text) instead of tokenizing it again."""
+        self._cache[message.id] = (message.content, tokens, len(message.tool_calls))
+
+    def known_counts(self, messages: Iterable[Message]) -> dict[str, int]:
+        """Counts already made for these messages (by id), for saving."""
+        out = {}
+        for message in messages:
+            cached = self._cache.get(message.id)
+            if cached is not None and cached[0] is message.content:
+                out[message.id] = cached[1]
+        return out
+
     def forget(self, message_id: str) -> None:
         self._cache.pop(message_id, None)
 
     def calibrated(self, raw: int) -> int:
         return math.ceil(raw * self.factor) if self.factor != 1.0 else raw
-
-    def message_tokens(self, message: Message) -> int:
-        return self.calibrated(self.raw_message_tokens(message))
 
     def prompt_raw_tokens(self, messages: Iterable[Message]) -> int:
         return REPLY_PRIMING + sum(self.raw_message_tokens(m) for m in messages)

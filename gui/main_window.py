@@ -35,7 +35,8 @@ from gui.chat_list import ChatList
 from gui.composer import Composer
 from gui.conversation import ConversationView, Row, build_rows
 from gui.inspector import ActionState, Inspector
-from gui.session import GLOBAL_POLICY_KEY, ChatSession, ReplyResult, Snapshot
+from core.chats import GLOBAL_POLICY_KEY
+from gui.session import ChatSession, ReplyResult, Snapshot
 from gui.settings_dialog import PROVIDER_KEY, ProviderChoice, SettingsDialog
 from gui.welcome import WelcomePanel
 from gui.wording import NEW_CHAT_TITLE, brief, title_from
@@ -617,7 +618,6 @@ class MainWindow(QMainWindow):
 
     # ---- slash commands and tools ------------------------------------------------------------------------------
     def run_command(self, command: slash.SlashCommand) -> None:
-        session = self.session
         name, argument = command.name, command.argument
         self.composer.set_text("")
         self._save_draft("")

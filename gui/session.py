@@ -10,9 +10,10 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from core.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize, UsageReport
+from core.chats import effective_policy, restore_engine
+from core.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from core.messages import Message
-from core.policy import SummarizationPolicy, policy_errors
+from core.policy import SummarizationPolicy
 from core.providers.base import (
     Cancelled,
     CancelToken,
@@ -29,7 +30,6 @@ from gui.workers import StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
-GLOBAL_POLICY_KEY = "summarization"
 
 log = logging.getLogger("precis.gui")
 
@@ -61,22 +61,6 @@ class ReplyResult:
     problem: str | None = None
 
 
-def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:
-    """Global summarization settings with this chat's overrides on top.
-
-    The settings dialog refuses a combination that does not hold together, but the global values can change after
-    a chat's overrides were saved: then the chat follows the global settings, and the log says why.
-    """
-    values = dict(store.get_setting(GLOBAL_POLICY_KEY, {}) or {})
-    merged = {**values, **settings.summarization}
-    errors = policy_errors(merged)
-    if errors:
-        log.warning("this chat's summarization overrides do not fit the global settings (%s); using the global ones",
-                    "; ".join(f"{k or 'policy'}: {v}" for k, v in errors.items()))
-        return SummarizationPolicy(**values)
-    return SummarizationPolicy(**merged)
-
-
 class ChatSession:
     def __init__(self, store: Store, chat_id: str, provider: Provider) -> None:
         self.store = store
@@ -90,13 +74,9 @@ class ChatSession:
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
         settings = self.store.get_chat(self.chat_id).settings
-        policy = effective_policy(self.store, settings)
-        window = settings.context_window or self.provider.context_window()
-        budget = Budget(window=window, reserve_output=settings.reserve_output)
-        engine = ContextEngine.restore(self.store.load_messages(self.chat_id), self.store.load_records(self.chat_id),
-                                       budget, policy, counter, make_summarizer(policy.mode, self.provider),
-                                       system_prompt=settings.system_prompt)
-        return engine, settings
+        summarizer = make_summarizer(effective_policy(self.store, settings).mode, self.provider)
+        return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window(),
+                              counter=counter, summarizer=summarizer)
 
     def load_rows(self) -> Snapshot:
         """Messages and summaries from the store, fast, before any token is counted (first paint)."""

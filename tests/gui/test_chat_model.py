@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from core.store import open_store
 
 pytestmark = pytest.mark.model
 

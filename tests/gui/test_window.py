@@ -12,7 +12,7 @@ from core.messages import Message
 from core.providers.base import ContextLengthExceeded
 from core.store import open_store
 from tests.conftest import TRANSCRIPTS
-from gui.session import GLOBAL_POLICY_KEY
+from core.chats import GLOBAL_POLICY_KEY
 from tests.fakes import ScriptedProvider
 
 

@@ -7,7 +7,6 @@ import json
 from core.cli import main
 from core.engine import Budget, ContextEngine
 from core.interchange import read_transcript
-from core.messages import Message
 from core.policy import SummarizationPolicy
 from core.providers.base import complete
 from core.summarize import LLMSummarizer

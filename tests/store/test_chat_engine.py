@@ -1,0 +1,37 @@
+"""A chat's engine rebuilt from the store: settings apply, and old messages are never tokenized twice."""
+
+from __future__ import annotations
+
+from core.chats import GLOBAL_POLICY_KEY, restore_engine
+from core.messages import Message
+from core.store import open_store
+from core.tokens import TokenCounter
+
+
+def chat_with_history(store, n=40):
+    chat_id = store.create_chat("history", {"system_prompt": "Be terse.", "summarization": {"keep_recent": 4}})
+    for i in range(n):
+        store.add_message(chat_id, Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i} " * 20))
+    return chat_id
+
+
+def test_settings_and_global_policy_shape_the_engine(tmp_path):
+    with open_store(tmp_path) as store:
+        chat_id = chat_with_history(store)
+        store.set_setting(GLOBAL_POLICY_KEY, {"trigger_ratio": 0.9, "reset_ratio": 0.5})
+        engine, settings = restore_engine(store, chat_id, default_window=4096)
+    assert engine.budget.window == 4096 and engine.system_prompt == "Be terse."
+    assert engine.policy.keep_recent == 4 and engine.policy.trigger_ratio == 0.9
+
+
+def test_reopening_a_chat_tokenizes_no_old_message(tmp_path, monkeypatch):
+    with open_store(tmp_path) as store:
+        chat_id = chat_with_history(store)
+        first, _ = restore_engine(store, chat_id, default_window=65536)
+        counter = TokenCounter()
+        tokenized: list[str] = []
+        original = counter.count_text
+        monkeypatch.setattr(counter, "count_text", lambda text: tokenized.append(text) or original(text))
+        second, _ = restore_engine(store, chat_id, default_window=65536, counter=counter)
+    assert second.usage().total == first.usage().total
+    assert not [t for t in tokenized if t.startswith("message ")], "stored counts should have been used"
