@@ -11,7 +11,8 @@ import json
 import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -143,6 +144,17 @@ def _close_at_once(response: httpx.Response) -> Callable[[], None]:
     return close
 
 
+@contextmanager
+def connection_errors(server: str, secret: str | None) -> Iterator[None]:
+    """httpx's connect and timeout failures as provider errors naming the server (never the key)."""
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(f"{server} did not answer in time ({type(exc).__name__})") from exc
+    except httpx.TransportError as exc:
+        raise ProviderUnavailable(f"cannot connect to {server}: {scrub(str(exc), secret) or type(exc).__name__}") from exc
+
+
 def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, model: str, secret: str | None,
                 retry: RetryPolicy, cancel: CancelToken, key_hint: str = "",
                 final: Callable[[int, str], bool] | None = None) -> httpx.Response:
@@ -154,12 +166,8 @@ def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, mo
     for attempt in range(retry.max_retries + 1):
         if cancel.cancelled:
             raise Cancelled()
-        try:
+        with connection_errors(server, secret):
             response = client.send(request, stream=True)
-        except httpx.TimeoutException as exc:
-            raise ProviderTimeout(f"{server} did not answer in time ({type(exc).__name__})") from exc
-        except httpx.TransportError as exc:
-            raise ProviderUnavailable(f"cannot connect to {server}: {scrub(str(exc), secret) or type(exc).__name__}") from exc
         if response.status_code < 400:
             cancel.on_cancel(_close_at_once(response))
             return response
@@ -189,12 +197,8 @@ def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, mo
 def get_json(client: httpx.Client, url: str, *, headers: dict[str, str], server: str, model: str,
              secret: str | None, key_hint: str = "") -> object:
     """One GET that returns parsed JSON (used for model lists), with the same error mapping."""
-    try:
+    with connection_errors(server, secret):
         response = client.get(url, headers=headers)
-    except httpx.TimeoutException as exc:
-        raise ProviderTimeout(f"{server} did not answer in time ({type(exc).__name__})") from exc
-    except httpx.TransportError as exc:
-        raise ProviderUnavailable(f"cannot connect to {server}: {scrub(str(exc), secret) or type(exc).__name__}") from exc
     if response.status_code >= 400:
         raise error_for_status(response.status_code, response.text, response.headers, server=server, model=model,
                                secret=secret, key_hint=key_hint)
