@@ -580,6 +580,7 @@ class ConversationView(QListView):
     copy_requested = Signal(str)
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    summarize_up_to_requested = Signal(str)
     summary_selected = Signal(str)
     status = Signal(str)
 
@@ -660,6 +661,8 @@ class ConversationView(QListView):
             menu.addAction("Copy message", lambda: self.copy_requested.emit(message.id))
             menu.addAction("Unpin" if message.pinned else "Pin (never summarize)",
                            lambda: self.pin_requested.emit(message.id, not message.pinned))
+            if message.role != "system":
+                menu.addAction("Summarize up to here", lambda: self.summarize_up_to_requested.emit(message.id))
             last_user = self._last_of("user")
             last_assistant = self._last_of("assistant")
             if last_user is not None and last_user.message.id == message.id:

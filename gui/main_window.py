@@ -196,6 +196,7 @@ class MainWindow(QMainWindow):
         self.conversation.copy_requested.connect(self._copy_message)
         self.conversation.edit_requested.connect(lambda _id: self.edit_last())
         self.conversation.regenerate_requested.connect(lambda _id: self.regenerate())
+        self.conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
         self.composer.cancel_requested.connect(self.cancel_edit)
         self.conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
         self.conversation.selectionModel().selectionChanged.connect(self._update_actions)
@@ -682,11 +683,11 @@ class MainWindow(QMainWindow):
 
         self._run_tool(f"Attaching {len(paths)} file(s)", read)
 
-    def summarize_now(self, instructions: str = "") -> None:
+    def summarize_now(self, instructions: str = "", up_to: str | None = None) -> None:
         if self.session is None:
             return
         session = self.session
-        job = self._chat_job("summarize", lambda _job: session.summarize_now(instructions))
+        job = self._chat_job("summarize", lambda _job: session.summarize_now(instructions, up_to))
         job.succeeded.connect(self._apply_snapshot)
         job.failed.connect(lambda error: self.composer.set_hint(error, error=True))
 

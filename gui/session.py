@@ -204,8 +204,9 @@ class ChatSession:
             return None
         return self.snapshot()
 
-    def summarize_now(self, instructions: str | None = None) -> Snapshot:
-        self.engine.summarize_now(instructions or None)
+    def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
+        """A manual summary, optionally only of the messages up to and including `up_to`."""
+        self.engine.summarize_now(instructions or None, up_to=up_to)
         return self.snapshot()
 
     def undo_last(self) -> Snapshot:

@@ -8,13 +8,12 @@ import pytest
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
+from core.chats import GLOBAL_POLICY_KEY
 from core.messages import Message
 from core.providers.base import ContextLengthExceeded
 from core.store import open_store
 from tests.conftest import TRANSCRIPTS
-from core.chats import GLOBAL_POLICY_KEY
 from tests.fakes import ScriptedProvider
-
 
 
 def idle(window) -> bool:
@@ -314,4 +313,22 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     assert len(retry) < len(first) and "[Summary 1" in retry[0].content
     qtbot.waitUntil(lambda: idle(window) and len(window.inspector._records) == 1, timeout=20_000)
     assert store.load_messages(chat_id)[-1] == result.message and not result.message.incomplete
+    assert len(store.load_records(chat_id)) == 1
+
+
+def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    window = make_window()
+    history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"Step {i} of the migration plan.")
+               for i in range(16)]
+    chat_id = store.import_chat("plan", history)
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    rows = window.conversation.conversation.rows()
+    chosen = next(r.message for r in rows if r.message is not None and r.message.content.startswith("Step 9 "))
+    window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends
+    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.chain) == 1, timeout=20_000)
+    record = window.snapshot.chain[0]
+    assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
     assert len(store.load_records(chat_id)) == 1
