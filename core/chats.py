@@ -37,7 +37,8 @@ def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolic
 
 def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,
                    summarizer: Summarizer | None = None) -> tuple[ContextEngine, ChatSettings]:
-    """The chat's engine. Estimated token counts are kept in the store, so reopening a chat tokenizes nothing old."""
+    """The chat's engine. Token estimates saved by save_token_counts are reused: nothing old is tokenized again.
+    Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
     settings = store.get_chat(chat_id).settings
     policy = effective_policy(store, settings)
     budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
@@ -50,9 +51,14 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
             counter.seed(message, stored[message.id])
     engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
                                    system_prompt=settings.system_prompt)
-    if not counter.is_exact:
-        engine.usage()  # counts what the prompt shows
-        fresh = {mid: n for mid, n in counter.known_counts(messages).items() if mid not in stored}
-        if fresh:
-            store.save_token_counts(chat_id, fresh)
     return engine, settings
+
+
+def save_token_counts(store: Store, chat_id: str, engine: ContextEngine) -> None:
+    """Keep the estimates the engine has made by now, so the next restore need not tokenize those messages."""
+    if engine.counter.is_exact:
+        return
+    known = engine.counter.known_counts(engine.messages)
+    fresh = {mid: n for mid, n in known.items() if mid not in store.token_counts(chat_id)}
+    if fresh:
+        store.save_token_counts(chat_id, fresh)

@@ -7,7 +7,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from core.chats import restore_engine
+from core.chats import restore_engine, save_token_counts
 from core.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
 from core.importers import FORMATS, ImportFailed, import_file
 from core.store import StoreError, open_store
@@ -85,9 +85,10 @@ def run_context(args: argparse.Namespace) -> int:
         with open_store(args.data_dir) as store:
             chat = store.find_chat(args.chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
+            usage = engine.usage()
+            save_token_counts(store, chat.id, engine)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
-    usage = engine.usage()
     counted = "exact" if usage.exact else "estimated"
     print(f"{chat.title}  ({chat.id})")
     print(f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}, {counted}); "

@@ -229,22 +229,21 @@ class ContextEngine:
             self._summary_messages[record.id] = message
         return message
 
-    def _untrimmed_items(self) -> list[ContextItem]:
+    def _context_messages(self) -> list[tuple[ItemKind, Message, str]]:
+        """(kind, message, source id) of everything the prompt holds before trimming, in order."""
         visible = self._visible()
-        tokens = self.counter.raw_message_tokens
-        items = []
+        out: list[tuple[ItemKind, Message, str]] = []
         if self.system_prompt.strip():
             prompt = Message(role="system", content=self.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
-            items.append(ContextItem("system", prompt, SYSTEM_PROMPT_ID, tokens(prompt)))
-        items += [ContextItem("system", m, m.id, tokens(m)) for m in visible if m.role == "system"]
-        for record in self._chain:
-            message = self._summary_message(record)
-            items.append(ContextItem("summary", message, record.id, tokens(message)))
-        for m in visible:
-            if m.role != "system":
-                kind: ItemKind = "tool_output" if m.role == "tool" else "message"
-                items.append(ContextItem(kind, m, m.id, tokens(m)))
-        return items
+            out.append(("system", prompt, SYSTEM_PROMPT_ID))
+        out += [("system", m, m.id) for m in visible if m.role == "system"]
+        out += [("summary", self._summary_message(r), r.id) for r in self._chain]
+        out += [("tool_output" if m.role == "tool" else "message", m, m.id) for m in visible if m.role != "system"]
+        return out
+
+    def _untrimmed_items(self) -> list[ContextItem]:
+        tokens = self.counter.raw_message_tokens
+        return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self._context_messages()]
 
     def usage(self) -> UsageReport:
         """Use of the window by kind, before any trimming (what the policy acts on)."""
@@ -630,7 +629,7 @@ class ContextEngine:
 
     def context_text(self) -> str:
         """Everything the model sees, as one text (for retention checks)."""
-        return retention_context_text(item.message for item in self._untrimmed_items())
+        return retention_context_text(message for _, message, _ in self._context_messages())
 
     # ----- events -------------------------------------------------------------------------------------------
 

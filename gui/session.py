@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from core.chats import effective_policy, restore_engine
+from core.chats import effective_policy, restore_engine, save_token_counts
 from core.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from core.messages import Message
 from core.policy import SummarizationPolicy
@@ -91,7 +91,9 @@ class ChatSession:
         self._detach = attach_engine(self.store, self.chat_id, engine)
         engine.subscribe(lambda event: self._events.append(event))
         self.engine = engine
-        return self.snapshot()
+        snapshot = self.snapshot()
+        save_token_counts(self.store, self.chat_id, engine)
+        return snapshot
 
     def _counter(self) -> TokenCounter:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.chats import GLOBAL_POLICY_KEY, restore_engine
+from core.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
 from core.messages import Message
 from core.store import open_store
 from core.tokens import TokenCounter
@@ -28,6 +28,8 @@ def test_reopening_a_chat_tokenizes_no_old_message(tmp_path, monkeypatch):
     with open_store(tmp_path) as store:
         chat_id = chat_with_history(store)
         first, _ = restore_engine(store, chat_id, default_window=65536)
+        first.usage()
+        save_token_counts(store, chat_id, first)
         counter = TokenCounter()
         tokenized: list[str] = []
         original = counter.count_text
