@@ -591,8 +591,8 @@ class MainWindow(QMainWindow):
         self.conversation.conversation.update_message(result.message, streaming=False, error=result.problem)
         if result.problem:
             self.statusBar().showMessage(f"Reply stopped: {brief(result.problem)}", 10_000)
-        elif self.model_state == "configured":
-            self._set_model_state("ready")
+        elif self.model_state in ("configured", "not loaded yet"):
+            self._set_model_state("ready")  # a reply came back, however the model got loaded
         self._apply_snapshot(result.snapshot)
         if self._replaced is not None:
             self._offer_replaced_back(self._replaced, result.message)

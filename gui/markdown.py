@@ -114,6 +114,8 @@ def _style_code(doc: QTextDocument, font: QFont) -> None:
             char.setFont(mono)
             cursor.mergeCharFormat(char)
         else:
+            if fmt.headingLevel():
+                _tone_down_heading(block, fmt.headingLevel(), font)
             it = block.begin()
             while not it.atEnd():
                 fragment = it.fragment()
@@ -127,6 +129,20 @@ def _style_code(doc: QTextDocument, font: QFont) -> None:
                     cursor.mergeCharFormat(char)
                 it += 1
         block = block.next()
+
+
+# A heading in a chat bubble is a section title, not a page title: only slightly larger than the text.
+_HEADING_SCALE = {1: 1.25, 2: 1.15, 3: 1.05}
+
+
+def _tone_down_heading(block, level: int, font: QFont) -> None:
+    cursor = QTextCursor(block)
+    cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
+    char = QTextCharFormat()
+    char.setProperty(QTextFormat.Property.FontSizeAdjustment, 0)
+    char.setFontPointSize(font.pointSizeF() * _HEADING_SCALE.get(level, 1.0))
+    char.setFontWeight(QFont.Weight.Bold)
+    cursor.mergeCharFormat(char)
 
 
 def is_code_block(block) -> bool:

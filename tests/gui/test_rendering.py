@@ -45,3 +45,16 @@ def test_tool_calls_and_long_outputs_paint_compactly_and_expand(qtbot):
     view.conversation.toggle_expanded(1)
     view.grab()
     qtbot.waitUntil(lambda: view.sizeHintForRow(1) > collapsed * 10)
+
+
+def test_headings_in_a_reply_stay_close_to_the_text_size(qtbot):
+    from PySide6.QtGui import QFont
+
+    from gui.markdown import markdown_document
+
+    font = QFont()
+    font.setPointSizeF(10)
+    doc = markdown_document("# Test the function\n\nplain text", font)
+    heading = doc.begin()
+    size = heading.begin().fragment().charFormat().fontPointSize()
+    assert heading.blockFormat().headingLevel() == 1 and 10 < size <= 12.5
