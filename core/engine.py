@@ -647,12 +647,19 @@ class ContextEngine:
 
 def merge_facets(all_facets: list[Facets]) -> Facets:
     """Union of facets, earlier ones first: merging keeps what previous summaries recorded."""
-    merged: dict[str, dict[str, object]] = {}
+    merged: dict[str, dict[str, dict | str]] = {}
     for facets in all_facets:
         for name, values in facets.model_dump().items():
             bucket = merged.setdefault(name, {})
             for value in values:
-                bucket.setdefault(json.dumps(value, sort_keys=True), value)
+                if name == "commands":  # the same command run in both stretches: one entry, counts added
+                    key = json.dumps([value["command"], value["exit_code"]])
+                    if key in bucket:
+                        bucket[key]["count"] += value["count"]
+                        continue
+                else:
+                    key = json.dumps(value, sort_keys=True)
+                bucket.setdefault(key, value)
     return Facets.model_validate({name: list(bucket.values()) for name, bucket in merged.items()})
 
 

@@ -503,3 +503,15 @@ def test_a_wholly_invented_narrative_falls_back_to_the_rules():
     record = engine.summarize_now()
     assert record.fallback_used and record.mode == "rule" and "not in the transcript" in record.fallback_reason
     assert summarizer.attempts == ["ungrounded"]
+
+
+def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
+    from core.engine import merge_facets
+    from core.records import CommandRun, Facets
+
+    older = Facets(files_read=["a.py"], commands=[CommandRun(command="pytest", exit_code=1, count=2)])
+    newer = Facets(files_read=["a.py", "b.py"], commands=[CommandRun(command="pytest", exit_code=1, count=3),
+                                                          CommandRun(command="make", exit_code=None)])
+    merged = merge_facets([older, newer])
+    assert merged.files_read == ["a.py", "b.py"]
+    assert [(c.command, c.count) for c in merged.commands] == [("pytest", 5), ("make", 1)]
