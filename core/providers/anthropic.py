@@ -23,12 +23,12 @@ from core.providers.base import (
 from core.providers.render import paired_call_ids, tool_call_text, tool_result_text
 from core.providers.sse import iter_sse
 from core.providers.transport import (
+    HTTPProvider,
     CONTEXT_ERROR_MARKERS,
     RetryPolicy,
     get_json,
     open_stream,
     scrub,
-    server_label,
     stream_failure,
 )
 
@@ -86,7 +86,7 @@ def to_anthropic(messages: list[Message], json_schema: dict[str, Any] | None = N
     return "\n\n".join(system_parts), turns
 
 
-class AnthropicProvider:
+class AnthropicProvider(HTTPProvider):
     name = "anthropic"
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str = "claude-3-5-haiku-latest",
@@ -95,17 +95,8 @@ class AnthropicProvider:
                  transport: httpx.BaseTransport | None = None,
                  key_hint: str = "Set ANTHROPIC_API_KEY or store a key in the keyring (service precis, user anthropic).",
                  ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.server = server_label(self.base_url)
-        self._api_key = api_key
-        self._window = window
-        self._retry = retry
-        self._key_hint = key_hint
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
-
-    def close(self) -> None:
-        self._client.close()
+        super().__init__(base_url, model, api_key, window=window, timeout=timeout, connect_timeout=connect_timeout,
+                         retry=retry, transport=transport, key_hint=key_hint)
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}

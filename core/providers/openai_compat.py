@@ -22,6 +22,7 @@ from core.providers.base import (
 from core.providers.render import paired_call_ids, tool_call_text, tool_result_text
 from core.providers.sse import iter_sse
 from core.providers.transport import (
+    HTTPProvider,
     CONTEXT_ERROR_MARKERS,
     RetryPolicy,
     error_for_status,
@@ -29,7 +30,6 @@ from core.providers.transport import (
     open_stream,
     scrub,
     server_detail,
-    server_label,
     stream_failure,
 )
 
@@ -81,7 +81,7 @@ def _window_from_models(payload: object, model: str) -> int | None:
     return None
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(HTTPProvider):
     """Streams /chat/completions with SSE; the usage the server reports feeds the engine's token calibration."""
 
     name = "openai"
@@ -90,19 +90,10 @@ class OpenAICompatProvider:
                  window: int | None = None, timeout: float = 60.0, connect_timeout: float = 10.0,
                  retry: RetryPolicy = RetryPolicy(), transport: httpx.BaseTransport | None = None,
                  key_hint: str = "Set OPENAI_API_KEY or store a key in the keyring (service precis, user openai).") -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.server = server_label(self.base_url)
-        self._api_key = api_key
-        self._window = window
-        self._retry = retry
-        self._key_hint = key_hint
+        super().__init__(base_url, model, api_key, window=window, timeout=timeout, connect_timeout=connect_timeout,
+                         retry=retry, transport=transport, key_hint=key_hint)
         # Servers that reject response_format json_schema (llama-cpp-python's) get json_object + schema instead.
         self._schema_format = "json_schema"
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
-
-    def close(self) -> None:
-        self._client.close()
 
     def _headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}

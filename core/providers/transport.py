@@ -144,6 +144,25 @@ def _close_at_once(response: httpx.Response) -> Callable[[], None]:
     return close
 
 
+class HTTPProvider:
+    """What the hosted backends share: a base URL, a model, a key kept to the request headers, one httpx client."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None, *, window: int | None, timeout: float,
+                 connect_timeout: float, retry: RetryPolicy, transport: httpx.BaseTransport | None,
+                 key_hint: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.server = server_label(self.base_url)
+        self._api_key = api_key
+        self._window = window
+        self._retry = retry
+        self._key_hint = key_hint
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
+
+    def close(self) -> None:
+        self._client.close()
+
+
 @contextmanager
 def connection_errors(server: str, secret: str | None) -> Iterator[None]:
     """httpx's connect and timeout failures as provider errors naming the server (never the key)."""

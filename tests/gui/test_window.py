@@ -28,6 +28,18 @@ def open_new_chat(qtbot, window, store, **settings) -> str:
     return chat_id
 
 
+def open_imported_chat(qtbot, window, store, history: list[Message]) -> str:
+    chat_id = store.import_chat("imported chat", history)
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    return chat_id
+
+
+def dialogue(n: int, topic: str) -> list[Message]:
+    return [Message(role="user" if i % 2 == 0 else "assistant", content=f"{topic} {i}.") for i in range(n)]
+
+
 def source_file(folder: Path, number: int) -> Path:
     path = folder / f"module_{number}.py"
     path.write_text("".join(f"def function_{number}_{i}(value):\n    return value * {i} + {number}\n\n"
@@ -298,12 +310,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
                                          "Here is the short answer."])
     store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})  # the scripted replies are for the chat, not summaries
     window = make_window(provider)
-    history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"Point {i} about the parser design.")
-               for i in range(20)]
-    chat_id = store.import_chat("long chat", history)
-    window.refresh_chats()
-    window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(20, "A point about the parser design, number"))
     assert not window.snapshot.chain
     with qtbot.waitSignal(window.reply_finished, timeout=20_000) as reply:
         window.submit("And the lexer?")
@@ -319,14 +326,9 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
 def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_window, store):
     store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
     window = make_window()
-    history = [Message(role="user" if i % 2 == 0 else "assistant", content=f"Step {i} of the migration plan.")
-               for i in range(16)]
-    chat_id = store.import_chat("plan", history)
-    window.refresh_chats()
-    window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
     rows = window.conversation.conversation.rows()
-    chosen = next(r.message for r in rows if r.message is not None and r.message.content.startswith("Step 9 "))
+    chosen = next(r.message for r in rows if r.message is not None and r.message.content.endswith("step 9."))
     window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends
     qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.chain) == 1, timeout=20_000)
     record = window.snapshot.chain[0]
