@@ -124,7 +124,7 @@ class AnthropicProvider(HTTPProvider):
             for event in iter_sse(response.iter_lines()):
                 if cancel.cancelled:
                     break
-                data = self._parse(event.data)
+                data = self._event_json(event.data)
                 kind = data.get("type", event.event)
                 if kind == "message_start":
                     usage = (data.get("message") or {}).get("usage") or {}
@@ -157,15 +157,6 @@ class AnthropicProvider(HTTPProvider):
         usage = (Usage(prompt_tokens=input_tokens, completion_tokens=output_tokens or 0)
                  if isinstance(input_tokens, int) else None)
         yield ChatChunk(done=True, usage=usage, finish_reason=finish)
-
-    def _parse(self, data: str) -> dict[str, Any]:
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {scrub(data[:80], self._api_key)!r}") from None
-        if not isinstance(parsed, dict):
-            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {scrub(data[:80], self._api_key)!r}")
-        return parsed
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error") or {}

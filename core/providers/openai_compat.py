@@ -204,12 +204,7 @@ class OpenAICompatProvider(HTTPProvider):
                                    model=self.model, secret=self._api_key, key_hint=self._key_hint)
 
     def _parse_chunk(self, data: str) -> dict[str, Any]:
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {scrub(data[:80], self._api_key)!r}") from None
-        if not isinstance(chunk, dict):
-            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {scrub(data[:80], self._api_key)!r}")
+        chunk = self._event_json(data)
         if chunk.get("error"):
             detail = scrub(server_detail(json.dumps(chunk)), self._api_key)
             if any(marker in detail.lower() for marker in CONTEXT_ERROR_MARKERS):

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -161,6 +162,16 @@ class HTTPProvider:
 
     def close(self) -> None:
         self._client.close()
+
+    def _event_json(self, data: str) -> dict[str, Any]:
+        """One stream event's data as a JSON object; MalformedResponse (key scrubbed) otherwise."""
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            raise MalformedResponse(f"{self.server} sent stream data that is not JSON: {scrub(data[:80], self._api_key)!r}") from None
+        if not isinstance(parsed, dict):
+            raise MalformedResponse(f"{self.server} sent stream data that is not a JSON object: {scrub(data[:80], self._api_key)!r}")
+        return parsed
 
 
 @contextmanager
