@@ -15,11 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.engine import Budget, ContextEngine  # noqa: E402
-from core.messages import Message, ToolCall  # noqa: E402
-from core.policy import SummarizationPolicy  # noqa: E402
-from core.summarize import RuleSummarizer, SummaryRequest  # noqa: E402
-from core.tokens import TokenCounter, get_encoding  # noqa: E402
+from precis.core.context.engine import Budget, ContextEngine  # noqa: E402
+from precis.core.context.policy import SummarizationPolicy  # noqa: E402
+from precis.core.model.messages import Message, ToolCall  # noqa: E402
+from precis.core.model.tokens import TokenCounter, get_encoding  # noqa: E402
+from precis.core.summary.summarize import RuleSummarizer, SummaryRequest  # noqa: E402
 
 WORDS = ("the function returns a value when the request fails we retry with backoff and log the error "
          "config parser loader module test fixture database index query cache invalidation token window").split()
@@ -121,8 +121,7 @@ def bench_token_throughput(messages: list[Message]) -> None:
 
 def bench_langchain_trim(messages: list[Message], window: int) -> None:
     try:
-        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-        from langchain_core.messages import trim_messages
+        from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, trim_messages
     except ImportError:
         print("  langchain-core not installed: pip install -e '.[bench]' for the side-by-side")
         return

@@ -17,11 +17,10 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from PySide6.QtCore import QObject, QEvent  # noqa: E402
-
-from core.interchange import read_transcript  # noqa: E402
-from core.messages import Message  # noqa: E402
-from core.store import open_store  # noqa: E402
+from precis.core.model.messages import Message  # noqa: E402
+from precis.core.storage.interchange import read_transcript  # noqa: E402
+from precis.core.storage.store import open_store  # noqa: E402
+from PySide6.QtCore import QEvent, QObject  # noqa: E402
 
 TRANSCRIPT = Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "claudecode_session.jsonl"
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "10000"))
@@ -70,11 +69,11 @@ def ten_thousand_messages() -> list[Message]:
 
 
 def main() -> None:
-    from gui.app import application
-    from gui.main_window import MainWindow
-    from core.chats import GLOBAL_POLICY_KEY
-    from gui.conversation import Row
-    from gui.workers import StreamBuffer, StreamPump
+    from precis.core.storage.chats import GLOBAL_POLICY_KEY
+    from precis.gui.app import application
+    from precis.gui.conversation import Row
+    from precis.gui.main_window import MainWindow
+    from precis.gui.workers import StreamBuffer, StreamPump
 
     app = application()
     with tempfile.TemporaryDirectory() as home:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.interchange import read_transcript  # noqa: E402
-from core.messages import Message  # noqa: E402
-from core.providers.local import LocalProvider  # noqa: E402
-from core.tokens import TokenCounter  # noqa: E402
+from precis.core.model.messages import Message  # noqa: E402
+from precis.core.model.tokens import TokenCounter  # noqa: E402
+from precis.core.providers.local import LocalProvider  # noqa: E402
+from precis.core.storage.interchange import read_transcript  # noqa: E402
 
 TRANSCRIPT = Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "sweagent_1.jsonl"
 PROMPT = [Message("system", "You are a helpful assistant."),
@@ -43,7 +43,7 @@ def measure_stream(provider: LocalProvider, max_tokens: int) -> tuple[float, flo
 
 def summary_latency(provider: LocalProvider) -> str:
     try:
-        from core.summarize import LLMSummarizer, SummaryRequest
+        from precis.core.summary.summarize import LLMSummarizer, SummaryRequest
     except ImportError:
         return "LLM summary latency: skipped (core.summarize has no LLMSummarizer yet)"
     if not TRANSCRIPT.exists():

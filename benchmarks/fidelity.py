@@ -22,15 +22,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.engine import Budget, ContextEngine
-from core.interchange import read_transcript
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.providers.base import Provider
-from core.records import Retention, SummaryMode
-from core.retention import KINDS, check_retention, context_text
-from core.summarize import make_summarizer
-from core.tokens import TokenCounter
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.messages import Message
+from precis.core.model.records import Retention, SummaryMode
+from precis.core.model.tokens import TokenCounter
+from precis.core.providers.base import Provider
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.retention import KINDS, check_retention, context_text
+from precis.core.summary.summarize import make_summarizer
 
 TRANSCRIPTS_DIR = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
 REFERENCE_TRANSCRIPT = "claudecode_session"
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     provider = None
     if any(m != "rule" for m in args.modes):
-        from core.providers.local import LocalProvider
+        from precis.core.providers.local import LocalProvider
         provider = LocalProvider()
     rows: list[Row] = []
     for name in args.transcripts:

@@ -8,7 +8,7 @@ import sys
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
-from gui import theme
+from . import theme
 
 
 def application() -> QApplication:

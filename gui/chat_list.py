@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from core.store import ChatInfo, SearchHit
+from ..core.storage.store import ChatInfo, SearchHit
 
 ChatIdRole = Qt.ItemDataRole.UserRole + 1
 HitRole = Qt.ItemDataRole.UserRole + 2

@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _open_store(args):
-    from core.store import StoreError, open_store
+    from ..core.storage.store import StoreError, open_store
 
     try:
         return open_store(args.data_dir)
@@ -28,8 +28,8 @@ def _open_store(args):
 
 
 def run_open(args: argparse.Namespace) -> int:
-    from gui.app import application
-    from gui.main_window import MainWindow
+    from .app import application
+    from .main_window import MainWindow
 
     app = application()
     store = _open_store(args)
@@ -54,15 +54,15 @@ def _parse_size(text: str) -> tuple[int, int]:
 
 
 def run_screenshot(args: argparse.Namespace) -> int:
-    from gui.app import application, offscreen
+    from .app import application, offscreen
 
     offscreen()
     width, height = _parse_size(args.size)
     from PySide6.QtCore import QEventLoop, QTimer
 
-    from core.providers.local import LocalProvider
-    from core.store import ChatNotFound
-    from gui.main_window import MainWindow
+    from ..core.providers.local import LocalProvider
+    from ..core.storage.store import ChatNotFound
+    from .main_window import MainWindow
 
     app = application()
     store = _open_store(args)

@@ -28,10 +28,10 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyle, QStyledItemDelegate
 
-from core.messages import Message
-from core.records import SummaryRecord
-from gui import theme
-from gui.markdown import is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
+from ..core.model.messages import Message
+from ..core.model.records import SummaryRecord
+from . import theme
+from .markdown import is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

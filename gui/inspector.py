@@ -26,13 +26,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.engine import UsageReport
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.records import SummaryRecord
-from gui import theme
-from gui.conversation import ConversationView, Row
-from gui.markdown import SafeDocument, markdown_literal, summary_markdown
+from ..core.context.engine import UsageReport
+from ..core.context.policy import SummarizationPolicy
+from ..core.model.messages import Message
+from ..core.model.records import SummaryRecord
+from . import theme
+from .conversation import ConversationView, Row
+from .markdown import SafeDocument, markdown_literal, summary_markdown
 
 KIND_LABELS = {
     "system": "System prompt",

@@ -24,23 +24,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core import slash
-from core.importers import import_file
-from core.messages import Message
-from core.providers.base import Provider
-from core.providers.registry import api_key_for, make_provider, save_api_key
-from core.store import Store
-from gui import theme
-from gui.chat_list import ChatList
-from gui.composer import Composer
-from gui.conversation import ConversationView, Row, build_rows
-from gui.inspector import ActionState, Inspector
-from core.chats import GLOBAL_POLICY_KEY
-from gui.session import ChatSession, ReplyResult, Snapshot
-from gui.settings_dialog import PROVIDER_KEY, ProviderChoice, SettingsDialog
-from gui.welcome import WelcomePanel
-from gui.wording import NEW_CHAT_TITLE, brief, title_from
-from gui.workers import Job, Runner, StreamBuffer, StreamPump
+from ..core import commands as slash
+from ..core import tools
+from ..core.model.messages import Message
+from ..core.providers.base import Provider
+from ..core.providers.registry import api_key_for, make_provider, save_api_key
+from ..core.storage.chats import GLOBAL_POLICY_KEY
+from ..core.storage.importers import import_file
+from ..core.storage.store import Store
+from . import theme
+from .chat_list import ChatList
+from .composer import Composer
+from .conversation import ConversationView, Row, build_rows
+from .inspector import ActionState, Inspector
+from .session import ChatSession, ReplyResult, Snapshot
+from .settings_dialog import PROVIDER_KEY, ProviderChoice, SettingsDialog
+from .welcome import WelcomePanel
+from .wording import NEW_CHAT_TITLE, brief, title_from
+from .workers import Job, Runner, StreamBuffer, StreamPump
 
 log = logging.getLogger("precis.gui")
 
@@ -638,9 +639,9 @@ class MainWindow(QMainWindow):
         elif name in ("pin", "unpin"):
             self.pin_selected(name == "pin")
         elif name == "run":
-            self._run_tool(f"Running: {argument}", lambda job: slash.run_command_messages(argument, job.cancel_token))
+            self._run_tool(f"Running: {argument}", lambda job: tools.run_command_messages(argument, job.cancel_token))
         elif name == "grep":
-            self._run_tool(f"Searching: {argument}", lambda job: slash.grep_messages(argument, job.cancel_token))
+            self._run_tool(f"Searching: {argument}", lambda job: tools.grep_messages(argument, job.cancel_token))
 
     def _run_tool(self, label: str, produce: Callable[[Job], tuple[Message, Message]]) -> None:
         """Run a tool off the GUI thread with a visible Stop; its call and result become messages of the chat."""
@@ -678,7 +679,7 @@ class MainWindow(QMainWindow):
         def read(_job: Job) -> tuple[Message, ...]:
             messages: list[Message] = []
             for path in paths:
-                messages.extend(slash.read_file_messages(path))
+                messages.extend(tools.read_file_messages(path))
             return tuple(messages)
 
         self._run_tool(f"Attaching {len(paths)} file(s)", read)

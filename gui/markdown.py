@@ -7,7 +7,7 @@ import re
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
 
-from gui import theme
+from . import theme
 
 # Images are shown as links: fetching them (remote or local) would leak that the chat was opened, or read files.
 _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)")

@@ -10,11 +10,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from core.chats import effective_policy, restore_engine, save_token_counts
-from core.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.providers.base import (
+from ..core.context.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
+from ..core.context.policy import SummarizationPolicy
+from ..core.model.messages import Message
+from ..core.model.records import SummaryRecord
+from ..core.model.tokens import TokenCounter
+from ..core.providers.base import (
     Cancelled,
     CancelToken,
     ContextLengthExceeded,
@@ -22,11 +23,10 @@ from core.providers.base import (
     ProviderError,
     StreamInterrupted,
 )
-from core.records import SummaryRecord
-from core.store import ChatSettings, Store, attach_engine
-from core.summarize import make_summarizer
-from core.tokens import TokenCounter
-from gui.workers import StreamBuffer
+from ..core.storage.chats import effective_policy, restore_engine, save_token_counts
+from ..core.storage.store import ChatSettings, Store, attach_engine
+from ..core.summary.summarize import make_summarizer
+from .workers import StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0

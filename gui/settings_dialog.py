@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from core.policy import SummarizationPolicy, policy_errors
-from core.providers.registry import DEFAULT_MODELS, KINDS
-from core.store import ChatSettings
+from ..core.context.policy import SummarizationPolicy, policy_errors
+from ..core.providers.registry import DEFAULT_MODELS, KINDS
+from ..core.storage.store import ChatSettings
 
 PROVIDER_KEY = "provider"
 

@@ -10,7 +10,7 @@ BRIEF_CHARS = 160
 
 def title_from(text: str) -> str:
     """A chat title from its first message: the first line, whitespace collapsed, cut at a word."""
-    line = " ".join(next((l for l in text.splitlines() if l.strip()), "").split())
+    line = " ".join(next((row for row in text.splitlines() if row.strip()), "").split())
     if len(line) <= TITLE_CHARS:
         return line or NEW_CHAT_TITLE
     return line[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(" ,.;:") + "…"

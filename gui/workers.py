@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
-from core.providers.base import CancelToken
+from ..core.providers.base import CancelToken
 
 log = logging.getLogger("precis.gui")
 

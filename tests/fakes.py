@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.messages import Message
-from core.providers.base import ChatChunk, ProviderError, Usage
+from precis.core.model.messages import Message
+from precis.core.providers.base import ChatChunk, ProviderError, Usage
 
 
 @dataclass

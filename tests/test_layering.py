@@ -1,23 +1,72 @@
-"""core/ is plain Python: it must never import Qt, so every rule is testable without a display."""
+"""The house plan: core/ never imports Qt, imports only point down a floor, and nothing uses the bare names
+`core` or `gui` (they install as precis.core and precis.gui, so a bare import would load a second copy)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "core"
+ROOT = Path(__file__).resolve().parents[1]
+CORE = ROOT / "core"
+
+# Lower floors never import higher ones; wings on one floor do not import each other.
+FLOORS = {"model": 1, "providers": 2, "summary": 3, "commands": 3, "tools": 3, "context": 4, "storage": 5, "cli": 6}
 
 
-def test_nothing_under_core_imports_pyside6():
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute dotted name) of every import in a file under core/ or gui/, relative ones resolved."""
+    package = ["precis", *path.relative_to(ROOT).with_suffix("").parts[:-1]]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.append((node.lineno, module))
+    return found
+
+
+def wing_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] != ["precis", "core"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_nothing_under_core_imports_qt():
+    offenders = [f"{path.relative_to(ROOT)}:{line} imports {name}"
+                 for path in CORE.rglob("*.py") for line, name in imported_modules(path)
+                 if name.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "shiboken6")]
+    assert offenders == []
+
+
+def test_core_imports_point_down_a_floor():
     offenders = []
     for path in CORE.rglob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            offenders += [f"{path.relative_to(CORE.parent)}:{node.lineno} imports {n}"
-                          for n in names if n.split(".")[0] in ("PySide6", "PyQt5", "PyQt6", "shiboken6")]
+        own = path.relative_to(CORE).parts[0].removesuffix(".py")
+        for line, name in imported_modules(path):
+            if name.startswith("precis.gui"):
+                # The command line may offer the window's commands, loaded by name if the GUI is installed.
+                continue
+            target = wing_of(name)
+            if target is None or target == own or own not in FLOORS or target not in FLOORS:
+                continue
+            if FLOORS[target] >= FLOORS[own]:
+                offenders.append(f"{path.relative_to(ROOT)}:{line} ({own}, floor {FLOORS[own]}) imports {name} "
+                                 f"({target}, floor {FLOORS[target]})")
+    assert offenders == []
+
+
+def test_no_bare_core_or_gui_imports():
+    offenders = []
+    for folder in ("core", "gui", "tests", "benchmarks"):
+        for path in (ROOT / folder).rglob("*.py"):
+            for line, name in imported_modules(path):
+                if name.split(".")[0] in ("core", "gui"):
+                    offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert offenders == []

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from core import slash
-from core.providers.base import CancelToken
+from precis.core import commands as slash
+from precis.core import tools
+from precis.core.providers.base import CancelToken
 
 
 def test_ordinary_text_and_escaped_slashes_are_messages():
@@ -27,12 +27,12 @@ def test_unknown_or_incomplete_commands_get_a_hint():
         slash.parse("/sumarize")
     with pytest.raises(slash.SlashError, match="/run needs CMD"):
         slash.parse("/run   ")
-    with pytest.raises(slash.SlashError, match="bad pattern"):
-        slash.grep("(", ".")
+    with pytest.raises(tools.ToolInputError, match="bad pattern"):
+        tools.grep("(", ".")
 
 
 def test_run_adds_the_output_and_exit_code_as_a_bash_tool_exchange(tmp_path):
-    call, result = slash.run_command_messages("echo out; echo err >&2; exit 2", cwd=tmp_path)
+    call, result = tools.run_command_messages("echo out; echo err >&2; exit 2", cwd=tmp_path)
     assert call.role == "assistant" and call.tool_calls[0].name == "bash"
     assert call.tool_calls[0].arguments == {"command": "echo out; echo err >&2; exit 2"}
     assert result.role == "tool" and result.name == "bash" and result.tool_call_id == call.tool_calls[0].id
@@ -42,7 +42,7 @@ def test_run_adds_the_output_and_exit_code_as_a_bash_tool_exchange(tmp_path):
 def test_cancel_kills_the_command_and_everything_it_started():
     cancel = CancelToken()
     threading.Timer(0.3, cancel.cancel).start()
-    output, code = slash.run_shell("echo started; sleep 30 & sleep 30", cancel=cancel)
+    output, code = tools.run_shell("echo started; sleep 30 & sleep 30", cancel=cancel)
     assert code is None and output.startswith("started")
 
 
@@ -51,7 +51,7 @@ def test_grep_lists_matches_with_file_and_line(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.txt").write_text("nothing\nTODO again\nTODO twice\n")
     (tmp_path / "bin.dat").write_bytes(b"\0TODO")
-    call, result = slash.grep_messages(f"TODO {tmp_path}")
+    call, result = tools.grep_messages(f"TODO {tmp_path}")
     assert call.tool_calls[0].name == "grep" and call.tool_calls[0].arguments == {"pattern": "TODO", "path": str(tmp_path)}
     assert result.content.splitlines() == [
         "a.py:2: TODO fix", "sub/b.txt:2: TODO again", "sub/b.txt:3: TODO twice", "3 matches in 2 files"]
@@ -60,10 +60,10 @@ def test_grep_lists_matches_with_file_and_line(tmp_path):
 def test_attached_files_become_read_file_exchanges_and_binary_files_are_refused(tmp_path):
     text = tmp_path / "notes.md"
     text.write_text("# Notes\nünïcode\n")
-    call, result = slash.read_file_messages(text)
+    call, result = tools.read_file_messages(text)
     assert call.tool_calls[0].name == "read_file" and call.tool_calls[0].arguments == {"path": str(text)}
     assert result.content == "# Notes\nünïcode\n"
     binary = tmp_path / "image.png"
     binary.write_bytes(b"\x89PNG\0\0")
     with pytest.raises(ValueError, match="image.png: looks like a binary file"):
-        slash.read_file_messages(binary)
+        tools.read_file_messages(binary)

@@ -8,10 +8,10 @@ from typing import Any
 
 import httpx
 
-from core.messages import Message
-from core.providers.base import (
-    CancelToken,
+from ..model.messages import Message
+from .base import (
     Cancelled,
+    CancelToken,
     ChatChunk,
     ContextLengthExceeded,
     MalformedResponse,
@@ -20,11 +20,11 @@ from core.providers.base import (
     StreamInterrupted,
     Usage,
 )
-from core.providers.render import paired_call_ids, tool_call_text, tool_result_text
-from core.providers.sse import iter_sse
-from core.providers.transport import (
-    HTTPProvider,
+from .render import paired_call_ids, tool_call_text, tool_result_text
+from .sse import iter_sse
+from .transport import (
     CONTEXT_ERROR_MARKERS,
+    HTTPProvider,
     RetryPolicy,
     get_json,
     open_stream,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from core.messages import Message
+from ..model.messages import Message
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,16 +16,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from core.messages import Message
-from core.providers.base import (
-    CancelToken,
+from ..model.messages import Message
+from .base import (
     Cancelled,
+    CancelToken,
     ChatChunk,
     ContextLengthExceeded,
     ProviderUnavailable,
     Usage,
 )
-from core.providers.render import tool_call_text, tool_result_text
+from .render import tool_call_text, tool_result_text
 
 # llama.cpp's OpenMP threads spin while waiting; beside a GUI thread or a second model on 2 cores that
 # spinning starves everyone. Passive waiting costs nothing when the machine is idle.

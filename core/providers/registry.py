@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from core.providers.base import AuthError, Provider
+from .base import AuthError, Provider
 
 KINDS = ("local", "openai", "anthropic")
 KEYRING_SERVICE = "precis"
@@ -49,7 +49,7 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
     server) often needs none.
     """
     if kind == "local":
-        from core.providers.local import LocalProvider
+        from .local import LocalProvider
 
         return LocalProvider()
     if kind not in KINDS:
@@ -60,10 +60,10 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
                         f"(service {KEYRING_SERVICE}, user {kind})")
     model = model or DEFAULT_MODELS[kind]
     if kind == "openai":
-        from core.providers.openai_compat import DEFAULT_BASE_URL, OpenAICompatProvider
+        from .openai_compat import DEFAULT_BASE_URL, OpenAICompatProvider
 
         return OpenAICompatProvider(base_url or DEFAULT_BASE_URL, model, key)
-    from core.providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
-    from core.providers.anthropic import AnthropicProvider
+    from .anthropic import DEFAULT_BASE_URL as ANTHROPIC_URL
+    from .anthropic import AnthropicProvider
 
     return AnthropicProvider(base_url or ANTHROPIC_URL, model, key)

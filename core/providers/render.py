@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from core.messages import Message, ToolCall
+from ..model.messages import Message, ToolCall
 
 
 def tool_call_text(call: ToolCall) -> str:

@@ -19,10 +19,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from core.providers.base import (
+from .base import (
     AuthError,
-    CancelToken,
     Cancelled,
+    CancelToken,
     ContextLengthExceeded,
     MalformedResponse,
     ModelNotFound,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from core.cli import main
-from core.interchange import read_transcript
+from precis.core.cli.main import main
+from precis.core.storage.interchange import read_transcript
+
 from tests.conftest import SHARED_TRANSCRIPTS
 
 

@@ -8,14 +8,14 @@ import logging
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
+from precis.core.context.policy import SummarizationPolicy, policy_errors
+from precis.core.model.messages import Message, ToolCall
+from precis.core.model.tokens import TokenCounter
+from precis.core.providers.base import ServerError
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.summarize import HybridSummarizer, LLMSummarizer, SummarizationFailed
 
-from core.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
-from core.interchange import read_transcript
-from core.messages import Message, ToolCall
-from core.policy import SummarizationPolicy, policy_errors
-from core.providers.base import ServerError
-from core.summarize import HybridSummarizer, LLMSummarizer, SummarizationFailed
-from core.tokens import TokenCounter
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
 
@@ -506,8 +506,8 @@ def test_a_wholly_invented_narrative_falls_back_to_the_rules():
 
 
 def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
-    from core.engine import merge_facets
-    from core.records import CommandRun, Facets
+    from precis.core.context.engine import merge_facets
+    from precis.core.model.records import CommandRun, Facets
 
     older = Facets(files_read=["a.py"], commands=[CommandRun(command="pytest", exit_code=1, count=2)])
     newer = Facets(files_read=["a.py", "b.py"], commands=[CommandRun(command="pytest", exit_code=1, count=3),

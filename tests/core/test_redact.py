@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from core.records import CommandRun, Facets
-from core.redact import redact, redact_obj
+from precis.core.model.records import CommandRun, Facets
+from precis.core.summary.redact import redact, redact_obj
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
 ANTHROPIC = "sk-ant-api03-" + "AbCdEfGhIj0123456789" * 3

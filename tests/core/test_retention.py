@@ -5,10 +5,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pytest
+from precis.core.model.messages import Message, ToolCall
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
 
-from core.interchange import read_transcript
-from core.messages import Message, ToolCall
-from core.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 
 CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"

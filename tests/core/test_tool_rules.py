@@ -10,12 +10,12 @@ from functools import lru_cache
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from precis.core.model.messages import Message, ToolCall
+from precis.core.model.tokens import TokenCounter
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.retention import check_retention, normalize_command
+from precis.core.summary.tool_rules import canonical_tool, extract_facets, one_line, render_artifact_trail, rule_summary
 
-from core.interchange import read_transcript
-from core.messages import Message, ToolCall
-from core.retention import check_retention, normalize_command
-from core.tokens import TokenCounter
-from core.tool_rules import (canonical_tool, extract_facets, one_line, render_artifact_trail, rule_summary)
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 
 COUNT = TokenCounter().count_text

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from core.providers.local import LocalProvider
-from core.store import open_store
+from precis.core.providers.local import LocalProvider
+from precis.core.storage.store import open_store
 
 
 @pytest.fixture(scope="session")
@@ -25,8 +24,8 @@ def store(isolated_home):
 @pytest.fixture
 def make_window(qtbot, store):
     """make_window(provider=None, store=store) -> a shown MainWindow whose chat (if any) has finished opening."""
-    from gui.app import application
-    from gui.main_window import MainWindow
+    from precis.gui.app import application
+    from precis.gui.main_window import MainWindow
 
     application()
     windows = []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-
 pytestmark = pytest.mark.model
 
 REPLY_TOKENS = 16

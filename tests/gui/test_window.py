@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from precis.core.model.messages import Message
+from precis.core.providers.base import ContextLengthExceeded
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.storage.store import open_store
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from core.chats import GLOBAL_POLICY_KEY
-from core.messages import Message
-from core.providers.base import ContextLengthExceeded
-from core.store import open_store
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
 

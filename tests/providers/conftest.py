@@ -9,8 +9,7 @@ import time
 
 import httpx
 import pytest
-
-from core.providers.local import LocalProvider, find_model_path
+from precis.core.providers.local import LocalProvider, find_model_path
 
 SERVER_START_SECONDS = 120
 

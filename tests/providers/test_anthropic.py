@@ -7,17 +7,16 @@ import json
 
 import httpx
 import pytest
-
-from core.messages import Message, ToolCall
-from core.providers.anthropic import AnthropicProvider, to_anthropic
-from core.providers.base import (
+from precis.core.model.messages import Message, ToolCall
+from precis.core.providers.anthropic import AnthropicProvider, to_anthropic
+from precis.core.providers.base import (
     AuthError,
     ContextLengthExceeded,
     ServerError,
     StreamInterrupted,
     complete,
 )
-from core.providers.transport import RetryPolicy
+from precis.core.providers.transport import RetryPolicy
 
 SECRET = "sk-ant-api03-SECRETSECRETSECRET"
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-
-from core.cli import main
+from precis.core.cli.main import main
 
 pytestmark = pytest.mark.model
 

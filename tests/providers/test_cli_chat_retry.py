@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 from types import SimpleNamespace
 
-from core.cli_chat import chat_turn
-from core.engine import Budget, ContextEngine
-from core.messages import Message
-from core.providers.base import ContextLengthExceeded
+from precis.core.cli.chat import chat_turn
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.model.messages import Message
+from precis.core.providers.base import ContextLengthExceeded
+
 from tests.fakes import ScriptedProvider
 
 ARGS = SimpleNamespace(max_tokens=32, temperature=0.0)

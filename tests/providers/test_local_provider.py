@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from precis.core.model.messages import Message, ToolCall
+from precis.core.providers.base import Cancelled, CancelToken, ContextLengthExceeded, complete
+from precis.core.providers.local import find_model_path
 from pydantic import BaseModel, Field
-
-from core.messages import Message, ToolCall
-from core.providers.base import CancelToken, Cancelled, ContextLengthExceeded, complete
-from core.providers.local import find_model_path
 
 pytestmark = pytest.mark.model
 

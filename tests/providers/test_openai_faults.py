@@ -11,9 +11,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
-from core.messages import Message, ToolCall
-from core.providers.base import (
+from precis.core.model.messages import Message, ToolCall
+from precis.core.providers.base import (
     AuthError,
     ContextLengthExceeded,
     MalformedResponse,
@@ -26,8 +25,8 @@ from core.providers.base import (
     StreamInterrupted,
     complete,
 )
-from core.providers.openai_compat import OpenAICompatProvider, to_openai_messages
-from core.providers.transport import RetryPolicy
+from precis.core.providers.openai_compat import OpenAICompatProvider, to_openai_messages
+from precis.core.providers.transport import RetryPolicy
 
 SECRET = "sk-test-SECRETKEY1234567890"
 HELLO = [Message("user", "hello")]

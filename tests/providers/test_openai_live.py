@@ -6,11 +6,10 @@ import json
 import threading
 
 import pytest
+from precis.core.model.messages import Message, ToolCall
+from precis.core.providers.base import Cancelled, CancelToken, ContextLengthExceeded, complete
+from precis.core.providers.openai_compat import OpenAICompatProvider
 from pydantic import BaseModel
-
-from core.messages import Message, ToolCall
-from core.providers.base import CancelToken, Cancelled, ContextLengthExceeded, complete
-from core.providers.openai_compat import OpenAICompatProvider
 
 pytestmark = pytest.mark.model
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
-from core.providers.anthropic import AnthropicProvider
-from core.providers.base import AuthError
-from core.providers.local import LocalProvider
-from core.providers.openai_compat import OpenAICompatProvider
-from core.providers.registry import api_key_for, make_provider
+from precis.core.providers.anthropic import AnthropicProvider
+from precis.core.providers.base import AuthError
+from precis.core.providers.local import LocalProvider
+from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.providers.registry import api_key_for, make_provider
 
 
 def test_key_from_environment(monkeypatch):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from core.providers.sse import SSEEvent, iter_sse
+from precis.core.providers.sse import SSEEvent, iter_sse
 
 
 def parse(text: str) -> list[SSEEvent]:

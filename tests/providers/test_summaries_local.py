@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
-from core.cli import main
-from core.engine import Budget, ContextEngine
-from core.interchange import read_transcript
-from core.policy import SummarizationPolicy
-from core.providers.base import complete
-from core.summarize import LLMSummarizer
-from core.tokens import TokenCounter
+from precis.core.cli.main import main
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.tokens import TokenCounter
+from precis.core.providers.base import complete
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.summarize import LLMSummarizer
+
 from tests.conftest import SHARED_TRANSCRIPTS
 
 

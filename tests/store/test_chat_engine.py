@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from core.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
-from core.messages import Message
-from core.store import open_store
-from core.tokens import TokenCounter
+from precis.core.model.messages import Message
+from precis.core.model.tokens import TokenCounter
+from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
+from precis.core.storage.store import open_store
 
 
 def chat_with_history(store, n=40):

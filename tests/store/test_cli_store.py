@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
-from core.cli import main
-from core.store import open_store
+from precis.core.cli.main import main
+from precis.core.storage.store import open_store
+
 from tests.conftest import CLAUDE_CODE_RAW, TRANSCRIPTS
 
 

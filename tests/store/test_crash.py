@@ -9,16 +9,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-from core.store import open_store
+from precis.core.storage.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 
 SUMMARIZER_SCRIPT = """
 import sys, time
 from sqlalchemy import event
-from core.messages import Message
-from core.records import CoveredMessage, SummaryRecord
-from core.store import open_store
+from precis.core.model.messages import Message
+from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.store import open_store
 
 # Fault injection: the real transaction pauses (and says so) right after its last statement, before COMMIT,
 # so the parent can kill it at exactly that point.
@@ -44,8 +44,8 @@ for n in range(3):
 
 STREAM_SCRIPT = """
 import sys
-from core.messages import Message
-from core.store import open_store
+from precis.core.model.messages import Message
+from precis.core.storage.store import open_store
 
 store = open_store(sys.argv[1])
 chat = store.create_chat("stream")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.context.policy import SummarizationPolicy
+from precis.core.storage.interchange import read_transcript
+from precis.core.storage.store import StoreWriteError, attach_engine, open_store
 from sqlalchemy import event
 
-from core.engine import Budget, ContextEngine
-from core.interchange import read_transcript
-from core.policy import SummarizationPolicy
-from core.store import StoreWriteError, attach_engine, open_store
 from tests.conftest import TRANSCRIPTS
 
 POLICY = SummarizationPolicy(min_messages=6, cooldown_messages=2, keep_recent=4, max_depth=2)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from core.messages import Message
-from core.records import CoveredMessage, SummaryRecord
-from core.store import MessageNotFound, open_store
+from precis.core.model.messages import Message
+from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.store import MessageNotFound, open_store
 
 
 def test_only_the_newest_message_is_removed_and_search_forgets_it(tmp_path):

@@ -10,12 +10,24 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from precis.core.model.messages import Message, ToolCall
+from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.store import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    ChatNotFound,
+    ChatRow,
+    MessageNotFound,
+    MessageRow,
+    SettingRow,
+    StoreCorrupt,
+    StoreLocked,
+    StoreTooNew,
+    StoreWriteError,
+    SummaryRow,
+    open_store,
+)
 from sqlalchemy import event
-
-from core.messages import Message, ToolCall
-from core.records import CoveredMessage, SummaryRecord
-from core.store import (DB_NAME, SCHEMA_VERSION, ChatNotFound, ChatRow, MessageNotFound, MessageRow, SettingRow,
-                        StoreCorrupt, StoreLocked, StoreTooNew, StoreWriteError, SummaryRow, open_store)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,7 +148,7 @@ def test_store_locked_by_another_process_is_a_clear_error(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys
-            from core.store import open_store
+            from precis.core.storage.store import open_store
             store = open_store({str(tmp_path)!r})
             print("open", flush=True)
             sys.stdin.readline()

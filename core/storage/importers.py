@@ -12,11 +12,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from core.interchange import TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
-from core.messages import Message, ToolCall, new_id
-from core.records import CoveredMessage, SummaryRecord
-from core.store import Store
-from core.tokens import TokenCounter
+from ..model.messages import Message, ToolCall, new_id
+from ..model.records import CoveredMessage, SummaryRecord
+from ..model.tokens import TokenCounter
+from .interchange import TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
+from .store import Store
 
 Format = Literal["auto", "jsonl", "openai", "claude-code"]
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
@@ -108,7 +108,7 @@ def _items_with_lines(text: str, source: str) -> list[tuple[Any, int]]:
             pos += 1
         lines.append(text.count("\n", 0, pos) + 1)
         pos = decoder.raw_decode(text, pos)[1]
-    return list(zip(items, lines))
+    return list(zip(items, lines, strict=True))
 
 
 def _openai_content(value: Any, source: str, line: int) -> str:

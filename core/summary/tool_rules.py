@@ -22,11 +22,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from core.messages import Message, ToolCall
-from core.records import MAX_KEY_POINTS, CommandRun, Facets, ToolUsage
-from core.redact import redact, redact_obj
-from core.retention import (COMMAND_MATCH_CHARS, MAX_IDENTIFIERS, collect_facts, command_parts, normalize_command,
-                            project_root, user_text)
+from ..model.messages import Message, ToolCall
+from ..model.records import MAX_KEY_POINTS, CommandRun, Facets, ToolUsage
+from .redact import redact, redact_obj
+from .retention import (
+    COMMAND_MATCH_CHARS,
+    MAX_IDENTIFIERS,
+    collect_facts,
+    command_parts,
+    normalize_command,
+    project_root,
+    user_text,
+)
 
 KINDS = ("read_file", "shell", "search", "write_file", "edit_file", "list_files", "web", "default")
 

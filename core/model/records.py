@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from core.messages import new_id
+from .messages import new_id
 
 SummaryMode = Literal["rule", "llm", "hybrid"]
 RecordStatus = Literal["active", "merged", "undone"]

@@ -7,10 +7,10 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from core.chats import restore_engine, save_token_counts
-from core.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
-from core.importers import FORMATS, ImportFailed, import_file
-from core.store import StoreError, open_store
+from ..storage.chats import restore_engine, save_token_counts
+from ..storage.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
+from ..storage.importers import FORMATS, ImportFailed, import_file
+from ..storage.store import StoreError, open_store
 
 DEFAULT_WINDOW = 8192
 BAR_WIDTH = 40

@@ -18,17 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field as PydanticField, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import Field as PydanticField
 from sqlalchemy import bindparam, event, func, text
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select, update
 
-from core.messages import Message, ToolCall
-from core.paths import data_dir as resolve_data_dir
-from core.policy import policy_errors
-from core.records import SummaryRecord
+from ..context.policy import policy_errors
+from ..model.messages import Message, ToolCall
+from ..model.records import SummaryRecord
+from .paths import data_dir as resolve_data_dir
 
 DB_NAME = "precis.db"
 LOCK_NAME = "precis.lock"

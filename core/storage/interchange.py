@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from core.messages import ROLES, Message, ToolCall, new_id
+from ..model.messages import ROLES, Message, ToolCall, new_id
 
 
 class TranscriptError(ValueError):

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.messages import Message
-from core.records import Retention
+from ..model.messages import Message
+from ..model.records import Retention
 
 KINDS: tuple[str, ...] = ("files", "commands", "errors", "identifiers", "instructions")
 

@@ -7,9 +7,9 @@ import re
 from collections.abc import Sequence
 from datetime import datetime
 
-from core.interchange import dumps_jsonl
-from core.messages import Message
-from core.records import SummaryRecord
+from ..model.messages import Message
+from ..model.records import SummaryRecord
+from .interchange import dumps_jsonl
 
 EXPORT_FORMATS = ("jsonl", "openai", "md")
 

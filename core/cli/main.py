@@ -9,10 +9,10 @@ import sys
 
 # Modules that define `register(subparsers)`; each adds its subcommands with a `func(args) -> int` default.
 COMMAND_MODULES = (
-    "core.cli_compact",
-    "core.cli_chat",
-    "core.cli_store",
-    "gui.cli_gui",
+    "precis.core.cli.compact",
+    "precis.core.cli.chat",
+    "precis.core.cli.store",
+    "precis.gui.cli_gui",
 )
 
 

@@ -7,14 +7,14 @@ import json
 import sys
 from dataclasses import dataclass
 
-from core.engine import Budget, ContextEngine, Prompt
-from core.interchange import TranscriptError, message_to_record, read_transcript
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.providers.base import ProviderError
-from core.providers.registry import make_provider
-from core.summarize import make_summarizer
-from core.tokens import TokenCounter
+from ..context.engine import Budget, ContextEngine, Prompt
+from ..context.policy import SummarizationPolicy
+from ..model.messages import Message
+from ..model.tokens import TokenCounter
+from ..providers.base import ProviderError
+from ..providers.registry import make_provider
+from ..storage.interchange import TranscriptError, message_to_record, read_transcript
+from ..summary.summarize import make_summarizer
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from core.records import SummaryMode
+from ..model.records import SummaryMode
 
 
 class SummarizationPolicy(BaseModel):

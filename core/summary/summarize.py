@@ -12,12 +12,12 @@ from typing import Annotated, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
-from core.messages import Message
-from core.providers.base import Provider, ProviderError, complete
-from core.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
-from core.redact import redact
-from core.tokens import TokenCounter
-from core.tool_rules import extract_facets, one_line, render_artifact_trail, rule_summary
+from ..model.messages import Message
+from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
+from ..model.tokens import TokenCounter
+from ..providers.base import Provider, ProviderError, complete
+from .redact import redact
+from .tool_rules import extract_facets, one_line, render_artifact_trail, rule_summary
 
 log = logging.getLogger("precis.summarize")
 

@@ -6,13 +6,13 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from core.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize
-from core.messages import Message
-from core.policy import SummarizationPolicy
-from core.providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage
-from core.providers.registry import KINDS, make_provider
-from core.summarize import make_summarizer
-from core.tokens import TokenCounter
+from ..context.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize
+from ..context.policy import SummarizationPolicy
+from ..model.messages import Message
+from ..model.tokens import TokenCounter
+from ..providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage
+from ..providers.registry import KINDS, make_provider
+from ..summary.summarize import make_summarizer
 
 QUIT_COMMANDS = ("/quit", "/exit")
 

@@ -14,16 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.messages import Message, ToolCall
-from core.policy import SummarizationPolicy
-from core.records import CoveredMessage, Facets, Retention, SummaryRecord
-from core.redact import redact, redact_obj
-from core.retention import Facts as RetentionFacts
-from core.retention import check_facts, collect_facts, union_facts
-from core.retention import context_text as retention_context_text
-from core.summarize import RuleSummarizer, SummaryDraft, SummaryRequest, Summarizer, fit_text
-from core.tokens import REPLY_PRIMING, TokenCounter
-from core.tool_rules import one_line, render_artifact_trail
+from ..model.messages import Message, ToolCall
+from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
+from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..summary.redact import redact, redact_obj
+from ..summary.retention import Facts as RetentionFacts
+from ..summary.retention import check_facts, collect_facts, union_facts
+from ..summary.retention import context_text as retention_context_text
+from ..summary.summarize import RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
+from ..summary.tool_rules import one_line, render_artifact_trail
+from .policy import SummarizationPolicy
 
 log = logging.getLogger("precis.engine")
 

@@ -1,6 +1,5 @@
-"""Slash commands typed in the composer, and the tool messages that bring files, shell output and searches in.
+"""The tool runs behind /run, /grep and attached files: each returns the tool messages that bring its output in.
 
-Parsing and the tool runs live here so the GUI (and any other front end) only decides when to call them.
 A shell command runs only when the user explicitly types `/run`; nothing here runs on its own.
 """
 
@@ -12,24 +11,10 @@ import shlex
 import signal
 import subprocess
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
-from core.messages import Message, ToolCall, new_id
-from core.providers.base import CancelToken
-
-# command -> (argument hint, what it does); the order is the order of the help text.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "context": ("", "show what the model sees: tokens by kind and the summary chain"),
-    "summarize": ("[instructions]", "summarize older messages now, optionally with extra instructions"),
-    "undo-summary": ("", "undo the latest summary and bring its messages back"),
-    "history": ("", "list the summaries, then the recent messages"),
-    "pin": ("", "pin the selected (or last) message so it is never summarized"),
-    "unpin": ("", "unpin the selected (or last) message"),
-    "run": ("CMD", "run a shell command and add its output and exit code as a tool message"),
-    "grep": ("PATTERN [PATH]", "search files for a regular expression and add the matches as a tool message"),
-}
-NEEDS_ARGUMENT = {"run", "grep"}
+from .model.messages import Message, ToolCall, new_id
+from .providers.base import CancelToken
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
 MAX_FILE_BYTES = 2_000_000
@@ -37,47 +22,8 @@ MAX_GREP_MATCHES = 500
 SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
 
 
-@dataclass(frozen=True)
-class SlashCommand:
-    name: str
-    argument: str = ""
-
-
-class SlashError(ValueError):
-    """A line that starts with '/' but is not a valid command; the message is a hint for the user."""
-
-
-def help_text() -> str:
-    width = max(len(f"/{name} {hint}".strip()) for name, (hint, _) in COMMANDS.items())
-    return "\n".join(f"{f'/{name} {hint}'.strip():<{width}}  {what}" for name, (hint, what) in COMMANDS.items())
-
-
-def parse(text: str) -> SlashCommand | None:
-    """The slash command in `text`, None for an ordinary message; raises SlashError with a hint for a bad one.
-
-    A line starting with '//' is an escaped slash: an ordinary message (the caller strips one '/').
-    """
-    stripped = text.strip()
-    if not stripped.startswith("/") or stripped.startswith("//"):
-        return None
-    head, _, rest = stripped[1:].partition(" ")
-    name = head.strip().lower()
-    argument = rest.strip()
-    if name not in COMMANDS:
-        close = [c for c in COMMANDS if c.startswith(name[:2])] if name else []
-        suggestion = f" Did you mean /{close[0]}?" if close else ""
-        raise SlashError(
-            f"Unknown command /{head}.{suggestion} Commands:\n{help_text()}\n"
-            "(Start a message with // to send a literal slash.)")
-    if name in NEEDS_ARGUMENT and not argument:
-        raise SlashError(f"/{name} needs {COMMANDS[name][0]}: {COMMANDS[name][1]}")
-    return SlashCommand(name, argument)
-
-
-def unescape(text: str) -> str:
-    """An ordinary message typed as '//...' is sent with one leading slash."""
-    stripped = text.lstrip()
-    return stripped[1:] if stripped.startswith("//") else text
+class ToolInputError(ValueError):
+    """A tool's argument cannot be used (a bad pattern, a missing folder); the message is a hint for the user."""
 
 
 def tool_exchange(tool: str, arguments: dict, output: str) -> tuple[Message, Message]:
@@ -151,9 +97,9 @@ def grep_argument(argument: str) -> tuple[str, str]:
     try:
         parts = shlex.split(argument)
     except ValueError as exc:
-        raise SlashError(f"/grep: {exc}") from None
+        raise ToolInputError(f"/grep: {exc}") from None
     if not parts or len(parts) > 2:
-        raise SlashError("/grep needs PATTERN [PATH] (quote a pattern that contains spaces)")
+        raise ToolInputError("/grep needs PATTERN [PATH] (quote a pattern that contains spaces)")
     return parts[0], parts[1] if len(parts) == 2 else "."
 
 
@@ -162,10 +108,10 @@ def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise SlashError(f"/grep: bad pattern {pattern!r}: {exc}") from None
+        raise ToolInputError(f"/grep: bad pattern {pattern!r}: {exc}") from None
     root = Path(path).expanduser()
     if not root.exists():
-        raise SlashError(f"/grep: no such file or folder: {root}")
+        raise ToolInputError(f"/grep: no such file or folder: {root}")
     files = [root] if root.is_file() else _walk(root)
     lines: list[str] = []
     matched_files = 0

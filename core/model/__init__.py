@@ -1,0 +1,1 @@
+"""The plain data every wing shares: messages, summary records, token counting."""

@@ -1,0 +1,1 @@
+"""The SQLite store, restoring a chat's engine, and file formats in and out."""

@@ -1,0 +1,1 @@
+"""Rule, LLM and hybrid summaries, redaction and the trail-coverage check."""
