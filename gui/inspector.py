@@ -203,6 +203,7 @@ class Inspector(QFrame):
         self.setMinimumWidth(440)
         self._records: list[SummaryRecord] = []
         self._snapshot = None
+        self._shown: SummaryRecord | None = None  # the record the detail tabs show
 
         title = QLabel("Context")
         title.setObjectName("heading")
@@ -331,6 +332,7 @@ class Inspector(QFrame):
         self.notice_undo.clicked.connect(self.undo_requested)
         self.pin_button.clicked.connect(self.pin_requested)
         self.chain.itemSelectionChanged.connect(self._selection_changed)
+        self._show_record(None)
         self._update_buttons()
 
     # ---- state --------------------------------------------------------------------------------------------
@@ -413,12 +415,16 @@ class Inspector(QFrame):
                 item = QTableWidgetItem(value)
                 item.setToolTip(tip or value)
                 self.chain.setItem(row, column, item)
-        self.chain.blockSignals(False)
         ids = [r.id for r in self._records]
         if selected in ids:
             self.chain.selectRow(ids.index(selected))
-        elif not ids:
-            self._show_record(None)
+        else:
+            # The shown record is gone (undone, merged): show none rather than text the model no longer sees.
+            self.chain.clearSelection()
+        self.chain.blockSignals(False)
+        current = next((r for r in self._records if r.id == self.selected_record_id()), None)
+        if current != self._shown:
+            self._show_record(current)
 
     def selected_record_id(self) -> str | None:
         rows = self.chain.selectionModel().selectedRows() if self.chain.selectionModel() else []
@@ -437,6 +443,7 @@ class Inspector(QFrame):
             self.record_selected.emit(record.id)
 
     def _show_record(self, record: SummaryRecord | None) -> None:
+        self._shown = record
         if record is None:
             self.summary_text.setPlainText("Select a summary to see its text, facts and the messages it replaced.")
             self.archived_view.conversation.set_rows([])

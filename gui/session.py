@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..core.context.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from ..core.context.policy import SummarizationPolicy
@@ -36,7 +36,11 @@ log = logging.getLogger("precis.gui")
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the GUI shows of a chat at one moment."""
+    """What the GUI shows of a chat at one moment: copies, never the engine's live objects.
+
+    The worker thread keeps changing the engine's records (merge, undo, retention), so the chain holds deep copies
+    and the GUI never reads a half-updated record.
+    """
 
     chat_id: str
     messages: list[Message]
@@ -81,7 +85,8 @@ class ChatSession:
     def load_rows(self) -> Snapshot:
         """Messages and summaries from the store, fast, before any token is counted (first paint)."""
         engine, _settings = self._restore(TokenCounter())
-        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), engine.chain(), None, engine.policy)
+        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), None,
+                        engine.policy.model_copy())
 
     def build_engine(self) -> Snapshot:
         engine, settings = self._restore(self._counter())
@@ -111,9 +116,9 @@ class ChatSession:
 
     def snapshot(self) -> Snapshot:
         engine = self.engine
-        events, self._events = self._events, []
-        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), engine.chain(), engine.usage(),
-                        engine.policy, events, summarizable=engine.can_summarize())
+        events, self._events = [_copied_event(e) for e in self._events], []
+        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), engine.usage(),
+                        engine.policy.model_copy(), events, summarizable=engine.can_summarize())
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:
@@ -219,3 +224,11 @@ class ChatSession:
 def _hidden(engine: ContextEngine) -> dict[str, str]:
     """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
     return {m.id: engine.archived_by(m.id) for m in engine.messages if engine.is_archived(m.id)}
+
+
+def _copied_event(event: EngineEvent) -> EngineEvent:
+    return replace(event, record=event.record.model_copy(deep=True))
+
+
+def _copied(chain: list[SummaryRecord]) -> list[SummaryRecord]:
+    return [record.model_copy(deep=True) for record in chain]
