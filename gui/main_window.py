@@ -208,7 +208,8 @@ class MainWindow(QMainWindow):
     def _configured_provider(self) -> Provider:
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         try:
-            return make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None)
+            return make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
+                                 extra_buffer_types=choice.extra_buffer_types)
         except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
             self.statusBar().showMessage(f"{choice.kind}: {exc}; using the local model", 10_000)
             return make_provider("local")

@@ -61,15 +61,20 @@ class ProviderChoice:
     kind: str = "local"
     base_url: str = ""
     model: str = ""
+    # The local model's weights repacked for CPU-specific kernels (llama.cpp's use_extra_bufts); off by default
+    # because the AMX path crashes on SmolLM2.
+    extra_buffer_types: bool = False
 
     @classmethod
     def from_setting(cls, value: Any) -> ProviderChoice:
         value = value if isinstance(value, dict) else {}
         return cls(kind=value.get("kind", "local") if value.get("kind") in KINDS else "local",
-                   base_url=value.get("base_url", "") or "", model=value.get("model", "") or "")
+                   base_url=value.get("base_url", "") or "", model=value.get("model", "") or "",
+                   extra_buffer_types=value.get("extra_buffer_types") is True)
 
-    def to_setting(self) -> dict[str, str]:
-        return {"kind": self.kind, "base_url": self.base_url, "model": self.model}
+    def to_setting(self) -> dict[str, Any]:
+        return {"kind": self.kind, "base_url": self.base_url, "model": self.model,
+                "extra_buffer_types": self.extra_buffer_types}
 
 
 class _FieldSet:
@@ -196,6 +201,9 @@ class SettingsDialog(QDialog):
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("stored in the OS keyring" + (" (a key is saved)" if key_saved else ""))
+        self.extra_buffer_types = QCheckBox("Repack weights for this CPU (extra buffer types)")
+        self.extra_buffer_types.setToolTip("Faster on some CPUs; on Intel AMX CPUs it crashes the local model")
+        self.extra_buffer_types.setChecked(provider.extra_buffer_types)
         self.provider_error = QLabel("")
         self.provider_error.setObjectName("error")
         self.provider_error.setWordWrap(True)
@@ -207,6 +215,7 @@ class SettingsDialog(QDialog):
         provider_form.addRow("Base URL", self.base_url)
         provider_form.addRow("Model", self.model)
         provider_form.addRow("API key", self.api_key)
+        provider_form.addRow("Local model", self.extra_buffer_types)
         provider_form.addRow("", self.provider_error)
         provider_form.addRow(note)
         tabs.addTab(provider_page, "Provider")
@@ -262,7 +271,8 @@ class SettingsDialog(QDialog):
 
     # ---- reading the form -----------------------------------------------------------------------------------
     def provider_choice(self) -> ProviderChoice:
-        return ProviderChoice(self.kind.currentText(), self.base_url.text().strip(), self.model.text().strip())
+        return ProviderChoice(self.kind.currentText(), self.base_url.text().strip(), self.model.text().strip(),
+                              self.extra_buffer_types.isChecked())
 
     def policy_values(self) -> dict[str, Any]:
         return self.policy_fields.values()[0]

@@ -8,6 +8,7 @@ grammar built from it, so even this small model returns parseable JSON.
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
 import threading
@@ -41,7 +42,7 @@ JSON_REPEAT_PENALTY = 1.3
 BUSY_WAIT_SECONDS = 300.0
 
 _load_lock = threading.Lock()
-_loaded: dict[Path, "LoadedModel"] = {}
+_loaded: dict[tuple[Path, int, bool], "LoadedModel"] = {}
 
 
 def find_model_path() -> Path:
@@ -58,17 +59,40 @@ def find_model_path() -> Path:
     return found[0]
 
 
+@functools.cache
+def llama_class(extra_buffer_types: bool = False) -> type:
+    """`Llama` whose models load with or without llama.cpp's extra buffer types (`use_extra_bufts`).
+
+    Extra buffer types repack the weights for CPU-specific kernels (AMX on Xeon Sapphire Rapids and later); that
+    path crashes in the first decode of SmolLM2's q4_1 weights. llama-cpp-python 0.3.x takes no argument for
+    it: the field is set on `model_params` as `Llama.__init__` assigns them, before the model is loaded from them.
+    """
+    from llama_cpp import Llama
+
+    class PrecisLlama(Llama):
+        @property
+        def model_params(self) -> Any:
+            return self._model_params
+
+        @model_params.setter
+        def model_params(self, params: Any) -> None:
+            params.use_extra_bufts = extra_buffer_types
+            self._model_params = params
+
+    return PrecisLlama
+
+
 class LoadedModel:
     """One llama.cpp model with its chat template; `lock` serialises generation (llama.cpp is not reentrant)."""
 
-    def __init__(self, path: Path, n_ctx: int) -> None:
+    def __init__(self, path: Path, n_ctx: int, extra_buffer_types: bool = False) -> None:
         try:
-            from llama_cpp import Llama
             from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+            llama = llama_class(extra_buffer_types)
         except ImportError as exc:
             raise ProviderUnavailable(f"llama-cpp-python is not installed, so the local model cannot run ({exc})") from exc
         try:
-            self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
+            self.llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderUnavailable(f"cannot load the local model {path}: {exc}") from exc
         self.path = path
@@ -83,14 +107,13 @@ class LoadedModel:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
 
 
-def load_model(path: Path | None = None, n_ctx: int = CONTEXT_WINDOW) -> LoadedModel:
-    """Load (once per process) and return the model; safe to call from any thread."""
-    path = path or find_model_path()
+def load_model(path: Path | None = None, n_ctx: int = CONTEXT_WINDOW, extra_buffer_types: bool = False) -> LoadedModel:
+    """Load (once per process and parameters) and return the model; safe to call from any thread."""
+    key = (path or find_model_path(), n_ctx, extra_buffer_types)
     with _load_lock:
-        model = _loaded.get(path)
-        if model is None or model.n_ctx != n_ctx:
-            model = _loaded[path] = LoadedModel(path, n_ctx)
-        return model
+        if key not in _loaded:
+            _loaded[key] = LoadedModel(*key)
+        return _loaded[key]
 
 
 class Tokenizer:
@@ -148,14 +171,16 @@ def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:
 class LocalProvider:
     name = "local"
 
-    def __init__(self, model_path: Path | None = None, n_ctx: int = CONTEXT_WINDOW) -> None:
+    def __init__(self, model_path: Path | None = None, n_ctx: int = CONTEXT_WINDOW,
+                 extra_buffer_types: bool = False) -> None:
         self.model = MODEL_NAME
         self._path = model_path
         self._n_ctx = n_ctx
+        self._extra_buffer_types = extra_buffer_types
 
     def load(self) -> LoadedModel:
         """Load the model now (it is otherwise loaded on first use); call off the GUI thread."""
-        return load_model(self._path, self._n_ctx)
+        return load_model(self._path, self._n_ctx, self._extra_buffer_types)
 
     def context_window(self) -> int:
         return self._n_ctx

@@ -42,16 +42,16 @@ def save_api_key(kind: str, key: str) -> None:
 
 
 def make_provider(kind: str, *, base_url: str | None = None, model: str | None = None,
-                  api_key: str | None = None) -> Provider:
+                  api_key: str | None = None, extra_buffer_types: bool = False) -> Provider:
     """A provider of the given kind; remote kinds look their key up when none is given.
 
     A key is required only for the hosted default endpoints; a custom base URL (Ollama, LM Studio, a llama.cpp
-    server) often needs none.
+    server) often needs none. `extra_buffer_types` applies to the local model only (see local.llama_class).
     """
     if kind == "local":
         from .local import LocalProvider
 
-        return LocalProvider()
+        return LocalProvider(extra_buffer_types=extra_buffer_types)
     if kind not in KINDS:
         raise ValueError(f"unknown provider {kind!r}; choose one of {', '.join(KINDS)}")
     key = api_key or api_key_for(kind)

@@ -22,12 +22,15 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory) -> str:
-    """Base URL (…/v1) of `python -m llama_cpp.server` serving SmolLM2 with an 8192-token window."""
+    """Base URL (…/v1) of llama_cpp.server serving SmolLM2 with an 8192-token window.
+
+    Started through Precis's wrapper so the model loads without extra buffer types, as on AMX CPUs it must.
+    """
     port = free_port()
     log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(find_model_path()), "--n_ctx", "8192",
+            [sys.executable, "-m", "precis.core.providers.model_server", "--model", str(find_model_path()), "--n_ctx", "8192",
              "--n_threads", "2", "--host", "127.0.0.1", "--port", str(port)],
             stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
