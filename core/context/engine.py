@@ -22,7 +22,8 @@ from ..summary.retention import Facts as RetentionFacts
 from ..summary.retention import check_facts, collect_facts, union_facts
 from ..summary.retention import context_text as retention_context_text
 from ..summary.summarize import RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
-from ..summary.tool_rules import one_line, render_artifact_trail
+from ..summary.summary_block import render_artifact_trail
+from ..summary.tool_output import one_line
 from .policy import SummarizationPolicy
 
 log = logging.getLogger("precis.engine")

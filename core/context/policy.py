@@ -21,7 +21,7 @@ class SummarizationPolicy(BaseModel):
     min_recent: int = Field(2, ge=1, le=1_000, description="the tail may shrink to this many when still over budget")
     max_depth: int = Field(3, ge=1, le=20, description="summaries in the chain before the oldest are merged")
     max_summary_tokens: int = Field(4000, ge=50, le=100_000, description="cap on one summary's tokens")
-    preserve_error_details: bool = False
+    preserve_error_details: bool = True
     abort_on_failure: bool = False
     extra_instructions: str = Field("", max_length=4000)
 

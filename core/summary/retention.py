@@ -21,11 +21,10 @@ from typing import Any
 
 from ..model.messages import Message
 from ..model.records import Retention
+from .text_rules import EXIT_CODE, FILE_ARGUMENT_KEYS, WHITESPACE, clip, exit_code_in
 
 KINDS: tuple[str, ...] = ("files", "commands", "errors", "identifiers", "instructions")
 
-# Tool arguments that name a file the tool reads or writes.
-PATH_ARGUMENTS = ("path", "file_path", "notebook_path", "filename")
 # Tools whose "command" argument drives an editor, not a shell (SWE-agent and str_replace-style editors).
 EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "text_editor"})
 EDITOR_COMMANDS = frozenset({"open", "create", "edit", "insert", "goto", "scroll_up", "scroll_down",
@@ -52,9 +51,6 @@ ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*?[A-Za-z0-9](?:Error|Exception)\b")
 COMPILER_ERROR = re.compile(r"\berror (TS\d{4,5})\b|\berror\[(E\d{4})\]")
 FAILED_TEST = re.compile(r"^FAILED (\S+::\S+)", re.M)
 
-EXIT_CODE = re.compile(
-    r"^Exit code (\d+)|\bexit(?:ed with)? (?:code|status)[: ]+(\d+)|non-zero exit status (\d+)", re.I | re.M)
-
 CODE_EXTENSIONS = ("py|pyi|ipynb|js|jsx|ts|tsx|mjs|cjs|json|toml|ya?ml|ini|cfg|conf|md|rst|txt|csv|sh|bash|zsh|"
                    "ex|exs|erl|hrl|rs|go|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|pl|php|swift|m|sql|html?|css|scss|"
                    "vue|svelte|lock|xml|gradle|lua|r|jl|dart|zig|nix|tf|env|log|patch|diff")
@@ -68,7 +64,6 @@ OUTPUT_REDIRECT = re.compile(r"\s+\d?>(?:&\d|\s*/dev/null)(?!\S)")
 OUTPUT_TRUNCATION = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+-n)?(?:\s+-?\d+)?\s*$")
 
 WORD = re.compile(r"[a-z0-9_]{3,}")
-WHITESPACE = re.compile(r"\s+")
 # Words that carry no request of their own.
 STOPWORDS = frozenset("""
 the and for are but not you your yours our ours out all any can had has have her his him how its may new now
@@ -89,8 +84,6 @@ GROUP_WINDOW = 4000
 FOLDER_WINDOW = 300
 # An exit code written next to a command on its line: "cmd (exit 1)", "Command: cmd | Exit: 1".
 EXIT_MENTION = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|rc)\W{0,3}(\d+)\b", re.I)
-# An exit code stated as a result, which may come further after its command (a verbatim tool result, prose).
-RESULT_EXIT = re.compile(r"\bexit(?:ed with)? (?:code|status)[: ]+(\d+)|non-zero exit status (\d+)", re.I)
 # How far after a command its result's exit code may be written: a verbatim result can end with it.
 EXIT_CODE_WINDOW = 2000
 ROOT_SHARE = 0.6
@@ -114,7 +107,7 @@ class InstructionFact:
 
     @property
     def label(self) -> str:
-        return self.text if len(self.text) <= 80 else self.text[:79] + "…"
+        return clip(self.text, 80)
 
 
 @dataclass
@@ -164,11 +157,8 @@ def user_text(message: Message) -> str:
 
 
 def _exit_code(result: str) -> int | None:
-    match = EXIT_CODE.search(result)
-    if not match:
-        return None
-    code = int(next(g for g in match.groups() if g is not None))
-    return code or None
+    """A command's non-zero exit code as its result reports it; None for success or when it does not say."""
+    return exit_code_in(result)[0] or None
 
 
 def _key_words(text: str) -> tuple[str, ...]:
@@ -190,7 +180,7 @@ def collect_facts(messages: list[Message]) -> Facts:
 
     for message in messages:
         for call in message.tool_calls:
-            for key in PATH_ARGUMENTS:
+            for key in FILE_ARGUMENT_KEYS:
                 value = call.arguments.get(key)
                 if isinstance(value, str) and value.strip():
                     files.append(value.strip())
@@ -307,7 +297,7 @@ class _Context:
         while start >= 0:
             whole = self.flat.startswith(fact.command, start)
             after = start + (len(fact.command) if whole else len(probe))
-            mention = RESULT_EXIT.search(self.flat, after, after + EXIT_CODE_WINDOW)
+            mention = EXIT_CODE.search(self.flat, after, after + EXIT_CODE_WINDOW)
             if mention and int(next(g for g in mention.groups() if g)) == fact.exit_code:
                 return True
             start = self.flat.find(probe, start + 1)
@@ -336,10 +326,6 @@ class _Context:
     def has_instruction(self, fact: InstructionFact) -> bool:
         present = sum(1 for w in fact.words if w in self.words)
         return present >= INSTRUCTION_MATCH_SHARE * len(fact.words)
-
-
-def _short(label: str) -> str:
-    return label if len(label) <= MISSING_ITEM_CHARS else label[:MISSING_ITEM_CHARS - 1] + "…"
 
 
 def union_facts(parts: Iterable[Facts]) -> Facts:
@@ -373,7 +359,7 @@ def check_facts(facts: Facts, context_text: str) -> Retention:
     return Retention(
         kept={kind: sum(ok for _, ok in items) for kind, items in checks.items()},
         total={kind: len(items) for kind, items in checks.items()},
-        missing={kind: [_short(label) for label, ok in items if not ok] for kind, items in checks.items()},
+        missing={kind: [clip(label, MISSING_ITEM_CHARS) for label, ok in items if not ok] for kind, items in checks.items()},
     )
 
 

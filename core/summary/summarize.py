@@ -16,8 +16,11 @@ from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError, complete
+from .facets import extract_facets
 from .redact import redact
-from .tool_rules import extract_facets, one_line, render_artifact_trail, rule_summary
+from .summary_block import render_artifact_trail, rule_summary
+from .text_rules import SENTENCE_END
+from .tool_output import one_line
 
 log = logging.getLogger("precis.summarize")
 
@@ -46,7 +49,7 @@ class SummaryRequest:
     max_tokens: int
     counter: TokenCounter
     instructions: str | None = None
-    preserve_error_details: bool = False
+    preserve_error_details: bool = True
     abort_on_failure: bool = False
 
 
@@ -77,8 +80,7 @@ class RuleSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         text, key_points, facets = rule_summary(
-            request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text,
-            preserve_error_details=request.preserve_error_details)
+            request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text)
         return SummaryDraft(text=text, key_points=key_points, facets=facets, mode="rule")
 
 
@@ -170,7 +172,6 @@ SPECIFIC_TOKEN = re.compile(
     r"https?://[^\s)\]]+|`[^`\n]+`|[\w.~-]*/[\w./~-]+|\b\w*\d\w*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 # Pieces of the request itself that a small model may echo back.
 SCAFFOLDING = ("older messages cut", "assistant:", "user:", "tool result", "transcript to summarize")
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def is_grounded(text: str, source: str) -> bool:
@@ -313,7 +314,7 @@ class HybridSummarizer(LLMSummarizer):
     mode: SummaryMode = "hybrid"
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
-        facets = extract_facets(request.messages, preserve_error_details=request.preserve_error_details)
+        facets = extract_facets(request.messages)
         facets.decisions = out.decisions
         facets.action_items = action_items(out)
         facets.unresolved_questions = out.unresolved_questions

@@ -13,8 +13,11 @@ from hypothesis import strategies as st
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.storage.interchange import read_transcript
+from precis.core.summary.facets import extract_facets
 from precis.core.summary.retention import check_retention, normalize_command
-from precis.core.summary.tool_rules import canonical_tool, extract_facets, one_line, render_artifact_trail, rule_summary
+from precis.core.summary.summary_block import render_artifact_trail, rule_summary
+from precis.core.summary.tool_kinds import canonical_tool
+from precis.core.summary.tool_output import one_line
 
 from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 
@@ -70,9 +73,11 @@ def test_real_tool_names_map_onto_kinds(name, kind):
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
 def test_every_tool_result_gets_a_bounded_one_line_naming_what_it_acted_on(path):
     for call, result in pairs(transcript(path.name)):
-        line = one_line(call, result)
+        line = one_line(call, result, preserve_error_details=False)
         assert "\n" not in line and line.startswith(("[✓ ", "[❌ ")) and line.endswith("]")
         assert len(line) <= 300
+        # By default a failed call keeps its error in full, up to 2,000 more characters.
+        assert len(one_line(call, result)) <= 2300
         name = call.name if call else result.name
         assert line.startswith((f"[✓ {name}:", f"[❌ {name}:"))
         if call is None:
@@ -159,17 +164,18 @@ ModuleNotFoundError: No module named 'tomllib'"""
 
 def test_traceback_reports_the_exception_and_preserve_keeps_the_whole_error():
     call, result = tool("execute_bash", TRACEBACK, command="python -m app.main")
-    short = one_line(call, result)
-    assert short.startswith("[❌ execute_bash: Command: python -m app.main")
+    short = one_line(call, result, preserve_error_details=False)
+    assert short.startswith("[❌ execute_bash: Command: python -m app.main | Exit: ?")
     assert short.endswith("| Error: ModuleNotFoundError: No module named 'tomllib']")
     assert "/repo/app/loader.py" not in short
-    full = one_line(call, result, preserve_error_details=True)
+    full = one_line(call, result)  # errors are kept in full by default
     assert "\n" not in full
     for frame in ('File "/repo/app/main.py", line 3', 'File "/repo/app/loader.py", line 1', "import tomllib",
                   "ModuleNotFoundError: No module named 'tomllib'"):
         assert frame in full
-    facets = extract_facets(conversation((call, result)), preserve_error_details=True)
-    assert 'File "/repo/app/loader.py", line 1' in facets.errors[0]
+    # A summary block of many messages lists the exception line, not every frame.
+    facets = extract_facets(conversation((call, result)))
+    assert facets.errors[0] == "ModuleNotFoundError: No module named 'tomllib'"
 
 
 def test_preserved_error_details_are_capped():
@@ -192,19 +198,19 @@ def test_tool_use_errors_fail_file_tools():
 def test_search_counts_matches_and_files():
     messages = transcript("claudecode_session.jsonl")
     call, result = next((c, r) for c, r in pairs(messages) if c and c.name == "Grep")
-    assert one_line(call, result) == ("[✓ Grep: Pattern: hooks|session_hook|tool.call | Matches: 4 | Files: 1 | "
-                                      "Top: spotter_web/router.ex]")
+    assert one_line(call, result) == ("[✓ Grep: Pattern: \"hooks|session_hook|tool.call\" | Matches: 4 | Files: 1 | "
+                                      "Top files: spotter_web/router.ex]")
     call, result = next((c, r) for c, r in pairs(messages)
                         if c and c.name == "Glob" and "live/**" in c.arguments["pattern"])
     assert "Files: 8" in one_line(call, result)
     assert one_line(*tool("Glob", "No files found", pattern="*.zig")).endswith("| Matches: 0]")
     call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl")) if c and c.name == "find_file")
-    assert one_line(call, result) == ("[✓ find_file: Pattern: fields.py | Matches: 1 | Files: 1 | "
-                                      "Top: marshmallow/fields.py]")
+    assert one_line(call, result) == ("[✓ find_file: Pattern: \"fields.py\" | Matches: 1 | Files: 1 | "
+                                      "Top files: marshmallow/fields.py]")
     swe = ('Found 3 matches for "TimeDelta" in /testbed/src:\n/testbed/src/a.py (2 matches)\n'
            '/testbed/src/b.py (1 matches)\nEnd of matches for "TimeDelta" in /testbed/src')
     line = one_line(*tool("search_dir", swe, command="search_dir TimeDelta src"))
-    assert "Pattern: TimeDelta | Matches: 3 | Files: 2 | Top: src/a.py, src/b.py" in line
+    assert "Pattern: \"TimeDelta\" | Matches: 3 | Files: 2 | Top files: src/a.py, src/b.py" in line
 
 
 def test_edits_say_what_changed_and_writes_how_much():
@@ -407,9 +413,7 @@ def test_secrets_in_tool_calls_and_outputs_never_reach_summaries():
         Message(role="assistant", content=f"I used `{SECRET}` for the call because it is the key."),
     )
     lines = [one_line(c, r, preserve_error_details=p) for c, r in pairs(messages) for p in (False, True)]
-    for preserve in (False, True):
-        text, key_points, facets = rule_summary(messages, max_tokens=3000, count_tokens=COUNT,
-                                                preserve_error_details=preserve)
-        everything = "\n".join([text, *key_points, facets.model_dump_json(), render_artifact_trail(facets), *lines])
-        assert SECRET not in everything and "hunter2hunter2" not in everything
-        assert "[REDACTED:" in text
+    text, key_points, facets = rule_summary(messages, max_tokens=3000, count_tokens=COUNT)
+    everything = "\n".join([text, *key_points, facets.model_dump_json(), render_artifact_trail(facets), *lines])
+    assert SECRET not in everything and "hunter2hunter2" not in everything
+    assert "[REDACTED:" in text

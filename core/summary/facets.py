@@ -1,0 +1,98 @@
+"""The artifact trail of a run of messages (files read and modified, commands with exit codes, errors, tool usage,
+the user's requests, identifiers), read the way the trail-coverage check reads them (retention.collect_facts) so that
+what the trail shows is what that check counts."""
+
+from __future__ import annotations
+
+from ..model.messages import Message
+from ..model.records import CommandRun, Facets, ToolUsage
+from .redact import redact_obj
+from .retention import MAX_IDENTIFIERS, collect_facts, normalize_command, user_text
+from .text_rules import one_line_field
+from .tool_output import ERROR_TAG, Analysis, analyze
+
+MAX_ENTITIES = MAX_IDENTIFIERS
+MAX_ERRORS = 30
+REQUEST_LIMIT = 300
+ROLE_ORDER = ("system", "user", "assistant", "tool")
+
+
+def analyze_calls(messages: list[Message]) -> list[tuple[int, Analysis]]:
+    """Every tool call / result in `messages`, paired by call id, analysed once, in order of appearance. A run of
+    messages keeps each error's telling line (the exception, the first error line), not its full text: the block
+    lists many, and the originals stay in the store."""
+    results: dict[str, Message] = {m.tool_call_id: m for m in messages if m.role == "tool" and m.tool_call_id}
+    called: set[str] = set()
+    out: list[tuple[int, Analysis]] = []
+    for index, message in enumerate(messages):
+        for call in message.tool_calls:
+            called.add(call.id)
+            out.append((index, analyze(call, results.get(call.id), False)))
+        if message.role == "tool" and (not message.tool_call_id or message.tool_call_id not in called):
+            # A result whose call was summarized earlier (or never paired): still worth a line.
+            out.append((index, analyze(None, message, False)))
+    return out
+
+
+def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Facets:
+    files_read: dict[str, None] = {}
+    files_modified: dict[str, None] = {}
+    commands: dict[tuple[str, int | None], int] = {}
+    errors: dict[str, None] = {}
+    usage: dict[str, list[Analysis]] = {}
+    for _, a in pairs:
+        usage.setdefault(a.tool, []).append(a)
+        if a.has_result and not a.outcome.failed and a.subject.path:
+            if a.kind in ("read_file", "search", "list_files"):
+                files_read.setdefault(a.subject.path, None)
+            elif a.kind in ("write_file", "edit_file"):
+                files_modified.setdefault(a.subject.path, None)
+        if a.kind == "shell" and a.subject.command:
+            # Normalized as the retention check reads commands: `mix test 2>&1 | tail -5` is `mix test`.
+            key = (one_line_field(normalize_command(a.subject.command), 300), a.outcome.exit_code if a.has_result else None)
+            commands[key] = commands.get(key, 0) + 1
+        if a.outcome.failed and len(errors) < MAX_ERRORS:
+            error = one_line_field(ERROR_TAG.sub("", a.outcome.error), 200)
+            if error and a.kind != "shell" and a.subject.target:
+                # "File does not exist." says little without the file it is about.
+                error = f"{one_line_field(a.subject.target, 200)}: {error}"
+            if error:
+                errors.setdefault(error, None)
+    tool_usage = []
+    for tool, uses in sorted(usage.items(), key=lambda item: (-len(item[1]), item[0])):
+        notable: dict[str, None] = {}
+        for a in sorted(uses, key=lambda a: not a.outcome.failed):
+            if len(notable) >= 3:
+                break
+            if a.subject.target:
+                suffix = ""
+                if a.outcome.failed:
+                    suffix = f" (exit {a.outcome.exit_code})" if a.outcome.exit_code else " (failed)"
+                notable.setdefault(one_line_field(a.subject.target, 100) + suffix, None)
+        tool_usage.append(ToolUsage(tool=tool, count=len(uses), notable=list(notable)))
+    # Exception names, compiler codes and failing tests anywhere in the outputs (an Elixir BadMapError is three
+    # lines below the "** (Mix)" line that fails the command), unless an error line already names them.
+    facts = collect_facts(messages)
+    for name in facts.errors:
+        if not any(name in line for line in errors):
+            errors.setdefault(name, None)
+    roles = {m.role for m in messages}
+    requests = (user_text(m) for m in messages if m.role == "user")
+    facets = Facets(
+        entities=facts.identifiers[:MAX_ENTITIES],
+        files_read=list(files_read),
+        files_modified=list(files_modified),
+        commands=[CommandRun(command=c, exit_code=code, count=n) for (c, code), n in commands.items()],
+        errors=list(errors),
+        tool_usage=tool_usage,
+        participants=[role for role in ROLE_ORDER if role in roles],
+        # What the user wrote, not what the client injected as a user message (skill bodies, reminders).
+        user_requests=[one_line_field(text, REQUEST_LIMIT) for text in requests if text],
+    )
+    redacted, _ = redact_obj(facets)
+    return redacted
+
+
+def extract_facets(messages: list[Message]) -> Facets:
+    """The artifact trail of `messages`: files, commands with exit codes, errors, tool usage, requests, entities."""
+    return facets_of(messages, analyze_calls(messages))

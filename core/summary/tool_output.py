@@ -1,0 +1,173 @@
+"""The one-line summary of a tool call and its result, which replaces an old tool output in the prompt:
+`[✓ Read: File: /app.ts | Lines: 100 | Type: TypeScript]`, `[❌ Bash: Command: npm test | Exit: 1 | ... | Error: ...]`.
+
+Whether the call failed is read from its output (exit codes and error lines of commands; an error up front for
+other tools); the rest comes from the rule of the tool's kind (tool_fields). Everything passes through redaction:
+secrets in outputs or arguments never reach a line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..model.messages import Message, ToolCall
+from .redact import redact
+from .text_rules import exit_code_in, one_line_field
+from .tool_fields import KIND_RULES, Subject, ToolUse, call_arguments, lines_of
+from .tool_kinds import refined_kind
+
+# SWE-agent appends its state after every observation.
+_SWE_STATUS = re.compile(r"\n?\(Open file: ([^\n)]*)\)\s*\n\(Current directory: [^\n]*\)\s*(?:\n?bash-\$\s*)?\Z")
+_PROCESS_DONE = re.compile(r"///PROCESS-DONE:(-?\d+):PROCESS-DONE///")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# A line that reports a failure in command output. Anchored at line starts so prose that merely mentions errors
+# (a task description, a log line with a timestamp) does not count.
+_ERROR_LINE = re.compile(
+    r"(?m)^[ \t]*(?:"
+    r"Traceback \(most recent call last\):"
+    r"|\*\* \(\w[\w.]*\)"                                          # Elixir raise
+    r"|[\w.]*[A-Z]\w*(?:Error|Exception)(?::|$)"                     # Python / JS exception line
+    r"|(?:error|fatal|panic|ERROR|FATAL|Error)(?:\[\w+\])?:"         # error: / fatal: / error[E0432]:
+    r"|npm ERR!|FAILED\b|FAIL\b|<tool_use_error>"
+    r"|EXECUTION TIMED OUT|Pre-commit validation failed|Segmentation fault"
+    r").*$"
+    r"|^.*(?:: command not found|No such file or directory|[Pp]ermission denied"
+    r"|\b[1-9]\d* (?:failed|failures?)\b|==+ .*\b[1-9]\d* errors?\b).*$")
+_EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*[\w.]*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b.*$")
+# Outputs of non-shell tools fail only if they say so up front (a file's own content may contain "Error:").
+_HEAD_ERROR = re.compile(
+    r"\A\s*(?:<tool_use_error>|Error\b|ERROR\b|error:|File does not exist|No such file|Permission denied"
+    r"|Your proposed edit has introduced|No replacement was performed|Failed to|Request failed|Usage: )",
+    re.IGNORECASE)
+ERROR_TAG = re.compile(r"</?tool_use_error>")
+
+LINE_LIMIT = 300
+ERROR_DETAIL_LIMIT = 2000
+
+
+def _split_status(text: str) -> tuple[str, str | None, int | None]:
+    """Output without SWE-agent's trailers; the open file it reports; its PROCESS-DONE exit code."""
+    text = _ANSI.sub("", text.replace("\r\n", "\n"))
+    open_file = None
+    status = _SWE_STATUS.search(text)
+    if status:
+        text = text[: status.start()]
+        if status.group(1).strip() not in ("", "n/a"):
+            open_file = status.group(1).strip()
+    exit_code = None
+    done = _PROCESS_DONE.search(text)
+    if done:
+        exit_code = int(done.group(1))
+        text = _PROCESS_DONE.sub("", text)
+    return text, open_file, exit_code
+
+
+@dataclass(frozen=True)
+class Outcome:
+    failed: bool
+    exit_code: int | None
+    error: str  # first error line, raw
+    error_text: str  # the full error, raw
+
+
+def _shell_outcome(text: str, exit_code: int | None) -> tuple[Outcome, str]:
+    """The outcome of a command and its output without the line that reports its exit code: that line may come
+    first (`Exit code 1`) or last (`[exit code: 1]`, `exit code: 1`), and is neither output nor the error."""
+    reported, body = exit_code_in(text)
+    if exit_code is None:
+        exit_code = reported
+    error = _ERROR_LINE.search(body)
+    failed = (exit_code is not None and exit_code != 0) or error is not None
+    if not failed:
+        return Outcome(False, exit_code if exit_code is not None else 0, "", ""), body
+    if error is None:
+        lines = lines_of(body)
+        return Outcome(True, exit_code, lines[0] if lines else "", "\n".join(lines)), body
+    line = error.group(0).strip()
+    start = error.start()
+    if line.startswith("Traceback"):
+        # The exception line at the end of the traceback says what went wrong.
+        exceptions = [m for m in _EXCEPTION_LINE.finditer(body, error.end())]
+        if exceptions:
+            line = exceptions[-1].group(0).strip()
+    return Outcome(True, exit_code, line, body[start:].strip()), body
+
+
+def _head_outcome(text: str) -> Outcome:
+    if not _HEAD_ERROR.match(text):
+        return Outcome(False, None, "", "")
+    clean = ERROR_TAG.sub("", text).strip()
+    lines = lines_of(clean)
+    return Outcome(True, None, lines[0] if lines else "error", clean)
+
+
+def error_detail(text: str) -> str:
+    """The full error as one line, capped: head and tail kept (a traceback's last line names the exception)."""
+    joined = " ⏎ ".join(line.strip() for line in lines_of(text))
+    joined, _ = redact(joined)
+    if len(joined) <= ERROR_DETAIL_LIMIT:
+        return joined
+    head = ERROR_DETAIL_LIMIT * 3 // 4
+    return joined[:head] + " … " + joined[-(ERROR_DETAIL_LIMIT - head - 3):]
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What rules can tell about one tool call and its result."""
+
+    tool: str
+    kind: str
+    subject: Subject
+    outcome: Outcome
+    line: str
+    has_result: bool
+
+
+_NO_RESULT = Outcome(False, None, "", "")
+
+
+def analyze(call: ToolCall | None, result: Message | None, preserve_error_details: bool) -> Analysis:
+    """The facts of one call and its result, and its one-line summary."""
+    tool = (call.name if call is not None else None) or (result.name if result is not None else None) or "tool"
+    args = call_arguments(call)
+    kind = refined_kind(tool, args)
+    rule = KIND_RULES[kind]
+    output, open_file, process_exit = _split_status(result.content if result is not None else "")
+    subject = rule.subject(tool, args, open_file, output)
+
+    if result is None:
+        outcome = _NO_RESULT
+        fields = [one_line_field(subject.target, 120) if subject.target else "", "no result"]
+        mark = "⋯"
+    else:
+        if rule.runs_commands:
+            outcome, output = _shell_outcome(output, process_exit)
+        else:
+            outcome = _head_outcome(output)
+        mark = "❌" if outcome.failed else "✓"
+        if outcome.failed and not rule.runs_commands:
+            # The output is the error: only what the call was about, then the error.
+            fields = [f"{rule.label}: {one_line_field(subject.target, 150)}"] if subject.target else []
+        else:
+            fields = rule.fields(ToolUse(tool, args, output, subject, outcome.exit_code, outcome.failed))
+        if outcome.failed:
+            if preserve_error_details and outcome.error_text:
+                fields.append(f"Error: {error_detail(outcome.error_text)}")
+            else:
+                fields.append(f"Error: {one_line_field(ERROR_TAG.sub('', outcome.error) or 'failed', 150)}")
+    body = " | ".join(f for f in fields if f)
+    line = f"[{mark} {one_line_field(tool, 40)}: {body}]"
+    limit = LINE_LIMIT + (ERROR_DETAIL_LIMIT if preserve_error_details and outcome.failed else 0)
+    if len(line) > limit:
+        line = line[: limit - 2].rstrip() + "…]"
+    return Analysis(tool, kind, subject, outcome, line, result is not None)
+
+
+def one_line(call: ToolCall | None, result: Message, *, preserve_error_details: bool = True) -> str:
+    """The one-line rule-based summary of a tool call and its result (✓ / ❌, original tool name, key facts).
+
+    Always a single line without newlines, at most ~300 characters (plus up to 2,000 characters of a failed
+    command's error text, kept in full unless `preserve_error_details` is off), with secrets redacted.
+    """
+    return analyze(call, result, preserve_error_details).line
