@@ -16,9 +16,14 @@ DEFAULT_WINDOW = 8192
 BAR_WIDTH = 40
 
 
-def _fail(command: str, message: object) -> int:
+# Exit codes, the same for every command: 1 when the store fails, 2 when the input is bad.
+STORE_FAILED = 1
+BAD_INPUT = 2
+
+
+def _fail(command: str, message: object, code: int = STORE_FAILED) -> int:
     print(f"precis {command}: {message}", file=sys.stderr)
-    return 1
+    return code
 
 
 def _when(ts: float) -> str:
@@ -30,9 +35,9 @@ def run_import(args: argparse.Namespace) -> int:
         with open_store(args.data_dir) as store:
             chat_id = import_file(store, args.file, args.format, args.title)
     except ImportFailed as exc:
-        return _fail("import", exc)
+        return _fail("import", exc, BAD_INPUT)
     except OSError as exc:
-        return _fail("import", f"cannot read {args.file}: {exc.strerror or exc}")
+        return _fail("import", f"cannot read {args.file}: {exc.strerror or exc}", BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
     print(chat_id)
@@ -86,7 +91,8 @@ def run_context(args: argparse.Namespace) -> int:
             chat = store.find_chat(args.chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
             usage = engine.usage()
-            save_token_counts(store, chat.id, engine)
+            if not store.read_only:  # a read-only store is shown, not cached into
+                save_token_counts(store, chat.id, engine)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
     counted = "exact" if usage.exact else "estimated"

@@ -59,6 +59,7 @@ def save_token_counts(store: Store, chat_id: str, engine: ContextEngine) -> None
     if engine.counter.is_exact:
         return
     known = engine.counter.known_counts(engine.messages)
-    fresh = {mid: n for mid, n in known.items() if mid not in store.token_counts(chat_id)}
+    saved = store.token_counts(chat_id)  # once: asking per message made this quadratic in the chat's length
+    fresh = {mid: n for mid, n in known.items() if mid not in saved}
     if fresh:
         store.save_token_counts(chat_id, fresh)

@@ -102,11 +102,15 @@ def _items_with_lines(text: str, source: str) -> list[tuple[Any, int]]:
     else:
         raise TranscriptError(source, 1, "expected {\"messages\": [...]} or a list of messages")
     # Walk the array again with raw_decode to learn where each element starts.
+    # Lines are counted from the previous element on, so the walk stays linear in the file's length.
     decoder, pos, lines = json.JSONDecoder(), start + 1, []
+    line, counted_to = 1, 0
     for _ in items:
         while text[pos] in " \t\r\n,":
             pos += 1
-        lines.append(text.count("\n", 0, pos) + 1)
+        line += text.count("\n", counted_to, pos)
+        counted_to = pos
+        lines.append(line)
         pos = decoder.raw_decode(text, pos)[1]
     return list(zip(items, lines, strict=True))
 

@@ -18,6 +18,7 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
         path = Path(os.environ[ENV_VAR])
     else:
         path = Path(user_data_dir("precis", appauthor=False))
-    path = path.expanduser()
+    # Absolute from here on: SQLite URIs need one, and a later chdir must not move the store.
+    path = path.expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path

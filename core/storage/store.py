@@ -1,8 +1,9 @@
 """Persistence: chats, messages, summary records, settings and drafts in one SQLite file (SQLModel).
 
-The file is `precis.db` in the data folder. Opening it takes an exclusive lock file next to it, checks the schema
+The file is `precis.db` in the data folder. Opening it takes a lock file next to it while it checks the schema
 version (a newer one is refused, the file left untouched), copies a corrupt file aside before reporting it, and
-runs the migrations. Every write is one transaction: a crash or a full disk leaves the state before or after it.
+runs the migrations; after that SQLite's own locking lets the window and any number of commands share the file.
+Every write is one transaction: a crash or a full disk leaves the state before or after it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import re
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -269,28 +271,32 @@ def _fts_query(text_: str) -> str:
 
 # ------------------------------------------------------------------------------------------------ opening
 
-class _LockFile:
-    """An exclusive lock on `precis.lock`, held while the store is open (released by the OS if the process dies)."""
+MIGRATION_WAIT_SECONDS = 30
 
-    def __init__(self, path: Path):
-        self.path = path
-        self._fh = open(path, "a+")
-        try:
-            _lock_exclusive(self._fh)
-        except OSError:
-            self._fh.seek(0)
-            holder = self._fh.read().strip() or "unknown"
-            self._fh.close()
-            raise StoreLocked(
-                f"{path.parent} is in use by another Precis (process {holder}); close it first") from None
-        self._fh.seek(0)
-        self._fh.truncate()
-        self._fh.write(str(os.getpid()))
-        self._fh.flush()
 
-    def release(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
+@contextmanager
+def _migration_lock(path: Path) -> Iterator[None]:
+    """Holds `precis.lock` while one process checks and migrates the file; others wait their turn.
+
+    Only opening takes it: afterwards SQLite's own locking (WAL, busy timeout) lets readers run beside a writer
+    and writers wait, so the window and any number of `precis` commands share one data folder.
+    """
+    try:
+        fh = open(path, "a+")
+    except OSError as exc:
+        raise StoreWriteError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
+    with fh:
+        deadline = time.monotonic() + MIGRATION_WAIT_SECONDS
+        while True:
+            try:
+                _lock_exclusive(fh)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise StoreLocked(f"{path} is still held by another Precis after {MIGRATION_WAIT_SECONDS} s "
+                                      "(it is opening or upgrading the database); try again") from None
+                time.sleep(0.05)
+        yield
 
 
 try:
@@ -306,10 +312,30 @@ except ImportError:  # Windows
         msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
 
 
+def _copy_aside(path: Path) -> Path:
+    """A copy of a damaged file, made once: a copy with the same size and time already there is reused.
+    It is written under a temporary name and renamed, so a full disk leaves no partial copy."""
+    stat = path.stat()
+    for earlier in path.parent.glob(f"{path.name}.corrupt-*"):
+        other = earlier.stat()
+        if other.st_size == stat.st_size and int(other.st_mtime) == int(stat.st_mtime):
+            return earlier
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    partial = aside.with_name(aside.name + ".partial")
+    try:
+        shutil.copy2(path, partial)
+        partial.replace(aside)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise StoreCorrupt(f"{path} is damaged and could not be copied aside ({exc.strerror or exc}); "
+                           "the file was not changed. Free some space or copy it yourself before repairing.") from None
+    return aside
+
+
 def _check_existing(path: Path) -> int:
     """Schema version of an existing file, read without changing it. A corrupt file is copied aside first."""
     try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+        conn = sqlite3.connect(_readonly_uri(path), uri=True)
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -319,10 +345,9 @@ def _check_existing(path: Path) -> int:
     except sqlite3.DatabaseError as exc:
         problem = str(exc)
     if problem != "ok":
-        aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(path, aside)
+        aside = _copy_aside(path)
         raise StoreCorrupt(
-            f"{path} is damaged ({problem}). A copy was saved as {aside.name}; the file was not changed. "
+            f"{path} is damaged ({problem}). A copy was saved as {aside}; the file was not changed. "
             "Move it away to start with an empty store, or restore a backup.")
     if version > SCHEMA_VERSION:
         raise StoreTooNew(
@@ -357,15 +382,28 @@ def migrate(path: Path) -> int:
         conn.close()
 
 
-def _make_engine(path: Path) -> Engine:
-    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
+def _readonly_uri(path: Path) -> str:
+    """A read-only SQLite URI. In a folder we cannot write, WAL's side files cannot be made either: then the file
+    is opened as immutable (nobody can be writing it through this folder)."""
+    writable_folder = os.access(path.parent, os.W_OK)
+    return f"{path.as_uri()}?mode=ro" + ("" if writable_folder else "&immutable=1")
+
+
+def _make_engine(path: Path, read_only: bool) -> Engine:
+    if read_only:
+        engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
+            _readonly_uri(path), uri=True, check_same_thread=False))
+    else:
+        engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
         # Let SQLAlchemy's BEGIN below start every transaction, reads included (consistent snapshots).
         dbapi_conn.isolation_level = None
-        for pragma in ("journal_mode=WAL", "foreign_keys=ON", f"busy_timeout={BUSY_TIMEOUT_MS}",
-                       "synchronous=NORMAL"):
+        pragmas = [f"busy_timeout={BUSY_TIMEOUT_MS}"]
+        if not read_only:
+            pragmas += ["journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL"]
+        for pragma in pragmas:
             dbapi_conn.execute(f"PRAGMA {pragma}")
 
     @event.listens_for(engine, "begin")
@@ -376,21 +414,32 @@ def _make_engine(path: Path) -> Engine:
 
 
 def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
-    """Open (creating or migrating) the store in `data_dir` (default: PRECIS_HOME or the user data folder)."""
-    folder = resolve_data_dir(data_dir)
-    lock = _LockFile(folder / LOCK_NAME)
+    """Open (creating or migrating) the store in `data_dir` (default: PRECIS_HOME or the user data folder).
+
+    A store we may not write (a read-only folder or file) opens read-only when it is already current: reading
+    commands work, and writes fail naming the file."""
     try:
-        path = folder / DB_NAME
-        if path.exists() and path.stat().st_size > 0:
+        folder = resolve_data_dir(data_dir)
+    except OSError as exc:
+        raise StoreWriteError(f"cannot create the data folder {exc.filename or data_dir}: "
+                              f"{exc.strerror or exc}") from None
+    path = folder / DB_NAME
+    exists = path.exists() and path.stat().st_size > 0
+    writable = os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+    if exists and not writable:
+        version = _check_existing(path)
+        if version != SCHEMA_VERSION:
+            raise StoreWriteError(f"{path} needs an upgrade (schema {version} to {SCHEMA_VERSION}) but is "
+                                  "read-only; make it writable once")
+        return Store(path, read_only=True)
+    with _migration_lock(folder / LOCK_NAME):
+        if exists:
             _check_existing(path)
         try:
             migrate(path)
         except sqlite3.DatabaseError as exc:
             raise StoreWriteError(f"could not prepare {path}: {exc}; the file was left as it was") from None
-        return Store(path, lock)
-    except BaseException:
-        lock.release()
-        raise
+    return Store(path)
 
 
 # -------------------------------------------------------------------------------------------------- store
@@ -398,15 +447,14 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
 class Store:
     """All reads and writes of chats. Each method is one transaction on its own session."""
 
-    def __init__(self, path: Path, lock: _LockFile):
+    def __init__(self, path: Path, *, read_only: bool = False):
         self.path = path
-        self._lock = lock
-        self.engine = _make_engine(path)
+        self.read_only = read_only
+        self.engine = _make_engine(path, read_only)
 
     # ---- lifecycle
     def close(self) -> None:
         self.engine.dispose()
-        self._lock.release()
 
     def __enter__(self) -> Store:
         return self
@@ -415,6 +463,8 @@ class Store:
         self.close()
 
     def _write(self, what: str) -> _WriteSession:
+        if self.read_only:
+            raise StoreWriteError(f"could not {what}: {self.path} is read-only. Nothing was changed.")
         return _WriteSession(self.engine, what)
 
     def _read(self) -> Session:

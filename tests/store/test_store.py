@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -21,7 +18,6 @@ from precis.core.storage.store import (
     MessageRow,
     SettingRow,
     StoreCorrupt,
-    StoreLocked,
     StoreTooNew,
     StoreWriteError,
     SummaryRow,
@@ -142,26 +138,6 @@ def test_corrupt_database_is_copied_aside_before_the_error(tmp_path, damage):
     assert len(copies) == 1 and digest(copies[0]) == before
     assert digest(db) == before
     assert copies[0].name in str(info.value)
-
-
-def test_store_locked_by_another_process_is_a_clear_error(tmp_path):
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys
-            from precis.core.storage.store import open_store
-            store = open_store({str(tmp_path)!r})
-            print("open", flush=True)
-            sys.stdin.readline()
-        """)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "open"
-        with pytest.raises(StoreLocked, match=f"another Precis \\(process {holder.pid}\\)"):
-            open_store(tmp_path)
-    finally:
-        holder.kill()
-        holder.wait()
-    # The OS drops the lock with the process, even one killed outright.
-    open_store(tmp_path).close()
 
 
 def test_full_disk_reports_the_failed_write_and_keeps_earlier_data(tmp_path):

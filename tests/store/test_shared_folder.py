@@ -1,0 +1,179 @@
+"""One data folder shared by the window and `precis` commands in other processes; relative and read-only folders."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from precis.core.cli.main import main
+from precis.core.storage.store import DB_NAME, StoreCorrupt, open_store
+
+from tests.conftest import TRANSCRIPTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def precis(*argv: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def small_chat(path: Path, n: int = 4) -> Path:
+    path.write_text("".join(f'{{"role": "user", "content": "note {i} about kiwis"}}\n' for i in range(n)))
+    return path
+
+
+def test_commands_run_while_another_process_holds_the_store(tmp_path):
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        chat = store.import_chat("first", [])
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        from precis.core.storage.store import open_store
+        store = open_store({str(data)!r})
+        store.list_chats()
+        print("open", flush=True)
+        sys.stdin.readline()
+    """)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        imported = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
+        assert imported.returncode == 0, imported.stderr
+        chat_id = imported.stdout.strip()
+        for argv in (["chats"], ["search", "kiwis"], ["export", chat_id], ["context", chat_id]):
+            result = precis("--data-dir", str(data), *argv)
+            assert result.returncode == 0, (argv, result.stderr)
+            assert "kiwis" in result.stdout or chat_id in result.stdout or "context:" in result.stdout
+        assert chat in precis("--data-dir", str(data), "chats").stdout
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
+    data = tmp_path / "data"
+    open_store(data).close()
+    # Another process holds the write lock for a second (what a long save in the window does).
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, time
+        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        print("locked", flush=True)
+        time.sleep(1.5)
+        conn.execute("COMMIT")
+    """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    started = time.monotonic()
+    result = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
+    holder.wait()
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started > 1.0  # it waited for the other writer rather than failing
+
+
+def test_five_concurrent_imports_all_succeed(tmp_path):
+    data = tmp_path / "data"
+    source = TRANSCRIPTS[0]
+    runs = [subprocess.Popen([sys.executable, "-m", "precis.core.cli.main", "--data-dir", str(data), "import",
+                              str(source), "--title", f"copy {i}"], cwd=ROOT, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for i in range(5)]
+    outcomes = [(run.wait(timeout=120), run.stderr.read()) for run in runs]
+    assert [code for code, _ in outcomes] == [0] * 5, outcomes
+    with open_store(data) as store:
+        assert sorted(c.title for c in store.list_chats()) == [f"copy {i}" for i in range(5)]
+
+
+def test_a_relative_data_folder_works_for_every_command(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    small_chat(tmp_path / "k.jsonl")
+    assert main(["--data-dir", "reldir", "import", "k.jsonl"]) == 0
+    assert main(["--data-dir", "reldir", "chats"]) == 0
+    assert "4 msgs" in capsys.readouterr().out
+    monkeypatch.setenv("PRECIS_HOME", "relhome")
+    assert main(["import", "k.jsonl"]) == 0
+    assert main(["chats"]) == 0
+    assert "4 msgs" in capsys.readouterr().out
+    assert (tmp_path / "relhome" / DB_NAME).exists()
+
+
+def read_only_run(folder: Path, *argv: str) -> subprocess.CompletedProcess:
+    """`precis` in a mount namespace where `folder` is a read-only bind mount: a real read-only file system, which
+    holds even for root (who ignores file modes)."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare for a read-only mount")
+    command = " ".join(["exec", sys.executable, "-m", "precis.core.cli.main", *(f"'{a}'" for a in argv)])
+    result = subprocess.run(
+        ["unshare", "-rm", "sh", "-c",
+         f"mount --bind '{folder}' '{folder}' && mount -o remount,bind,ro '{folder}' && {command}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if "mount:" in result.stderr:
+        pytest.skip(f"cannot make a read-only mount here: {result.stderr.strip()}")
+    return result
+
+
+def test_reading_commands_work_on_a_read_only_folder(tmp_path):
+    data = tmp_path / "data"
+    imported = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
+    chat_id = imported.stdout.strip()
+    with sqlite3.connect(data / DB_NAME) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for argv in (["chats"], ["search", "kiwis"], ["export", chat_id], ["context", chat_id]):
+        result = read_only_run(data, "--data-dir", str(data), *argv)
+        assert result.returncode == 0, (argv, result.stderr)
+        assert "Traceback" not in result.stderr
+    # context showed the chat without caching its counts into the read-only file
+    with sqlite3.connect(data / DB_NAME) as conn:
+        assert conn.execute("SELECT count(*) FROM message WHERE token_count IS NOT NULL").fetchone() == (0,)
+
+    result = read_only_run(data, "--data-dir", str(data), "import", str(tmp_path / "k.jsonl"))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert str(data / DB_NAME) in result.stderr and "read-only" in result.stderr
+    assert "k.jsonl" not in result.stderr
+
+
+def test_a_new_store_in_a_read_only_folder_names_the_lock_file(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    result = read_only_run(data, "--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert str(data / "precis.lock") in result.stderr
+
+    result = read_only_run(data, "--data-dir", str(data / "inner"), "chats")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert str(data / "inner") in result.stderr
+
+
+def damage(db: Path) -> None:
+    db.write_bytes(b"SQLite format 3\x00" + bytes(200) + b"garbage" * 1000)
+
+
+def test_a_damaged_database_is_copied_aside_once(tmp_path):
+    open_store(tmp_path).close()
+    db = tmp_path / DB_NAME
+    damage(db)
+    for _ in range(3):
+        with pytest.raises(StoreCorrupt) as info:
+            open_store(tmp_path)
+    copies = list(tmp_path.glob(f"{DB_NAME}.corrupt-*"))
+    assert len(copies) == 1
+    assert str(copies[0]) in str(info.value)
+
+
+def test_a_full_disk_during_the_copy_leaves_no_partial_file(tmp_path, monkeypatch):
+    """The full disk is injected: the copy writes part of the file, then fails with ENOSPC as a full disk does."""
+    open_store(tmp_path).close()
+    damage(tmp_path / DB_NAME)
+
+    def copy_until_full(src, dst, **_kw):
+        Path(dst).write_bytes(Path(src).read_bytes()[:100])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copy2", copy_until_full)
+    with pytest.raises(StoreCorrupt, match="could not be copied aside \\(No space left on device\\)"):
+        open_store(tmp_path)
+    assert list(tmp_path.glob(f"{DB_NAME}.corrupt-*")) == []
