@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
+import click
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    open_cmd = subparsers.add_parser("open", help="open the window (the default)")
-    open_cmd.set_defaults(func=run_open)
-    shot = subparsers.add_parser("screenshot", help="render the window offscreen to a PNG")
-    shot.add_argument("file", help="PNG file to write")
-    shot.add_argument("--chat", help="chat id (or unique prefix, or title) to show; default: the most recent")
-    shot.add_argument("--size", default="1500x950", help="window size WxH (default 1500x950)")
-    shot.add_argument("--no-inspector", action="store_true", help="hide the context inspector")
-    shot.set_defaults(func=run_screenshot)
+from ..core.cli.group import cli, data_dir_option
 
 
-def _open_store(args):
+def _open_store(data_dir: str | None):
     from ..core.storage.store import StoreError, open_store
 
     try:
-        return open_store(args.data_dir)
+        return open_store(data_dir)
     except StoreError as exc:
         print(f"precis: {exc}", file=sys.stderr)
         return None
 
 
-def run_open(args: argparse.Namespace) -> int:
+@cli.command("open")
+@data_dir_option
+def open_window(data_dir: str | None) -> int:
+    """Open the window (the default)."""
     from .app import application
     from .main_window import MainWindow
 
     app = application()
-    store = _open_store(args)
+    store = _open_store(data_dir)
     if store is None:
         return 1
     window = MainWindow(store)
@@ -43,21 +38,28 @@ def run_open(args: argparse.Namespace) -> int:
         store.close()
 
 
-def _parse_size(text: str) -> tuple[int, int]:
+def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:
     try:
         width, height = (int(part) for part in text.lower().split("x"))
     except ValueError:
-        raise SystemExit(f"precis screenshot: --size must look like 1500x950, not {text!r}") from None
+        raise click.BadParameter(f"must look like 1500x950, not {text!r}") from None
     if not (320 <= width <= 8000 and 240 <= height <= 8000):
-        raise SystemExit(f"precis screenshot: --size {text} is out of range (320x240 to 8000x8000)")
+        raise click.BadParameter(f"{text} is out of range (320x240 to 8000x8000)")
     return width, height
 
 
-def run_screenshot(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("file")
+@click.option("--chat", help="chat id (or unique prefix, or title) to show; default: the most recent")
+@click.option("--size", default="1500x950", show_default=True, callback=_parse_size, help="window size WxH")
+@click.option("--no-inspector", is_flag=True, help="hide the context inspector")
+@data_dir_option
+def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector: bool, data_dir: str | None) -> int:
+    """Render the window offscreen to a PNG FILE."""
     from .app import application, offscreen
 
     offscreen()
-    width, height = _parse_size(args.size)
+    width, height = size
     from PySide6.QtCore import QEventLoop, QTimer
 
     from ..core.providers.local import LocalProvider
@@ -65,21 +67,21 @@ def run_screenshot(args: argparse.Namespace) -> int:
     from .main_window import MainWindow
 
     app = application()
-    store = _open_store(args)
+    store = _open_store(data_dir)
     if store is None:
         return 1
     try:
         chat_id = None
-        if args.chat:
+        if chat:
             try:
-                chat_id = store.find_chat(args.chat).id
+                chat_id = store.find_chat(chat).id
             except ChatNotFound as exc:
                 print(f"precis screenshot: {exc}", file=sys.stderr)
                 return 1
         # The screenshot shows stored chats: the model is not loaded for it.
         window = MainWindow(store, provider=LocalProvider(), load_model=False)
         window.resize(width, height)
-        window.inspector.setVisible(not args.no_inspector)
+        window.inspector.setVisible(not no_inspector)
         window.show()
         if chat_id is not None:
             window.open_chat(chat_id)
@@ -99,10 +101,10 @@ def run_screenshot(args: argparse.Namespace) -> int:
         for _ in range(3):
             app.processEvents()
             window.grab()
-        if not window.grab().save(args.file, "PNG"):
-            print(f"precis screenshot: could not write {args.file}", file=sys.stderr)
+        if not window.grab().save(file, "PNG"):
+            print(f"precis screenshot: could not write {file}", file=sys.stderr)
             return 1
-        print(args.file)
+        print(file)
         window.close()
         return 0
     finally:

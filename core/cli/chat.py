@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import TextIO
+
+import click
 
 from ..context.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize
 from ..context.policy import SummarizationPolicy
@@ -13,6 +16,7 @@ from ..model.tokens import TokenCounter
 from ..providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage
 from ..providers.registry import KINDS, make_provider
 from ..summary.summarize import make_summarizer
+from .group import cli
 
 QUIT_COMMANDS = ("/quit", "/exit")
 
@@ -132,30 +136,26 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
         chat_turn(engine, provider, args, out, err)
 
 
-def run(args) -> int:
+@cli.command()
+@click.argument("message", required=False)
+@click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True, help="the backend")
+@click.option("--base-url", help="the server's base URL (OpenAI-compatible: …/v1)")
+@click.option("--model", help="the model name on that server")
+@click.option("--max-tokens", type=int, default=512, show_default=True, help="longest reply in tokens")
+@click.option("--temperature", type=float, default=0.7, show_default=True)
+@click.option("--context-tokens", type=int,
+              help="the model's context window, if the backend's own figure is wrong or missing")
+@click.option("--summaries", type=click.Choice(("rule", "llm", "hybrid")), default=SummarizationPolicy().mode,
+              show_default=True, help="how the terminal chat summarizes old turns")
+def chat(message: str | None, provider: str, base_url: str | None, model: str | None, **options) -> int:
+    """Send MESSAGE and stream the reply to stdout; without MESSAGE, chat one line a turn through the context
+    engine, which summarizes old turns as the window fills."""
+    args = SimpleNamespace(**options)  # the reply options the turns read: max_tokens, temperature, ...
     try:
-        provider = make_provider(args.provider, base_url=args.base_url, model=args.model)
-        if args.message is not None:
-            return one_message(provider, args.message, args, sys.stdout, sys.stderr)
-        return terminal_chat(provider, args, sys.stdin, sys.stdout, sys.stderr)
+        backend = make_provider(provider, base_url=base_url, model=model)
+        if message is not None:
+            return one_message(backend, message, args, sys.stdout, sys.stderr)
+        return terminal_chat(backend, args, sys.stdin, sys.stdout, sys.stderr)
     except (ProviderError, ValueError) as exc:
         print(f"precis chat: {exc}", file=sys.stderr)
         return 2
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "chat", help="chat with a model in the terminal",
-        description="Send MESSAGE and stream the reply to stdout; without MESSAGE, chat one line a turn through "
-                    "the context engine, which summarizes old turns as the window fills.")
-    parser.add_argument("message", nargs="?", metavar="MESSAGE", help="one message to send")
-    parser.add_argument("--provider", choices=KINDS, default="local", help="the backend (default: the local model)")
-    parser.add_argument("--base-url", help="the server's base URL (OpenAI-compatible: …/v1)")
-    parser.add_argument("--model", help="the model name on that server")
-    parser.add_argument("--max-tokens", type=int, default=512, help="longest reply in tokens (512)")
-    parser.add_argument("--temperature", type=float, default=0.7)
-    parser.add_argument("--context-tokens", type=int,
-                        help="the model's context window, if the backend's own figure is wrong or missing")
-    parser.add_argument("--summaries", choices=("rule", "llm", "hybrid"), default=SummarizationPolicy().mode,
-                        help="how the terminal chat summarizes old turns")
-    parser.set_defaults(func=run)

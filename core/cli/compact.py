@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
+
+import click
 
 from ..context.engine import Budget, ContextEngine, Prompt
 from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..providers.base import ProviderError
-from ..providers.registry import make_provider
+from ..providers.registry import KINDS, make_provider
 from ..storage.interchange import TranscriptError, message_to_record, read_transcript
 from ..summary.summarize import make_summarizer
+from .group import cli
 
 
 @dataclass
@@ -84,48 +86,45 @@ def print_report(result: ReplayResult, out) -> None:
     print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
 
 
-def run(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("transcript")
+@click.option("--context-tokens", type=int, default=8192, show_default=True, help="the model's context window")
+@click.option("--reserve-output", type=int, default=512, show_default=True, help="tokens reserved for the reply")
+@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True)
+@click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True,
+              help="who writes llm/hybrid summaries (default: the embedded local model)")
+@click.option("--base-url")
+@click.option("--model")
+@click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")
+def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str, provider: str,
+            base_url: str | None, model: str | None, as_json: bool) -> int:
+    """Replay TRANSCRIPT (interchange JSONL) under the summarization policy and print what the model would see."""
     try:
-        messages = read_transcript(args.transcript)
+        messages = read_transcript(transcript)
     except TranscriptError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"precis compact: cannot read {args.transcript}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"precis compact: cannot read {transcript}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
-        budget = Budget(window=args.context_tokens, reserve_output=args.reserve_output)
+        budget = Budget(window=context_tokens, reserve_output=reserve_output)
     except ValueError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
-    provider = None
+    summarizer_provider = None
     try:
-        if args.mode != "rule":
-            provider = make_provider(args.provider, base_url=args.base_url, model=args.model)
-        engine = ContextEngine(budget, SummarizationPolicy(mode=args.mode), TokenCounter(),
-                               make_summarizer(args.mode, provider))
+        if mode != "rule":
+            summarizer_provider = make_provider(provider, base_url=base_url, model=model)
+        engine = ContextEngine(budget, SummarizationPolicy(mode=mode), TokenCounter(),
+                               make_summarizer(mode, summarizer_provider))
         result = replay(messages, engine)
     except (ProviderError, ValueError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 1
-    if args.json:
+    if as_json:
         json.dump(result_json(result), sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         print_report(result, sys.stdout)
     return 0
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "compact", help="replay a transcript under the summarization policy and print what the model would see")
-    parser.add_argument("transcript", help="a transcript in the interchange JSONL format")
-    parser.add_argument("--context-tokens", type=int, default=8192, help="the model's context window (8192)")
-    parser.add_argument("--reserve-output", type=int, default=512, help="tokens reserved for the reply (512)")
-    parser.add_argument("--mode", choices=("rule", "llm", "hybrid"), default="rule")
-    parser.add_argument("--provider", choices=("local", "openai", "anthropic"), default="local",
-                        help="who writes llm/hybrid summaries (default: the embedded local model)")
-    parser.add_argument("--base-url")
-    parser.add_argument("--model")
-    parser.add_argument("--json", action="store_true", help="print context, summaries, archived and stats as JSON")
-    parser.set_defaults(func=run)

@@ -1,46 +1,37 @@
-"""The `precis` command. Each area registers its own subcommands; with no subcommand the window opens."""
+"""The `precis` entry point: loads every area's commands into the click group, runs it, and returns the exit code."""
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
+import pkgutil
 import sys
 
-# Modules that define `register(subparsers)`; each adds its subcommands with a `func(args) -> int` default.
-COMMAND_MODULES = (
-    "precis.core.cli.compact",
-    "precis.core.cli.chat",
-    "precis.core.cli.store",
-    "precis.gui.cli_gui",
-)
+import click
+
+from . import __path__ as CLI_PATH
+from .group import cli
+
+# Each module registers its commands on `cli` when imported: every module of this package, and the window's.
+GUI_COMMANDS = "precis.gui.cli_gui"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="precis",
-        description="A chat client that never runs out of context. With no command, opens the window.")
-    parser.add_argument("--data-dir", help="where chats are stored (default: PRECIS_HOME or the user data folder)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(subparsers)
-    return parser
+def load_commands() -> click.Group:
+    for module in pkgutil.iter_modules(CLI_PATH):
+        importlib.import_module(f"{__package__}.{module.name}")
+    importlib.import_module(GUI_COMMANDS)
+    return cli
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["open", *(argv or sys.argv[1:])])
+    """Bad input (an unknown command or option, a missing argument) exits with 2, as click's usage errors do."""
+    group = load_commands()
     try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
+        return int(group.main(args=argv, prog_name="precis", standalone_mode=False) or 0)
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.Abort:  # Ctrl-C: click turns KeyboardInterrupt into Abort
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from datetime import datetime
 from pathlib import Path
+
+import click
 
 from ..storage.chats import restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.store import StoreError, open_store
+from .group import cli, data_dir_option
 
 DEFAULT_WINDOW = 8192
 BAR_WIDTH = 40
@@ -30,51 +32,66 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-def run_import(args: argparse.Namespace) -> int:
+@cli.command("import")
+@click.argument("file")
+@click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True)
+@click.option("--title", help="the chat's title (default: from the file)")
+@data_dir_option
+def import_command(file: str, format_: str, title: str | None, data_dir: str | None) -> int:
+    """Import a chat file and print the new chat's id."""
     try:
-        with open_store(args.data_dir) as store:
-            chat_id = import_file(store, args.file, args.format, args.title)
+        with open_store(data_dir) as store:
+            chat_id = import_file(store, file, format_, title)
     except ImportFailed as exc:
         return _fail("import", exc, BAD_INPUT)
     except OSError as exc:
-        return _fail("import", f"cannot read {args.file}: {exc.strerror or exc}", BAD_INPUT)
+        return _fail("import", f"cannot read {file}: {exc.strerror or exc}", BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
     print(chat_id)
     return 0
 
 
-def run_chats(args: argparse.Namespace) -> int:
+@cli.command()
+@data_dir_option
+def chats(data_dir: str | None) -> int:
+    """List stored chats."""
     try:
-        with open_store(args.data_dir) as store:
-            chats = store.list_chats()
+        with open_store(data_dir) as store:
+            stored = store.list_chats()
     except StoreError as exc:
         return _fail("chats", exc)
-    if not chats:
+    if not stored:
         print("no chats yet (start one in the window, or `precis import FILE`)")
-    for chat in chats:
+    for chat in stored:
         print(f"{chat.id}  {_when(chat.updated_at)}  {chat.message_count:>6} msgs  {chat.title}")
     return 0
 
 
-def run_export(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("chat")
+@click.option("--format", "format_", type=click.Choice(EXPORT_FORMATS), default="jsonl", show_default=True)
+@click.option("-o", "--output", help="file to write (default: standard output)")
+@data_dir_option
+def export(chat: str, format_: str, output: str | None, data_dir: str | None) -> int:
+    """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
-        with open_store(args.data_dir) as store:
-            chat = store.find_chat(args.chat)
-            messages = store.load_messages(chat.id)
-            if args.format == "jsonl":
+        with open_store(data_dir) as store:
+            found = store.find_chat(chat)
+            messages = store.load_messages(found.id)
+            if format_ == "jsonl":
                 text = export_jsonl(messages)
-            elif args.format == "openai":
-                text = export_openai(messages, chat.settings.system_prompt)
+            elif format_ == "openai":
+                text = export_openai(messages, found.settings.system_prompt)
             else:
-                text = export_markdown(chat.title, messages, store.load_records(chat.id))
+                text = export_markdown(found.title, messages, store.load_records(found.id))
     except StoreError as exc:
         return _fail("export", exc)
-    if args.output:
+    if output:
         try:
-            Path(args.output).write_text(text, encoding="utf-8")
+            Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:
-            return _fail("export", f"cannot write {args.output}: {exc.strerror or exc}")
+            return _fail("export", f"cannot write {output}: {exc.strerror or exc}")
     else:
         sys.stdout.write(text)
     return 0
@@ -85,10 +102,14 @@ def _bar(share: float) -> str:
     return "#" * filled + "." * (BAR_WIDTH - filled)
 
 
-def run_context(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("chat")
+@data_dir_option
+def context(chat: str, data_dir: str | None) -> int:
+    """What the model sees of CHAT (id, unique prefix or title): window use by kind, the summary chain."""
     try:
-        with open_store(args.data_dir) as store:
-            chat = store.find_chat(args.chat)
+        with open_store(data_dir) as store:
+            chat = store.find_chat(chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
             usage = engine.usage()
             if not store.read_only:  # a read-only store is shown, not cached into
@@ -119,42 +140,22 @@ def run_context(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_search(args: argparse.Namespace) -> int:
+@cli.command()
+@click.argument("text")
+@click.option("--limit", type=int, default=20, show_default=True)
+@data_dir_option
+def search(text: str, limit: int, data_dir: str | None) -> int:
+    """Search messages of all chats, archived ones included."""
     try:
-        with open_store(args.data_dir) as store:
-            hits = store.search(args.text, args.limit)
+        with open_store(data_dir) as store:
+            hits = store.search(text, limit)
     except StoreError as exc:
         return _fail("search", exc)
     if not hits:
-        print(f"nothing found for {args.text!r}")
+        print(f"nothing found for {text!r}")
     for hit in hits:
         archived = "  (archived)" if hit.archived_by else ""
         snippet = " ".join(hit.snippet.split())
         print(f"{hit.chat_id[:12]}  {hit.chat_title[:30]:<30}  {hit.role:<9} {snippet}{archived}")
     return 0
 
-
-def register(subparsers) -> None:
-    p = subparsers.add_parser("import", help="import a chat file and print the new chat's id")
-    p.add_argument("file")
-    p.add_argument("--format", choices=FORMATS, default="auto")
-    p.add_argument("--title", help="the chat's title (default: from the file)")
-    p.set_defaults(func=run_import)
-
-    p = subparsers.add_parser("chats", help="list stored chats")
-    p.set_defaults(func=run_chats)
-
-    p = subparsers.add_parser("export", help="write a chat as interchange JSONL, OpenAI chat JSON or Markdown")
-    p.add_argument("chat", help="chat id (or a unique prefix of it, or its exact title)")
-    p.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl")
-    p.add_argument("-o", "--output", help="file to write (default: standard output)")
-    p.set_defaults(func=run_export)
-
-    p = subparsers.add_parser("context", help="what the model sees of a chat: window use by kind, summary chain")
-    p.add_argument("chat", help="chat id (or a unique prefix of it, or its exact title)")
-    p.set_defaults(func=run_context)
-
-    p = subparsers.add_parser("search", help="search messages of all chats, archived ones included")
-    p.add_argument("text")
-    p.add_argument("--limit", type=int, default=20)
-    p.set_defaults(func=run_search)

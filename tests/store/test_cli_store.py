@@ -63,3 +63,26 @@ def test_data_dir_defaults_to_precis_home(isolated_home, capsys):
     with open_store() as store:
         assert [c.id for c in store.list_chats()] == [out.strip()]
     assert (isolated_home / "precis.db").exists()
+
+
+def test_data_dir_works_before_and_after_the_command(tmp_path, capsys):
+    first, second = str(tmp_path / "first"), str(tmp_path / "second")
+    code, out, _ = run(capsys, "import", str(TRANSCRIPTS[0]), "--title", "here", "--data-dir", first)
+    assert code == 0
+    for argv in (("--data-dir", first, "chats"), ("chats", "--data-dir", first),
+                 ("--data-dir", second, "chats", "--data-dir", first)):  # after the command wins
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and "here" in out, argv
+    code, out, _ = run(capsys, "--data-dir", second, "chats")
+    assert code == 0 and "no chats yet" in out
+
+
+def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
+    code, _, err = run(capsys, "nonsense")
+    assert code == 2 and "No such command 'nonsense'" in err
+    code, _, err = run(capsys, "export")
+    assert code == 2 and "Missing argument 'CHAT'" in err
+    code, _, err = run(capsys, "export", "x", "--format", "pdf")
+    assert code == 2 and "'pdf' is not one of" in err
+    code, _, err = run(capsys, "search", "x", "--limit", "many")
+    assert code == 2 and "'many' is not a valid integer" in err

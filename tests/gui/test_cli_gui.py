@@ -1,0 +1,24 @@
+"""`precis`, `precis open` and `precis screenshot` through the real entry point."""
+
+from __future__ import annotations
+
+import pytest
+from precis.core.cli.main import main
+
+
+@pytest.mark.parametrize("argv", [["--data-dir", "DIR"], ["--data-dir", "DIR", "open"], ["open", "--data-dir", "DIR"]])
+def test_the_window_is_the_default_command_and_takes_the_data_dir(qapp, tmp_path, capsys, argv):
+    # The data folder given is a file, so `open` reports it instead of showing a window: that the message names
+    # this path shows the window's command ran, on the folder given.
+    data = tmp_path / "not-a-folder"
+    data.write_text("")
+    assert main([str(data) if arg == "DIR" else arg for arg in argv]) == 1
+    assert f"cannot create the data folder {data}" in capsys.readouterr().err
+
+
+def test_screenshot_size_is_checked_before_anything_opens(tmp_path, capsys):
+    assert main(["screenshot", str(tmp_path / "x.png"), "--size", "12x"]) == 2
+    assert "must look like 1500x950" in capsys.readouterr().err
+    assert main(["screenshot", str(tmp_path / "x.png"), "--size", "10x10"]) == 2
+    assert "out of range" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
