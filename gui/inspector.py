@@ -165,7 +165,8 @@ CHAIN_COLUMNS = (
     ("Mode", "How it was written: rule, llm or hybrid"),
     ("Fallback", "Whether the rule-based summary stood in for a failed LLM summary"),
     ("Redact.", "Secrets redacted"),
-    ("Retention", "Facts of the originals still visible to the model (hover a cell for what is missing)"),
+    ("Trail coverage", "Facts the rules extract from the originals (files, commands, errors, names, requests) "
+                       "that the model still sees; the summarizer's own yardstick (hover for what is missing)"),
 )
 
 
@@ -506,6 +507,6 @@ def record_markdown(record: SummaryRecord) -> str:
     if record.instructions:
         meta.append(f"instructions: {record.instructions}")
     if record.retention:
-        meta.append("retention: " + record.retention.describe())
+        meta.append("trail coverage: " + record.retention.describe())
     parts.append("_" + " · ".join(markdown_literal(m) for m in meta) + "_")
     return "\n\n".join(parts)

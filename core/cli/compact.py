@@ -78,7 +78,7 @@ def print_report(result: ReplayResult, out) -> None:
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
         covered = len(engine.archived_messages(record.id))
-        retention = f" | kept: {record.retention.describe()}" if record.retention else ""
+        retention = f" | trail coverage: {record.retention.describe()}" if record.retention else ""
         fallback = " (fell back to rules)" if record.fallback_used else ""
         print(f"  [{record.status}] depth {record.depth} {record.mode}{fallback}: {covered} messages, "
               f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",

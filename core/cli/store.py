@@ -134,7 +134,7 @@ def context(chat: str, data_dir: str | None) -> int:
     for record in chain:
         covered = len(engine.archived_messages(record.id))
         fallback = ", fallback to rules" if record.fallback_used else ""
-        kept = f"\n     kept: {record.retention.describe()}" if record.retention else ""
+        kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
         print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "
               f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger}){kept}")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..model.messages import Message
 from ..model.records import CommandRun, Facets, ToolUsage
+from .decisions import extract_decisions
 from .redact import redact_obj
 from .retention import MAX_IDENTIFIERS, collect_facts, normalize_command, user_text
 from .text_rules import one_line_field
@@ -79,6 +80,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
     roles = {m.role for m in messages}
     requests = (user_text(m) for m in messages if m.role == "user")
     facets = Facets(
+        decisions=extract_decisions(messages),
         entities=facts.identifiers[:MAX_ENTITIES],
         files_read=list(files_read),
         files_modified=list(files_modified),

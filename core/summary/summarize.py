@@ -16,9 +16,10 @@ from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError, complete
-from .facets import extract_facets
+from .decisions import MAX_DECISIONS
+from .facets import analyze_calls, facets_of
 from .redact import redact
-from .summary_block import render_artifact_trail, rule_summary
+from .summary_block import key_points_of, render_artifact_trail, rule_summary
 from .text_rules import SENTENCE_END
 from .tool_output import one_line
 
@@ -314,8 +315,10 @@ class HybridSummarizer(LLMSummarizer):
     mode: SummaryMode = "hybrid"
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
-        facets = extract_facets(request.messages)
-        facets.decisions = out.decisions
+        pairs = analyze_calls(request.messages)
+        facets = facets_of(request.messages, pairs)
+        # The model's decisions first; the rules' (choices, rejections, the user's corrections) fill the top five.
+        facets.decisions = list(dict.fromkeys([*out.decisions, *facets.decisions]))[:MAX_DECISIONS]
         facets.action_items = action_items(out)
         facets.unresolved_questions = out.unresolved_questions
         facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
@@ -327,7 +330,9 @@ class HybridSummarizer(LLMSummarizer):
         narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
         # Facts first: a reader (and the model) meets the requests, files, commands and errors before the story.
         text = fit_text("\n\n".join(p for p in (trail, narrative) if p), request.max_tokens, request.counter)
-        return SummaryDraft(text=text, key_points=out.key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
+        # A small model often gives no key points: the rules' then stand (the record always has some).
+        key_points = out.key_points or key_points_of(request.messages, pairs)
+        return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
 
 
 def make_summarizer(mode: SummaryMode, provider: Provider | None = None) -> Summarizer:

@@ -43,7 +43,7 @@ def _assistant_points(text: str) -> list[tuple[int, str]]:
     return points
 
 
-def _key_points(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> list[str]:
+def key_points_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> list[str]:
     """Up to 30 key points, the most important first chosen, then put back in conversation order."""
     candidates: list[tuple[int, int, str]] = []  # (priority, position, text)
     for index, message in enumerate(messages):
@@ -162,6 +162,7 @@ def _trail_sections(facets: Facets) -> list[_Section]:
     only_read = [path for path in facets.files_read if path not in modified]
     return [
         _Section("User requests", list(facets.user_requests[:MAX_REQUESTS]), drop_rank=6, keep_first=True),
+        _Section("Decisions", list(facets.decisions), drop_rank=4.5),
         _Section("Files under", [root.rstrip("/")] if root else [], drop_rank=5, inline=True),
         _Section("Files modified", _grouped(facets.files_modified, root), drop_rank=4),
         _Section("Files read", _grouped(only_read, root), drop_rank=2),
@@ -256,7 +257,7 @@ def rule_summary(
     roles = {role: sum(1 for m in messages if m.role == role) for role in ROLE_ORDER}
     header = (f"Summary of {n} earlier messages ({roles['user']} user, {roles['assistant']} assistant, "
               f"{roles['tool']} tool results" + (f", {roles['system']} system" if roles["system"] else "") + ")")
-    key_points = _key_points(messages, pairs)
+    key_points = key_points_of(messages, pairs)
     key_point_section = _Section("Key points", list(key_points), drop_rank=0)
     requests, *trail = _trail_sections(facets)
     sections = [requests, key_point_section, *trail]

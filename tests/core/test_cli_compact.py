@@ -33,7 +33,7 @@ def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(
 def test_plain_report_names_the_chain(capsys):
     assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "4096"]) == 0
     out = capsys.readouterr().out
-    assert "summaries made:" in out and "kept: files" in out
+    assert "summaries made:" in out and "trail coverage: files" in out
 
 
 def test_bad_line_is_reported_with_its_number(tmp_path, capsys):
