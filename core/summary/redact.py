@@ -12,6 +12,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
+
 _MARK = "[REDACTED:{}]"
 
 # A token character run (base64url plus a few separators), used as the tail of several key formats.
@@ -54,13 +65,19 @@ def _named_value(keep: int) -> Callable[[re.Match[str]], str]:
 # Order matters: specific formats first, so e.g. `api_key = sk-...` is reported as an OpenAI key, and the
 # generic assignment rule then sees an already-redacted value and leaves it.
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)"),
-     _MARK.format("private_key")),
+    (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), _MARK.format("private_key")),
     (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"\[\]]+:)" + _VALUE_GUARD + r"([^\s@/'\"]+)(?=@)"),
      _keep_group("url_password", 1)),
     (re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-" + _TOKEN + r"{16,}"), _MARK.format("anthropic_key")),
     # OpenAI keys (sk-..., sk-proj-...): require a digit so ordinary hyphenated words like sk-foo-bar are left alone.
     (re.compile(r"(?<![A-Za-z0-9_\-])sk-(?=" + _TOKEN + r"*\d)" + _TOKEN + r"{20,}"), _MARK.format("openai_key")),
+    # Without a digit, only a long random-looking tail is a key (sk-some-hyphenated-name is not).
+    (re.compile(r"(?<![A-Za-z0-9_\-])sk-" + _TOKEN + r"{32,}"), lambda m: _if_random(m, "openai_key")),
+    (re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"), _MARK.format("stripe_key")),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), _MARK.format("huggingface_token")),
+    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _MARK.format("npm_token")),
+    (re.compile(r"(?i)(AccountKey=)" + _VALUE_GUARD + r"([A-Za-z0-9+/]{20,}={0,2})"), _keep_group("azure_key", 1)),
     (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), _MARK.format("github_token")),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _MARK.format("github_token")),
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _MARK.format("aws_access_key")),
@@ -70,6 +87,13 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
     (re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)" + _VALUE_GUARD
                 + r"([A-Za-z0-9._~+/=\-]{8,})"), _keep_group("authorization", 1)),
     (re.compile(r"(?i)\b(bearer\s+)" + _VALUE_GUARD + r"([A-Za-z0-9._~+/=\-]{8,})"), _keep_group("bearer_token", 1)),
+    # Passwords given to well-known commands: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS.
+    (re.compile(r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)[ =]?[\"']?[^\s:\"']+:)" + _VALUE_GUARD + r"([^\s\"']+)"),
+     _keep_group("password", 1)),
+    (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)" + _VALUE_GUARD
+                + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1)),
+    (re.compile(r"(\b(?:sshpass|docker\s+login|podman\s+login)\b[^\n|;&]*?\s-p\s*)" + _VALUE_GUARD
+                + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1)),
     # `--password hunter2`, `--api-key abc123` on command lines.
     (re.compile(r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])" + _VALUE_GUARD
                 + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']{3,})"), _named_value(1)),
@@ -83,10 +107,35 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
+_ENTROPY = Base64HighEntropyString()  # detect-secrets' entropy measure and its default limit for base64 text
+
+
+def _if_random(match: re.Match[str], kind: str) -> str:
+    token = match.group(0)
+    return _MARK.format(kind) if _ENTROPY.calculate_shannon_entropy(token) > _ENTROPY.entropy_limit else token
+
+
+# An AWS secret access key on its own: 40 base64 characters, mixed case and digits, random by detect-secrets'
+# entropy measure (a hex commit id or a path of words stays well under it).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*\d)"
+                         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_RULES.append((_AWS_SECRET, lambda m: _if_random(m, "aws_secret_key")))
+
+# detect-secrets' token formats that no rule above covers, each with the kind it is reported as.
+_DETECTORS: list[tuple[RegexBasedDetector, str]] = [
+    (GitLabTokenDetector(), "gitlab_token"), (PypiTokenDetector(), "pypi_token"),
+    (SendGridDetector(), "sendgrid_key"), (TwilioKeyDetector(), "twilio_key"), (MailchimpDetector(), "mailchimp_key"),
+    (DiscordBotTokenDetector(), "discord_token"), (SquareOAuthDetector(), "square_token"),
+    (AzureStorageKeyDetector(), "azure_key"),
+]
+
 # One quick scan for anything any rule could match; most texts (paths, commands, prose) have none of these.
 _MAYBE_SECRET = re.compile(
-    r"-----BEGIN|://[^\s/@]*:[^\s/@]*@|sk-|gh[pousr]_|github_pat_|AKIA|ASIA|xox|AIza|eyJ|authorization|bearer"
-    r"|pass|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key|credential", re.IGNORECASE)
+    r"-----BEGIN|://[^\s/@]*:[^\s/@]*@|sk-|[rs]k_|hf_|npm_|gl[a-z]{2,6}-|GR1348941|pypi-|SG\.|SK[0-9a-f]|AC[0-9a-f]"
+    r"|-us\d|sq0|AccountKey|curl|mysql|mariadb|sshpass|login"
+    r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|AIza|eyJ|authorization|bearer|[MNO][A-Za-z0-9]{23}\."
+    r"|pass|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key|credential"
+    r"|[A-Za-z0-9/+]{40}", re.IGNORECASE)
 
 
 def redact(text: str) -> tuple[str, int]:
@@ -94,9 +143,20 @@ def redact(text: str) -> tuple[str, int]:
     if not text or not _MAYBE_SECRET.search(text):
         return text, 0
     total = 0
+
+    def counted(replacement: str | Callable[[re.Match[str]], str]) -> Callable[[re.Match[str]], str]:
+        def replace(match: re.Match[str]) -> str:
+            nonlocal total
+            out = replacement(match) if callable(replacement) else replacement
+            total += out != match.group(0)  # an entropy rule may leave a match as it was
+            return out
+        return replace
+
     for pattern, replacement in _RULES:
-        text, n = pattern.subn(replacement, text)
-        total += n
+        text = pattern.sub(counted(replacement), text)
+    for detector, kind in _DETECTORS:
+        for pattern in detector.denylist:  # whole matches: the plugins' own findall yields only their groups
+            text = pattern.sub(counted(_MARK.format(kind)), text)
     return text, total
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..model.messages import Message
 from ..model.records import Retention
+from .redact import redact
 from .text_rules import EXIT_CODE, FILE_ARGUMENT_KEYS, WHITESPACE, clip, exit_code_in
 
 KINDS: tuple[str, ...] = ("files", "commands", "errors", "identifiers", "instructions")
@@ -359,7 +360,9 @@ def check_facts(facts: Facts, context_text: str) -> Retention:
     return Retention(
         kept={kind: sum(ok for _, ok in items) for kind, items in checks.items()},
         total={kind: len(items) for kind, items in checks.items()},
-        missing={kind: [clip(label, MISSING_ITEM_CHARS) for label, ok in items if not ok] for kind, items in checks.items()},
+        # A missing fact is shown (`precis context`, the inspector): a secret in it is hidden like everywhere else.
+        missing={kind: [clip(redact(label)[0], MISSING_ITEM_CHARS) for label, ok in items if not ok]
+                 for kind, items in checks.items()},
     )
 
 

@@ -41,6 +41,26 @@ SECRETS = [
     ("mysql --password hunter2hunter2 -u root", "hunter2hunter2", "password"),
     (f"key file:\n{PEM}\nend", "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi", "private_key"),
     ("postgres://admin:s3cr3tpw@db.example.com:5432/app", "s3cr3tpw", "url_password"),
+    # The forms issue 12 found leaking.
+    ("OPENAI_KEY sk-abcdefghijKLMNOPQRSTuvwxyzABCDEFGHIJklmnopqr works", "sk-abcdefghijKLMNOPQRSTuvwxyzABCDEFGHIJklmnopqr",
+     "openai_key"),
+    ("the secret part is wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY, keep it", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "aws_secret_key"),
+    ("curl -s -u admin:Tr0ub4dor3 https://api.example.com/v1", "Tr0ub4dor3", "password"),
+    ("mysql -u root -pS3cretPass42 appdb < dump.sql", "S3cretPass42", "password"),
+    ("sshpass -p 'Hunter2Hunter2' ssh deploy@10.0.0.5", "Hunter2Hunter2", "password"),
+    ("docker login -u bob -p dckr9PassWord registry.example.com", "dckr9PassWord", "password"),
+    ("stripe.api_key_set(sk_live_51HcQ2bKZ3x9YtR4mN7pL0aVwE8sD)", "sk_live_51HcQ2bKZ3x9YtR4mN7pL0aVwE8sD", "stripe_key"),
+    ("huggingface-cli login --token hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh", "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh",
+     "huggingface_token"),
+    ("git clone https://oauth2@gitlab.com/x.git with glpat-Xy7Zq2Wv9Tr4Pm6Ks1Ln", "glpat-Xy7Zq2Wv9Tr4Pm6Ks1Ln",
+     "gitlab_token"),
+    ("//registry.npmjs.org/ npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8", "npm_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8",
+     "npm_token"),
+    ("DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + "Zk3mQ9xT2vB7nR4pL8wY1cF6hJ0sD5gA" * 2
+     + "Zk3mQ9xT2vB7nR4pL8wY==;EndpointSuffix=core.windows.net", "Zk3mQ9xT2vB7nR4pL8wY1cF6hJ0sD5gA", "azure_key"),
+    ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0vYz8BCAC7mP2kQ9xT\n=Ab12\n-----END PGP PRIVATE KEY BLOCK-----",
+     "lQOYBF0vYz8BCAC7mP2kQ9xT", "private_key"),
 ]
 
 
@@ -74,6 +94,12 @@ ORDINARY = [
     "git@github.com:user/repo.git and https://github.com/user/repo and http://localhost:8080/x",
     "task-abcdefghijklmnopqrstuvwxyz1 and ask-jeeves-1234567890abcdefghijk are names",
     "We're currently solving the following issue within our repository.",
+    "git checkout 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b && git log -1 a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "/home/user/projects/Precis/core/storage12 and src/components/ThisIsAVeryLongCamelCaseIdentifierName1x",
+    "id = uuid.UUID('123e4567-e89b-12d3-a456-426614174000')  # fixed in tests",
+    "pip install scikit-learn; see sk-learn-style-guide-for-contributors-and-maintainers",
+    "curl -u $USER:$TOKEN https://x and mysql -p appdb and docker login registry.example.com",
+    "the login page asks for a password; sshpass is installed",
 ]
 
 

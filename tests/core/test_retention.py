@@ -197,3 +197,13 @@ def test_an_exit_code_on_the_next_line_belongs_to_the_next_command():
     messages = [*call("Bash", "Exit code 1", command="git status"), *call("Bash", "Exit code 1", command="npm test")]
     retention = check_retention(messages, "- `git status`\n- `npm test` (exit 1)")
     assert retention.missing["commands"] == ["git status (exit 1)"]
+
+
+def test_a_missing_fact_never_shows_a_secret():
+    covered = [Message(role="user", content="load the dump"),
+               *call("Bash", "ok", command="mysql -u root -pS3cretPass42 appdb < dump.sql"),
+               *call("Bash", "ok", command="curl -u admin:Tr0ub4dor3 https://api.example.com/v1")]
+    retention = check_retention(covered, "nothing of it was kept")
+    shown = retention.describe(limit=20)
+    assert retention.missing["commands"] and "S3cretPass42" not in shown and "Tr0ub4dor3" not in shown
+    assert "[REDACTED:password]" in shown
