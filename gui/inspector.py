@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from html import escape
 
 from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
@@ -120,25 +121,24 @@ class ResultCard(QFrame):
 
     def show_record(self, record: SummaryRecord, automatic: bool) -> None:
         facets = record.facets
-        saved = record.tokens_before - record.tokens_after
-        lines = [
-            f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth})</b>",
-            f"{len(record.covered)} messages · {record.tokens_before:,} → {record.tokens_after:,} tokens "
-            f"(<b>{saved:,} saved</b>)",
-        ]
+        result = record.result()
+        figures = escape(result.describe())
+        if result.saves_nothing:  # not a success: say so in the error colour
+            figures = f"<span style='color:{theme.ERROR_TEXT}'>{figures}</span>"
+        lines = [f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth})</b>", figures]
         if facets.files_modified:
             names = [path.rstrip("/").rsplit("/", 1)[-1] for path in facets.files_modified]
             more = f" and {len(names) - 4} more" if len(names) > 4 else ""
-            lines.append(f"Files modified ({len(names)}): " + _escape(", ".join(names[:4]) + more))
+            lines.append(f"Files modified ({len(names)}): " + escape(", ".join(names[:4]) + more))
         if facets.commands:
-            lines.append(f"Commands ({len(facets.commands)}): " + _escape(", ".join(
+            lines.append(f"Commands ({len(facets.commands)}): " + escape(", ".join(
                 _cut(c.command, 24) + (f" → {c.exit_code}" if c.exit_code is not None else "")
                 for c in facets.commands[:2]) + ("…" if len(facets.commands) > 2 else "")))
         if facets.decisions:
-            lines.append("Decisions: " + _escape("; ".join(_cut(d, 60) for d in facets.decisions[:2])))
+            lines.append("Decisions: " + escape("; ".join(_cut(d, 60) for d in facets.decisions[:2])))
         if record.fallback_used:
             lines.append(f"<span style='color:{theme.ERROR_TEXT}'>Fallback used: "
-                         f"{_escape(record.fallback_reason or 'rule-based')}</span>")
+                         f"{escape(record.fallback_reason or 'rule-based')}</span>")
         self.label.setText("<br>".join(lines))
         # The card shows the first few; the whole lists are in its tooltip (the Summary tab has them too).
         self.setToolTip("\n".join(
@@ -150,10 +150,6 @@ class ResultCard(QFrame):
 def _cut(text: str, limit: int) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 1] + "…"
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # (header, what it means): short headers so the whole table fits the panel; the meaning is the header's tooltip.

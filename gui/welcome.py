@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
@@ -22,12 +24,12 @@ HINTS = (
 
 def welcome_html(provider_name: str, model: str) -> str:
     if provider_name == "local":
-        where = (f"It runs offline on the embedded model <b>{_escape(model)}</b>: nothing leaves this computer. "
+        where = (f"It runs offline on the embedded model <b>{escape(model)}</b>: nothing leaves this computer. "
                  "Hosted providers can be chosen in File → Settings.")
     else:
-        where = (f"Replies come from <b>{_escape(provider_name)}</b> ({_escape(model)}); "
+        where = (f"Replies come from <b>{escape(provider_name)}</b> ({escape(model)}); "
                  "the embedded offline model can be chosen again in File → Settings.")
-    items = "".join(f"<li><b>{_escape(action)}</b> — {_escape(effect)}</li>" for action, effect in HINTS)
+    items = "".join(f"<li><b>{escape(action)}</b> — {escape(effect)}</li>" for action, effect in HINTS)
     return (
         f"<h2 style='color:{theme.TEXT}'>Precis</h2>"
         "<p>A chat that does not run out of context. When a conversation nears the model's window, older messages "
@@ -36,10 +38,6 @@ def welcome_html(provider_name: str, model: str) -> str:
         f"<p>{where}</p>"
         f"<p style='color:{theme.MUTED}'>To start:</p><ul>{items}</ul>"
     )
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 class WelcomePanel(QWidget):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -71,6 +72,40 @@ class Retention(BaseModel):
         return text
 
 
+@dataclass(frozen=True)
+class SummaryResult:
+    """What one summarization did, as the result card and the command line report it: messages and context tokens
+    before and after, and the reduction. A summary that saves nothing (or costs tokens) says so."""
+
+    messages_before: int  # the messages it replaced
+    messages_after: int  # the summary that replaces them
+    tokens_before: int  # the context before and after
+    tokens_after: int
+
+    @property
+    def saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def reduction_percent(self) -> float:
+        return 100.0 * self.saved / self.tokens_before if self.tokens_before else 0.0
+
+    @property
+    def saves_nothing(self) -> bool:
+        return self.saved <= 0
+
+    def describe(self) -> str:
+        """`12 messages → 1 summary · 4,210 → 380 tokens (−91%)`, or `(saves nothing: 15 tokens more)`."""
+        messages = f"{self.messages_before} messages → {self.messages_after} summary"
+        tokens = f"{self.tokens_before:,} → {self.tokens_after:,} tokens"
+        if self.saves_nothing:
+            more = -self.saved
+            verdict = f"saves nothing: {more:,} tokens more" if more else "saves nothing"
+        else:
+            verdict = f"{self.saved:,} saved, −{self.reduction_percent:.0f}%"
+        return f"{messages} · {tokens} ({verdict})"
+
+
 class SummaryRecord(BaseModel):
     id: str = Field(default_factory=new_id)
     created_at: float = Field(default_factory=time.time)
@@ -95,6 +130,9 @@ class SummaryRecord(BaseModel):
     duration_ms: float = 0.0
     status: RecordStatus = "active"
     retention: Retention | None = None
+
+    def result(self) -> SummaryResult:
+        return SummaryResult(len(self.covered), 1, self.tokens_before, self.tokens_after)
 
     @property
     def covered_ids(self) -> list[str]:

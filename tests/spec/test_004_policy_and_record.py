@@ -1,0 +1,52 @@
+"""Design document 004 (the token-ratio policy and the summary record): the configuration defaults, the
+validation of their relations, the record's fields, and the result a summarization reports (003's result card).
+The policy's transitions (hysteresis, cooldown, emergency, second pass) belong to the engine's tests; see
+tests/spec/README.md for where each is checked."""
+
+from __future__ import annotations
+
+import pytest
+from precis.core.context.policy import SummarizationPolicy, policy_errors
+from precis.core.model.records import MAX_KEY_POINTS, SummaryRecord, SummaryResult
+from pydantic import ValidationError
+
+
+def test_004_defaults_are_the_documents():
+    # "enabled:true, triggerTokenRatio:0.8, resetTokenRatio:0.7, minMessages:12, preserveRecent:6,
+    #  maxSummaryChainDepth:3, cooldownMessages:4, abortOnFailure:false"; preserveRecent "never below 2".
+    policy = SummarizationPolicy()
+    assert (policy.enabled, policy.trigger_ratio, policy.reset_ratio, policy.min_messages, policy.keep_recent,
+            policy.max_depth, policy.cooldown_messages, policy.abort_on_failure, policy.min_recent) == (
+        True, 0.8, 0.7, 12, 6, 3, 4, False, 2)
+    # 000: preserveErrors, "Always keep full error output".
+    assert policy.preserve_error_details is True
+
+
+def test_004_reset_ratio_must_be_below_the_trigger():
+    assert policy_errors({"trigger_ratio": 0.7, "reset_ratio": 0.7}) == {
+        "": "reset_ratio (0.7) must be below trigger_ratio (0.7)"}
+    with pytest.raises(ValidationError):
+        SummarizationPolicy(trigger_ratio=1.2)
+
+
+def test_004_record_has_the_documents_fields():
+    # id, timestamp, depth, parentId, summary, keyPoints (<= 30), context, originalMessageIds (+ sha256).
+    fields = set(SummaryRecord.model_fields)
+    assert {"id", "created_at", "depth", "parent_id", "text", "key_points", "facets", "covered"} <= fields
+    with pytest.raises(ValidationError):
+        SummaryRecord(key_points=["x"] * (MAX_KEY_POINTS + 1))
+    assert MAX_KEY_POINTS == 30
+
+
+def test_003_result_reports_messages_tokens_and_reduction():
+    result = SummaryResult(messages_before=12, messages_after=1, tokens_before=4210, tokens_after=380)
+    assert (result.saved, round(result.reduction_percent, 1), result.saves_nothing) == (3830, 91.0, False)
+    assert result.describe() == "12 messages → 1 summary · 4,210 → 380 tokens (3,830 saved, −91%)"
+
+
+def test_003_a_summary_that_saves_nothing_is_reported_as_such():
+    worse = SummaryResult(messages_before=2, messages_after=1, tokens_before=900, tokens_after=915)
+    assert worse.saves_nothing and worse.describe() == (
+        "2 messages → 1 summary · 900 → 915 tokens (saves nothing: 15 tokens more)")
+    even = SummaryResult(messages_before=2, messages_after=1, tokens_before=900, tokens_after=900)
+    assert even.saves_nothing and even.describe().endswith("(saves nothing)")
