@@ -1,0 +1,115 @@
+"""Summaries of a stored chat from the command line: summarize, undo-summary, history (the documents' /summarize
+and /history --full outside the window). Each change is saved as the window saves it (attach_engine)."""
+
+from __future__ import annotations
+
+import click
+
+from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
+from ..model.messages import Message
+from ..model.records import SummaryRecord
+from ..providers.base import ProviderError
+from ..providers.registry import make_provider
+from ..storage.chats import restore_engine
+from ..storage.store import StoreError, attach_engine, open_store
+from ..summary.summarize import make_summarizer
+from .group import cli, data_dir_option
+from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, _when
+
+SNIPPET_CHARS = 70
+
+
+def _snippet(message: Message) -> str:
+    text = " ".join(message.content.split()) or f"({message.role} tool call)"
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
+
+
+def _range(record: SummaryRecord, position: dict[str, int]) -> str:
+    places = sorted(position[i] for i in record.covered_ids if i in position)
+    if not places:
+        return f"{len(record.merged_ids)} earlier summaries" if record.merged_ids else "no messages"
+    return f"messages {places[0]}-{places[-1]}" if len(places) > 1 else f"message {places[0]}"
+
+
+def _how(record: SummaryRecord) -> str:
+    how = record.mode + (" (fell back to rules)" if record.fallback_used else "")
+    return f"{how}, {record.trigger}" + (f", instructions: {record.instructions}" if record.instructions else "")
+
+
+@cli.command()
+@click.argument("chat")
+@click.option("--instructions", help="what the summary should keep or stress")
+@click.option("--up-to", "up_to", metavar="MESSAGE", help="summarize only up to and including this message id")
+@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
+              help="rule needs no model; llm and hybrid use the embedded model")
+@data_dir_option
+def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str, data_dir: str | None) -> int:
+    """Summarize CHAT now (id, unique prefix or title), as /summarize does in the window."""
+    try:
+        summarizer = make_summarizer(mode, make_provider("local") if mode != "rule" else None)
+        with open_store(data_dir) as store:
+            chat = store.find_chat(chat)
+            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
+            attach_engine(store, chat.id, engine)
+            record = engine.summarize_now(instructions, up_to=up_to)
+    except NothingToSummarize as exc:
+        return _fail("summarize", exc, BAD_INPUT)
+    except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
+        return _fail("summarize", exc)
+    result = record.result()
+    print(f"{chat.title}: {result.describe()}")
+    if result.saves_nothing:
+        print("this summary saves nothing; `precis undo-summary` takes it back")
+    return 0
+
+
+@cli.command("undo-summary")
+@click.argument("chat")
+@data_dir_option
+def undo_summary(chat: str, data_dir: str | None) -> int:
+    """Undo CHAT's newest summary: its messages are sent to the model again, exactly as they were."""
+    try:
+        with open_store(data_dir) as store:
+            chat = store.find_chat(chat)
+            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
+            attach_engine(store, chat.id, engine)
+            record = engine.undo_last()
+    except NothingToUndo as exc:
+        return _fail("undo-summary", exc, BAD_INPUT)
+    except (StoreError, ValueError, IntegrityError) as exc:
+        return _fail("undo-summary", exc)
+    print(f"{chat.title}: undid the summary of {len(record.covered)} messages ({_when(record.created_at)})")
+    return 0
+
+
+@cli.command()
+@click.argument("chat")
+@click.option("--full", is_flag=True, help="also the first and last message of each range, and the summary text")
+@data_dir_option
+def history(chat: str, full: bool, data_dir: str | None) -> int:
+    """Every summary of CHAT, oldest first: its range, size before and after, reduction, how it was made."""
+    try:
+        with open_store(data_dir) as store:
+            chat = store.find_chat(chat)
+            messages = store.load_messages(chat.id)
+            records = store.load_records(chat.id)
+    except (StoreError, ValueError) as exc:
+        return _fail("history", exc)
+    print(f"{chat.title}  ({chat.id})")
+    if not records:
+        print("no summaries")
+        return 0
+    position = {m.id: n for n, m in enumerate(messages, start=1)}
+    by_id = {m.id: m for m in messages}
+    for record in sorted(records, key=lambda r: r.created_at):
+        status = "" if record.status == "active" else f"  [{record.status}]"
+        print(f"{record.depth}. {_when(record.created_at)}  {_range(record, position)}  "
+              f"{record.result().describe()}  {_how(record)}{status}")
+        if full:
+            covered = [by_id[i] for i in record.covered_ids if i in by_id]
+            if covered:
+                print(f"   first: {_snippet(covered[0])}")
+                print(f"   last:  {_snippet(covered[-1])}")
+            for line in record.text.splitlines():
+                print(f"   | {line}")
+    return 0
