@@ -28,10 +28,11 @@ from .policy import SummarizationPolicy
 
 log = logging.getLogger("precis.engine")
 
-# A summary block never takes more than this share of the available budget.
-SUMMARY_SHARE = 0.10
 # Below this much room a summary is replaced by a marker.
 MIN_SUMMARY_ROOM = 50
+# To choose how much to summarize for the target fill, a summary is expected at this share of what it replaces
+# (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
+EXPECTED_SUMMARY_SHARE = 0.25
 
 SYSTEM_PROMPT_ID = "system-prompt"
 
@@ -100,6 +101,8 @@ class UsageReport:
     reserve_output: int
     ratio: float
     exact: bool
+    # What no summary can remove (system prompt, session and pinned messages, the chain), as a share of the budget.
+    floor_ratio: float = 0.0
 
 
 @dataclass
@@ -250,16 +253,18 @@ class ContextEngine:
         """Use of the window by kind, before any trimming (what the policy acts on)."""
         by_kind = {"system": 0, "summaries": 0, "messages": 0, "tool_outputs": 0}
         names = {"system": "system", "summary": "summaries", "message": "messages", "tool_output": "tool_outputs"}
-        raw = REPLY_PRIMING
+        raw = floor = REPLY_PRIMING
         for item in self._untrimmed_items():
             by_kind[names[item.kind]] += item.tokens
             raw += item.tokens
+            if item.kind in ("system", "summary") or item.message.pinned:
+                floor += item.tokens
         by_kind = {k: self.counter.calibrated(v) for k, v in by_kind.items()}
         total = self.counter.calibrated(raw)
         available = self.budget.available
         return UsageReport(by_kind=by_kind, total=total, available=available, window=self.budget.window,
                            reserve_output=self.budget.reserve_output, ratio=total / available,
-                           exact=self.counter.is_exact)
+                           exact=self.counter.is_exact, floor_ratio=self.counter.calibrated(floor) / available)
 
     # ----- the prompt ---------------------------------------------------------------------------------------
 
@@ -279,26 +284,38 @@ class ContextEngine:
         def over() -> bool:
             return self.counter.calibrated(total) > available
 
-        conversation = [i for i in items if i.kind in ("message", "tool_output")]
-        tail_ids = {i.source_id for i in conversation[-self.policy.keep_recent:]}
-        calls = {c.id: c for i in conversation for c in i.message.tool_calls}
-        for protect_tail in (True, False):
-            for item in items:
-                if not over():
-                    break
-                if item.kind != "tool_output" or item.message.pinned or (protect_tail and item.source_id in tail_ids):
-                    continue
-                trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
-                new_tokens = self.counter.raw_message_tokens(trimmed)
-                if new_tokens < item.tokens:
-                    total += new_tokens - item.tokens
-                    item.kind, item.message, item.tokens = "trimmed", trimmed, new_tokens
-
+        for tail in (self.policy.keep_recent, 0):
+            total = self._shrink_tool_outputs(items, total, tail)
         if over():
             total = self._drop_oldest(items, total)
         if over():
             total = self._cut_longest(items, total)
         return Prompt(items, self.counter.calibrated(total), self.budget)
+
+    def _shrink_tool_outputs(self, items: list[ContextItem], total: int, tail: int) -> int:
+        """Shrink tool outputs to their one-line summaries, oldest first, until the prompt fits, sparing the
+        last `tail` messages; returns the new total."""
+        conversation = [i for i in items if i.kind in ("message", "tool_output")]
+        tail_ids = {i.source_id for i in conversation[len(conversation) - tail:]} if tail else set()
+        calls = {c.id: c for i in conversation for c in i.message.tool_calls}
+        for item in items:
+            if self.counter.calibrated(total) <= self.budget.available:
+                break
+            if item.kind != "tool_output" or item.message.pinned or item.source_id in tail_ids:
+                continue
+            trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
+            new_tokens = self.counter.raw_message_tokens(trimmed)
+            if new_tokens < item.tokens:
+                total += new_tokens - item.tokens
+                item.kind, item.message, item.tokens = "trimmed", trimmed, new_tokens
+        return total
+
+    def _fits_by_shrinking_old_outputs(self) -> bool:
+        """Whether the prompt fits once tool outputs before the last min_recent messages shrink to one line (the
+        cheapest stage, which assemble() applies first): until then an overflow needs no summary."""
+        items = self._untrimmed_items()
+        total = self._shrink_tool_outputs(items, REPLY_PRIMING + sum(i.tokens for i in items), self.policy.min_recent)
+        return self.counter.calibrated(total) <= self.budget.available
 
     def _trimmed_message(self, message: Message, call) -> Message:
         cached = self._trimmed.get(message.id)
@@ -417,9 +434,9 @@ class ContextEngine:
         if not policy.enabled:
             return None
         ratio = self.usage().ratio
-        if ratio < policy.reset_ratio:
+        if ratio < policy.reset_ratio or self._since_summary >= policy.rearm_messages:
             self._armed = True
-        if ratio >= 1.0:
+        if ratio >= 1.0 and not self._fits_by_shrinking_old_outputs():
             # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.
             return "overflow" if self._candidates(policy.min_recent) else None
         if ratio < policy.trigger_ratio or not self._armed or not self._candidates(policy.keep_recent):
@@ -432,7 +449,11 @@ class ContextEngine:
         reason = self.summary_due()
         if reason is None:
             return None
-        return self._summarize(reason)
+        record = self._summarize(reason)
+        # One more pass when the summary did not get usage under the trigger and there is still something to take.
+        if self.usage().ratio >= self.policy.trigger_ratio and self._candidates(self._target_keep()):
+            record = self._summarize("second pass")
+        return record
 
     # ----- summarizing --------------------------------------------------------------------------------------
 
@@ -454,8 +475,47 @@ class ContextEngine:
                 break
         return [m for m in conversation[:cut] if not m.pinned]
 
+    def chain_room(self, leaving: int = 0) -> int:
+        """Tokens the summaries may still take together, if the oldest `leaving` summaries of the chain were folded
+        away: the chain's share of the budget, and never more than half the room that the system prompt and pinned
+        messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing)."""
+        fixed = REPLY_PRIMING + sum(i.tokens for i in self._untrimmed_items()
+                                    if i.kind == "system" or (i.kind != "summary" and i.message.pinned))
+        available = self.budget.available
+        share = int(min(available * self.policy.chain_share, (available * self.policy.trigger_ratio - fixed) / 2))
+        return share - sum(self.counter.raw_message_tokens(self._summary_message(r)) for r in self._chain[leaving:])
+
     def summary_cap(self) -> int:
-        return min(self.policy.max_summary_tokens, int(self.budget.available * SUMMARY_SHARE))
+        """A summary's cap grows with the room the chain has left, up to max_summary_tokens."""
+        return max(min(self.policy.max_summary_tokens, self.chain_room()), 0)
+
+    def _target_keep(self) -> int:
+        """The most recent messages that can stay verbatim while the summary of the rest brings usage down to the
+        target fill: keep_recent or more, fewer (down to min_recent) only when the tail alone is above the target."""
+        conversation = [m for m in self._visible() if m.role != "system"]
+        target = self.policy.target_ratio * self.budget.available
+        tokens = {i.source_id: i.tokens for i in self._untrimmed_items()}
+        total = REPLY_PRIMING + sum(tokens.values())
+        cap = self.summary_cap()
+
+        def reaches_target(keep: int) -> bool:
+            taken = sum(tokens.get(m.id, 0) for m in self._candidates(keep))
+            return self.counter.calibrated(total - taken + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
+
+        low, high = self.policy.keep_recent, max(len(conversation) - 1, self.policy.keep_recent)
+        if not reaches_target(low):
+            # The recent tail alone is above the target (large tool outputs in a small window): shrink it toward
+            # min_recent, or the next message overflows again and the chain grows two messages at a time.
+            low, high = self.policy.min_recent, self.policy.keep_recent
+            if not reaches_target(low):
+                return low
+        while low < high:  # the largest keep that still reaches the target (fewer kept only lowers usage)
+            middle = (low + high + 1) // 2
+            if reaches_target(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def _tail_keep(self) -> int:
         """Keep the recent tail verbatim, shrinking it toward min_recent while the result would not fit."""
@@ -482,13 +542,21 @@ class ContextEngine:
 
     def _summarize(self, reason: str, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
         started = time.perf_counter()
-        keep = self.policy.keep_recent if up_to is not None else self._tail_keep()
+        if up_to is not None:
+            keep = self.policy.keep_recent
+        else:
+            keep = self._tail_keep() if reason == "manual" else self._target_keep()
         candidates = self._candidates(keep, up_to)
         if not candidates:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.usage()
         if len(self._chain) >= self.policy.max_depth:
             self._merge_oldest(len(self._chain) - self.policy.max_depth + 2)
+        elif len(self._chain) > 1 and (self.summary_cap() < MIN_SUMMARY_ROOM * 4
+                                       or before.floor_ratio >= self.policy.trigger_ratio):
+            # The chain has used its share, or what no summary removes sits above the trigger: fold the chain into
+            # one summary rather than summarizing a couple of messages at a time.
+            self._merge_oldest(len(self._chain))
         extra = "\n".join(p for p in (self.policy.extra_instructions, instructions or "") if p) or None
         cap = self.summary_cap()
         if cap < MIN_SUMMARY_ROOM:
@@ -584,8 +652,9 @@ class ContextEngine:
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
-        the artifact trail and the user's requests get most of the room, then the newest key points."""
-        cap = self.summary_cap()
+        the artifact trail and the user's requests get most of the room, then the newest key points. It takes at
+        most half the room the chain has without them, so the chain keeps to its share with room to grow."""
+        cap = max(min(self.policy.max_summary_tokens, self.chain_room(len(children)) // 2), MIN_SUMMARY_ROOM)
         count = self.counter.count_text
         trail = render_artifact_trail(facets, cap * 6 // 10, count)
         points = key_points

@@ -184,8 +184,10 @@ def test_summary_triggers_at_the_threshold_and_keeps_recent_tail():
     assert events[0].tokens_before > events[0].tokens_after
     prompt = engine.assemble()
     verbatim = [i.source_id for i in prompt.items if i.kind == "message"]
-    assert verbatim == [m.id for m in added[-6:]], "the last 6 messages stay verbatim"
-    assert engine.usage().ratio < 0.7
+    # Only the oldest stretch needed to reach the target fill (half the budget) is summarized; the rest, more
+    # than the last 6 messages, stays verbatim.
+    assert len(verbatim) > 6 and verbatim == [m.id for m in added[-len(verbatim):]]
+    assert 0.35 < engine.usage().ratio <= 0.55
 
 
 def test_hysteresis_cooldown_and_min_messages():
@@ -198,7 +200,7 @@ def test_hysteresis_cooldown_and_min_messages():
     first = len(engine.records)
     assert first >= 1
     # Cooldown: more messages below overflow do not summarize again until 50 new ones arrived.
-    while engine.usage().ratio < 0.95:
+    while engine.usage().ratio < 0.9:
         fill(engine, 1, words=20)
     assert len(engine.records) == first
     # At >= 1.0 the cooldown is ignored.
@@ -515,3 +517,33 @@ def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
     merged = merge_facets([older, newer])
     assert merged.files_read == ["a.py", "b.py"]
     assert [(c.command, c.count) for c in merged.commands] == [("pytest", 5), ("make", 1)]
+
+
+# ----- one policy: target fill, re-arm, second pass, the chain's share, the floor -------------------------------
+
+def test_rearms_after_enough_new_messages_even_above_the_reset_ratio():
+    # The target fill sits above the reset ratio, so only the new-message count can re-arm the policy.
+    engine = engine_with(window=3000, reserve=200, trigger_ratio=0.8, reset_ratio=0.3, target_ratio=0.6,
+                         cooldown_messages=2, rearm_messages=6, min_messages=4)
+    fill(engine, 12, words=40)
+    assert engine.records and engine.usage().ratio >= 0.3
+    summaries = len(engine.records)
+    fill(engine, 6, words=40)
+    assert any(r.trigger == "threshold" for r in engine.records[summaries:]), "re-armed by new messages"
+
+
+def test_a_small_window_with_a_large_system_prompt_summarizes_a_handful_of_times():
+    """sweagent_1 at 4k: the system prompt takes 41% of the budget. Each summary takes the stretch needed for the
+    target fill and old tool outputs shrink first, so the policy no longer fires every two messages (was 25)."""
+    engine = ContextEngine(Budget(window=4000, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for message in read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl"):
+        engine.append(message)
+        chain = sum(engine.counter.raw_message_tokens(engine._summary_message(r)) for r in engine.chain())
+        assert chain <= engine.budget.available * engine.policy.chain_share + 60, "the chain keeps to its share"
+    summaries = [r for r in engine.records if not r.merged_ids]
+    assert len(summaries) <= 6
+    assert engine.usage().floor_ratio > 0.4  # the system prompt and the chain, shown by the gauge
+
+
+def test_target_fill_must_be_below_the_trigger():
+    assert "target_ratio" in policy_errors({"target_ratio": 0.85})[""]
