@@ -260,7 +260,9 @@ class _Context:
     def has_file(self, path: str, root: str | None) -> bool:
         if path in self.raw:
             return True
-        if root and path.startswith(root) and path[len(root):] in self.raw:
+        # Relative to the project root, as a whole name: "config.py" is not in "test_config.py".
+        relative = path[len(root):] if root and path.startswith(root) else ""
+        if relative and re.search(rf"(?<![\w.-]){re.escape(relative)}(?![\w-])", self.raw):
             return True
         parts = [p for p in path.rstrip("/").split("/") if p not in ("", ".", "~")]
         if not parts or parts[-1] not in self.raw:

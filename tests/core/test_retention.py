@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
 
-from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
+from tests.conftest import SHARED_TRANSCRIPTS
 
 CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
 
@@ -64,12 +63,39 @@ def test_facts_are_deduplicated():
     assert facts["files"] == ["/p/a.py"]
 
 
-@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
-def test_the_originals_themselves_keep_everything(path):
-    messages = list(transcript(path.name))
-    retention = check_retention(messages, context_text(messages))
-    assert retention.kept == retention.total, retention.describe(limit=20)
-    assert set(retention.total) == set(KINDS)
+# A small exchange whose facts are written out by hand, not read back from the code under test.
+REQUEST = "The app crashes in `parse_config` when the config has no tool table. Please fix src/app/config.py."
+EXCHANGE = [
+    Message(role="user", content=REQUEST),
+    *call("Read", "def parse_config(raw):\n    return raw['tool']\n", file_path="/repo/src/app/config.py"),
+    *call("Bash", "E   KeyError: 'tool'\n1 failed in 0.02s\nexit code: 1", command="pytest -q tests/test_config.py"),
+    # `target_file` names a file as `file_path` does (one list of file-argument keys for trail and check).
+    *call("edit_file", "ok", target_file="/repo/src/app/loader.py", old_string="a", new_string="b"),
+]
+
+
+def test_facts_of_an_exchange_are_the_hand_written_ones():
+    assert extract_facts(EXCHANGE) == {
+        "files": ["src/app/config.py", "/repo/src/app/config.py", "/repo/src/app/loader.py"],
+        "commands": ["pytest -q tests/test_config.py (exit 1)"],
+        "errors": ["KeyError"],
+        "identifiers": ["parse_config"],
+        "instructions": [REQUEST[:79] + "…"],  # a label is clipped to 80 characters
+    }
+
+
+def test_a_summary_keeps_what_it_names_and_misses_the_rest():
+    thin = check_retention(EXCHANGE, "Edited src/app/loader.py after `pytest -q tests/test_config.py` failed (exit 1).")
+    assert thin.kept == {"files": 1, "commands": 1, "errors": 0, "identifiers": 0, "instructions": 0}
+    assert thin.total == {"files": 3, "commands": 1, "errors": 1, "identifiers": 1, "instructions": 1}
+    assert thin.missing["errors"] == ["KeyError"] and thin.missing["identifiers"] == ["parse_config"]
+    # "tests/test_config.py" does not name config.py.
+    assert thin.missing["files"] == ["src/app/config.py", "config.py"]
+    full = check_retention(EXCHANGE, (
+        "The app crashes in `parse_config` when the config has no tool table; fix src/app/config.py. "
+        "Read /repo/src/app/config.py; `pytest -q tests/test_config.py` failed (exit 1) with KeyError; "
+        "edited /repo/src/app/loader.py."))
+    assert full.kept == full.total and set(full.total) == set(KINDS)
 
 
 def test_a_removed_fact_is_reported_missing():
