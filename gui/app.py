@@ -21,7 +21,7 @@ def application() -> QApplication:
     font = QFont(app.font())
     font.setPointSizeF(max(font.pointSizeF(), 10.0))
     app.setFont(font)
-    app.setStyleSheet(theme.STYLE_SHEET)
+    theme.install(app)
     return app
 
 

@@ -53,9 +53,13 @@ def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:
 @click.option("--chat", help="chat id (or unique prefix, or title) to show; default: the most recent")
 @click.option("--size", default="1500x950", show_default=True, callback=_parse_size, help="window size WxH")
 @click.option("--no-inspector", is_flag=True, help="hide the context inspector")
+@click.option("--theme", "theme_choice", type=click.Choice(["light", "dark"]),
+              help="render in this theme (default: the saved choice)")
 @data_dir_option
-def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector: bool, data_dir: str | None) -> int:
+def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector: bool, theme_choice: str | None,
+               data_dir: str | None) -> int:
     """Render the window offscreen to a PNG FILE."""
+    from . import theme
     from .app import application, offscreen
 
     offscreen()
@@ -80,6 +84,8 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
                 return 1
         # The screenshot shows stored chats: the model is not loaded for it.
         window = MainWindow(store, provider=LocalProvider(), load_model=False)
+        if theme_choice:
+            theme.choose(theme_choice)  # for this picture only: the saved choice is left as it is
         window.resize(width, height)
         window.inspector.setVisible(not no_inspector)
         window.show()

@@ -247,6 +247,12 @@ class MessageDelegate(QStyledItemDelegate):
         self._stream: tuple[tuple[str, int], object, str] | None = None
         self.update_fonts(view.font())
 
+    def restyle(self) -> None:
+        """Forget the laid-out documents (they carry the old scheme's code background) and repaint."""
+        self._docs.clear()
+        self._stream = None
+        self._view.viewport().update()
+
     def update_fonts(self, font: QFont) -> None:
         self.body_font = QFont(font)
         self.header_font = QFont(font)
@@ -433,23 +439,23 @@ class MessageDelegate(QStyledItemDelegate):
 
         card = self._card_rect(option)
         background = {
-            "user": theme.USER_BUBBLE, "assistant": theme.ASSISTANT_BUBBLE, "system": theme.SYSTEM_BUBBLE,
-            "summary": theme.SUMMARY_BUBBLE,
-        }.get(kind, theme.ASSISTANT_BUBBLE)
+            "user": theme.current.user_bubble, "assistant": theme.current.assistant_bubble, "system": theme.current.system_bubble,
+            "summary": theme.current.summary_bubble,
+        }.get(kind, theme.current.assistant_bubble)
         path = QPainterPath()
         path.addRoundedRect(QRectF(card), 10, 10)
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         painter.fillPath(path, QColor(background))
-        painter.setPen(QPen(QColor(theme.ACCENT if selected else theme.BORDER), 1.5 if selected else 1))
+        painter.setPen(QPen(QColor(theme.current.accent if selected else theme.current.border), 1.5 if selected else 1))
         painter.drawPath(path)
 
         # Header: role, time, badges.
-        colour = QColor(theme.ROLE_COLOURS.get("summary" if kind == "summary" else row.message.role, theme.MUTED))
+        colour = QColor(theme.current.role_colours.get("summary" if kind == "summary" else row.message.role, theme.current.muted))
         header = QRect(card.left() + PAD_X, card.top() + PAD_Y - 2, card.width() - 2 * PAD_X, HEADER_H)
         painter.setFont(self.header_font)
         painter.setPen(colour)
         painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self._title(row))
-        painter.setPen(QColor(theme.MUTED))
+        painter.setPen(QColor(theme.current.muted))
         painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, self._badges(row))
 
         painter.translate(card.left() + PAD_X, card.top() + PAD_Y + HEADER_H)
@@ -460,13 +466,13 @@ class MessageDelegate(QStyledItemDelegate):
         doc.drawContents(painter, QRectF(0, first_y, width, max(0, last_y - first_y)))
         painter.setFont(self.header_font)
         for rect, _code in chips:
-            painter.setPen(QPen(QColor(theme.BORDER)))
-            painter.setBrush(QColor(theme.SURFACE))
+            painter.setPen(QPen(QColor(theme.current.border)))
+            painter.setBrush(QColor(theme.current.surface))
             painter.drawRoundedRect(rect, 4, 4)
-            painter.setPen(QColor(theme.MUTED))
+            painter.setPen(QColor(theme.current.muted))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "Copy")
         if hidden:
-            painter.setPen(QColor(theme.ACCENT))
+            painter.setPen(QColor(theme.current.accent))
             painter.setFont(self.body_font)
             painter.drawText(QRectF(0, body_h, width, self._line_h), Qt.AlignmentFlag.AlignLeft,
                              f"Show all ({hidden} more lines)")
@@ -502,14 +508,14 @@ class MessageDelegate(QStyledItemDelegate):
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         path = QPainterPath()
         path.addRoundedRect(QRectF(box), 6, 6)
-        painter.fillPath(path, QColor(theme.TOOL_BUBBLE))
-        painter.setPen(QPen(QColor(theme.ACCENT if selected else theme.BORDER), 1))
+        painter.fillPath(path, QColor(theme.current.tool_bubble))
+        painter.setPen(QPen(QColor(theme.current.accent if selected else theme.current.border), 1))
         painter.drawPath(path)
         message = row.message
         calling = row.kind == "tool_call"
         line_rect = QRect(box.left() + 8, box.top() + TOOL_PAD_Y, box.width() - 16, self._mono_line_h)
         painter.setFont(self.mono_font)
-        painter.setPen(QColor(theme.MUTED))
+        painter.setPen(QColor(theme.current.muted))
         painter.drawText(line_rect, Qt.AlignmentFlag.AlignLeft, "▾" if row.expanded else "▸")
         if not row.expanded:
             if calling:
@@ -521,18 +527,18 @@ class MessageDelegate(QStyledItemDelegate):
                 subject = first
                 label = f"{total} lines" if total != 1 else "1 line"
             metrics = QFontMetrics(self.mono_font)
-            painter.setPen(QColor(theme.ROLE_COLOURS["assistant"] if calling else theme.MUTED))
+            painter.setPen(QColor(theme.current.role_colours["assistant"] if calling else theme.current.muted))
             arrow = "→ " if calling else "← "
             head = arrow + name
             painter.drawText(line_rect.adjusted(16, 0, 0, 0), Qt.AlignmentFlag.AlignLeft, head)
             label_w = metrics.horizontalAdvance(label) + 12 if label else 0
             text_left = 16 + metrics.horizontalAdvance(head + "  ")
             text_rect = line_rect.adjusted(text_left, 0, -label_w, 0)
-            painter.setPen(QColor(theme.TEXT))
+            painter.setPen(QColor(theme.current.text))
             painter.drawText(text_rect, Qt.AlignmentFlag.AlignLeft,
                              metrics.elidedText(subject, Qt.TextElideMode.ElideRight, text_rect.width()))
             if label:
-                painter.setPen(QColor(theme.MUTED))
+                painter.setPen(QColor(theme.current.muted))
                 painter.drawText(line_rect, Qt.AlignmentFlag.AlignRight, label)
             return
         width = self._text_width() - TOOL_INDENT
@@ -545,7 +551,7 @@ class MessageDelegate(QStyledItemDelegate):
         doc.drawContents(painter)
         painter.restore()
         if hidden:
-            painter.setPen(QColor(theme.MUTED))
+            painter.setPen(QColor(theme.current.muted))
             painter.drawText(QRect(box.left() + TOOL_INDENT, box.top() + TOOL_PAD_Y + body_h, width, self._line_h),
                              Qt.AlignmentFlag.AlignLeft, f"[{hidden} more lines: copy the message to get them all]")
 

@@ -79,7 +79,7 @@ class TokenGauge(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         bar = QRectF(1, 5, self.width() - 2, self.height() - 10)
         painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(QColor("#eceff3"))
+        painter.setBrush(QColor(theme.current.gauge_track))
         painter.drawRoundedRect(bar, 5, 5)
         usage = self.usage
         if usage is None or usage.window <= 0:
@@ -91,11 +91,11 @@ class TokenGauge(QWidget):
         for kind in ("system", "summaries", "messages", "tool_outputs"):
             width = usage.by_kind.get(kind, 0) * scale
             if width > 0:
-                painter.setBrush(QColor(theme.KIND_COLOURS[kind]))
+                painter.setBrush(QColor(theme.current.kind_colours[kind]))
                 painter.drawRect(QRectF(x, bar.top(), width, bar.height()))
                 x += width
         reserve_w = usage.reserve_output * scale
-        painter.setBrush(QColor(theme.KIND_COLOURS["reserve_output"]))
+        painter.setBrush(QColor(theme.current.kind_colours["reserve_output"]))
         painter.drawRect(QRectF(bar.right() - reserve_w, bar.top(), reserve_w, bar.height()))
         painter.restore()
         # Marks where the policy acts: summarization triggers at one, re-arms below the other.
@@ -124,7 +124,7 @@ class ResultCard(QFrame):
         result = record.result()
         figures = escape(result.describe())
         if result.saves_nothing:  # not a success: say so in the error colour
-            figures = f"<span style='color:{theme.ERROR_TEXT}'>{figures}</span>"
+            figures = f"<span style='color:{theme.current.error_text}'>{figures}</span>"
         lines = [f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth})</b>", figures]
         if facets.files_modified:
             names = [path.rstrip("/").rsplit("/", 1)[-1] for path in facets.files_modified]
@@ -137,7 +137,7 @@ class ResultCard(QFrame):
         if facets.decisions:
             lines.append("Decisions: " + escape("; ".join(_cut(d, 60) for d in facets.decisions[:2])))
         if record.fallback_used:
-            lines.append(f"<span style='color:{theme.ERROR_TEXT}'>Fallback used: "
+            lines.append(f"<span style='color:{theme.current.error_text}'>Fallback used: "
                          f"{escape(record.fallback_reason or 'rule-based')}</span>")
         self.label.setText("<br>".join(lines))
         # The card shows the first few; the whole lists are in its tooltip (the Summary tab has them too).
@@ -197,7 +197,7 @@ class Inspector(QFrame):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("inspector")
-        self.setMinimumWidth(440)
+        self.setMinimumWidth(380)
         self._records: list[SummaryRecord] = []
         self._snapshot = None
         self._shown: SummaryRecord | None = None  # the record the detail tabs show
@@ -223,7 +223,7 @@ class Inspector(QFrame):
         for row, kind in enumerate(KIND_LABELS):
             swatch = QLabel()
             swatch.setFixedSize(10, 10)
-            swatch.setStyleSheet(f"background:{theme.KIND_COLOURS[kind]}; border-radius:2px;")
+            swatch.setStyleSheet(f"background:{theme.current.kind_colours[kind]}; border-radius:2px;")
             value = QLabel("0")
             value.setAlignment(Qt.AlignmentFlag.AlignRight)
             self._legend_values[kind] = value

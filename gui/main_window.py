@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QFileDialog,
@@ -111,7 +111,10 @@ class MainWindow(QMainWindow):
         self.splitter.setStretchFactor(0, 0)
         self.splitter.setStretchFactor(1, 1)
         self.splitter.setStretchFactor(2, 0)
-        self.splitter.setSizes([220, 660, 620])
+        # The chat gets most of the width; the inspector its minimum at 1000 px (View → Context inspector hides it).
+        centre.setMinimumWidth(400)
+        self.splitter.setCollapsible(1, False)
+        self.splitter.setSizes([200, 820, 400])
         self.setCentralWidget(self.splitter)
 
         self.progress = QProgressBar()
@@ -170,11 +173,32 @@ class MainWindow(QMainWindow):
         self.toggle_inspector.setShortcut("Ctrl+Shift+I")
         self.toggle_inspector.toggled.connect(self.inspector.setVisible)
         view.addAction(self.toggle_inspector)
+        self._build_theme_menu(view.addMenu("Theme"))
         search = QAction("Search all chats", self)
         search.setShortcut("Ctrl+K")
         search.triggered.connect(self.chat_list.focus_search)
         self.addAction(search)
         view.addAction(search)
+
+    def _build_theme_menu(self, menu) -> None:
+        """System / Light / Dark; the choice is saved and applied at once."""
+        chosen = theme.Appearance.model_validate(self.store.get_setting(theme.APPEARANCE_KEY, {}) or {}).theme
+        theme.choose(chosen)
+        group = QActionGroup(self)
+        self.theme_actions = {}
+        for choice, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            action = QAction(text, self, checkable=True, checked=choice == chosen)
+            action.triggered.connect(lambda _checked, choice=choice: self.set_theme(choice))
+            group.addAction(action)
+            menu.addAction(action)
+            self.theme_actions[choice] = action
+
+    def set_theme(self, choice: theme.ThemeChoice) -> None:
+        theme.choose(choice)
+        self.store.set_setting(theme.APPEARANCE_KEY, theme.Appearance(theme=choice).model_dump())
+        self.theme_actions[choice].setChecked(True)
+        for view in (self.conversation, self.inspector.archived_view):
+            view.delegate.restyle()
 
     def _connect(self) -> None:
         self.chat_list.chat_selected.connect(self.open_chat)
@@ -224,7 +248,7 @@ class MainWindow(QMainWindow):
         self.model_state = state
         error = state == "unavailable"
         self.model_status.setText(f"{self.provider.name} · {self.provider.model} · {state}")
-        self.model_status.setStyleSheet(f"color: {theme.ERROR_TEXT};" if error else "")
+        self.model_status.setStyleSheet(f"color: {theme.current.error_text};" if error else "")
         self.model_status.setToolTip(reason or {
             "configured": "Replies come from this hosted model; it is contacted when you send a message",
             "ready": "The model is loaded and answers offline",

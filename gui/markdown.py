@@ -99,7 +99,7 @@ def plain_document(text: str, font: QFont, width: float | None = None) -> SafeDo
 
 def _style_code(doc: QTextDocument, font: QFont) -> None:
     mono = monospace_font(font.pointSizeF() * 0.95)
-    code_bg = QColor(theme.CODE_BACKGROUND)
+    code_bg = QColor(theme.current.code_background)
     block = doc.begin()
     while block.isValid():
         fmt = block.blockFormat()

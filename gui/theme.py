@@ -1,69 +1,176 @@
-"""Colours and the application style sheet, in one place."""
+"""Colours and the application style sheet, in one place: a light and a dark palette.
+
+The app follows the system's colour scheme (Qt 6.5+ style hints) unless the user chose one in View → Theme. Widgets
+read `theme.current` when they paint, so a change of scheme repaints in the new colours.
+"""
 
 from __future__ import annotations
 
-WINDOW = "#f6f7f9"
-SURFACE = "#ffffff"
-BORDER = "#dfe3e8"
-TEXT = "#1f2328"
-MUTED = "#6b7280"
-ACCENT = "#2f6fed"
-CODE_BACKGROUND = "#f1f3f5"
+from dataclasses import dataclass
+from typing import Literal
 
-USER_BUBBLE = "#e8f0fe"
-ASSISTANT_BUBBLE = "#ffffff"
-SYSTEM_BUBBLE = "#fff8e1"
-TOOL_BUBBLE = "#f3f4f6"
-SUMMARY_BUBBLE = "#efe9fb"
-ERROR_TEXT = "#c62828"
+from pydantic import BaseModel
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-ROLE_COLOURS = {
-    "user": "#2f6fed",
-    "assistant": "#0f9d58",
-    "system": "#b7791f",
-    "tool": "#6b7280",
-    "summary": "#7b4bd6",
-}
+ThemeChoice = Literal["system", "light", "dark"]
+APPEARANCE_KEY = "appearance"
 
-# Gauge segments by kind of context, and the fill colours by level against the policy's ratios.
-KIND_COLOURS = {
-    "system": "#b7791f",
-    "summaries": "#7b4bd6",
-    "messages": "#2f6fed",
-    "tool_outputs": "#6b7280",
-    "reserve_output": "#d0d5dd",
-}
+
+class Appearance(BaseModel):
+    """The window's look, saved in the store's settings under APPEARANCE_KEY."""
+
+    theme: ThemeChoice = "system"
+
+
+@dataclass(frozen=True)
+class Palette:
+    dark: bool
+    window: str
+    surface: str
+    border: str
+    text: str
+    muted: str
+    accent: str
+    accent_hover: str
+    code_background: str
+    selection: str
+    hover: str
+    disabled_text: str
+    user_bubble: str
+    assistant_bubble: str
+    system_bubble: str
+    tool_bubble: str
+    summary_bubble: str
+    card: str
+    card_border: str
+    gauge_track: str
+    error_text: str
+    role_colours: dict[str, str]
+    kind_colours: dict[str, str]
+
+
+LIGHT = Palette(
+    dark=False, window="#f6f7f9", surface="#ffffff", border="#dfe3e8", text="#1f2328", muted="#6b7280",
+    accent="#2f6fed", accent_hover="#255ed0", code_background="#f1f3f5", selection="#dde7fb", hover="#eef2f7",
+    disabled_text="#a0a7b1", user_bubble="#e8f0fe", assistant_bubble="#ffffff", system_bubble="#fff8e1",
+    tool_bubble="#f3f4f6", summary_bubble="#efe9fb", card="#f5f1fd", card_border="#d7c8f5", gauge_track="#eceff3",
+    error_text="#c62828",
+    role_colours={"user": "#2f6fed", "assistant": "#0f9d58", "system": "#b7791f", "tool": "#6b7280",
+                  "summary": "#7b4bd6"},
+    kind_colours={"system": "#b7791f", "summaries": "#7b4bd6", "messages": "#2f6fed", "tool_outputs": "#6b7280",
+                  "reserve_output": "#d0d5dd"},
+)
+
+DARK = Palette(
+    dark=True, window="#17191c", surface="#202328", border="#353a42", text="#e6e8eb", muted="#9aa3ae",
+    accent="#5b8ef5", accent_hover="#7aa4f7", code_background="#2a2e35", selection="#2c3e63", hover="#2a2e35",
+    disabled_text="#5f6670", user_bubble="#1f2f4d", assistant_bubble="#23272d", system_bubble="#3a3220",
+    tool_bubble="#262a30", summary_bubble="#2e2745", card="#2a2440", card_border="#4a3f70", gauge_track="#2f343b",
+    error_text="#ff7b72",
+    role_colours={"user": "#7aa4f7", "assistant": "#4cc38a", "system": "#e0a84a", "tool": "#9aa3ae",
+                  "summary": "#b195f0"},
+    kind_colours={"system": "#e0a84a", "summaries": "#9d7bea", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
+                  "reserve_output": "#4a515b"},
+)
+
+# Gauge fill colours by level against the policy's ratios: the same in both palettes.
 LEVEL_OK = "#0f9d58"
 LEVEL_NEAR = "#f29900"  # between reset and trigger ratio
 LEVEL_OVER = "#d93025"  # at or past the trigger ratio
 
-STYLE_SHEET = f"""
-QMainWindow, QDialog {{ background: {WINDOW}; }}
-QWidget {{ color: {TEXT}; }}
-QListView#chatList {{ background: {WINDOW}; border: none; padding: 4px; }}
+current: Palette = LIGHT
+_choice: ThemeChoice = "system"
+_installed = False
+
+
+def style_sheet(p: Palette) -> str:
+    return f"""
+QMainWindow, QDialog {{ background: {p.window}; }}
+QWidget {{ color: {p.text}; }}
+QMenuBar {{ background: {p.window}; color: {p.text}; }}
+QMenuBar::item:selected, QMenu::item:selected {{ background: {p.selection}; color: {p.text}; }}
+QMenu {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; }}
+QListView#chatList {{ background: {p.window}; border: none; padding: 4px; }}
 QListView#chatList::item {{ padding: 7px 8px; border-radius: 6px; }}
-QListView#chatList::item:selected {{ background: #dde7fb; color: {TEXT}; }}
-QListView#conversation {{ background: {WINDOW}; border: none; }}
-QFrame#sidePanel, QFrame#inspector {{ background: {SURFACE}; border-left: 1px solid {BORDER}; }}
-QFrame#sidePanel {{ border-left: none; border-right: 1px solid {BORDER}; background: {WINDOW}; }}
-QFrame#composer {{ background: {SURFACE}; border: 1px solid {BORDER}; border-radius: 10px; }}
+QListView#chatList::item:selected {{ background: {p.selection}; color: {p.text}; }}
+QListView#conversation {{ background: {p.window}; border: none; }}
+QFrame#sidePanel, QFrame#inspector {{ background: {p.surface}; border-left: 1px solid {p.border}; }}
+QFrame#sidePanel {{ border-left: none; border-right: 1px solid {p.border}; background: {p.window}; }}
+QFrame#composer {{ background: {p.surface}; border: 1px solid {p.border}; border-radius: 10px; }}
 QPlainTextEdit#composerEdit {{ border: none; background: transparent; }}
-QLineEdit, QPlainTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
-    border: 1px solid {BORDER}; border-radius: 6px; padding: 4px 6px; background: {SURFACE}; }}
-QPushButton {{ border: 1px solid {BORDER}; border-radius: 6px; padding: 5px 12px; background: {SURFACE}; }}
-QPushButton:hover {{ background: #eef2f7; }}
-QPushButton:disabled {{ color: #a0a7b1; }}
-QPushButton#primary {{ background: {ACCENT}; color: white; border: none; }}
-QPushButton#primary:hover {{ background: #255ed0; }}
-QPushButton#primary:disabled {{ background: #b8cbf3; color: #f4f7fd; }}
+QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
+    border: 1px solid {p.border}; border-radius: 6px; padding: 4px 6px; background: {p.surface}; color: {p.text}; }}
+QPushButton {{ border: 1px solid {p.border}; border-radius: 6px; padding: 5px 12px; background: {p.surface}; }}
+QPushButton:hover {{ background: {p.hover}; }}
+QPushButton:disabled {{ color: {p.disabled_text}; }}
+QPushButton#primary {{ background: {p.accent}; color: white; border: none; }}
+QPushButton#primary:hover {{ background: {p.accent_hover}; }}
+QPushButton#primary:disabled {{ background: {p.border}; color: {p.disabled_text}; }}
 QPushButton#danger {{ background: #d93025; color: white; border: none; }}
 QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
-QLabel#muted {{ color: {MUTED}; }}
-QLabel#error {{ color: {ERROR_TEXT}; }}
-QLabel#notice {{ background: #efe9fb; border: 1px solid #d7c8f5; border-radius: 6px; padding: 6px 10px; }}
-QFrame#resultCard {{ background: #f5f1fd; border: 1px solid #d7c8f5; border-radius: 8px; }}
-QTableWidget {{ border: 1px solid {BORDER}; border-radius: 6px; gridline-color: {BORDER}; background: {SURFACE}; }}
-QHeaderView::section {{ background: {WINDOW}; border: none; border-bottom: 1px solid {BORDER}; padding: 4px; }}
-QTabWidget::pane {{ border: 1px solid {BORDER}; border-radius: 6px; }}
-QStatusBar {{ color: {MUTED}; }}
+QLabel#muted {{ color: {p.muted}; }}
+QLabel#error {{ color: {p.error_text}; }}
+QLabel#notice {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 6px; padding: 6px 10px; }}
+QFrame#resultCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 8px; }}
+QTableWidget {{ border: 1px solid {p.border}; border-radius: 6px; gridline-color: {p.border};
+    background: {p.surface}; alternate-background-color: {p.window}; }}
+QHeaderView::section {{ background: {p.window}; color: {p.text}; border: none; border-bottom: 1px solid {p.border};
+    padding: 4px; }}
+QTabWidget::pane {{ border: 1px solid {p.border}; border-radius: 6px; }}
+QTabBar::tab {{ background: {p.window}; color: {p.muted}; padding: 5px 10px; border: 1px solid {p.border}; }}
+QTabBar::tab:selected {{ background: {p.surface}; color: {p.text}; }}
+QStatusBar {{ color: {p.muted}; }}
+QToolTip {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; }}
 """
+
+
+def qt_palette(p: Palette) -> QPalette:
+    """The Qt palette matching `p`, so text drawn by Qt itself (documents, native menus) is readable too."""
+    palette = QPalette()
+    roles = QPalette.ColorRole
+    for role, colour in (
+        (roles.Window, p.window), (roles.WindowText, p.text), (roles.Base, p.surface),
+        (roles.AlternateBase, p.window), (roles.Text, p.text), (roles.Button, p.surface),
+        (roles.ButtonText, p.text), (roles.Highlight, p.accent), (roles.HighlightedText, "#ffffff"),
+        (roles.ToolTipBase, p.surface), (roles.ToolTipText, p.text), (roles.PlaceholderText, p.muted),
+        (roles.Link, p.accent),
+    ):
+        palette.setColor(role, QColor(colour))
+    palette.setColor(QPalette.ColorGroup.Disabled, roles.Text, QColor(p.disabled_text))
+    palette.setColor(QPalette.ColorGroup.Disabled, roles.ButtonText, QColor(p.disabled_text))
+    return palette
+
+
+def install(app) -> None:
+    """Style `app` for the scheme in effect and restyle it whenever the system's scheme changes."""
+    global _installed
+    if not _installed:
+        app.styleHints().colorSchemeChanged.connect(lambda _scheme: restyle())
+        _installed = True
+    restyle()
+
+
+def choose(choice: ThemeChoice) -> None:
+    """Follow the system (`system`) or force a scheme, and restyle the running application."""
+    global _choice
+    _choice = choice
+    hints = QGuiApplication.styleHints()
+    if choice == "system":
+        hints.unsetColorScheme()
+    else:  # native dialogs follow too, where the platform supports it
+        hints.setColorScheme(Qt.ColorScheme.Dark if choice == "dark" else Qt.ColorScheme.Light)
+    restyle()
+
+
+def restyle() -> None:
+    """Apply the palette for the scheme in effect to the running application."""
+    global current
+    if _choice == "system":
+        dark = QGuiApplication.styleHints().colorScheme() == Qt.ColorScheme.Dark
+    else:
+        dark = _choice == "dark"
+    current = DARK if dark else LIGHT
+    app = QGuiApplication.instance()
+    app.setPalette(qt_palette(current))
+    app.setStyleSheet(style_sheet(current))

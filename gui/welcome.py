@@ -31,12 +31,12 @@ def welcome_html(provider_name: str, model: str) -> str:
                  "the embedded offline model can be chosen again in File → Settings.")
     items = "".join(f"<li><b>{escape(action)}</b> — {escape(effect)}</li>" for action, effect in HINTS)
     return (
-        f"<h2 style='color:{theme.TEXT}'>Precis</h2>"
+        f"<h2 style='color:{theme.current.text}'>Precis</h2>"
         "<p>A chat that does not run out of context. When a conversation nears the model's window, older messages "
         "are summarized; the originals are kept, and the inspector on the right shows exactly what the model "
         "sees.</p>"
         f"<p>{where}</p>"
-        f"<p style='color:{theme.MUTED}'>To start:</p><ul>{items}</ul>"
+        f"<p style='color:{theme.current.muted}'>To start:</p><ul>{items}</ul>"
     )
 
 

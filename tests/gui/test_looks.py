@@ -1,0 +1,69 @@
+"""Looks: light and dark themes readable everywhere, the choice saved, and a chat column that gets the width."""
+
+from __future__ import annotations
+
+import pytest
+from precis.gui import theme
+from PySide6.QtGui import QColor, QPalette
+
+from tests.gui.test_window import dialogue, open_imported_chat
+
+
+def contrast(a: str | QColor, b: str | QColor) -> float:
+    """WCAG contrast ratio of two colours (1 to 21; 4.5 is readable body text)."""
+
+    def luminance(colour) -> float:
+        colour = QColor(colour)
+        channels = []
+        for value in (colour.redF(), colour.greenF(), colour.blueF()):
+            channels.append(value / 12.92 if value <= 0.03928 else ((value + 0.055) / 1.055) ** 2.4)
+        return 0.2126 * channels[0] + 0.7152 * channels[1] + 0.0722 * channels[2]
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+@pytest.fixture(autouse=True)
+def system_theme_after():
+    yield
+    theme.choose("system")
+
+
+@pytest.mark.parametrize("choice", ["light", "dark"])
+def test_each_theme_keeps_text_readable_on_bubbles_menus_and_the_summary_tab(qtbot, make_window, store, choice):
+    window = make_window()
+    open_imported_chat(qtbot, window, store, dialogue(6, "Trip plan, day"))
+    window.theme_actions[choice].trigger()
+    palette = theme.current
+    assert palette.dark == (choice == "dark")
+    for bubble in (palette.user_bubble, palette.assistant_bubble, palette.system_bubble, palette.tool_bubble,
+                   palette.summary_bubble, palette.card):
+        assert contrast(palette.text, bubble) >= 7
+    # What Qt draws itself (menu bar, the Summary tab's document, tables) uses the same palette.
+    menu_bar = window.menuBar().palette()
+    assert contrast(menu_bar.color(QPalette.ColorRole.WindowText), menu_bar.color(QPalette.ColorRole.Window)) >= 7
+    summary = window.inspector.summary_text.palette()
+    assert contrast(summary.color(QPalette.ColorRole.Text), summary.color(QPalette.ColorRole.Base)) >= 7
+    assert (summary.color(QPalette.ColorRole.Base).lightness() < 128) == (choice == "dark")
+    assert contrast(palette.muted, palette.window) >= 4.5 and contrast(palette.error_text, palette.surface) >= 4.5
+
+
+def test_the_theme_choice_is_saved_and_restored(qtbot, make_window, store):
+    window = make_window()
+    window.theme_actions["dark"].trigger()
+    assert store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark"}
+    window.close()
+    theme.choose("light")
+    reopened = make_window()
+    assert theme.current is theme.DARK and reopened.theme_actions["dark"].isChecked()
+
+
+def test_at_1000_by_700_the_chat_gets_the_most_width_and_the_inspector_folds_away(qtbot, make_window, store):
+    window = make_window()
+    window.resize(1000, 700)
+    qtbot.waitUntil(lambda: window.width() == 1000)
+    chat_list, centre, inspector = window.splitter.sizes()
+    assert centre > inspector and centre >= 400
+    window.toggle_inspector.trigger()
+    assert not window.inspector.isVisible()
+    qtbot.waitUntil(lambda: window.splitter.sizes()[1] >= 700)
