@@ -31,12 +31,14 @@ from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QStyle, QStyl
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from . import theme
-from .markdown import is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
+from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 MARGIN_X = 18
+# The chat column's widest card: lines stay readable on a wide screen; the column is centred.
+READING_WIDTH = 800
 MARGIN_Y = 5
 PAD_X = 14
 PAD_Y = 9
@@ -270,7 +272,11 @@ class MessageDelegate(QStyledItemDelegate):
 
     # --- geometry -------------------------------------------------------------------------------------------
     def _text_width(self) -> int:
-        return max(120, self._view.viewport().width() - 2 * MARGIN_X - 2 * PAD_X)
+        return max(120, min(self._view.viewport().width() - 2 * MARGIN_X, READING_WIDTH) - 2 * PAD_X)
+
+    def _reading_inset(self) -> int:
+        """How far each side the column is narrowed to READING_WIDTH on a wide viewport."""
+        return max(0, (self._view.viewport().width() - 2 * MARGIN_X - READING_WIDTH) // 2)
 
     def _body(self, row: Row) -> tuple[str, bool, int]:
         """(text to render, monospace plain text?, lines hidden) for a row in its current state."""
@@ -381,17 +387,18 @@ class MessageDelegate(QStyledItemDelegate):
         block = doc.begin()
         run: list[str] = []
         top = None
+        chip_left = doc.textWidth() - CODE_CHIP_GUTTER + 4  # in the code block's right gutter
         while block.isValid():
             if is_code_block(block):
                 if not run:
                     top = layout.blockBoundingRect(block)
                 run.append(block.text())
             elif run:
-                chips.append((QRectF(top.right() - 46, top.top() + 1, 44, 16), "\n".join(run)))
+                chips.append((QRectF(chip_left, top.top() + 1, 44, 16), "\n".join(run)))
                 run = []
             block = block.next()
         if run:
-            chips.append((QRectF(top.right() - 46, top.top() + 1, 44, 16), "\n".join(run)))
+            chips.append((QRectF(chip_left, top.top() + 1, 44, 16), "\n".join(run)))
         return chips
 
     def _remember_height(self, row: Row, number: int, height: int) -> None:
@@ -427,7 +434,8 @@ class MessageDelegate(QStyledItemDelegate):
         painter.restore()
 
     def _card_rect(self, option) -> QRect:
-        return option.rect.adjusted(MARGIN_X, MARGIN_Y, -MARGIN_X, -MARGIN_Y)
+        inset = self._reading_inset()
+        return option.rect.adjusted(MARGIN_X + inset, MARGIN_Y, -MARGIN_X - inset, -MARGIN_Y)
 
     def _paint_card(self, painter: QPainter, option, index: QModelIndex, row: Row) -> None:
         kind = row.kind
@@ -453,10 +461,15 @@ class MessageDelegate(QStyledItemDelegate):
         colour = QColor(theme.current.role_colours.get("summary" if kind == "summary" else row.message.role, theme.current.muted))
         header = QRect(card.left() + PAD_X, card.top() + PAD_Y - 2, card.width() - 2 * PAD_X, HEADER_H)
         painter.setFont(self.header_font)
+        badges = self._badges(row)
+        metrics = QFontMetrics(self.header_font)
+        # The title gives way to the time and badges on a narrow card: elided, never drawn under them.
+        title_width = header.width() - (metrics.horizontalAdvance(badges) + 12 if badges else 0)
+        title = metrics.elidedText(self._title(row), Qt.TextElideMode.ElideRight, max(0, title_width))
         painter.setPen(colour)
-        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, self._title(row))
+        painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
         painter.setPen(QColor(theme.current.muted))
-        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, self._badges(row))
+        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, badges)
 
         painter.translate(card.left() + PAD_X, card.top() + PAD_Y + HEADER_H)
         # Draw only what the viewport shows: a long row costs what is visible, not its whole length.
@@ -504,7 +517,8 @@ class MessageDelegate(QStyledItemDelegate):
         return "  ·  ".join(parts)
 
     def _paint_tool(self, painter: QPainter, option, index: QModelIndex, row: Row) -> None:
-        box = option.rect.adjusted(MARGIN_X + 10, TOOL_MARGIN_Y, -MARGIN_X, -TOOL_MARGIN_Y)
+        inset = self._reading_inset()
+        box = option.rect.adjusted(MARGIN_X + inset + 10, TOOL_MARGIN_Y, -MARGIN_X - inset, -TOOL_MARGIN_Y)
         selected = bool(option.state & QStyle.StateFlag.State_Selected)
         path = QPainterPath()
         path.addRoundedRect(QRectF(box), 6, 6)

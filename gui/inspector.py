@@ -197,7 +197,7 @@ class Inspector(QFrame):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("inspector")
-        self.setMinimumWidth(380)
+        self.setMinimumWidth(340)
         self._records: list[SummaryRecord] = []
         self._snapshot = None
         self._shown: SummaryRecord | None = None  # the record the detail tabs show
@@ -266,7 +266,7 @@ class Inspector(QFrame):
         for column, (_header, tip) in enumerate(CHAIN_COLUMNS):
             self.chain.horizontalHeaderItem(column).setToolTip(tip)
         self.chain.setWordWrap(True)
-        self.chain.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.chain.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.chain.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.chain.verticalHeader().hide()
         self.chain.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)

@@ -109,12 +109,12 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(centre)
         self.splitter.addWidget(self.inspector)
         self.splitter.setStretchFactor(0, 0)
-        self.splitter.setStretchFactor(1, 1)
-        self.splitter.setStretchFactor(2, 0)
+        self.splitter.setStretchFactor(1, 3)  # of extra width, the chat takes 3 parts and the inspector 2
+        self.splitter.setStretchFactor(2, 2)
         # The chat gets most of the width; the inspector its minimum at 1000 px (View → Context inspector hides it).
         centre.setMinimumWidth(400)
         self.splitter.setCollapsible(1, False)
-        self.splitter.setSizes([200, 820, 400])
+        self.splitter.setSizes([190, 850, 360])
         self.setCentralWidget(self.splitter)
 
         self.progress = QProgressBar()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import QUrl
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat, QTextOption
 
 from . import theme
 
@@ -81,6 +81,9 @@ def markdown_document(text: str, font: QFont, width: float | None = None) -> Saf
     doc.setDefaultFont(font)
     doc.setDocumentMargin(0)
     doc.setMarkdown(neutralize_images(text), QTextDocument.MarkdownFeatures(_FEATURES))
+    option = doc.defaultTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)  # a long URL or code line still fits
+    doc.setDefaultTextOption(option)
     _style_code(doc, font)
     if width is not None:
         doc.setTextWidth(width)
@@ -97,6 +100,11 @@ def plain_document(text: str, font: QFont, width: float | None = None) -> SafeDo
     return doc
 
 
+CODE_CHIP_GUTTER = 52
+# Marks a code block once its lines are allowed to wrap (Qt's own mark, non-breakable lines, is then gone).
+_CODE_BLOCK = QTextFormat.Property.UserProperty + 1
+
+
 def _style_code(doc: QTextDocument, font: QFont) -> None:
     mono = monospace_font(font.pointSizeF() * 0.95)
     code_bg = QColor(theme.current.code_background)
@@ -107,7 +115,10 @@ def _style_code(doc: QTextDocument, font: QFont) -> None:
             cursor = QTextCursor(block)
             fmt.setBackground(code_bg)
             fmt.setLeftMargin(6)
-            fmt.setRightMargin(6)
+            fmt.setRightMargin(CODE_CHIP_GUTTER)  # the Copy chip sits here, never over the code
+            # Long code lines wrap inside the card rather than run off its edge.
+            fmt.setProperty(_CODE_BLOCK, True)
+            fmt.setNonBreakableLines(False)
             cursor.setBlockFormat(fmt)
             cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
             char = QTextCharFormat()
@@ -147,4 +158,5 @@ def _tone_down_heading(block, level: int, font: QFont) -> None:
 
 def is_code_block(block) -> bool:
     fmt = block.blockFormat()
-    return fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.nonBreakableLines()
+    return (fmt.hasProperty(QTextFormat.Property.BlockCodeFence) or fmt.nonBreakableLines()
+            or fmt.boolProperty(_CODE_BLOCK))

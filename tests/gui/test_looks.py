@@ -67,3 +67,28 @@ def test_at_1000_by_700_the_chat_gets_the_most_width_and_the_inspector_folds_awa
     window.toggle_inspector.trigger()
     assert not window.inspector.isVisible()
     qtbot.waitUntil(lambda: window.splitter.sizes()[1] >= 700)
+
+
+def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_its_copy_chip(
+        qtbot, make_window, store):
+    from precis.core.model.messages import Message
+    from precis.gui.conversation import READING_WIDTH
+    from precis.gui.markdown import CODE_CHIP_GUTTER
+
+    long_line = "curl -X POST " + " ".join(f"--data field{i}=value{i}" for i in range(40))
+    window = make_window()
+    open_imported_chat(qtbot, window, store, [Message(role="user", content="How?"),
+                                              Message(role="assistant", content=f"Run:\n\n```\n{long_line}\n```\n")])
+    window.toggle_inspector.trigger()
+    window.resize(1920, 1080)
+    view = window.conversation
+    qtbot.waitUntil(lambda: view.viewport().width() > 1200)
+    delegate = view.delegate
+    row = view.conversation.row_at(1)
+    width = delegate._text_width()
+    assert width <= READING_WIDTH
+    doc, chips, _hidden = delegate._document(row, width)
+    # The code wrapped inside the card (no line wider than the text) and the chip sits in its own gutter.
+    assert doc.size().width() <= width + 1
+    [(chip, code)] = chips
+    assert code == long_line and width - CODE_CHIP_GUTTER <= chip.left() and chip.right() <= width
