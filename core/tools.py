@@ -7,16 +7,21 @@ from __future__ import annotations
 
 import os
 import re
+import selectors
 import shlex
 import signal
 import subprocess
-import threading
+import time
 from pathlib import Path
 
 from .model.messages import Message, ToolCall, new_id
 from .providers.base import CancelToken
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
+# /run waits this long by default: a chat should not hang for minutes on a command that never ends.
+RUN_TIMEOUT_SECONDS = 60.0
+# After the shell exits, how long output from processes it left behind is still read.
+BACKGROUND_GRACE_SECONDS = 0.5
 MAX_FILE_BYTES = 2_000_000
 MAX_GREP_MATCHES = 500
 SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
@@ -49,17 +54,16 @@ def format_command_output(output: str, exit_code: int | None) -> str:
 
 
 def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
-              timeout: float = 600.0) -> tuple[str, int | None]:
-    """Run `command` in a shell; return (stdout+stderr, exit code), exit code None when cancelled or timed out.
+              timeout: float = RUN_TIMEOUT_SECONDS) -> tuple[str, int | None]:
+    """Run `command` in a shell; return (stdout+stderr, exit code), exit code None when it was stopped.
 
-    The command runs in its own process group so a cancel kills everything it started.
+    Output is read as it comes and at most MAX_TOOL_OUTPUT_CHARS bytes are kept, so an endless producer costs no
+    memory. The command runs in its own process group: a cancel, the timeout or the output cap kills everything it
+    started, and what was captured is kept with a note saying why it stopped.
     """
     proc = subprocess.Popen(
         command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, start_new_session=True)
-    chunks: list[bytes] = []
-    reader = threading.Thread(target=lambda: chunks.extend(iter(lambda: proc.stdout.read(65536), b"")), daemon=True)
-    reader.start()
 
     def kill() -> None:
         try:
@@ -69,26 +73,52 @@ def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path |
 
     if cancel is not None:
         cancel.on_cancel(kill)
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill()
-        proc.wait()
-        timed_out = True
-    reader.join(5)
-    output = b"".join(chunks).decode("utf-8", errors="replace")
-    if timed_out:
-        return output + f"\n[timed out after {timeout:.0f} s]", None
+    kept = bytearray()
+    stopped = ""
+    deadline = time.monotonic() + timeout
+    exited_at: float | None = None
+    fd = proc.stdout.fileno()
+    with proc.stdout, selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            if cancel is not None and cancel.cancelled:
+                kill()
+                break
+            now = time.monotonic()
+            if now > deadline:
+                kill()
+                stopped = f"[timed out after {timeout:g} s; the command was stopped]"
+                break
+            if exited_at is None and proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > BACKGROUND_GRACE_SECONDS:
+                # The shell is gone but something it left running (`setsid cmd &`) still holds the output open.
+                stopped = ("[the command finished, but a process it started in the background still holds its "
+                           "output and was left running]")
+                break
+            if not selector.select(0.1):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            kept += chunk[:MAX_TOOL_OUTPUT_CHARS - len(kept)]
+            if len(kept) >= MAX_TOOL_OUTPUT_CHARS:
+                kill()
+                stopped = f"[output passed {MAX_TOOL_OUTPUT_CHARS:,} bytes; the command was stopped]"
+                break
+    code = proc.wait()
+    output = kept.decode("utf-8", errors="replace")
+    if stopped:
+        return f"{output.rstrip(chr(10))}\n{stopped}" if output else stopped, None if exited_at is None else code
     if cancel is not None and cancel.cancelled:
         return output, None
-    return output, proc.returncode
+    return output, code
 
 
-def run_command_messages(command: str, cancel: CancelToken | None = None,
-                         cwd: str | Path | None = None) -> tuple[Message, Message]:
+def run_command_messages(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
+                         timeout: float = RUN_TIMEOUT_SECONDS) -> tuple[Message, Message]:
     """`/run CMD`: the bash tool call and its result (output + exit code)."""
-    output, code = run_shell(command, cancel=cancel, cwd=cwd)
+    output, code = run_shell(command, cancel=cancel, cwd=cwd, timeout=timeout)
     return tool_exchange("bash", {"command": command}, format_command_output(output, code))
 
 

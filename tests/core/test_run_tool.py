@@ -1,0 +1,68 @@
+"""/run with commands that never end, flood their output or leave processes behind: bounded, and nothing lost."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from precis.core import tools
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
+    # In its own process, so the peak memory measured is that of the reading side alone.
+    probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import resource
+        from precis.core.tools import run_shell
+        output, code = run_shell("echo $$ > {tmp_path}/pid; yes 0123456789abcdefghij", timeout=10)
+        print(len(output), code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+        print(output[-120:].splitlines()[-1])
+    """)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert probe.returncode == 0, probe.stderr
+    first, note = probe.stdout.splitlines()
+    length, code, peak_mb = first.split()
+    assert int(length) <= tools.MAX_TOOL_OUTPUT_CHARS + 200 and code == "None"
+    assert int(peak_mb) < 150, f"peak {peak_mb} MB while reading an endless producer"
+    assert "output passed 200,000 bytes; the command was stopped" in note
+    assert not alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_timeout_keeps_what_was_printed_and_kills_the_group(tmp_path):
+    output, code = tools.run_shell(f"echo before; sleep 30 & echo $! > {tmp_path}/pid; wait", timeout=1)
+    assert code is None
+    assert output.startswith("before\n") and output.endswith("[timed out after 1 s; the command was stopped]")
+    time.sleep(0.2)
+    assert not alive(int((tmp_path / "pid").read_text()))
+
+
+def test_a_detached_background_process_does_not_hold_the_result(tmp_path):
+    started = time.monotonic()
+    output, code = tools.run_shell(
+        f"setsid sh -c 'echo $$ > {tmp_path}/pid; exec sleep 30' & sleep 0.2; echo started", timeout=20)
+    took = time.monotonic() - started
+    pid = int((tmp_path / "pid").read_text())
+    try:
+        assert code == 0 and output.startswith("started\n")
+        assert "started in the background still holds its output and was left running" in output
+        assert took < 10  # not the 20 s timeout: the result came when the shell ended
+    finally:
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_run_messages_carry_the_stop_note():
+    _, result = tools.run_command_messages("echo partial; sleep 30", timeout=1)
+    assert result.content.startswith("partial\n[timed out after 1 s")
