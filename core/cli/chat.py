@@ -2,23 +2,54 @@
 
 from __future__ import annotations
 
+import re
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TextIO
 
 import click
 
-from ..context.engine import Budget, ContextEngine, EngineEvent, NothingToSummarize
+from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
 from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage
 from ..providers.registry import KINDS, make_provider
+from ..storage.chats import restore_engine
+from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
-from .group import cli
+from .group import cli, data_dir_option
 
 QUIT_COMMANDS = ("/quit", "/exit")
+
+# Terminal control a server's text must not reach the terminal with: OSC (title, clipboard via OSC 52, links), CSI
+# (clear screen, cursor moves, colours), DCS/PM/APC strings, other escapes, and C0/C1 controls but tab and newline.
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[ -/]*[0-~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# An escape sequence still arriving at the end of a chunk: held back until its end comes (or the reply ends).
+_UNFINISHED_ESCAPE = re.compile(r"\x9b[0-?]*[ -/]*\Z|\x1b(?:\][^\x07\x1b]*|\[[0-?]*[ -/]*|[PX^_][^\x1b]*|[ -/]*)?(?:\x1b)?\Z")
+
+
+class TerminalText:
+    """Model text made safe to print, chunk by chunk: control sequences split across chunks are removed too."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        text = self._pending + text
+        unfinished = _UNFINISHED_ESCAPE.search(text)
+        cut = unfinished.start() if unfinished else len(text)
+        self._pending = text[cut:]
+        return _TERMINAL_CONTROL.sub("", text[:cut])
+
+    def end(self) -> str:
+        rest, self._pending = self._pending, ""
+        return _TERMINAL_CONTROL.sub("", rest)
 
 
 @dataclass
@@ -39,15 +70,17 @@ def stream_reply(provider: Provider, messages: list[Message], out: TextIO, *, ma
     cancel = CancelToken()
     parts: list[str] = []
     usage = None
+    shown = TerminalText()
     stream = provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel)
     try:
         for chunk in stream:
             if chunk.text:
                 parts.append(chunk.text)
-                out.write(chunk.text)
+                out.write(shown.feed(chunk.text))
                 out.flush()
             if chunk.done:
                 usage = chunk.usage
+        out.write(shown.end())
     except KeyboardInterrupt:
         cancel.cancel()
         return Reply("".join(parts), cancelled=True)
@@ -82,8 +115,10 @@ def describe_event(event: EngineEvent) -> str:
             f"depth {event.depth}, {event.mode}{fallback}]")
 
 
-def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err: TextIO) -> Reply:
-    """Send what the engine assembles; on a context-length error from the backend, summarize and retry once."""
+def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err: TextIO,
+              keep: Callable[[Message], None]) -> Reply:
+    """Send what the engine assembles; on a context-length error from the backend, summarize and retry once.
+    The reply goes to `keep` (the store, then the engine)."""
     for attempt in range(2):
         prompt = engine.assemble()
         raw_estimate = engine.counter.prompt_raw_tokens(prompt.messages)
@@ -103,19 +138,39 @@ def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err:
         break
     _finish_line(reply, out, err)
     if reply.text:
-        engine.append(Message("assistant", reply.text, incomplete=reply.incomplete))
+        keep(Message("assistant", reply.text, incomplete=reply.incomplete))
     return reply
 
 
 def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO) -> int:
+    """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID."""
     window = args.context_tokens or provider.context_window()
     exact = provider.count_tokens if provider.count_tokens("") is not None else None
-    policy = SummarizationPolicy(mode=args.summaries)
-    engine = ContextEngine(Budget(window=window, reserve_output=args.max_tokens), policy, TokenCounter(exact=exact),
-                           make_summarizer(args.summaries, provider))
-    engine.subscribe(lambda event: print(describe_event(event), file=out, flush=True))
-    print(f"precis chat with {provider.name} {provider.model} ({window} token window). "
-          f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves.", file=out)
+    counter = TokenCounter(exact=exact)
+    summarizer = make_summarizer(args.summaries, provider)
+    with open_store(args.data_dir) as store:
+        if args.chat:
+            chat_id = store.find_chat(args.chat).id
+        else:
+            chat_id = store.create_chat(f"Terminal chat {time.strftime('%Y-%m-%d %H:%M')}", {
+                "context_window": window, "reserve_output": args.max_tokens,
+                "summarization": {"mode": args.summaries}})
+        engine, _ = restore_engine(store, chat_id, default_window=window, counter=counter, summarizer=summarizer)
+        attach_engine(store, chat_id, engine)
+        engine.subscribe(lambda event: print(describe_event(event), file=out, flush=True))
+
+        def keep(message: Message) -> None:
+            store.add_message(chat_id, message)  # stored first: a summary may archive it at once
+            engine.append(message)
+
+        print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
+              f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
+              "resumes.", file=out)
+        return _turns(engine, provider, args, stdin, out, err, keep)
+
+
+def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO,
+           keep: Callable[[Message], None]) -> int:
     while True:
         out.write("you> ")
         out.flush()
@@ -132,8 +187,8 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
             continue
         if text in QUIT_COMMANDS:
             return 0
-        engine.append(Message("user", text))
-        chat_turn(engine, provider, args, out, err)
+        keep(Message("user", text))
+        chat_turn(engine, provider, args, out, err, keep)
 
 
 @cli.command()
@@ -147,10 +202,14 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
               help="the model's context window, if the backend's own figure is wrong or missing")
 @click.option("--summaries", type=click.Choice(("rule", "llm", "hybrid")), default=SummarizationPolicy().mode,
               show_default=True, help="how the terminal chat summarizes old turns")
-def chat(message: str | None, provider: str, base_url: str | None, model: str | None, **options) -> int:
+@click.option("--chat", "chat_ref", help="resume a stored chat (id, unique id prefix or exact title)")
+@data_dir_option
+def chat(message: str | None, provider: str, base_url: str | None, model: str | None, chat_ref: str | None,
+         data_dir: str | None, **options) -> int:
     """Send MESSAGE and stream the reply to stdout; without MESSAGE, chat one line a turn through the context
     engine, which summarizes old turns as the window fills."""
-    args = SimpleNamespace(**options)  # the reply options the turns read: max_tokens, temperature, ...
+    # The reply options the turns read (max_tokens, temperature, ...) and where the chat is kept.
+    args = SimpleNamespace(**options, chat=chat_ref, data_dir=data_dir)
     try:
         backend = make_provider(provider, base_url=base_url, model=model)
         if message is not None:
@@ -159,3 +218,6 @@ def chat(message: str | None, provider: str, base_url: str | None, model: str | 
     except (ProviderError, ValueError) as exc:
         print(f"precis chat: {exc}", file=sys.stderr)
         return 2
+    except StoreError as exc:
+        print(f"precis chat: {exc}", file=sys.stderr)
+        return 1

@@ -5,11 +5,14 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import httpx
 import pytest
 from precis.core.providers.local import LocalProvider, find_model_path
+
+from tests.providers.scripted_server import ScriptedServer
 
 SERVER_START_SECONDS = 120
 
@@ -63,3 +66,14 @@ def local_provider() -> LocalProvider:
     provider = LocalProvider()
     provider.load()
     return provider
+
+
+@pytest.fixture
+def server():
+    """A scripted OpenAI-compatible server on loopback (tests/providers/scripted_server.py)."""
+    server = ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()

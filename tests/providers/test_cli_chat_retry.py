@@ -28,7 +28,7 @@ def test_context_length_error_summarizes_and_retries_once():
     provider = ScriptedProvider([ContextLengthExceeded("prompt is too long: 9000 > 8192"), "Short answer."])
     engine = long_chat()
     out, err = io.StringIO(), io.StringIO()
-    reply = chat_turn(engine, provider, ARGS, out, err)
+    reply = chat_turn(engine, provider, ARGS, out, err, engine.append)
     assert reply.text == "Short answer." and reply.error is None
     first, retry = provider.calls
     assert len(retry) < len(first) and retry[0].content.startswith("[Summary 1")
@@ -39,6 +39,6 @@ def test_a_second_refusal_is_reported_not_retried_forever():
     provider = ScriptedProvider([ContextLengthExceeded("too long"), ContextLengthExceeded("still too long")])
     engine = long_chat()
     out, err = io.StringIO(), io.StringIO()
-    reply = chat_turn(engine, provider, ARGS, out, err)
+    reply = chat_turn(engine, provider, ARGS, out, err, engine.append)
     assert isinstance(reply.error, ContextLengthExceeded) and len(provider.calls) == 2
     assert "still too long" in err.getvalue()

@@ -1,0 +1,54 @@
+"""The terminal chat against a scripted OpenAI-compatible server on loopback: what a server sends cannot take over
+the terminal, and the chat is stored and resumable."""
+
+from __future__ import annotations
+
+import io
+
+from precis.core.cli.chat import TerminalText
+from precis.core.cli.main import main
+from precis.core.storage.store import open_store
+
+from tests.providers.scripted_server import FINISH, delta, stream
+
+HOSTILE = ["Hi", "\x1b]52;c;ZWNobyBwd25lZA==\x07", " the\x1b]0;owned title\x07re", "\x1b[2J\x1b[H", "\x1b[3",
+           "1mred\x1b[0m", "\rover\x9b2Jwrite\x1b", "]52;c;aGk=\x1b\\", " done"]
+
+
+def test_control_sequences_never_reach_the_terminal(server, monkeypatch, capsys, tmp_path):
+    server.steps = [stream([*(delta(part) for part in HOSTILE), FINISH, "data: [DONE]"])]
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    code = main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "hello"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out == "Hi thereredoverwrite done\n"
+
+
+def test_sequences_split_across_chunks_are_removed():
+    shown = TerminalText()
+    printed = "".join(shown.feed(part) for part in ["a\x1b", "]0;t", "itle\x07b\x1b[", "2Jc\x1b"]) + shown.end()
+    assert printed == "abc"
+
+
+def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tmp_path):
+    data = str(tmp_path / "data")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.steps = [stream([delta("Noted: blue."), FINISH, "data: [DONE]"])]
+    monkeypatch.setattr("sys.stdin", io.StringIO("My favourite colour is blue.\n/quit\n"))
+    base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
+            "--context-tokens", "4096"]
+    assert main(base) == 0
+    with open_store(data) as store:
+        [chat] = store.list_chats()
+        assert [(m.role, m.content) for m in store.load_messages(chat.id)] == [
+            ("user", "My favourite colour is blue."), ("assistant", "Noted: blue.")]
+    assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().out
+
+    server.steps = [stream([delta("Blue."), FINISH, "data: [DONE]"])]
+    monkeypatch.setattr("sys.stdin", io.StringIO("What is my favourite colour?\n"))
+    assert main([*base, "--chat", chat.id[:8]]) == 0
+    sent = server.requests[-1][2]["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "My favourite colour is blue.", "Noted: blue.", "What is my favourite colour?"]
+    with open_store(data) as store:
+        assert len(store.load_messages(chat.id)) == 4 and len(store.list_chats()) == 1
