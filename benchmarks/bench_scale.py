@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import math
 import sys
@@ -100,7 +101,7 @@ def main_bench(sizes: tuple[int, ...]) -> None:
     print(f"{'step':<15}" + "".join(f"{n:>10,}" for n in sizes) + "   growth per doubling")
     worst = 0.0
     for step in STEPS:
-        ratios = [per_doubling(results[a][step], results[b][step], a, b) for a, b in zip(sizes, sizes[1:])]
+        ratios = [per_doubling(results[a][step], results[b][step], a, b) for a, b in itertools.pairwise(sizes)]
         worst = max([worst, *ratios])
         print(f"{step:<15}" + "".join(f"{results[n][step]:>9.2f}s" for n in sizes) + "   "
               + " ".join(f"{r:.2f}x" for r in ratios))
