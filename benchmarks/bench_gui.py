@@ -87,14 +87,14 @@ def main() -> None:
         window.show()
         app.processEvents()
         # Exact counts need only the model's vocabulary; the weights load on the first reply (about +300 MB).
-        window.provider.count_tokens("warm up")
+        window.chat.provider.count_tokens("warm up")
         baseline = rss_mb()
 
         times = []
         for _ in range(3):
             other = store.create_chat("empty")
             window.open_chat(other)
-            while window.chat_runner.busy:
+            while window.chat.chat_runner.busy:
                 app.processEvents()
             watcher = PaintWatcher()
             window.conversation.viewport().installEventFilter(watcher)
@@ -107,7 +107,7 @@ def main() -> None:
             window.conversation.viewport().removeEventFilter(watcher)
         print(f"open 10,000-message chat to first paint: median {statistics.median(times) * 1000:.0f} ms "
               f"(runs {', '.join(f'{t * 1000:.0f}' for t in times)}; goal < 1000 ms)")
-        while window.chat_runner.busy:
+        while window.chat.chat_runner.busy:
             app.processEvents()
         # Scroll through it once so rows get measured and rendered, then read memory.
         bar = window.conversation.verticalScrollBar()

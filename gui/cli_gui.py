@@ -118,6 +118,5 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
 
 
 def _settled(window) -> bool:
-    if window.runner.busy:
-        return False
-    return window.session is None or (window.snapshot is not None and not window.chat_runner.busy)
+    chat = window.chat
+    return not chat.busy and (chat.session is None or chat.snapshot is not None)

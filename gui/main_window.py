@@ -1,25 +1,22 @@
-"""The main window: chats on the left, the conversation and composer in the middle, the inspector on the right."""
+"""The main window: chats on the left, the conversation and composer in the middle, the inspector on the right.
+
+Layout and wiring only: the chat operations and the work behind them are the ChatController's (gui/controller.py).
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
-    QDialog,
     QFileDialog,
-    QLabel,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
-    QPushButton,
     QSplitter,
     QStackedWidget,
-    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
@@ -28,20 +25,20 @@ from ..core import commands as slash
 from ..core import tools
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
-from ..core.providers.registry import api_key_for, make_provider, save_api_key
-from ..core.storage.chats import GLOBAL_POLICY_KEY
-from ..core.storage.importers import import_file
 from ..core.storage.store import Store
 from . import theme
 from .chat_list import ChatList
 from .composer import Composer
+from .controller import ChatController
 from .conversation import ConversationView, Row, build_rows
+from .history import show_history
 from .inspector import ActionState, Inspector
-from .session import ChatSession, ReplyResult, Snapshot
-from .settings_dialog import PROVIDER_KEY, ProviderChoice, SettingsDialog
+from .session import ReplyResult, Snapshot
+from .settings_dialog import SettingsDialog
+from .status import StatusLine
 from .welcome import WelcomePanel
 from .wording import NEW_CHAT_TITLE, brief, title_from
-from .workers import Job, Runner, StreamBuffer, StreamPump
+from .workers import Job, StreamBuffer, StreamPump
 
 log = logging.getLogger("precis.gui")
 
@@ -50,8 +47,6 @@ AUTOMATIC_REASONS = {
     "overflow": "the chat no longer fit the model's window",
     "threshold": "the context reached the trigger",
 }
-CLOSE_WAIT_MS = 15_000
-UNDO_OFFER_MS = 15_000
 
 
 class MainWindow(QMainWindow):
@@ -60,8 +55,6 @@ class MainWindow(QMainWindow):
     # Emitted when a chat's snapshot has been shown (rows and inspector are up to date).
     snapshot_shown = Signal()
     reply_finished = Signal(object)
-    chat_opened = Signal(str)
-    model_ready = Signal()
     job_failed = Signal(str)
 
     def __init__(self, store: Store, provider: Provider | None = None, load_model: bool = True) -> None:
@@ -69,20 +62,10 @@ class MainWindow(QMainWindow):
         self.store = store
         self.setWindowTitle("Precis")
         self.resize(1400, 900)
-        self.runner = Runner(parent=self)
-        self.chat_runner: Runner | None = None
-        self.session: ChatSession | None = None
-        self.snapshot: Snapshot | None = None
-        self.reply_job: Job | None = None
+        self.chat = ChatController(store, provider, parent=self)
         # The last user message being edited in the composer (edit-and-resend), if any.
         self.editing: Message | None = None
-        # What the reply being written replaced (regenerate, edit-and-resend): offered back with Undo when it is done.
-        self._replaced: tuple[str, list[Message], list[str]] | None = None
-        self.command_job: Job | None = None
-        self._pump: StreamPump | None = None
         self._closing = False
-        self._provider_fixed = provider is not None
-        self.provider = provider or self._configured_provider()
 
         self.chat_list = ChatList()
         self.conversation = ConversationView()
@@ -116,35 +99,17 @@ class MainWindow(QMainWindow):
         self.splitter.setCollapsible(1, False)
         self.splitter.setSizes([190, 850, 360])
         self.setCentralWidget(self.splitter)
-
-        self.progress = QProgressBar()
-        self.progress.setMaximumWidth(160)
-        self.progress.setRange(0, 0)
-        self.progress.hide()
-        self.status_undo = QPushButton("Undo")
-        self.status_undo.hide()
-        self._status_undo_timer = QTimer(self)
-        self._status_undo_timer.setSingleShot(True)
-        self._status_undo_timer.setInterval(UNDO_OFFER_MS)
-        self._status_undo_timer.timeout.connect(self.status_undo.hide)
-        # Which model answers and whether it can (loading, ready, the reason it cannot), and how tokens are counted.
-        self.model_status = QLabel()
-        self.count_status = QLabel()
-        self.statusBar().addPermanentWidget(self.status_undo)
-        self.statusBar().addPermanentWidget(self.progress)
-        self.statusBar().addPermanentWidget(self.count_status)
-        self.statusBar().addPermanentWidget(self.model_status)
-        self._status_undo_action: Callable[[], None] | None = None
-        self.status_undo.clicked.connect(self._run_status_undo)
+        self.status = StatusLine(self.statusBar())
 
         self._build_menu()
         self._connect()
+        self.chat.use_configured_provider()
         self._show_provider()
         self._update_centre()
         self._update_actions()
         self.refresh_chats()
         if load_model:
-            self._load_model()
+            self.chat.load_model()
 
     # ---- setup ------------------------------------------------------------------------------------------------
     def _build_menu(self) -> None:
@@ -201,103 +166,61 @@ class MainWindow(QMainWindow):
             view.delegate.restyle()
 
     def _connect(self) -> None:
+        chat, conversation, model = self.chat, self.conversation, self.conversation.conversation
+        chat.rows_loaded.connect(lambda snap: self._show_rows(snap, scroll_to_end=True))
+        chat.snapshot_changed.connect(self._show_snapshot)
+        chat.chats_changed.connect(self.refresh_chats)
+        chat.work_started.connect(self.status.working)
+        chat.work_finished.connect(lambda: chat.busy or self.status.idle())
+        chat.failed.connect(self._job_failed)
+        chat.notice.connect(lambda text: self.statusBar().showMessage(text, 10_000))
+        chat.model_state_changed.connect(
+            lambda state, reason: self.status.show_model(chat.provider.name, chat.provider.model, state, reason))
+        chat.model_failed.connect(self._model_failed)
         self.chat_list.chat_selected.connect(self.open_chat)
         self.chat_list.new_requested.connect(self.new_chat)
         self.chat_list.import_requested.connect(self.choose_import)
-        self.chat_list.rename_requested.connect(self._rename_chat)
+        self.chat_list.rename_requested.connect(lambda chat_id, title: (self.store.rename_chat(chat_id, title),
+                                                                        self.refresh_chats()))
         self.chat_list.delete_requested.connect(self._delete_chat)
-        self.chat_list.search_changed.connect(self._search)
+        self.chat_list.search_changed.connect(
+            lambda text: self.chat_list.show_hits(self.store.search(text) if text else None))
         self.chat_list.hit_selected.connect(self._open_hit)
         self.composer.send_requested.connect(self.submit)
-        self.composer.stop_requested.connect(self.stop)
+        self.composer.stop_requested.connect(chat.stop)
         self.composer.attach_requested.connect(self.attach_files)
         self.composer.draft_changed.connect(self._save_draft)
+        self.composer.cancel_requested.connect(self.cancel_edit)
         self.inspector.summarize_requested.connect(self.summarize_now)
-        self.inspector.undo_requested.connect(self.undo_summary)
+        self.inspector.undo_requested.connect(lambda: chat.undo_summary(self._hint_error))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)
-        self.conversation.summary_selected.connect(self._select_summary)
-        self.conversation.pin_requested.connect(self.set_pinned)
-        self.conversation.copy_requested.connect(self._copy_message)
-        self.conversation.edit_requested.connect(lambda _id: self.edit_last())
-        self.conversation.regenerate_requested.connect(lambda _id: self.regenerate())
-        self.conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
-        self.composer.cancel_requested.connect(self.cancel_edit)
-        self.conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
-        self.conversation.selectionModel().selectionChanged.connect(self._update_actions)
-        for changed in (self.conversation.conversation.modelReset, self.conversation.conversation.rowsInserted,
-                        self.conversation.conversation.rowsRemoved):
+        conversation.summary_selected.connect(self._select_summary)
+        conversation.pin_requested.connect(self.set_pinned)
+        conversation.copy_requested.connect(self._copy_message)
+        conversation.edit_requested.connect(lambda _id: self.edit_last())
+        conversation.regenerate_requested.connect(lambda _id: self.regenerate())
+        conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
+        conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
+        conversation.selectionModel().selectionChanged.connect(self._update_actions)
+        for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
 
-    def _configured_provider(self) -> Provider:
-        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
-        try:
-            return make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                 extra_buffer_types=choice.extra_buffer_types)
-        except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
-            self.statusBar().showMessage(f"{choice.kind}: {exc}; using the local model", 10_000)
-            return make_provider("local")
-
     def _show_provider(self) -> None:
-        self.welcome.set_provider(self.provider.name, self.provider.model)
-        hosted = getattr(self.provider, "load", None) is None
-        # A hosted model is not contacted until the first reply: "configured", not "ready".
-        self._set_model_state("configured" if hosted else "not loaded yet")
+        self.welcome.set_provider(self.chat.provider.name, self.chat.provider.model)
+        self.chat.reset_model_state()
 
-    def _set_model_state(self, state: str, reason: str = "") -> None:
-        self.model_state = state
-        error = state == "unavailable"
-        self.model_status.setText(f"{self.provider.name} · {self.provider.model} · {state}")
-        self.model_status.setStyleSheet(f"color: {theme.current.error_text};" if error else "")
-        self.model_status.setToolTip(reason or {
-            "configured": "Replies come from this hosted model; it is contacted when you send a message",
-            "ready": "The model is loaded and answers offline",
-            "loading…": "Loading the model in the background; the window stays usable",
-        }.get(state, ""))
-
-    def _load_model(self) -> None:
-        load = getattr(self.provider, "load", None)
-        if load is None:
-            self.model_ready.emit()
-            return
-        provider = self.provider
-        job = self.runner.submit("load the model", lambda _job: load())
-        self._set_model_state("loading…")
-        self._busy(job, f"Loading the local model {provider.model}…", report_failure=False)
-
-        def loaded(_model) -> None:
-            if self.provider is provider:
-                self._set_model_state("ready")
-                self.model_ready.emit()
-
-        def failed(error: str) -> None:
-            if self.provider is not provider:
-                return
-            self._set_model_state("unavailable", error)
-            self.composer.set_hint("The local model could not load (hover here for why). To chat meanwhile, "
-                                   "choose a hosted provider in File → Settings.", error=True, details=error)
-            self.job_failed.emit(error)
-
-        job.succeeded.connect(loaded)
-        job.failed.connect(failed)
-
-    def _busy(self, job: Job, text: str, report_failure: bool = True) -> None:
-        """Show progress while `job` runs; report its failure (unless the caller does)."""
-        self.progress.show()
-        self.statusBar().showMessage(text)
-        if report_failure:
-            job.failed.connect(self._job_failed)
-        job.finished.connect(self._idle_if_done)
-
-    def _idle_if_done(self) -> None:
-        if not self.runner.busy and not (self.chat_runner and self.chat_runner.busy):
-            self.progress.hide()
-            if not self.statusBar().currentMessage().endswith(("failed", "ready")):
-                self.statusBar().clearMessage()
+    def _model_failed(self, error: str) -> None:
+        self.composer.set_hint("The local model could not load (hover here for why). To chat meanwhile, "
+                               "choose a hosted provider in File → Settings.", error=True, details=error)
+        self.job_failed.emit(error)
 
     def _job_failed(self, error: str) -> None:
-        self.statusBar().showMessage(brief(error), 15_000)
+        self.status.failed(error)
         self.job_failed.emit(error)
+
+    def _hint_error(self, error: str) -> None:
+        self.composer.set_hint(error, error=True)
 
     def _update_centre(self) -> None:
         """The welcome text until the open chat has a message; the conversation after."""
@@ -305,17 +228,19 @@ class MainWindow(QMainWindow):
         self.centre_stack.setCurrentWidget(self.welcome if empty else self.conversation)
 
     def _update_actions(self) -> None:
-        snapshot = self.snapshot if self.session is not None else None
+        open_chat = self.chat.session is not None
+        snapshot = self.chat.snapshot if open_chat else None
         row = self.conversation.selected_row()
         self.inspector.set_actions(ActionState(
-            chat_open=self.session is not None,
+            chat_open=open_chat,
             summarizable=snapshot is not None and snapshot.summarizable,
             undoable=snapshot is not None and bool(snapshot.chain),
-            selected=row.message if self.session is not None and row is not None else None,
+            selected=row.message if open_chat and row is not None else None,
         ))
 
     def _update_title(self) -> None:
-        chat = next((c for c in self.chat_list.chats if self.session and c.id == self.session.chat_id), None)
+        chat = next((c for c in self.chat_list.chats if self.chat.session and c.id == self.chat.session.chat_id),
+                    None)
         self.setWindowTitle(f"{chat.title} — Precis" if chat else "Precis")
 
     # ---- chats ------------------------------------------------------------------------------------------------
@@ -323,10 +248,10 @@ class MainWindow(QMainWindow):
         if self._closing:
             return
         chats = self.store.list_chats()
-        current = self.session.chat_id if self.session else None
+        current = self.chat.session.chat_id if self.chat.session else None
         self.chat_list.set_chats(chats, current)
         self._update_title()
-        if self.session is None and chats and not self._closing:
+        if self.chat.session is None and chats:
             self.open_chat(chats[0].id)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE) -> str:
@@ -336,107 +261,48 @@ class MainWindow(QMainWindow):
         self.composer.edit.setFocus()
         return chat_id
 
-    def _rename_chat(self, chat_id: str, title: str) -> None:
-        self.store.rename_chat(chat_id, title)
-        self.refresh_chats()
-
     def _delete_chat(self, chat_id: str) -> None:
         self.store.delete_chat(chat_id)
-        if self.session and self.session.chat_id == chat_id:
-            self._close_session()
+        if self.chat.is_open(chat_id):
+            self._close_chat()
             self.conversation.conversation.set_rows([])
         self.refresh_chats()
-        self._offer_undo("Chat deleted.", lambda: (self.store.restore_chat(chat_id), self.refresh_chats(),
-                                                   self.open_chat(chat_id)))
-
-    def _offer_undo(self, text: str, action: Callable[[], Any]) -> None:
-        self._status_undo_action = action
-        self.statusBar().showMessage(text, UNDO_OFFER_MS)
-        self.status_undo.show()
-        self._status_undo_timer.start()
-
-    def _run_status_undo(self) -> None:
-        action, self._status_undo_action = self._status_undo_action, None
-        self.status_undo.hide()
-        if action is not None:
-            action()
+        self.status.offer_undo("Chat deleted.", lambda: (self.store.restore_chat(chat_id), self.refresh_chats(),
+                                                         self.open_chat(chat_id)))
 
     def open_chat(self, chat_id: str) -> None:
-        if self.session is not None and self.session.chat_id == chat_id:
+        if self.chat.is_open(chat_id):
             return
-        self._close_session()
+        self._close_chat()
         self.editing = None
-        self.session = ChatSession(self.store, chat_id, self.provider)
-        self.chat_runner = Runner(max_threads=1, parent=self)
-        session = self.session
         self.chat_list.set_chats(self.chat_list.chats, chat_id)
-        self._update_title()
         self.composer.set_text(self.store.get_draft(chat_id))
         self.composer.set_hint("")
         self.inspector.hide_notice()
         self.inspector.result_card.hide()
-        load = self._chat_job("open the chat", lambda _job: session.load_rows())
-        load.succeeded.connect(lambda snap: self._show_rows(snap, scroll_to_end=True))
-        build = self._chat_job("count the context", lambda _job: session.build_engine())
-        build.succeeded.connect(self._apply_snapshot)
-        build.succeeded.connect(lambda _snap: self.chat_opened.emit(chat_id))
-        build.succeeded.connect(lambda _snap: self._summarize_if_due(session))
+        self.chat.open(chat_id)
+        self._update_title()
 
-    def _summarize_if_due(self, session: ChatSession) -> None:
-        """A chat opened past its trigger (an import, a smaller window) is summarized now, in the background."""
-        if self.session is not session:
-            return
-        job = self._chat_job("summarize the older messages", lambda _job: session.summarize_if_due())
-        job.succeeded.connect(lambda snap: snap is not None and self._apply_snapshot(snap))
-
-    def _close_session(self) -> None:
-        if self.session is None:
+    def _close_chat(self) -> None:
+        if self.chat.session is None:
             return
         self.composer.flush_draft()
-        if self.reply_job is not None:
-            self.reply_job.cancel()
-        if self.command_job is not None:
-            self.command_job.cancel()
-        runner, session = self.chat_runner, self.session
-        self.session = None
-        self.snapshot = None
-        if runner is not None:
-            runner.wait(CLOSE_WAIT_MS)
-            runner.setParent(None)
-        session.close()
+        self.chat.close()
         self._update_actions()
         self._update_title()
 
-    def _chat_job(self, label: str, fn: Callable[[Job], Any]) -> Job:
-        """Run on the open chat's serial worker; failures are shown, never silent."""
-        job = self.chat_runner.submit(label, fn)
-        self._busy(job, label[0].upper() + label[1:] + "…")
-        return job
-
     def _show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
-        if self.session is None or snapshot.chat_id != self.session.chat_id:
-            return
         keep_bottom = scroll_to_end or self.conversation.is_at_bottom()
-        rows = build_rows(snapshot.messages, snapshot.chain, snapshot.hidden)
-        self.conversation.conversation.set_rows(rows)
+        self.conversation.conversation.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
         if keep_bottom:
             self.conversation.scroll_to_end()
 
-    def _apply_snapshot(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
-        """Show a snapshot; the rows are rebuilt only when what is archived changed (a summary or an undo).
-
-        A snapshot of a chat closed since (its job's result arrives after the switch) is not shown."""
-        if self.session is None or snapshot.chat_id != self.session.chat_id:
-            return
-        previous = self.snapshot
-        self.snapshot = snapshot
-        changed = previous is None or previous.hidden != snapshot.hidden or bool(snapshot.events)
-        if rebuild_rows or (rebuild_rows is None and changed):
+    def _show_snapshot(self, snapshot: Snapshot, rebuild_rows: bool) -> None:
+        if rebuild_rows:
             self._show_rows(snapshot)
         self.inspector.show_snapshot(snapshot)
         self._update_actions()
-        self.count_status.setText("" if snapshot.usage is None else
-                                  "exact token counts" if snapshot.usage.exact else "estimated token counts")
+        self.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact)
         for event in snapshot.events:
             self._announce(event)
         self.snapshot_shown.emit()
@@ -461,13 +327,14 @@ class MainWindow(QMainWindow):
     def submit(self, text: str) -> None:
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
         created, titled from the text."""
-        if self.session is None:
+        if self.chat.session is None:
             self.new_chat(title_from(text))
         try:
             command = slash.parse(text)
         except slash.SlashError as exc:
             first = str(exc).splitlines()[0]
-            self.composer.set_hint(f"{first} {_short_help()}" if first.endswith("Commands:") else first, error=True)
+            short_help = " ".join(f"/{name}" for name in slash.COMMANDS)
+            self.composer.set_hint(f"{first} {short_help}" if first.endswith("Commands:") else first, error=True)
             self.composer.hint.setToolTip(slash.help_text())
             return
         if command is None:
@@ -475,65 +342,59 @@ class MainWindow(QMainWindow):
             return
         self.run_command(command)
 
+    def _clear_composer(self) -> None:
+        self.composer.set_text("")
+        self._save_draft("")
+        self.composer.set_hint("")
+
     def send_message(self, text: str) -> None:
-        if self.reply_job is not None:
+        """Show and save the message, then write the reply. Sent while editing, it replaces the edited message
+        and what came after it (offered back with Undo)."""
+        if self.chat.reply_job is not None:
             return
-        session = self.session
         message = Message(role="user", content=text)
         self._title_untitled_chat(text)
         replaced = self._tail_from(self.editing) if self.editing is not None else []
         self.editing = None
-        self.composer.set_text("")
-        self._save_draft("")
-        self.composer.set_hint("")
+        self._clear_composer()
         model = self.conversation.conversation
         if replaced and model.row_of(replaced[0].id) is not None:
             model.remove_from(model.row_of(replaced[0].id))
         # While the chat is still loading its rows would replace this one: it is shown once saved instead.
-        loading = self.snapshot is None
+        loading = self.chat.snapshot is None
         if not loading:
             model.append(Row(message=message))
         self.conversation.scroll_to_end()
 
-        def save(_job: Job) -> Snapshot:
-            if replaced:
-                session.replace_tail([m.id for m in replaced], [])
-            return session.add_messages([message])
+        def saved(snapshot: Snapshot) -> None:
+            self.chat.apply(snapshot, rebuild_rows=True if loading else None)
+            self.start_reply(("Message edited and resent.", replaced, [message.id]) if replaced else None)
 
-        added = self._chat_job("save the message", save)
-        added.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True if loading else None))
-        added.failed.connect(lambda _error: self._restore_unsent(message))
-        if replaced:
-            added.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
-        added.succeeded.connect(lambda _snap: self.start_reply(
-            ("Message edited and resent.", replaced, [message.id]) if replaced else None))
+        self.chat.save_message(message, replaced, saved, lambda _error: self._restore_unsent(message))
 
     def _title_untitled_chat(self, text: str) -> None:
         """A chat made with "New chat" takes its title from its first message."""
-        chat = next((c for c in self.chat_list.chats if c.id == self.session.chat_id), None)
+        chat = next((c for c in self.chat_list.chats if c.id == self.chat.session.chat_id), None)
         if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.conversation.rowCount() == 0:
             self.store.rename_chat(chat.id, title_from(text))
             self.refresh_chats()
 
     def _tail_from(self, message: Message) -> list[Message]:
         """The message and everything after it in the chat (what edit-and-resend replaces)."""
-        messages = self.snapshot.messages if self.snapshot else []
+        messages = self.chat.snapshot.messages if self.chat.snapshot else []
         ids = [m.id for m in messages]
         return messages[ids.index(message.id):] if message.id in ids else []
 
-    def _last_message(self, role: str) -> Message | None:
-        messages = self.snapshot.messages if self.snapshot else []
-        return next((m for m in reversed(messages) if m.role == role), None)
-
     def edit_last(self) -> None:
         """Put the last user message back in the composer; sending replaces it and what came after it."""
-        if self.reply_job is not None or self.snapshot is None:
+        snapshot = self.chat.snapshot
+        if self.chat.reply_job is not None or snapshot is None:
             return
-        message = self._last_message("user")
+        message = next((m for m in reversed(snapshot.messages) if m.role == "user"), None)
         if message is None:
             self.composer.set_hint("There is no message of yours to edit.", error=True)
             return
-        if message.id in self.snapshot.hidden:
+        if message.id in snapshot.hidden:
             self.composer.set_hint("Your last message is inside a summary; undo the summary to edit it.", error=True)
             return
         self.editing = message
@@ -544,40 +405,35 @@ class MainWindow(QMainWindow):
     def cancel_edit(self) -> None:
         if self.editing is not None:
             self.editing = None
-            self.composer.set_text(self.store.get_draft(self.session.chat_id) if self.session else "")
+            self.composer.set_text(self.store.get_draft(self.chat.session.chat_id) if self.chat.session else "")
             self.composer.set_hint("Edit cancelled.")
 
     def regenerate(self) -> None:
         """Replace the last reply with a new one; the old one comes back with Undo."""
-        if self.reply_job is not None or self.snapshot is None or not self.snapshot.messages:
+        snapshot = self.chat.snapshot
+        if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
             return
-        last = self.snapshot.messages[-1]
+        last = snapshot.messages[-1]
         if last.role != "assistant":
             self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
             return
-        session = self.session
         model = self.conversation.conversation
         if model.row_of(last.id) is not None:
             model.remove_from(model.row_of(last.id))
-        removed = self._chat_job("remove the reply", lambda _job: session.replace_tail([last.id], []))
-        removed.succeeded.connect(self._apply_snapshot)
-        removed.failed.connect(lambda _error: self._apply_snapshot(session.snapshot(), rebuild_rows=True))
-        removed.succeeded.connect(lambda _snap: self.start_reply(("Reply regenerated.", [last], [])))
+        self.chat.replace_tail("remove the reply", [last.id], [], lambda snap: (
+            self.chat.apply(snap), self.start_reply(("Reply regenerated.", [last], []))))
 
     def _offer_replaced_back(self, replaced: tuple[str, list[Message], list[str]], reply: Message) -> None:
         """After a regenerate or an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
         text, old, new_ids = replaced
-        session = self.session
-        added = [*new_ids, reply.id]
+        session = self.chat.session
 
         def undo() -> None:
-            if self.session is not session:  # another chat is open now: nothing of this one is touched
-                return
-            job = self._chat_job("put the earlier messages back", lambda _job: session.replace_tail(added, old))
-            job.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True))
-            job.failed.connect(lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
+            if self.chat.session is session:  # another chat is open now: nothing of this one is touched
+                self.chat.replace_tail("put the earlier messages back", [*new_ids, reply.id], old, self.chat.rebuild,
+                                       lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
 
-        self._offer_undo(text, undo)
+        self.status.offer_undo(text, undo)
 
     def _restore_unsent(self, message: Message) -> None:
         """A failed send keeps the typed text."""
@@ -590,77 +446,57 @@ class MainWindow(QMainWindow):
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
     def start_reply(self, replaced: tuple[str, list[Message], list[str]] | None = None) -> None:
-        session = self.session
-        self._replaced = replaced
+        """Stream the reply into a placeholder row; `replaced` (what a regenerate or an edit replaced) is offered
+        back with Undo when the reply is done."""
         placeholder = Message(role="assistant", content="", incomplete=True)
         model = self.conversation.conversation
         model.append(Row(message=placeholder, streaming=True))
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()
         buffer = StreamBuffer()
+        pump = StreamPump(buffer, lambda text: model.update_message(placeholder.with_changes(content=text),
+                                                                     streaming=True), self)
 
-        def show(text: str) -> None:
-            model.update_message(placeholder.with_changes(content=text), streaming=True)
+        def done(result: ReplyResult) -> None:
+            pump.stop()
+            model.update_message(result.message, streaming=False, error=result.problem)
+            if result.problem:
+                self.statusBar().showMessage(f"Reply stopped: {brief(result.problem)}", 10_000)
+            elif self.chat.model_state in ("configured", "not loaded yet"):
+                self.chat.set_model_state("ready")  # a reply came back, however the model got loaded
+            self.chat.apply(result.snapshot)
+            if replaced is not None:
+                self._offer_replaced_back(replaced, result.message)
+            self.refresh_chats()
+            self.reply_finished.emit(result)
 
-        self._pump = StreamPump(buffer, show, self)
-        job = self._chat_job("write the reply", lambda job: session.reply(buffer, job.cancel_token, placeholder))
-        self.reply_job = job
+        def failed(error: str) -> None:
+            pump.stop()
+            model.update_message(placeholder.with_changes(content=""), streaming=False, error=error)
+
+        job = self.chat.reply(buffer, placeholder, done, failed)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
-        job.succeeded.connect(self._reply_done)
-        job.failed.connect(lambda error: self._reply_failed(placeholder, error))
-        job.finished.connect(self._reply_cleanup)
-
-    def _reply_done(self, result: ReplyResult) -> None:
-        if self._pump is not None:
-            self._pump.stop()
-        self.conversation.conversation.update_message(result.message, streaming=False, error=result.problem)
-        if result.problem:
-            self.statusBar().showMessage(f"Reply stopped: {brief(result.problem)}", 10_000)
-        elif self.model_state in ("configured", "not loaded yet"):
-            self._set_model_state("ready")  # a reply came back, however the model got loaded
-        self._apply_snapshot(result.snapshot)
-        if self._replaced is not None:
-            self._offer_replaced_back(self._replaced, result.message)
-        self.refresh_chats()
-        self.reply_finished.emit(result)
-
-    def _reply_failed(self, placeholder: Message, error: str) -> None:
-        if self._pump is not None:
-            self._pump.stop()
-        self.conversation.conversation.update_message(placeholder.with_changes(content=""), streaming=False,
-                                                      error=error)
-
-    def _reply_cleanup(self) -> None:
-        self.reply_job = None
-        self._replaced = None
-        self._pump = None
-        self.composer.set_streaming(False)
-        self.inspector.set_busy(False)
-
-    def stop(self) -> None:
-        for job in (self.reply_job, self.command_job):
-            if job is not None:
-                job.cancel()
+        job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))
 
     # ---- slash commands and tools ------------------------------------------------------------------------------
     def run_command(self, command: slash.SlashCommand) -> None:
         name, argument = command.name, command.argument
-        self.composer.set_text("")
-        self._save_draft("")
-        self.composer.set_hint("")
+        self._clear_composer()
         if name == "context":
             self.toggle_inspector.setChecked(True)
-            usage = self.snapshot.usage if self.snapshot else None
-            if usage is not None:
+            snapshot = self.chat.snapshot
+            if snapshot is not None and snapshot.usage is not None:
+                usage = snapshot.usage
                 self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
-                                       f"{len(self.snapshot.chain)} summaries in the chain.")
+                                       f"{len(snapshot.chain)} summaries in the chain.")
         elif name == "summarize":
             self.summarize_now(argument)
         elif name == "undo-summary":
-            self.undo_summary()
+            self.chat.undo_summary(self._hint_error)
         elif name == "history":
-            self.show_history()
+            if self.chat.snapshot is not None:
+                show_history(self, self.chat.snapshot)
         elif name in ("pin", "unpin"):
             self.pin_selected(name == "pin")
         elif name == "run":
@@ -668,62 +504,30 @@ class MainWindow(QMainWindow):
         elif name == "grep":
             self._run_tool(f"Searching: {argument}", lambda job: tools.grep_messages(argument, job.cancel_token))
 
-    def _run_tool(self, label: str, produce: Callable[[Job], tuple[Message, Message]]) -> None:
+    def _run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]]) -> None:
         """Run a tool off the GUI thread with a visible Stop; its call and result become messages of the chat."""
-        session = self.session
-        job = self.runner.submit(label, produce)
-        self.command_job = job
-        self._busy(job, label + "  (Stop cancels)")
-        self.composer.set_streaming(True)
 
-        def add(messages: tuple[Message, Message]) -> None:
-            if self.session is not session:  # another chat is open now: the output still goes to its own chat
-                self.store.add_messages(session.chat_id, list(messages))
-                return
-            loading = self.snapshot is None  # as in send_message: shown once saved
-            if not loading:
+        def show(messages: tuple[Message, ...]) -> None:
+            if self.chat.snapshot is not None:  # while loading they are shown once saved
                 for message in messages:
                     self.conversation.conversation.append(Row(message=message))
             self.conversation.scroll_to_end()
-            added = self._chat_job("save the tool output", lambda _job: session.add_messages(list(messages)))
-            added.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True if loading else None))
-            added.succeeded.connect(lambda _snap: self.refresh_chats())
 
-        def done() -> None:
-            self.command_job = None
-            self.composer.set_streaming(self.reply_job is not None)
-
-        job.succeeded.connect(add)
-        job.failed.connect(lambda error: self.composer.set_hint(error, error=True))
-        job.finished.connect(done)
+        job = self.chat.run_tool(label, produce, show, self._hint_error)
+        self.composer.set_streaming(True)
+        job.finished.connect(lambda: self.composer.set_streaming(self.chat.reply_job is not None))
 
     def attach_files(self, paths: list[str]) -> None:
-        if self.session is None:
+        if self.chat.session is None:
             self.new_chat(title_from(", ".join(Path(path).name for path in paths)))
 
         def read(_job: Job) -> tuple[Message, ...]:
-            messages: list[Message] = []
-            for path in paths:
-                messages.extend(tools.read_file_messages(path))
-            return tuple(messages)
+            return tuple(message for path in paths for message in tools.read_file_messages(path))
 
         self._run_tool(f"Attaching {len(paths)} file(s)", read)
 
     def summarize_now(self, instructions: str = "", up_to: str | None = None) -> None:
-        if self.session is None:
-            return
-        session = self.session
-        job = self._chat_job("summarize", lambda _job: session.summarize_now(instructions, up_to))
-        job.succeeded.connect(self._apply_snapshot)
-        job.failed.connect(lambda error: self.composer.set_hint(error, error=True))
-
-    def undo_summary(self) -> None:
-        if self.session is None:
-            return
-        session = self.session
-        job = self._chat_job("undo the summary", lambda _job: session.undo_last())
-        job.succeeded.connect(self._apply_snapshot)
-        job.failed.connect(lambda error: self.composer.set_hint(error, error=True))
+        self.chat.summarize(instructions, up_to, self._hint_error)
 
     def pin_selected(self, pinned: bool | None) -> None:
         row = self.conversation.selected_row()
@@ -736,40 +540,13 @@ class MainWindow(QMainWindow):
         self.set_pinned(row.message.id, not row.message.pinned if pinned is None else pinned)
 
     def set_pinned(self, message_id: str, pinned: bool) -> None:
-        session = self.session
-        job = self._chat_job("pin" if pinned else "unpin", lambda _job: session.set_pinned(message_id, pinned))
-        job.succeeded.connect(lambda snap: self._apply_snapshot(snap, rebuild_rows=True))
-        job.succeeded.connect(lambda _snap: self._select_message(message_id))
+        def keep_selected(_snapshot: Snapshot) -> None:
+            # Keep the message selected across the rebuild of the rows (pin, then unpin at once).
+            number = self.conversation.conversation.row_of(message_id)
+            if number is not None:
+                self.conversation.setCurrentIndex(self.conversation.conversation.index(number))
 
-    def _select_message(self, message_id: str) -> None:
-        """Keep a message selected across a rebuild of the rows (pin, then unpin at once)."""
-        number = self.conversation.conversation.row_of(message_id)
-        if number is not None:
-            self.conversation.setCurrentIndex(self.conversation.conversation.index(number))
-
-    def show_history(self) -> None:
-        if self.snapshot is None:
-            return
-        lines = ["# Summaries"]
-        for record in self.snapshot.chain:
-            lines.append(f"- depth {record.depth}, {len(self.snapshot.archived(record.id))} messages, "
-                         f"{record.tokens_before:,} → {record.tokens_after:,} tokens: {record.text[:300]}")
-        if not self.snapshot.chain:
-            lines.append("- none yet")
-        lines.append("\n# Recent messages")
-        visible = [m for m in self.snapshot.messages if m.id not in self.snapshot.hidden]
-        for message in visible[-20:]:
-            text = message.content.strip().replace("\n", " ")[:200] or slash_tool_line(message)
-            lines.append(f"- **{message.role}**: {text}")
-        dialog = QDialog(self)
-        dialog.setWindowTitle("History")
-        dialog.resize(640, 520)
-        view = QTextEdit(dialog)
-        view.setReadOnly(True)
-        view.setMarkdown("\n".join(lines))
-        QVBoxLayout(dialog).addWidget(view)
-        dialog.setModal(False)
-        dialog.show()
+        self.chat.set_pinned(message_id, pinned, keep_selected)
 
     def _copy_message(self, message_id: str) -> None:
         number = self.conversation.conversation.row_of(message_id)
@@ -794,40 +571,32 @@ class MainWindow(QMainWindow):
             self.import_transcript(path)
 
     def import_transcript(self, path: str) -> Job:
-        store = self.store
-        job = self.runner.submit("import", lambda _job: import_file(store, path))
-        self._busy(job, f"Importing {path}…")
-
         def imported(chat_id: str) -> None:
             self.statusBar().showMessage("Imported", 4000)
             self.refresh_chats()
             self.open_chat(chat_id)
 
-        job.succeeded.connect(imported)
-        return job
-
-    def _search(self, text: str) -> None:
-        self.chat_list.show_hits(self.store.search(text) if text else None)
+        return self.chat.import_transcript(path, imported)
 
     def _open_hit(self, hit) -> None:
+        """Open the chat of a search hit and show the message (or the summary that archived it)."""
         def reveal(chat_id: str) -> None:
             if chat_id != hit.chat_id:
                 return
-            key = f"summary:{hit.archived_by}" if hit.archived_by else hit.message_id
-            number = self.conversation.conversation.row_of(key)
+            model = self.conversation.conversation
+            number = model.row_of(f"summary:{hit.archived_by}" if hit.archived_by else hit.message_id)
             if number is None:
-                number = self.conversation.conversation.row_of(hit.message_id)
+                number = model.row_of(hit.message_id)
             if number is not None:
                 index = self.conversation.model().index(number, 0)
                 self.conversation.scrollTo(index, ConversationView.ScrollHint.PositionAtCenter)
                 self.conversation.setCurrentIndex(index)
-            self.chat_opened.disconnect(reveal)
+            self.chat.chat_opened.disconnect(reveal)
 
-        if self.session is not None and self.session.chat_id == hit.chat_id:
-            self.chat_opened.connect(reveal)
+        self.chat.chat_opened.connect(reveal)
+        if self.chat.is_open(hit.chat_id):
             reveal(hit.chat_id)
         else:
-            self.chat_opened.connect(reveal)
             self.open_chat(hit.chat_id)
 
     def open_settings(self) -> SettingsDialog:
@@ -837,59 +606,37 @@ class MainWindow(QMainWindow):
         return dialog
 
     def settings_dialog(self) -> SettingsDialog:
-        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
-        chat = self.store.get_chat(self.session.chat_id).settings if self.session else None
-        key_saved = choice.kind != "local" and api_key_for(choice.kind) is not None
-        return SettingsDialog(choice, self.store.get_setting(GLOBAL_POLICY_KEY, {}) or {}, chat, key_saved, self)
+        return SettingsDialog(*self.chat.settings_now(), self)
 
     def apply_settings(self, dialog: SettingsDialog) -> None:
         """Save what the dialog holds (it only accepts valid values) and rebuild the open chat's engine."""
-        choice = dialog.provider_choice()
-        key = dialog.entered_key()
         try:
-            if key:
-                save_api_key(choice.kind, key)
-            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
-            self.store.set_setting(GLOBAL_POLICY_KEY, dialog.policy_values())
-            chat = dialog.chat_settings()
-            if chat is not None and self.session is not None:
-                self.store.update_chat_settings(self.session.chat_id, chat)
+            self.chat.save_settings(dialog.provider_choice(), dialog.entered_key(), dialog.policy_values(),
+                                    dialog.chat_settings())
         except Exception as exc:  # noqa: BLE001 - shown to the user; nothing half-applied is kept in memory
             QMessageBox.warning(self, "Settings not saved", str(exc))
             return
-        if not self._provider_fixed:
-            self.provider = self._configured_provider()
+        if not self.chat.provider_fixed:
+            self.chat.use_configured_provider()
             self._show_provider()
             self.composer.set_hint("")
-            self._load_model()
-        if self.session is not None:
-            chat_id = self.session.chat_id
-            self._close_session()
+            self.chat.load_model()
+        if self.chat.session is not None:
+            chat_id = self.chat.session.chat_id
+            self._close_chat()
             self.open_chat(chat_id)
 
     # ---- closing ------------------------------------------------------------------------------------------------
     def _save_draft(self, text: str) -> None:
-        if self.session is not None:
+        if self.chat.session is not None:
             try:
-                self.store.set_draft(self.session.chat_id, text)
+                self.store.set_draft(self.chat.session.chat_id, text)
             except Exception as exc:  # noqa: BLE001 - the text stays in the box; say why it was not saved
                 self.statusBar().showMessage(f"Draft not saved: {exc}", 10_000)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""
         self._closing = True
-        self._close_session()
-        self.runner.cancel_all()
-        self.runner.wait(CLOSE_WAIT_MS)
+        self.composer.flush_draft()
+        self.chat.shutdown()
         event.accept()
-
-
-def _short_help() -> str:
-    return " ".join(f"/{name}" for name in slash.COMMANDS)
-
-
-def slash_tool_line(message: Message) -> str:
-    if message.tool_calls:
-        return ", ".join(f"{c.name} {c.arguments}" for c in message.tool_calls)[:200]
-    return f"({message.name or 'tool'} output)"
-

@@ -20,7 +20,7 @@ def new_chat(window, store, **settings):
 def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
     model = window.conversation.conversation
     partial_texts = []
 
@@ -46,14 +46,14 @@ def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, m
     stored = store.load_messages(chat_id)
     assert [(m.role, m.content, m.incomplete) for m in stored] == [
         ("user", "Name three colours.", False), ("assistant", result.message.content, False)]
-    assert window.snapshot.usage.by_kind["messages"] > 0
+    assert window.chat.snapshot.usage.by_kind["messages"] > 0
 
 
 def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, make_window, store, local_provider,
                                                                      isolated_home):
     window = make_window(local_provider)
     chat_id = new_chat(window, store, reserve_output=400)
-    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
     window.submit("Write a long story about a lighthouse keeper.")
     model = window.conversation.conversation
     def streaming():
@@ -71,7 +71,7 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
 def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as first:
         window.submit("Name a colour.")
     question, old_reply = store.load_messages(chat_id)
@@ -83,11 +83,11 @@ def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot,
     assert new_reply.id != old_reply.id and new_reply.content.strip()
     assert [m.id for m in store.load_messages(chat_id)] == [question.id, new_reply.id]
     assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, new_reply.id]
-    assert [m.id for m in window.session.engine.messages] == [question.id, new_reply.id]
+    assert [m.id for m in window.chat.session.engine.messages] == [question.id, new_reply.id]
     # Nothing is lost silently: the replaced reply comes back with Undo.
-    assert window.status_undo.isVisible()
-    qtbot.mouseClick(window.status_undo, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: [m.id for m in window.snapshot.messages] == [question.id, old_reply.id], timeout=20_000)
+    assert window.status.undo.isVisible()
+    qtbot.mouseClick(window.status.undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: [m.id for m in window.chat.snapshot.messages] == [question.id, old_reply.id], timeout=20_000)
     assert store.load_messages(chat_id) == [question, old_reply]
     assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, old_reply.id]
 
@@ -95,7 +95,7 @@ def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot,
 def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
     old_question, old_reply = store.load_messages(chat_id)
@@ -116,7 +116,7 @@ def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, l
                                                       ("assistant", reply.args[0].message.content)]
     assert store.search("colour") == []
     assert [r.message.id for r in window.conversation.conversation.rows()] == [m.id for m in stored]
-    qtbot.mouseClick(window.status_undo, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: [m.id for m in window.snapshot.messages] == [old_question.id, old_reply.id],
+    qtbot.mouseClick(window.status.undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: [m.id for m in window.chat.snapshot.messages] == [old_question.id, old_reply.id],
                     timeout=20_000)
     assert store.load_messages(chat_id) == [old_question, old_reply]

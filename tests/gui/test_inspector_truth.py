@@ -9,9 +9,9 @@ from tests.gui.test_window import dialogue, idle, open_imported_chat
 
 
 def summarize(qtbot, window) -> None:
-    before = [r.id for r in window.snapshot.chain]
+    before = [r.id for r in window.chat.snapshot.chain]
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.snapshot.chain] != before, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] != before, timeout=20_000)
 
 
 def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(qtbot, make_window, store):
@@ -19,19 +19,19 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(40, "Budget review, item"))
     inspector = window.inspector
-    halfway = window.snapshot.messages[19]
+    halfway = window.chat.snapshot.messages[19]
     window.conversation.summarize_up_to_requested.emit(halfway.id)  # "Summarize up to here"
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
     summarize(qtbot, window)
-    newest = window.snapshot.chain[-1]
+    newest = window.chat.snapshot.chain[-1]
     assert newest.depth == 2
     inspector.chain.selectRow(0)  # newest first
     assert inspector.after_text.toPlainText() == newest.text
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and newest.id not in {r.id for r in window.snapshot.chain}, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and newest.id not in {r.id for r in window.chat.snapshot.chain}, timeout=20_000)
     # The undone record's text is gone from every tab; what is shown is what is selected (if anything).
-    current = {r.id: r for r in window.snapshot.chain}.get(inspector.selected_record_id())
+    current = {r.id: r for r in window.chat.snapshot.chain}.get(inspector.selected_record_id())
     assert inspector.after_text.toPlainText() == (current.text if current else "")
     assert newest.text not in inspector.summary_text.toPlainText()
 
@@ -41,10 +41,10 @@ def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, stor
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
     summarize(qtbot, window)
-    shown = window.snapshot.chain[0]
-    live = window.session.engine.chain()[0]
+    shown = window.chat.snapshot.chain[0]
+    live = window.chat.session.engine.chain()[0]
     assert shown == live and shown is not live and shown.facets is not live.facets
     qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and not window.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
     # The engine marked its record undone; the copy the GUI held stays as it was shown.
     assert live.status != "active" and shown.status == "active"

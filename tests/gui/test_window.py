@@ -17,7 +17,7 @@ from tests.fakes import ScriptedProvider
 
 
 def idle(window) -> bool:
-    return window.snapshot is not None and not window.chat_runner.busy and not window.runner.busy
+    return window.chat.snapshot is not None and not window.chat.chat_runner.busy and not window.chat.runner.busy
 
 
 def open_new_chat(qtbot, window, store, **settings) -> str:
@@ -52,16 +52,16 @@ def fill_past_trigger(qtbot, window, folder: Path) -> None:
     for number in range(12):
         window.attach_files([str(source_file(folder, number))])
         qtbot.waitUntil(lambda: idle(window), timeout=20_000)
-        if window.snapshot.chain:
+        if window.chat.snapshot.chain:
             return
-    raise AssertionError(f"no summary after 12 files; usage {window.snapshot.usage}")
+    raise AssertionError(f"no summary after 12 files; usage {window.chat.snapshot.usage}")
 
 
 def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, context_window=2048)
     fill_past_trigger(qtbot, window, tmp_path)
-    snapshot = window.snapshot
+    snapshot = window.chat.snapshot
     record = snapshot.chain[0]
     archived = snapshot.archived(record.id)
     assert archived and all(m.role in ("assistant", "tool") for m in archived)
@@ -87,7 +87,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert store.archived_by(chat_id).keys() >= {m.id for m in archived if m.role == "tool"}
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and not window.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
     rows = window.conversation.conversation.rows()
     assert all(r.record is None for r in rows)
     assert [r.message.id for r in rows] == [m.id for m in store.load_messages(chat_id)]
@@ -117,9 +117,9 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
     try:
         again = make_window(on_store=reopened)
         qtbot.waitUntil(lambda: idle(again), timeout=20_000)
-        assert again.session.chat_id == chat_id
-        assert again.snapshot.policy.trigger_ratio == 0.9 and again.snapshot.policy.keep_recent == 8
-        assert again.snapshot.usage.window == 4096
+        assert again.chat.session.chat_id == chat_id
+        assert again.chat.snapshot.policy.trigger_ratio == 0.9 and again.chat.snapshot.policy.keep_recent == 8
+        assert again.chat.snapshot.usage.window == 4096
         assert "90%" in again.inspector.thresholds.text() and "60%" in again.inspector.thresholds.text()
         fresh = again.settings_dialog()
         assert fresh.policy_fields.editors["trigger_ratio"].text() == "0.9"
@@ -172,7 +172,7 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
 def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, store, transcript):
     store.set_setting("summarization", {"enabled": False})  # the whole chat stays in the flow, to scroll
     window = make_window()
-    with qtbot.waitSignal(window.chat_opened, timeout=60_000):
+    with qtbot.waitSignal(window.chat.chat_opened, timeout=60_000):
         window.import_transcript(str(transcript))
     view = window.conversation
     rows = view.conversation.rows()
@@ -201,14 +201,14 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     assert window.conversation.conversation.rows() == []
 
     window.submit("/run echo hello; exit 3")
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 2, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=20_000)
     call, result = store.load_messages(chat_id)
     assert call.tool_calls[0].name == "bash" and call.tool_calls[0].arguments == {"command": "echo hello; exit 3"}
     assert result.role == "tool" and result.tool_call_id == call.tool_calls[0].id
     assert result.content == "hello\n[exit code: 3]"
 
     window.submit(f"/grep needle {tmp_path}")
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 4, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=20_000)
     grep_call, grep_result = store.load_messages(chat_id)[2:]
     assert grep_call.tool_calls[0].name == "grep"
     assert "notes.txt:2: beta needle" in grep_result.content and "1 matches in 1 files" in grep_result.content
@@ -216,11 +216,11 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     window.submit("/run sleep 30")
     qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
     qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 6, timeout=10_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 6, timeout=10_000)
     assert store.load_messages(chat_id)[-1].content.endswith("[cancelled]")
 
     window.attach_files([str(tmp_path / "notes.txt")])
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.messages) == 8, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 8, timeout=20_000)
     read_call, read_result = store.load_messages(chat_id)[6:]
     assert read_call.tool_calls[0].name == "read_file"
     assert read_call.tool_calls[0].arguments == {"path": str(tmp_path / "notes.txt")}
@@ -243,19 +243,19 @@ def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_
     dialog.chat_fields.editors["system_prompt"].setPlainText("You are a terse reviewer of Python code.")
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window) and window.snapshot.usage.by_kind["system"] > 0, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage.by_kind["system"] > 0, timeout=20_000)
     assert int(window.inspector._legend_values["system"].text().replace(",", "")) > 0
-    first = window.session.engine.assemble().messages[0]
+    first = window.chat.session.engine.assemble().messages[0]
     assert (first.role, first.content) == ("system", "You are a terse reviewer of Python code.")
 
 
 def test_counts_are_exact_with_the_local_model_and_estimated_otherwise(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     open_new_chat(qtbot, window, store)
-    assert window.snapshot.usage.exact and window.inspector.exact_label.text() == "exact"
+    assert window.chat.snapshot.usage.exact and window.inspector.exact_label.text() == "exact"
     scripted = make_window(ScriptedProvider())
     open_new_chat(qtbot, scripted, store)
-    assert not scripted.snapshot.usage.exact and scripted.inspector.exact_label.text() == "estimated"
+    assert not scripted.chat.snapshot.usage.exact and scripted.inspector.exact_label.text() == "estimated"
 
 
 def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot, make_window, store, isolated_home):
@@ -279,8 +279,8 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     assert ok.isEnabled() and overrides.error_labels["reset_ratio"].isHidden() and not dialog.chat_cross_error.text()
     qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window) and window.snapshot.policy.trigger_ratio == 0.6, timeout=20_000)
-    assert window.session.engine.policy.keep_recent == 3 and window.session.engine.policy.reset_ratio == 0.5
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.policy.trigger_ratio == 0.6, timeout=20_000)
+    assert window.chat.session.engine.policy.keep_recent == 3 and window.chat.session.engine.policy.reset_ratio == 0.5
     assert "60%" in window.inspector.thresholds.text()
     window.close()
     store.close()
@@ -289,16 +289,16 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     try:
         again = make_window(ScriptedProvider(), on_store=reopened)
         again.open_chat(chat_id)
-        qtbot.waitUntil(lambda: idle(again) and again.session.chat_id == chat_id, timeout=20_000)
-        assert (again.snapshot.policy.trigger_ratio, again.snapshot.policy.keep_recent) == (0.6, 3)
+        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == chat_id, timeout=20_000)
+        assert (again.chat.snapshot.policy.trigger_ratio, again.chat.snapshot.policy.keep_recent) == (0.6, 3)
         fresh = again.settings_dialog()
         assert fresh.chat_policy_fields.override_boxes["keep_recent"].isChecked()
         assert fresh.chat_policy_fields.editors["keep_recent"].text() == "3"
         assert not fresh.chat_policy_fields.override_boxes["max_depth"].isChecked()
         # Another chat follows the global settings.
         again.open_chat(other_id)
-        qtbot.waitUntil(lambda: idle(again) and again.session.chat_id == other_id, timeout=20_000)
-        assert again.snapshot.policy.trigger_ratio == 0.8 and again.snapshot.policy.keep_recent == 6
+        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == other_id, timeout=20_000)
+        assert again.chat.snapshot.policy.trigger_ratio == 0.8 and again.chat.snapshot.policy.keep_recent == 6
         again.close()
     finally:
         reopened.close()
@@ -311,7 +311,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})  # the scripted replies are for the chat, not summaries
     window = make_window(provider)
     chat_id = open_imported_chat(qtbot, window, store, dialogue(20, "A point about the parser design, number"))
-    assert not window.snapshot.chain
+    assert not window.chat.snapshot.chain
     with qtbot.waitSignal(window.reply_finished, timeout=20_000) as reply:
         window.submit("And the lexer?")
     result = reply.args[0]
@@ -330,7 +330,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     rows = window.conversation.conversation.rows()
     chosen = next(r.message for r in rows if r.message is not None and r.message.content.endswith("step 9."))
     window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends
-    qtbot.waitUntil(lambda: idle(window) and len(window.snapshot.chain) == 1, timeout=20_000)
-    record = window.snapshot.chain[0]
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    record = window.chat.snapshot.chain[0]
     assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
     assert len(store.load_records(chat_id)) == 1

@@ -1,0 +1,283 @@
+"""The chat controller: the open chat and every operation on it, run off the GUI thread.
+
+Each operation submits a job and takes `done`/`failed` callbacks (delivered on the GUI thread), in the manner of
+Anki's CollectionOp; the main window only lays out widgets and wires them to these operations and signals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from ..core.model.messages import Message
+from ..core.providers.base import Provider
+from ..core.providers.registry import api_key_for, make_provider, save_api_key
+from ..core.storage.chats import GLOBAL_POLICY_KEY
+from ..core.storage.importers import import_file
+from ..core.storage.store import ChatSettings, Store
+from .session import ChatSession, Snapshot
+from .settings_dialog import PROVIDER_KEY, ProviderChoice
+from .workers import Job, Runner, StreamBuffer
+
+CLOSE_WAIT_MS = 15_000
+
+Done = Callable[[Any], Any] | None
+Failed = Callable[[str], Any] | None
+
+
+class ChatController(QObject):
+    """Owns the runners, the open chat's session and its latest snapshot. `provider` fixes the model (tests)."""
+
+    # A snapshot of the open chat to show; the second value says whether its rows must be rebuilt.
+    snapshot_changed = Signal(object, bool)
+    rows_loaded = Signal(object)  # the chat's stored rows, before its engine is counted
+    chat_opened = Signal(str)  # the chat's engine is built and shown
+    chats_changed = Signal()  # titles, order or counts in the chat list changed
+    work_started = Signal(str)  # a job began; the text says what it does
+    work_finished = Signal()  # a job ended; `busy` says whether others still run
+    failed = Signal(str)  # a job whose caller does not report its own failure failed
+    model_state_changed = Signal(str, str)  # (state, reason): loading…, ready, unavailable, …
+    model_ready = Signal()
+    model_failed = Signal(str)
+    notice = Signal(str)  # something the user should read in the status bar
+
+    def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.runner = Runner(parent=self)
+        self.chat_runner: Runner | None = None
+        self.session: ChatSession | None = None
+        self.snapshot: Snapshot | None = None
+        self.reply_job: Job | None = None
+        self.command_job: Job | None = None
+        self.model_state = ""
+        self.provider_fixed = provider is not None
+        self.provider: Provider = provider or make_provider("local")
+
+    @property
+    def busy(self) -> bool:
+        return self.runner.busy or bool(self.chat_runner and self.chat_runner.busy)
+
+    # ---- running work -----------------------------------------------------------------------------------------
+    def _track(self, job: Job, text: str, done: Done = None, failed: Failed = None, report: bool = True) -> Job:
+        self.work_started.emit(text)
+        if done is not None:
+            job.succeeded.connect(done)
+        if failed is not None:
+            job.failed.connect(failed)
+        if report:
+            job.failed.connect(self.failed.emit)
+        job.finished.connect(self.work_finished.emit)
+        return job
+
+    def run(self, label: str, fn: Callable[[Job], Any], status: str, done: Done = None, failed: Failed = None) -> Job:
+        """Run work that is not the open chat's (loading a model, an import, a tool) on the shared runner."""
+        return self._track(self.runner.submit(label, fn), status, done, failed)
+
+    def run_on_chat(self, label: str, fn: Callable[[Job], Any], done: Done = None, failed: Failed = None) -> Job:
+        """Run on the open chat's serial worker (the engine is never used from two threads); failures are shown."""
+        return self._track(self.chat_runner.submit(label, fn), label[0].upper() + label[1:] + "…", done, failed)
+
+    # ---- the model ----------------------------------------------------------------------------------------------
+    def use_configured_provider(self) -> None:
+        """The provider the settings name; a bad configuration falls back to the local model and says why."""
+        if self.provider_fixed:
+            return
+        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
+        try:
+            self.provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
+                                          extra_buffer_types=choice.extra_buffer_types)
+        except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
+            self.notice.emit(f"{choice.kind}: {exc}; using the local model")
+            self.provider = make_provider("local")
+
+    def set_model_state(self, state: str, reason: str = "") -> None:
+        self.model_state = state
+        self.model_state_changed.emit(state, reason)
+
+    def reset_model_state(self) -> None:
+        # A hosted model is not contacted until the first reply: "configured", not "ready".
+        self.set_model_state("configured" if getattr(self.provider, "load", None) is None else "not loaded yet")
+
+    def load_model(self) -> None:
+        """Load a local model in the background; a hosted one is not contacted until the first reply."""
+        provider = self.provider
+        load = getattr(provider, "load", None)
+        if load is None:
+            self.model_ready.emit()
+            return
+
+        def loaded(_model) -> None:
+            if self.provider is provider:
+                self.set_model_state("ready")
+                self.model_ready.emit()
+
+        def failed(error: str) -> None:
+            if self.provider is provider:
+                self.set_model_state("unavailable", error)
+                self.model_failed.emit(error)
+
+        self.set_model_state("loading…")
+        job = self.runner.submit("load the model", lambda _job: load())
+        self._track(job, f"Loading the local model {provider.model}…", loaded, failed, report=False)
+
+    # ---- chats --------------------------------------------------------------------------------------------------
+    def open(self, chat_id: str) -> None:
+        """Close the open chat and open this one: its rows first, then its engine, then a summary it is due."""
+        self.close()
+        self.session = session = ChatSession(self.store, chat_id, self.provider)
+        self.chat_runner = Runner(max_threads=1, parent=self)
+        self.run_on_chat("open the chat", lambda _job: session.load_rows(), self._rows_loaded)
+
+        def built(snapshot: Snapshot) -> None:
+            self.apply(snapshot)
+            self.chat_opened.emit(chat_id)
+            if self.session is session:  # opened past its trigger (an import, a smaller window): summarize now
+                self.run_on_chat("summarize the older messages", lambda _job: session.summarize_if_due(),
+                                 lambda snap: snap is not None and self.apply(snap))
+
+        self.run_on_chat("count the context", lambda _job: session.build_engine(), built)
+
+    def _rows_loaded(self, snapshot: Snapshot) -> None:
+        if self.is_open(snapshot.chat_id):
+            self.rows_loaded.emit(snapshot)
+
+    def is_open(self, chat_id: str) -> bool:
+        return self.session is not None and self.session.chat_id == chat_id
+
+    def close(self) -> None:
+        """Cancel the open chat's work (a reply's text that arrived is saved) and close it."""
+        if self.session is None:
+            return
+        for job in (self.reply_job, self.command_job):
+            if job is not None:
+                job.cancel()
+        runner, session = self.chat_runner, self.session
+        self.session = None
+        self.snapshot = None
+        if runner is not None:
+            runner.wait(CLOSE_WAIT_MS)
+            runner.setParent(None)
+        session.close()
+
+    def shutdown(self) -> None:
+        self.close()
+        self.runner.cancel_all()
+        self.runner.wait(CLOSE_WAIT_MS)
+
+    def apply(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
+        """Take a snapshot of the open chat; rows are rebuilt when what is archived changed (a summary, an undo).
+
+        A snapshot of a chat closed since (its job's result arrives after the switch) is dropped."""
+        if not self.is_open(snapshot.chat_id):
+            return
+        previous, self.snapshot = self.snapshot, snapshot
+        changed = previous is None or previous.hidden != snapshot.hidden or bool(snapshot.events)
+        self.snapshot_changed.emit(snapshot, changed if rebuild_rows is None else rebuild_rows)
+
+    def rebuild(self, snapshot: Snapshot) -> None:
+        self.apply(snapshot, rebuild_rows=True)
+
+    # ---- messages -----------------------------------------------------------------------------------------------
+    def save_message(self, message: Message, replaced: list[Message], done: Done, failed: Failed) -> None:
+        """Save a message of the user's, in place of `replaced` (edit-and-resend) if given."""
+        session = self.session
+
+        def save(_job: Job) -> Snapshot:
+            if replaced:
+                session.replace_tail([m.id for m in replaced], [])
+            return session.add_messages([message])
+
+        def not_saved(error: str) -> None:
+            if replaced:
+                self.rebuild(session.snapshot())
+            if failed is not None:
+                failed(error)
+
+        self.run_on_chat("save the message", save, done, not_saved)
+
+    def reply(self, buffer: StreamBuffer, placeholder: Message, done: Done, failed: Failed) -> Job:
+        session = self.session
+        self.reply_job = self.run_on_chat("write the reply",
+                                          lambda job: session.reply(buffer, job.cancel_token, placeholder),
+                                          done, failed)
+        self.reply_job.finished.connect(lambda: setattr(self, "reply_job", None))
+        return self.reply_job
+
+    def replace_tail(self, label: str, remove_ids: list[str], restore: list[Message], done: Done = None,
+                     failed: Failed = None) -> None:
+        """Remove messages from the end (regenerate) or put earlier ones back (Undo); on failure the stored rows
+        are shown again."""
+        session = self.session
+
+        def not_replaced(error: str) -> None:
+            self.rebuild(session.snapshot())
+            if failed is not None:
+                failed(error)
+
+        self.run_on_chat(label, lambda _job: session.replace_tail(remove_ids, restore), done, not_replaced)
+
+    def run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]], done: Done,
+                 failed: Failed) -> Job:
+        """Run a tool with a visible Stop; its call and result become messages of the chat it was started in,
+        even if another chat is open by the time it finishes."""
+        session = self.session
+
+        def add(messages: tuple[Message, ...]) -> None:
+            if self.session is not session:
+                self.store.add_messages(session.chat_id, list(messages))
+                return
+            loading = self.snapshot is None  # shown once saved, as a message sent while loading
+            done(messages)
+            self.run_on_chat("save the tool output", lambda _job: session.add_messages(list(messages)),
+                             lambda snap: (self.apply(snap, rebuild_rows=True if loading else None),
+                                           self.chats_changed.emit()))
+
+        self.command_job = job = self.runner.submit(label, produce)
+        self._track(job, label + "  (Stop cancels)", add, failed, report=True)
+        job.finished.connect(lambda: setattr(self, "command_job", None))
+        return job
+
+    def stop(self) -> None:
+        for job in (self.reply_job, self.command_job):
+            if job is not None:
+                job.cancel()
+
+    # ---- summaries and pins ---------------------------------------------------------------------------------------
+    def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:
+        if self.session is not None:
+            session = self.session
+            self.run_on_chat("summarize", lambda _job: session.summarize_now(instructions, up_to), self.apply, failed)
+
+    def undo_summary(self, failed: Failed = None) -> None:
+        if self.session is not None:
+            session = self.session
+            self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, failed)
+
+    def set_pinned(self, message_id: str, pinned: bool, done: Done = None) -> None:
+        session = self.session
+        self.run_on_chat("pin" if pinned else "unpin", lambda _job: session.set_pinned(message_id, pinned),
+                         lambda snap: (self.rebuild(snap), done and done(snap)))
+
+    # ---- import and settings -------------------------------------------------------------------------------------
+    def import_transcript(self, path: str, done: Done) -> Job:
+        store = self.store
+        return self.run("import", lambda _job: import_file(store, path), f"Importing {path}…", done)
+
+    def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None) -> None:
+        """Save the settings (raises if they cannot be); then the provider and the open chat's engine follow them."""
+        if key:
+            save_api_key(choice.kind, key)
+        self.store.set_setting(PROVIDER_KEY, choice.to_setting())
+        self.store.set_setting(GLOBAL_POLICY_KEY, policy)
+        if chat is not None and self.session is not None:
+            self.store.update_chat_settings(self.session.chat_id, chat)
+
+    def settings_now(self) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
+        """(provider choice, global policy, the open chat's settings, whether an API key is saved)."""
+        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
+        chat = self.store.get_chat(self.session.chat_id).settings if self.session else None
+        key_saved = choice.kind != "local" and api_key_for(choice.kind) is not None
+        return choice, self.store.get_setting(GLOBAL_POLICY_KEY, {}) or {}, chat, key_saved
