@@ -269,7 +269,7 @@ class ChatController(QObject):
     def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None) -> None:
         """Save the settings (raises if they cannot be); then the provider and the open chat's engine follow them."""
         if key:
-            save_api_key(choice.kind, key)
+            save_api_key(choice.kind, key, choice.base_url or None)
         self.store.set_setting(PROVIDER_KEY, choice.to_setting())
         self.store.set_setting(GLOBAL_POLICY_KEY, policy)
         if chat is not None and self.session is not None:
@@ -279,5 +279,5 @@ class ChatController(QObject):
         """(provider choice, global policy, the open chat's settings, whether an API key is saved)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         chat = self.store.get_chat(self.session.chat_id).settings if self.session else None
-        key_saved = choice.kind != "local" and api_key_for(choice.kind) is not None
+        key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
         return choice, self.store.get_setting(GLOBAL_POLICY_KEY, {}) or {}, chat, key_saved

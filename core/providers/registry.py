@@ -1,8 +1,15 @@
-"""Build a provider by kind, and find its API key (environment first, then the OS keyring; never the database)."""
+"""Build a provider by kind, and find its API key (environment first, then the OS keyring; never the database).
+
+A key goes only to the server it belongs to: the environment's key to the official API host, a key saved for
+another server (kept in the keyring under that server's origin) to that server, and none over plain HTTP to a host
+beyond this machine unless the user allows it (ALLOW_HTTP_KEY_ENV).
+"""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from urllib.parse import urlsplit
 
 from .base import AuthError, Provider
 
@@ -10,12 +17,37 @@ KINDS = ("local", "openai", "anthropic")
 KEYRING_SERVICE = "precis"
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+OFFICIAL_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
+# Set to 1 to send a key over plain HTTP to a host that is not this machine (a trusted network only).
+ALLOW_HTTP_KEY_ENV = "PRECIS_ALLOW_HTTP_KEY"
 
 
-def api_key_for(kind: str) -> str | None:
-    """The key for a provider kind from its environment variable, else the keyring (user = the kind)."""
+def _official(kind: str, base_url: str | None) -> bool:
+    return base_url is None or urlsplit(base_url).hostname == OFFICIAL_HOSTS.get(kind)
+
+
+def _keyring_user(kind: str, base_url: str | None) -> str:
+    """The keyring entry of a key: the kind for its official host, else the kind and the server's origin."""
+    if _official(kind, base_url):
+        return kind
+    parts = urlsplit(base_url or "")
+    return f"{kind}@{parts.scheme}://{parts.netloc}"
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def api_key_for(kind: str, base_url: str | None = None) -> str | None:
+    """The key for a provider kind at `base_url` (None: its official host). The environment variable counts for
+    the official host only; any server's key can come from the keyring, saved for that server."""
     env = KEY_ENV.get(kind)
-    if env and os.environ.get(env):
+    if env and os.environ.get(env) and _official(kind, base_url):
         return os.environ[env]
     try:
         import keyring
@@ -23,19 +55,20 @@ def api_key_for(kind: str) -> str | None:
     except ImportError:
         return None
     try:
-        return keyring.get_password(KEYRING_SERVICE, kind) or None
+        return keyring.get_password(KEYRING_SERVICE, _keyring_user(kind, base_url)) or None
     except (KeyringError, RuntimeError, OSError):
         # No usable keyring backend (a headless machine): the environment is the only source.
         return None
 
 
-def save_api_key(kind: str, key: str) -> None:
-    """Store a key in the OS keyring; raises AuthError with the reason if there is no usable keyring."""
+def save_api_key(kind: str, key: str, base_url: str | None = None) -> None:
+    """Store a key in the OS keyring for the server at `base_url` (None: the official host); raises AuthError with
+    the reason if there is no usable keyring."""
     import keyring
     from keyring.errors import KeyringError
 
     try:
-        keyring.set_password(KEYRING_SERVICE, kind, key)
+        keyring.set_password(KEYRING_SERVICE, _keyring_user(kind, base_url), key)
     except (KeyringError, RuntimeError, OSError) as exc:
         raise AuthError(f"cannot store the {kind} key in the OS keyring ({type(exc).__name__}); "
                         f"set {KEY_ENV.get(kind, 'the key')} in the environment instead") from None
@@ -54,7 +87,11 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
         return LocalProvider(extra_buffer_types=extra_buffer_types)
     if kind not in KINDS:
         raise ValueError(f"unknown provider {kind!r}; choose one of {', '.join(KINDS)}")
-    key = api_key or api_key_for(kind)
+    key = api_key or api_key_for(kind, base_url)
+    parts = urlsplit(base_url or "")
+    if key and parts.scheme == "http" and not _loopback(parts.hostname) and os.environ.get(ALLOW_HTTP_KEY_ENV) != "1":
+        raise AuthError(f"refusing to send the {kind} API key over plain HTTP to {parts.hostname}: anyone on the "
+                        f"network could read it. Use https, or set {ALLOW_HTTP_KEY_ENV}=1 to allow it")
     if key is None and base_url is None:
         raise AuthError(f"no API key for {kind}: set {KEY_ENV[kind]} or store a key in the keyring "
                         f"(service {KEYRING_SERVICE}, user {kind})")
