@@ -1,4 +1,4 @@
-"""The History dialog: the summary chain and the recent messages of a chat, as Markdown."""
+"""Read-only text windows: History (the summary chain and the recent messages of a chat) and the command list."""
 
 from __future__ import annotations
 
@@ -30,12 +30,17 @@ def tool_line(message: Message) -> str:
 
 
 def show_history(parent: QWidget, snapshot: Snapshot) -> QDialog:
+    return show_text(parent, "History", history_markdown(snapshot))
+
+
+def show_text(parent: QWidget, title: str, markdown: str) -> QDialog:
+    """A non-modal window of read-only Markdown (History, the command list)."""
     dialog = QDialog(parent)
-    dialog.setWindowTitle("History")
+    dialog.setWindowTitle(title)
     dialog.resize(640, 520)
     view = QTextEdit(dialog)
     view.setReadOnly(True)
-    view.setMarkdown(history_markdown(snapshot))
+    view.setMarkdown(markdown)
     QVBoxLayout(dialog).addWidget(view)
     dialog.setModal(False)
     dialog.show()

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
 from PySide6.QtWidgets import (
     QFileDialog,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QSplitter,
     QStackedWidget,
@@ -31,7 +32,7 @@ from .chat_list import ChatList
 from .composer import Composer
 from .controller import ChatController
 from .conversation import ConversationView, Row, build_rows
-from .history import show_history
+from .history import show_history, show_text
 from .inspector import ActionState, Inspector
 from .session import ReplyResult, Snapshot
 from .settings_dialog import SettingsDialog
@@ -113,40 +114,63 @@ class MainWindow(QMainWindow):
 
     # ---- setup ------------------------------------------------------------------------------------------------
     def _build_menu(self) -> None:
-        menu = self.menuBar().addMenu("&File")
-        for text, shortcut, slot in (
-            ("New chat", QKeySequence.StandardKey.New, self.new_chat),
-            ("Import transcript…", "Ctrl+I", self.choose_import),
-            ("Settings…", QKeySequence.StandardKey.Preferences, self.open_settings),
-            ("Quit", QKeySequence.StandardKey.Quit, self.close),
-        ):
-            action = QAction(text, self)
-            action.setShortcut(shortcut)
-            action.triggered.connect(slot)
-            menu.addAction(action)
-        chat = self.menuBar().addMenu("&Chat")
-        self.edit_action = QAction("Edit and resend the last message", self)
-        self.edit_action.setShortcut("Ctrl+E")
-        self.edit_action.triggered.connect(self.edit_last)
-        self.regenerate_action = QAction("Regenerate the last reply", self)
-        self.regenerate_action.setShortcut("Ctrl+R")
-        self.regenerate_action.triggered.connect(self.regenerate)
-        chat.addAction(self.edit_action)
-        chat.addAction(self.regenerate_action)
-        view = self.menuBar().addMenu("&View")
-        self.toggle_inspector = QAction("Context inspector", self, checkable=True, checked=True)
-        self.toggle_inspector.setShortcut("Ctrl+Shift+I")
-        self.toggle_inspector.toggled.connect(self.inspector.setVisible)
-        view.addAction(self.toggle_inspector)
-        self._build_theme_menu(view.addMenu("Theme"))
-        search = QAction("Search all chats", self)
-        search.setShortcut("Ctrl+K")
-        search.triggered.connect(self.chat_list.focus_search)
-        self.addAction(search)
-        view.addAction(search)
+        """The menus and shortcuts, from the command registry: an action per command, in its menu."""
+        handlers = self._command_handlers()
+        self.actions: dict[str, QAction] = {}
+        menus: dict[str, QMenu] = {}
+        for menu_name, commands in slash.menus().items():
+            menus[menu_name] = menu = self.menuBar().addMenu("&" + menu_name)
+            for command in commands:
+                action = QAction(command.title, self)
+                action.setShortcut(command.shortcut)
+                action.setToolTip(command.help)
+                action.triggered.connect(lambda _checked=False, handler=handlers[command.name]: handler(""))
+                menu.addAction(action)
+                self.addAction(action)  # the shortcut works wherever the focus is
+                self.actions[command.name] = action
+        self.actions["inspector"].setCheckable(True)
+        self.actions["inspector"].setChecked(True)
+        menus["View"].insertMenu(self.actions["search"], self._build_theme_menu())
 
-    def _build_theme_menu(self, menu) -> None:
+    def _command_handlers(self) -> dict[str, Callable[[str], object]]:
+        """What each registered command does in the window, given its argument ("" from a menu)."""
+        return {
+            "new-chat": lambda _arg: self.new_chat(),
+            "import": lambda _arg: self.choose_import(),
+            "settings": lambda _arg: self.open_settings(),
+            "quit": lambda _arg: self.close(),
+            "edit-last": lambda _arg: self.edit_last(),
+            "regenerate": lambda _arg: self.regenerate(),
+            "context": lambda _arg: self._show_context(),
+            "summarize": self.summarize_now,
+            "undo-summary": lambda _arg: self.chat.undo_summary(self._hint_error),
+            "history": lambda _arg: self.chat.snapshot is not None and show_history(self, self.chat.snapshot),
+            "pin": lambda _arg: self.pin_selected(True),
+            "unpin": lambda _arg: self.pin_selected(False),
+            "run": lambda arg: self._run_tool(f"Running: {arg}",
+                                              lambda job: tools.run_command_messages(arg, job.cancel_token)),
+            "grep": lambda arg: self._run_tool(f"Searching: {arg}",
+                                               lambda job: tools.grep_messages(arg, job.cancel_token)),
+            "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
+            "search": lambda _arg: self.chat_list.focus_search(),
+            "help": lambda _arg: show_text(self, "Commands", "```\n" + slash.help_text() + "\n```"),
+        }
+
+    def _show_inspector(self) -> None:
+        self.actions["inspector"].setChecked(True)
+        self.inspector.setVisible(True)
+
+    def _show_context(self) -> None:
+        self._show_inspector()
+        snapshot = self.chat.snapshot
+        if snapshot is not None and snapshot.usage is not None:
+            usage = snapshot.usage
+            self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
+                                   f"{len(snapshot.chain)} summaries in the chain.")
+
+    def _build_theme_menu(self) -> QMenu:
         """System / Light / Dark; the choice is saved and applied at once."""
+        menu = QMenu("Theme", self)
         chosen = theme.Appearance.model_validate(self.store.get_setting(theme.APPEARANCE_KEY, {}) or {}).theme
         theme.choose(chosen)
         group = QActionGroup(self)
@@ -157,6 +181,7 @@ class MainWindow(QMainWindow):
             group.addAction(action)
             menu.addAction(action)
             self.theme_actions[choice] = action
+        return menu
 
     def set_theme(self, choice: theme.ThemeChoice) -> None:
         theme.choose(choice)
@@ -333,8 +358,7 @@ class MainWindow(QMainWindow):
             command = slash.parse(text)
         except slash.SlashError as exc:
             first = str(exc).splitlines()[0]
-            short_help = " ".join(f"/{name}" for name in slash.COMMANDS)
-            self.composer.set_hint(f"{first} {short_help}" if first.endswith("Commands:") else first, error=True)
+            self.composer.set_hint(f"{first} {slash.short_help()}" if first.endswith("Commands:") else first, error=True)
             self.composer.hint.setToolTip(slash.help_text())
             return
         if command is None:
@@ -481,28 +505,8 @@ class MainWindow(QMainWindow):
 
     # ---- slash commands and tools ------------------------------------------------------------------------------
     def run_command(self, command: slash.SlashCommand) -> None:
-        name, argument = command.name, command.argument
         self._clear_composer()
-        if name == "context":
-            self.toggle_inspector.setChecked(True)
-            snapshot = self.chat.snapshot
-            if snapshot is not None and snapshot.usage is not None:
-                usage = snapshot.usage
-                self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
-                                       f"{len(snapshot.chain)} summaries in the chain.")
-        elif name == "summarize":
-            self.summarize_now(argument)
-        elif name == "undo-summary":
-            self.chat.undo_summary(self._hint_error)
-        elif name == "history":
-            if self.chat.snapshot is not None:
-                show_history(self, self.chat.snapshot)
-        elif name in ("pin", "unpin"):
-            self.pin_selected(name == "pin")
-        elif name == "run":
-            self._run_tool(f"Running: {argument}", lambda job: tools.run_command_messages(argument, job.cancel_token))
-        elif name == "grep":
-            self._run_tool(f"Searching: {argument}", lambda job: tools.grep_messages(argument, job.cancel_token))
+        self._command_handlers()[command.name](command.argument)
 
     def _run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]]) -> None:
         """Run a tool off the GUI thread with a visible Stop; its call and result become messages of the chat."""
@@ -555,7 +559,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Message copied", 3000)
 
     def _select_summary(self, record_id: str) -> None:
-        self.toggle_inspector.setChecked(True)
+        self._show_inspector()
         self.inspector.select_record(record_id)
 
     def _reveal_summary(self, record_id: str) -> None:

@@ -67,3 +67,24 @@ def test_attached_files_become_read_file_exchanges_and_binary_files_are_refused(
     binary.write_bytes(b"\x89PNG\0\0")
     with pytest.raises(ValueError, match="image.png: looks like a binary file"):
         tools.read_file_messages(binary)
+
+
+def test_one_registration_puts_a_command_in_parsing_help_completion_and_the_menus(monkeypatch):
+    monkeypatch.setattr(slash, "REGISTRY", dict(slash.REGISTRY))
+    slash.register("recap", "Recap the chat", "say what happened so far", argument="TOPIC", menu="Chat")
+    assert slash.parse("/recap the tests") == slash.SlashCommand("recap", "the tests")
+    with pytest.raises(slash.SlashError, match="/recap needs TOPIC: say what happened so far"):
+        slash.parse("/recap")
+    assert "/recap TOPIC" in slash.help_text() and slash.help_text().endswith("say what happened so far")
+    assert [c.name for c in slash.completions("/rec")] == ["recap"]
+    assert slash.menus()["Chat"][-1].title == "Recap the chat"
+    with pytest.raises(ValueError, match="registered twice"):
+        slash.register("recap", "again", "again")
+
+
+def test_menu_only_commands_are_not_slash_commands():
+    assert slash.REGISTRY["quit"].menu == "File"
+    with pytest.raises(slash.SlashError, match="Unknown command /quit"):
+        slash.parse("/quit")
+    assert "/quit" not in slash.help_text() and "/help" in slash.help_text()
+    assert [c.name for c in slash.completions("/s")] == ["summarize"]

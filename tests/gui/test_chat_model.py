@@ -78,7 +78,7 @@ def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot,
     assert old_reply.id == first.args[0].message.id
 
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as second:
-        window.regenerate_action.trigger()
+        window.actions["regenerate"].trigger()
     new_reply = second.args[0].message
     assert new_reply.id != old_reply.id and new_reply.content.strip()
     assert [m.id for m in store.load_messages(chat_id)] == [question.id, new_reply.id]
@@ -101,12 +101,12 @@ def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, l
     old_question, old_reply = store.load_messages(chat_id)
 
     # Escape gives up editing and leaves the chat as it was.
-    window.edit_action.trigger()
+    window.actions["edit-last"].trigger()
     assert window.composer.text() == "Name a colour." and "Editing" in window.composer.hint.text()
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
     assert window.editing is None and window.composer.text() == ""
 
-    window.edit_action.trigger()
+    window.actions["edit-last"].trigger()
     window.composer.edit.selectAll()
     qtbot.keyClicks(window.composer.edit, "Name a fruit.")
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:

@@ -64,7 +64,7 @@ def test_at_1000_by_700_the_chat_gets_the_most_width_and_the_inspector_folds_awa
     qtbot.waitUntil(lambda: window.width() == 1000)
     chat_list, centre, inspector = window.splitter.sizes()
     assert centre > inspector and centre >= 400
-    window.toggle_inspector.trigger()
+    window.actions["inspector"].trigger()
     assert not window.inspector.isVisible()
     qtbot.waitUntil(lambda: window.splitter.sizes()[1] >= 700)
 
@@ -79,7 +79,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
     window = make_window()
     open_imported_chat(qtbot, window, store, [Message(role="user", content="How?"),
                                               Message(role="assistant", content=f"Run:\n\n```\n{long_line}\n```\n")])
-    window.toggle_inspector.trigger()
+    window.actions["inspector"].trigger()
     window.resize(1920, 1080)
     view = window.conversation
     qtbot.waitUntil(lambda: view.viewport().width() > 1200)

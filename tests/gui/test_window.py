@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from precis.core import commands
 from precis.core.model.messages import Message
 from precis.core.providers.base import ContextLengthExceeded
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.core.storage.store import open_store
 from PySide6.QtCore import QPoint, Qt
-from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextEdit
 
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
@@ -334,3 +335,18 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     record = window.chat.snapshot.chain[0]
     assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
     assert len(store.load_records(chat_id)) == 1
+
+
+def test_the_menus_and_shortcuts_are_the_command_registry(make_window):
+    window = make_window()
+    assert set(window._command_handlers()) == set(commands.REGISTRY)
+    menus = {action.text().lstrip("&"): action.menu() for action in window.menuBar().actions()}
+    for menu_name, registered in commands.menus().items():
+        titles = [action.text() for action in menus[menu_name].actions() if not action.isSeparator()]
+        assert [c.title for c in registered] == [t for t in titles if t != "Theme"]
+    for command in commands.REGISTRY.values():
+        if command.shortcut:
+            assert window.actions[command.name].shortcut().toString() == command.shortcut
+    window.submit("/help")
+    dialog = window.findChildren(QDialog)[-1]
+    assert dialog.windowTitle() == "Commands" and "/summarize [instructions]" in dialog.findChild(QTextEdit).toPlainText()
