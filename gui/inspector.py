@@ -499,7 +499,8 @@ def record_markdown(record: SummaryRecord) -> str:
             + (f" ×{c.count}" if c.count > 1 else "") for c in facets.commands[:30]))
     if facets.tool_usage:
         parts.append("**Tool usage**\n\n" + "\n".join(f"- {t.tool}: {t.count}" for t in facets.tool_usage))
-    meta = [f"mode {record.mode}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms"]
+    meta = [f"mode {record.mode}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms",
+            f"{record.tokens:,} tokens", f"summarizer used {record.summarizer_tokens:,} tokens"]
     if record.instructions:
         meta.append(f"instructions: {record.instructions}")
     if record.retention:

@@ -579,9 +579,11 @@ class ContextEngine:
             text=fit_text(text, max(cap, 1), self.counter), key_points=key_points,
             facets=Facets.model_validate(facets_dump),
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
-            tokens_before=before.total, trigger=reason, usage_ratio=round(before.ratio, 4),
+            first_message_id=candidates[0].id, last_message_id=candidates[-1].id,
+            summarizer_tokens=draft.summarizer_tokens, tokens_before=before.total, trigger=reason, usage_ratio=round(before.ratio, 4),
             instructions=instructions, fallback_used=draft.fallback_used, fallback_reason=draft.fallback_reason,
             redactions=max(in_originals, n_text + n_points + n_facets))
+        record.tokens = self.counter.count_text(record.text)
         self._add_record(record)
         after = self.usage()
         record.tokens_after = after.total
@@ -630,13 +632,20 @@ class ContextEngine:
         children = self._chain[:count]
         facets = merge_facets([c.facets for c in children])
         key_points = list(dict.fromkeys(p for c in children for p in c.key_points))[-30:]
+        # It follows what the oldest of them followed, never a newer summary.
         record = SummaryRecord(
-            depth=1, parent_id=self._chain[-1].id, mode=children[-1].mode,
+            depth=1, parent_id=children[0].parent_id, mode=children[-1].mode,
+            first_message_id=children[0].first_message_id, last_message_id=children[-1].last_message_id,
             text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
             merged_ids=[c.id for c in children], tokens_before=before.total, trigger="merge at maximum depth",
             usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
+        record.tokens = self.counter.count_text(record.text)
+        folded = {c.id for c in children}
         for child in children:
             child.status = "merged"
+        for later in self._chain[count:]:
+            if later.parent_id in folded:
+                later.parent_id = record.id
         self._add_record(record)
         self._check_retention(record)
         after = self.usage()
@@ -687,6 +696,9 @@ class ContextEngine:
         children = [self._by_record[c] for c in record.merged_ids if c in self._by_record]
         for child in children:
             child.status = "active"
+        for later in self.records:  # what followed the merge follows its newest child again
+            if children and later.parent_id == record.id:
+                later.parent_id = children[-1].id
         self._rebuild()
         for position, chained in enumerate(self._chain, start=1):
             chained.depth = position

@@ -119,8 +119,13 @@ class SummaryRecord(BaseModel):
     covered: list[CoveredMessage] = Field(default_factory=list)
     # Earlier summaries folded into this one (merge at the maximum chain depth).
     merged_ids: list[str] = Field(default_factory=list)
+    # The first and last message of the range it covers (merges: of all the ranges they fold).
+    first_message_id: str | None = None
+    last_message_id: str | None = None
     tokens_before: int = 0
     tokens_after: int = 0
+    tokens: int = 0  # its own size in the context
+    summarizer_tokens: int = 0  # what the summary calls to a model used, prompt and reply (0 for rules)
     trigger: str = "manual"
     usage_ratio: float = 0.0
     instructions: str | None = None

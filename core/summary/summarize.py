@@ -42,6 +42,7 @@ class SummaryDraft:
     mode: SummaryMode
     fallback_used: bool = False
     fallback_reason: str | None = None
+    summarizer_tokens: int = 0  # prompt and reply tokens of the model calls it took
 
 
 @dataclass
@@ -236,6 +237,7 @@ class LLMSummarizer:
     max_request_tokens: int = 2560
     # "ok" / "invalid" / "transport" / "ungrounded", for fidelity reports
     attempts: list[str] = field(default_factory=list)
+    tokens_used: int = 0  # model tokens of the summary being made (prompt and reply)
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
 
     def _counter(self, fallback: TokenCounter) -> TokenCounter:
@@ -257,8 +259,10 @@ class LLMSummarizer:
                 self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
             try:
                 # Greedy decoding: the same stretch of conversation gives the same summary.
-                reply = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
-                                 json_schema=SUMMARY_SCHEMA).text
+                answer = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
+                                  json_schema=SUMMARY_SCHEMA)
+                self.tokens_used += answer.usage.prompt_tokens + answer.usage.completion_tokens
+                reply = answer.text
                 break
             except ProviderError as exc:
                 last_error = exc
@@ -293,6 +297,7 @@ class LLMSummarizer:
         return SummaryDraft(text=text, key_points=out.key_points[:MAX_KEY_POINTS], facets=facets, mode=self.mode)
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        self.tokens_used = 0
         try:
             out = self._ask(request)
         except SummaryFallback as exc:
@@ -300,8 +305,10 @@ class LLMSummarizer:
                 raise SummarizationFailed(str(exc)) from None
             draft = RuleSummarizer().summarize(request)
             draft.fallback_used, draft.fallback_reason = True, str(exc)
-            return draft
-        return self._draft(request, out)
+        else:
+            draft = self._draft(request, out)
+        draft.summarizer_tokens = self.tokens_used  # spent even when the answer was not used
+        return draft
 
 
 class SummaryFallback(Exception):

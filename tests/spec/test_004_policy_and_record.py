@@ -50,3 +50,30 @@ def test_003_a_summary_that_saves_nothing_is_reported_as_such():
         "2 messages → 1 summary · 900 → 915 tokens (saves nothing: 15 tokens more)")
     even = SummaryResult(messages_before=2, messages_after=1, tokens_before=900, tokens_after=900)
     assert even.saves_nothing and even.describe().endswith("(saves nothing)")
+
+
+def test_004_record_names_its_range_size_and_parent_never_a_newer_one():
+    from precis.core.context.engine import Budget, ContextEngine
+    from precis.core.model.messages import Message
+    from precis.core.model.tokens import TokenCounter
+
+    counter = TokenCounter()
+    engine = ContextEngine(Budget(window=100_000, reserve_output=512), SummarizationPolicy(mode="rule", max_depth=2),
+                           counter)
+    made = []
+    for round_ in range(4):
+        for i in range(10):
+            engine.append(Message(role="user" if i % 2 == 0 else "assistant",
+                                  content=f"round {round_} message {i}: about cache_{round_}_{i}.py"), auto=False)
+        made.append(engine.summarize_now())
+    first = made[0]
+    assert first.first_message_id == engine.messages[0].id and first.last_message_id == first.covered[-1].id
+    assert first.tokens == counter.count_text(first.text) and first.summarizer_tokens == 0  # rules call no model
+    position = {m.id: n for n, m in enumerate(engine.messages)}
+    by_id = {r.id: r for r in engine.records}
+    assert any(r.merged_ids for r in engine.records), "max_depth 2 must have merged"
+    for record in engine.records:
+        # The parent's range ends before the record's begins: it follows an older summary, never a newer one.
+        if record.parent_id is not None and record.status != "merged":
+            parent = by_id[record.parent_id]
+            assert position[parent.last_message_id] < position[record.first_message_id]

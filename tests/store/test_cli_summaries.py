@@ -29,7 +29,7 @@ def test_summarize_then_history_then_undo(tmp_path, capsys):
     assert main(["--data-dir", str(data), "history", chat[:8], "--full"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("1. ") and "messages 1-14" in out[1]
-    assert "rule, manual, instructions: keep the file names" in out[1]
+    assert "rule, manual, " in out[1] and " tokens itself, instructions: keep the file names" in out[1]
     assert out[2].startswith("   first: Step 0: please look at cache_0.py")
     assert out[3].startswith("   last:  Step 13: We decided to use an LRU cache for module 13.")
 
