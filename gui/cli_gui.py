@@ -35,6 +35,7 @@ def open_window(data_dir: str | None) -> int:
     try:
         return app.exec()
     finally:
+        window.chat.finish_background_work()  # the window is gone: work under way is saved before the store closes
         store.close()
 
 
@@ -112,6 +113,7 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
             return 1
         print(file)
         window.close()
+        window.chat.finish_background_work()
         return 0
     finally:
         store.close()

@@ -48,6 +48,7 @@ class ChatController(QObject):
         self.store = store
         self.runner = Runner(parent=self)
         self.chat_runner: Runner | None = None
+        self._retired: set[Runner] = set()  # runners of closed chats, finishing their last jobs
         self.session: ChatSession | None = None
         self.snapshot: Snapshot | None = None
         self.reply_job: Job | None = None
@@ -157,15 +158,25 @@ class ChatController(QObject):
         runner, session = self.chat_runner, self.session
         self.session = None
         self.snapshot = None
-        if runner is not None:
-            runner.wait(CLOSE_WAIT_MS)
-            runner.setParent(None)
-        session.close()
+        if runner is None:
+            session.close()
+            return
+        # Never waited for on the GUI thread: the closed chat's worker finishes what it started (a summary under
+        # way is saved by the engine's store hooks, so reopening does not redo it; its snapshot is dropped by
+        # apply) and closes the session after its last job.
+        self._retired.add(runner)
+        last = runner.submit("close the chat", lambda _job: session.close())
+        last.finished.connect(lambda: self._retired.discard(runner))
 
     def shutdown(self) -> None:
+        """Close the chat and cancel shared work without waiting (see finish_background_work)."""
         self.close()
         self.runner.cancel_all()
-        self.runner.wait(CLOSE_WAIT_MS)
+
+    def finish_background_work(self, msecs: int = CLOSE_WAIT_MS) -> bool:
+        """Wait for closed chats' and cancelled work: only once the window is gone, before the store closes."""
+        runners = [self.runner, *self._retired, *([self.chat_runner] if self.chat_runner else [])]
+        return all(runner.wait(msecs) for runner in runners)
 
     def apply(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
         """Take a snapshot of the open chat; rows are rebuilt when what is archived changed (a summary, an undo).

@@ -44,3 +44,4 @@ def make_window(qtbot, store):
     yield make
     for window in windows:
         window.close()
+        window.chat.finish_background_work()  # before the store closes under it

@@ -112,6 +112,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
     window.apply_settings(dialog)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     window.close()
+    window.chat.finish_background_work()
     store.close()
 
     reopened = open_store(isolated_home)
@@ -284,6 +285,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     assert window.chat.session.engine.policy.keep_recent == 3 and window.chat.session.engine.policy.reset_ratio == 0.5
     assert "60%" in window.inspector.thresholds.text()
     window.close()
+    window.chat.finish_background_work()
     store.close()
 
     reopened = open_store(isolated_home)
