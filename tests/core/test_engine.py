@@ -547,3 +547,19 @@ def test_a_small_window_with_a_large_system_prompt_summarizes_a_handful_of_times
 
 def test_target_fill_must_be_below_the_trigger():
     assert "target_ratio" in policy_errors({"target_ratio": 0.85})[""]
+
+
+def test_long_unbroken_text_is_tokenized_in_bounded_pieces(monkeypatch):
+    """BPE time grows with the square of an unbroken run: one 20 MB letter took 26 s and 1.1 GB. The encoder is
+    only ever given bounded pieces, and the count stays that of the whole text for ordinary words."""
+    counter = TokenCounter()
+    encoding = counter._encoding
+    words = " ".join(f"word{i} the parcel leaves\nat noon" for i in range(3000))
+    whole = len(encoding.encode_ordinary(words))
+    longest: list[int] = []
+    original = encoding.encode_ordinary
+    monkeypatch.setattr(encoding, "encode_ordinary", lambda text: longest.append(len(text)) or original(text))
+    assert counter.count_text(words) == whole
+    run = "a" * 200_000
+    assert abs(counter.count_text(run) - len(original(run))) <= len(run) // 64
+    assert max(longest) <= 4096
