@@ -12,7 +12,8 @@ from typing import TextIO
 
 import click
 
-from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
+from ..commands import SlashError, help_text, parse
+from ..context.engine import ContextEngine, EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo
 from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
@@ -21,6 +22,7 @@ from ..providers.registry import KINDS, make_provider
 from ..storage.chats import restore_engine
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
+from ..tools import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from .group import cli, data_dir_option
 
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -187,8 +189,48 @@ def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: 
             continue
         if text in QUIT_COMMANDS:
             return 0
-        keep(Message("user", text))
+        try:
+            command = parse(text)
+        except SlashError as exc:
+            print(exc, file=out)
+            continue
+        if command is not None:
+            print(run_slash(engine, command.name, command.argument, keep), file=out)
+            continue
+        keep(Message("user", text.removeprefix("/")))  # "//x" sends "/x"
         chat_turn(engine, provider, args, out, err, keep)
+
+
+def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[Message], None]) -> str:
+    """A slash command of the registry in the terminal chat; returns what to print. Commands that act on a
+    selection in the window (pin, unpin) say so."""
+    try:
+        if name == "context":
+            usage = engine.usage()
+            return (f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}); "
+                    f"summary chain: {len(engine.chain())}")
+        if name == "summarize":
+            return engine.summarize_now(argument or None).result().describe()
+        if name == "undo-summary":
+            record = engine.undo_last()
+            return f"undid the summary of {len(record.covered)} messages"
+        if name == "history":
+            return "\n".join(f"{r.depth}. {r.result().describe()} ({r.mode}, {r.trigger})"
+                             for r in engine.chain()) or "no summaries"
+        if name == "help":
+            return help_text()
+        if name in ("run", "grep"):
+            if name == "run":
+                messages = run_command_messages(argument)
+            else:
+                pattern, path = grep_argument(argument)
+                messages = tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path))
+            for message in messages:
+                keep(message)
+            return messages[-1].content
+    except (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError) as exc:
+        return str(exc)
+    return f"/{name} works in the window only"
 
 
 @cli.command()
