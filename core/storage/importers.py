@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..model.messages import Message, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.tokens import TokenCounter
-from .interchange import TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
+from .interchange import NESTED_TOO_DEEP, TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
 from .store import Store
 
 Format = Literal["auto", "jsonl", "openai", "claude-code"]
@@ -63,8 +63,8 @@ def detect_format(path: Path, data: bytes) -> str:
     first = next((line.strip() for line in text.splitlines() if line.strip()), "")
     try:
         value = json.loads(first)
-    except json.JSONDecodeError:
-        value = None
+    except (json.JSONDecodeError, RecursionError):
+        value = None  # the reader of the format reports the problem with its line
     if isinstance(value, dict):
         if "role" in value:
             return "jsonl"
@@ -91,6 +91,8 @@ def _items_with_lines(text: str, source: str) -> list[tuple[Any, int]]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(source, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise TranscriptError(source, 1, NESTED_TOO_DEEP) from None
     if isinstance(document, dict):
         if not isinstance(document.get("messages"), list):
             raise TranscriptError(source, 1, "field 'messages' must be a list of messages")

@@ -87,6 +87,9 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
     return out
 
 
+NESTED_TOO_DEEP = "JSON nested too deeply to read (arrays or objects inside each other thousands of levels deep)"
+
+
 def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
     """One JSON Lines line as a value, None for a blank line; TranscriptError (file, line) if it is not JSON."""
     text = _decode_line(raw).strip()
@@ -96,6 +99,8 @@ def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(source, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise TranscriptError(source, number, NESTED_TOO_DEEP) from None
 
 
 def iter_jsonl(lines: Iterable[bytes | str], source: str) -> Iterator[Message]:

@@ -86,3 +86,19 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
     assert code == 2 and "'pdf' is not one of" in err
     code, _, err = run(capsys, "search", "x", "--limit", "many")
     assert code == 2 and "'many' is not a valid integer" in err
+
+
+def test_json_nested_too_deep_is_a_clear_error_naming_file_and_line(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    deep = "[" * 100_000 + "]" * 100_000
+    jsonl = tmp_path / "deep.jsonl"
+    jsonl.write_text('{"role": "user", "content": "fine"}\n{"role": "user", "content": ' + deep + "}\n")
+    openai = tmp_path / "deep.json"
+    openai.write_text('{"messages": ' + deep + "}")
+    for path, line in ((jsonl, 2), (openai, 1)):
+        for fmt in ("auto", "jsonl" if path is jsonl else "openai"):
+            code, _, err = run(capsys, "--data-dir", data, "import", str(path), "--format", fmt)
+            assert code == 2 and "Traceback" not in err
+            assert f"{path}, line {line}" in err and "nested too deeply" in err
+    code, _, err = run(capsys, "compact", str(jsonl))
+    assert code == 2 and f"{jsonl}, line 2" in err and "nested too deeply" in err
