@@ -17,6 +17,7 @@ from typing import Literal
 from ..model.messages import Message, ToolCall
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..summary.digest import rank_points
 from ..summary.redact import redact, redact_obj
 from ..summary.retention import Facts as RetentionFacts
 from ..summary.retention import check_facts, collect_facts, union_facts
@@ -211,8 +212,13 @@ class ContextEngine:
         ids = set(self._covered_transitively(record))
         return [m for m in self.messages if m.id in ids]
 
+    def _is_opening(self, message: Message) -> bool:
+        """The chat's first message when it is a system message: the system prompt, never summarized. Later system
+        messages (session or date markers) are conversation: summarized with their stretch, their date kept."""
+        return message.role == "system" and self._position.get(message.id) == 0
+
     def _is_visible(self, message: Message) -> bool:
-        return message.id not in self._hidden_by or message.pinned or message.role == "system"
+        return message.id not in self._hidden_by or message.pinned or self._is_opening(message)
 
     def is_archived(self, message_id: str) -> bool:
         """True if the message is replaced by a summary in the prompt (pinned and system messages never are)."""
@@ -459,7 +465,7 @@ class ContextEngine:
 
     def _candidates(self, keep: int, up_to: str | None = None) -> list[Message]:
         """Unprotected visible messages to summarize, leaving `keep` recent ones, never splitting a tool pair."""
-        conversation = [m for m in self._visible() if m.role != "system"]
+        conversation = [m for m in self._visible() if not self._is_opening(m)]
         if up_to is not None:
             if up_to not in self._position:
                 raise KeyError(f"no message {up_to} in this conversation")
@@ -667,10 +673,14 @@ class ContextEngine:
         count = self.counter.count_text
         trail = render_artifact_trail(facets, cap * 6 // 10, count)
         points = key_points
-        header = f"Merged summary of {sum(len(self._covered_transitively(c)) for c in children)} earlier messages."
+        covered = sum(len(self._covered_transitively(c)) for c in children)
+        conversation = any(c.text.startswith(("Conversation digest", "Merged conversation")) for c in children)
+        header = f"Merged {'conversation digest' if conversation else 'summary'} of {covered} earlier messages."
         room = cap - count(header) - count(trail) - 8
         kept: list[str] = []
-        for point in reversed(points):  # the newest points matter most for what comes next
+        if conversation:  # the points are digest lines: keep those carrying the most facts, from every stretch
+            kept = [f"- {p}" for p in rank_points(points, room, count)]
+        for point in [] if conversation else reversed(points):  # the newest points matter most for what comes next
             line = f"- {point}"
             if count(line) + 1 > room:
                 break

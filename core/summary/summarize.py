@@ -17,6 +17,7 @@ from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError, complete
 from .decisions import MAX_DECISIONS
+from .digest import conversation_digest, is_conversation
 from .facets import analyze_calls, facets_of
 from .redact import redact
 from .summary_block import key_points_of, render_artifact_trail, rule_summary
@@ -81,6 +82,13 @@ class RuleSummarizer:
     mode: SummaryMode = "rule"
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        if is_conversation(request.messages):
+            facets = facets_of(request.messages, analyze_calls(request.messages))
+            decisions = "Decisions:\n" + "\n".join(f"- {d}" for d in facets.decisions) if facets.decisions else ""
+            room = request.max_tokens - (request.counter.count_text(decisions) + 2 if decisions else 0)
+            text, key_points = conversation_digest(request.messages, max(room, 1), request.counter.count_text)
+            text = fit_text("\n\n".join(p for p in (text, decisions) if p), request.max_tokens, request.counter)
+            return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="rule")
         text, key_points, facets = rule_summary(
             request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text)
         return SummaryDraft(text=text, key_points=key_points, facets=facets, mode="rule")
@@ -209,6 +217,29 @@ def ground(out: LLMSummaryOut, source: str) -> tuple[LLMSummaryOut, int]:
     return grounded, dropped
 
 
+MIN_LETTERS = 5
+HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+MARKUP = re.compile(r"<[^>]*>|[\[\]{}#*_`|]+|^\W*\d+\W*$")
+
+
+def says_something(text: str) -> bool:
+    """False for punctuation, numbering, markup fragments or a couple of letters: "#1", "<br>", "][, due"."""
+    if HTML_TAG.search(text):  # a fragment of the model's markup, not a point
+        return False
+    plain = MARKUP.sub(" ", text)
+    return sum(c.isalpha() for c in plain) >= MIN_LETTERS and len(re.findall(r"[A-Za-z]{2,}", plain)) >= 2
+
+
+def without_noise(out: LLMSummaryOut) -> LLMSummaryOut:
+    """The model's lists without the items that say nothing."""
+    return out.model_copy(update={
+        "key_points": [p for p in out.key_points if says_something(p)],
+        "decisions": [d for d in out.decisions if says_something(d)],
+        "unresolved_questions": [q for q in out.unresolved_questions if says_something(q)],
+        "action_items": [a for a in out.action_items if says_something(a.task)],
+    })
+
+
 def render_llm_text(out: LLMSummaryOut) -> str:
     parts = [out.narrative.strip()]
     if out.key_points:
@@ -286,6 +317,10 @@ class LLMSummarizer:
         if not out.narrative:
             self.attempts.append("ungrounded")
             raise SummaryFallback("the model's narrative named things that are not in the transcript")
+        out = without_noise(out)
+        if not says_something(out.narrative):
+            self.attempts.append("empty")
+            raise SummaryFallback("the model's narrative was punctuation, numbering or markup only")
         self.attempts.append("ok")
         return out
 
@@ -330,9 +365,13 @@ class HybridSummarizer(LLMSummarizer):
         facets.unresolved_questions = out.unresolved_questions
         facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
         # The trail and the user's words are what users miss most after compaction: they get room first, and
-        # within it the least needed parts go first (not simply the end of the text).
+        # within it the least needed parts go first (not simply the end of the text). In a conversation the
+        # dated digest of both speakers takes the trail's place.
         trail_budget = request.max_tokens * 6 // 10
-        trail = render_artifact_trail(facets, trail_budget, request.counter.count_text)
+        if is_conversation(request.messages):
+            trail = conversation_digest(request.messages, trail_budget, request.counter.count_text)[0]
+        else:
+            trail = render_artifact_trail(facets, trail_budget, request.counter.count_text)
         narrative_budget = request.max_tokens - request.counter.count_text(trail) - 8
         narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
         # Facts first: a reader (and the model) meets the requests, files, commands and errors before the story.

@@ -1,0 +1,73 @@
+"""Conversation digests, session markers and the model's output hygiene."""
+
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.messages import Message
+from precis.core.model.tokens import TokenCounter
+from precis.core.summary.digest import conversation_digest, is_conversation, session_label
+from precis.core.summary.summarize import LLMActionItem, LLMSummaryOut, says_something, without_noise
+
+COUNT = TokenCounter().count_text
+
+
+def talk() -> list[Message]:
+    lines = [("system", "Session 1 - 1:56 pm on 8 May, 2023"),
+             ("user", "Caroline: Hey Mel! Good to see you! How have you been?"),
+             ("assistant", "Melanie: Hey Caroline! I'm swamped with the kids & work. What's up with you?"),
+             ("user", "Caroline: I went to a LGBTQ support group yesterday and it was so powerful."),
+             ("system", "Session 2 - 6:10 pm on 22 December, 2022"),
+             ("assistant", "Melanie: We're going camping at Lake Tahoe next month with my 3 kids. I painted a "
+                           "sunrise there in 2022 and I love it.")]
+    return [Message(role=r, content=c) for r, c in lines]
+
+
+def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_sentences():
+    messages = talk()
+    assert is_conversation(messages)
+    text, lines = conversation_digest(messages, 200, COUNT)
+    assert "[8 May, 2023, 1:56 pm]" in text and "[22 December, 2022, 6:10 pm]" in text
+    assert "- Caroline: I went to a LGBTQ support group yesterday and it was so powerful." in text
+    assert "Melanie: We're going camping at Lake Tahoe next month with my 3 kids." in text
+    body = text.split("\n", 1)[1]
+    assert body.index("8 May") < body.index("LGBTQ") < body.index("22 December") < body.index("Lake Tahoe")
+    assert "Good to see you" not in text  # greetings carry no fact
+    # A tighter cap keeps fewer sentences, never part of one.
+    small, _ = conversation_digest(messages, 40, COUNT)
+    assert COUNT(small) <= 40
+    for line in small.splitlines()[1:]:
+        assert line.startswith("[") or any(line == full for full in text.splitlines())
+
+
+def test_repeated_messages_collapse_into_one_line_with_a_count():
+    reminder = "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."
+    messages = [Message(role="user", content=reminder) if i % 2 else
+                Message(role="assistant", content=f"I will look at file number {i} of the project next.")
+                for i in range(8)]
+    text, _ = conversation_digest(messages, 400, COUNT)
+    assert text.count("EXACTLY ONE action") == 1 and "(×4)" in text
+
+
+def test_session_markers_are_summarized_with_their_stretch():
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for m in [Message(role="system", content="You are helpful."), *talk()]:
+        engine.append(m, auto=False)
+    record = engine.summarize_now(up_to=engine.messages[-1].id)
+    covered = {m.content for m in engine.archived_messages(record.id)}
+    assert "Session 2 - 6:10 pm on 22 December, 2022" in covered
+    kinds = [(i.kind, i.message.content) for i in engine.assemble().items]
+    assert kinds[0] == ("system", "You are helpful.")  # the chat's first system message stays
+    assert not any("Session 2" in c for k, c in kinds if k == "system")
+    assert "22 December, 2022" in engine.records[-1].text
+    assert session_label("Session 3 - 1:14 pm on 25 May, 2023") == "25 May, 2023, 1:14 pm"
+
+
+def test_model_output_that_says_nothing_is_dropped():
+    for noise in ("#1", "<br>Your passion is amazing!", "][, due", "1.", "---"):
+        assert not says_something(noise), noise
+    assert says_something("Caroline joined a support group in May")
+    out = LLMSummaryOut(narrative="Caroline and Melanie caught up about family and art.",
+                        key_points=["#1", "Melanie paints sunrises at the lake", "]["],
+                        action_items=[LLMActionItem(task="][, due"), LLMActionItem(task="Book the camping trip")])
+    clean = without_noise(out)
+    assert clean.key_points == ["Melanie paints sunrises at the lake"]
+    assert [a.task for a in clean.action_items] == ["Book the camping trip"]
