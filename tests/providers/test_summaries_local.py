@@ -28,8 +28,9 @@ def test_compact_hybrid_on_a_shared_transcript_writes_records_from_the_model(cap
     assert all(s["mode"] == "hybrid" or "not in the transcript" in s["fallback_reason"]
                or "punctuation, numbering or markup" in s["fallback_reason"] for s in made), \
         [s["fallback_reason"] for s in made]
-    # The rules' artifact trail is in every hybrid summary: the files the agent touched survive.
-    assert all(s["retention"]["kept"]["files"] == s["retention"]["total"]["files"] for s in made)
+    # The files the agent touched (written out by hand from the transcript) survive in what the model sees.
+    seen = "\n".join([*(s["text"] for s in result["summaries"]), *(json.dumps(m) for m in result["context"])])
+    assert all(name in seen for name in ("reproduce.py", "fields.py"))
     assert result["stats"]["context_tokens"] <= result["stats"]["budget"]
 
 
@@ -40,11 +41,10 @@ def test_llm_summary_from_the_local_model_is_schema_valid(local_provider):
     for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
         engine.append(message, auto=False)
     record = engine.summarize_now()
-    assert summarizer.attempts in (["ok"], ["ungrounded"]), "the grammar must make the JSON schema-valid"
-    if summarizer.attempts == ["ok"]:
-        assert record.mode == "llm" and not record.fallback_used and record.text.strip()
-    else:
-        assert record.fallback_used and "not in the transcript" in record.fallback_reason
+    # Greedy decoding makes this deterministic: the model's summary is the one used, not the rules' fallback.
+    assert summarizer.attempts == ["ok"], "the grammar must make the JSON schema-valid"
+    assert record.mode == "llm" and not record.fallback_used and record.text.strip()
+    assert record.summarizer_tokens > 0  # the call's cost is on the record
     assert record.tokens_after < record.tokens_before
 
 
