@@ -1,17 +1,9 @@
-"""GUI test setup: a real store in the test's data folder and the real local model, loaded once per run."""
+"""GUI test setup: a real store in the test's data folder and windows on it."""
 
 from __future__ import annotations
 
 import pytest
-from precis.core.providers.local import LocalProvider
 from precis.core.storage.store import open_store
-
-
-@pytest.fixture(scope="session")
-def local_provider():
-    provider = LocalProvider()
-    provider.load()
-    return provider
 
 
 @pytest.fixture

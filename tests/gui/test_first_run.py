@@ -14,9 +14,10 @@ from precis.gui.wording import title_from
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import SHARED_TRANSCRIPTS
 
-CLAUDE_CODE = next(p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl")
+CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
+needs_shared = pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"{CLAUDE_CODE} is missing (../shared)")
 
 
 def idle(window) -> bool:
@@ -70,6 +71,7 @@ def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbo
     assert title_from("word " * 30).endswith("…") and len(title_from("word " * 30)) <= 49
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
 def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tmp_path):
     chat_id = store.create_chat("pins", settings={"context_window": 2048})
     store.add_messages(chat_id, [Message(role="user", content=f"note {n}: keep the cache warm") for n in range(3)])
@@ -97,6 +99,8 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
     assert inspector.undo_button.isEnabled() and "Undo the latest summary" in inspector.undo_button.toolTip()
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
+@needs_shared
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
     chat_id = import_file(store, str(CLAUDE_CODE))
     window = make_window()
@@ -120,6 +124,8 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     assert window.chat.snapshot.usage.ratio > 1  # undone: every message is back in the context
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
+@needs_shared
 def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, make_window, store, isolated_home):
     chat_id = import_file(store, str(CLAUDE_CODE))
     window = make_window()

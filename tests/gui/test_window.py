@@ -58,6 +58,7 @@ def fill_past_trigger(qtbot, window, folder: Path) -> None:
     raise AssertionError(f"no summary after 12 files; usage {window.chat.snapshot.usage}")
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
 def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, context_window=2048)
@@ -251,6 +252,7 @@ def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_
     assert (first.role, first.content) == ("system", "You are a terse reviewer of Python code.")
 
 
+@pytest.mark.model
 def test_counts_are_exact_with_the_local_model_and_estimated_otherwise(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     open_new_chat(qtbot, window, store)

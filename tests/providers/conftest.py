@@ -1,4 +1,5 @@
-"""Real peers for provider tests: llama-cpp-python's OpenAI-compatible server on loopback, and the local model."""
+"""Real peers for provider tests: llama-cpp-python's OpenAI-compatible server on loopback (the local model is
+tests/conftest.py's `local_provider`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import time
 
 import httpx
 import pytest
-from precis.core.providers.local import LocalProvider, find_model_path
+from precis.core.providers.local import find_model_path
 
 from tests.providers.scripted_server import ScriptedServer
 
@@ -58,14 +59,6 @@ def llama_server(tmp_path_factory) -> str:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-
-
-@pytest.fixture(scope="session")
-def local_provider() -> LocalProvider:
-    """The embedded model, loaded once for the whole session."""
-    provider = LocalProvider()
-    provider.load()
-    return provider
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ def test_the_local_provider_loads_without_extra_buffer_types(local_provider):
     assert local_provider.load().llm.model_params.use_extra_bufts is False
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
 @pytest.mark.parametrize("on", [False, True])
 def test_the_setting_reaches_the_loader(on):
     # vocab_only loads through the same model_params, without the weights.
@@ -41,6 +42,7 @@ def test_make_provider_passes_the_setting_to_the_local_model():
     assert LocalProvider()._extra_buffer_types is False
 
 
+@pytest.mark.model  # hybrid summaries and loading run the embedded model
 @pytest.mark.parametrize("on", [False, True])
 def test_the_model_server_wrapper_loads_with_the_setting(monkeypatch, on):
     from llama_cpp.server.model import LlamaProxy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
@@ -13,6 +14,8 @@ from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
 from tests.conftest import SHARED_TRANSCRIPTS
+
+pytestmark = pytest.mark.model  # every test here runs the embedded model
 
 
 def test_compact_hybrid_on_a_shared_transcript_writes_records_from_the_model(capsys, local_provider):
