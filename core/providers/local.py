@@ -26,6 +26,7 @@ from .base import (
     ProviderUnavailable,
     Usage,
 )
+from .model_process import ModelProcess
 from .render import tool_call_text, tool_result_text
 
 # llama.cpp's OpenMP threads spin while waiting; beside a GUI thread or a second model on 2 cores that
@@ -38,11 +39,8 @@ CONTEXT_WINDOW = 8192
 THREADS = 2
 CHAT_REPEAT_PENALTY = 1.1
 JSON_REPEAT_PENALTY = 1.3
-# How long a second caller waits for the model while another stream is running on it.
-BUSY_WAIT_SECONDS = 300.0
 
 _load_lock = threading.Lock()
-_loaded: dict[tuple[Path, int, bool], "LoadedModel"] = {}
 
 
 def find_model_path() -> Path:
@@ -82,76 +80,91 @@ def llama_class(extra_buffer_types: bool = False) -> type:
     return PrecisLlama
 
 
-class LoadedModel:
-    """One llama.cpp model with its chat template; `lock` serialises generation (llama.cpp is not reentrant)."""
+class Vocabulary:
+    """The model's vocabulary and chat template alone (no weights, no kernels run): exact counts in the app."""
 
-    def __init__(self, path: Path, n_ctx: int, extra_buffer_types: bool = False) -> None:
-        try:
-            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-            llama = llama_class(extra_buffer_types)
-        except ImportError as exc:
-            raise ProviderUnavailable(f"llama-cpp-python is not installed, so the local model cannot run ({exc})") from exc
-        try:
-            self.llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderUnavailable(f"cannot load the local model {path}: {exc}") from exc
+    def __init__(self, path: Path, llm: Any) -> None:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
         self.path = path
-        self.n_ctx = n_ctx
-        self.eos = self.llm.detokenize([self.llm.token_eos()], special=True).decode("utf-8", "replace")
-        bos = self.llm.detokenize([self.llm.token_bos()], special=True).decode("utf-8", "replace")
+        self.llm = llm
+        self.eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
+        bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
         self.formatter = Jinja2ChatFormatter(
-            template=self.llm.metadata["tokenizer.chat_template"], eos_token=self.eos, bos_token=bos)
-        self.lock = threading.Lock()
+            template=llm.metadata["tokenizer.chat_template"], eos_token=self.eos, bos_token=bos)
 
     def count(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
 
-
-def load_model(path: Path | None = None, n_ctx: int = CONTEXT_WINDOW, extra_buffer_types: bool = False) -> LoadedModel:
-    """Load (once per process and parameters) and return the model; safe to call from any thread."""
-    key = (path or find_model_path(), n_ctx, extra_buffer_types)
-    with _load_lock:
-        if key not in _loaded:
-            _loaded[key] = LoadedModel(*key)
-        return _loaded[key]
-
-
-class Tokenizer:
-    """The model's vocabulary alone (tens of MB, not the whole model): exact counts without loading weights."""
-
-    def __init__(self, path: Path) -> None:
-        from llama_cpp import Llama
-
-        self.llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
-
-    def count(self, text: str) -> int:
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+    def prompt_tokens(self, messages: list[Message]) -> list[int]:
+        prompt = self.formatter(messages=to_template_messages(messages)).prompt
+        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def close(self) -> None:
         self.llm.close()
 
 
-_tokenizers: dict[Path, Tokenizer] = {}
+class LoadedModel(Vocabulary):
+    """One llama.cpp model with its weights; runs inside the model process (model_process.py), never the app."""
+
+    def __init__(self, path: Path, n_ctx: int, extra_buffer_types: bool = False) -> None:
+        try:
+            llama = llama_class(extra_buffer_types)
+        except ImportError as exc:
+            raise ProviderUnavailable(f"llama-cpp-python is not installed, so the local model cannot run ({exc})") from exc
+        try:
+            llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ProviderUnavailable(f"cannot load the local model {path}: {exc}") from exc
+        super().__init__(path, llm)
+
+    def generate(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict[str, Any] | None,
+                 repeat_penalty: float) -> Iterator[tuple[str, str | None]]:
+        """(text piece, finish reason or None) per generated piece; with a schema, a grammar constrains the text."""
+        grammar = None
+        if json_schema is not None:
+            from llama_cpp import LlamaGrammar
+            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
+        stream = self.llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature, stop=[self.eos],
+                                           grammar=grammar, stream=True, repeat_penalty=repeat_penalty)
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                yield choice.get("text") or "", choice.get("finish_reason")
+        finally:
+            stream.close()
 
 
-def load_tokenizer(path: Path | None = None) -> Tokenizer:
-    path = path or find_model_path()
+_vocabularies: dict[Path, Vocabulary] = {}
+_processes: dict[tuple[Path, int, bool], ModelProcess] = {}
+
+
+def load_vocabulary(path: Path) -> Vocabulary:
     with _load_lock:
-        if path not in _tokenizers:
-            _tokenizers[path] = Tokenizer(path)
-        return _tokenizers[path]
+        if path not in _vocabularies:
+            _vocabularies[path] = Vocabulary(path, llama_class()(model_path=str(path), vocab_only=True, verbose=False))
+        return _vocabularies[path]
+
+
+def model_process(path: Path, n_ctx: int, extra_buffer_types: bool) -> ModelProcess:
+    """The one model process for these parameters (started on first use)."""
+    with _load_lock:
+        key = (path, n_ctx, extra_buffer_types)
+        if key not in _processes:
+            _processes[key] = ModelProcess(*key)
+        return _processes[key]
 
 
 @atexit.register
 def _close_models() -> None:
-    """Free models before interpreter teardown, when llama.cpp's own finalizer would find its bindings gone."""
+    """Stop the model processes; free vocabularies before teardown, when llama.cpp's finalizer would find its
+    bindings gone."""
     with _load_lock:
-        for model in _loaded.values():
-            model.llm.close()
-        _loaded.clear()
-        for tokenizer in _tokenizers.values():
-            tokenizer.close()
-        _tokenizers.clear()
+        for process in _processes.values():
+            process.close()
+        for vocabulary in _vocabularies.values():
+            vocabulary.close()
+        _vocabularies.clear()
 
 
 def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:
@@ -169,6 +182,8 @@ def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:
 
 
 class LocalProvider:
+    """A GGUF model run by llama.cpp in a child process (see model_process.py); counts come from its vocabulary."""
+
     name = "local"
 
     def __init__(self, model_path: Path | None = None, n_ctx: int = CONTEXT_WINDOW,
@@ -178,62 +193,63 @@ class LocalProvider:
         self._n_ctx = n_ctx
         self._extra_buffer_types = extra_buffer_types
 
-    def load(self) -> LoadedModel:
-        """Load the model now (it is otherwise loaded on first use); call off the GUI thread."""
-        return load_model(self._path, self._n_ctx, self._extra_buffer_types)
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = find_model_path()
+        return self._path
+
+    @property
+    def process(self) -> ModelProcess:
+        return model_process(self.path, self._n_ctx, self._extra_buffer_types)
+
+    def load(self) -> ModelProcess:
+        """Start the model process now (it otherwise starts on first use); call off the GUI thread."""
+        self.process.start()
+        return self.process
+
+    @property
+    def stopped_because(self) -> str | None:
+        """Why the model process died during its last request ('killed by SIGSEGV'), until it is restarted."""
+        return self.process.last_exit
+
+    def close(self) -> None:
+        """Stop the model process; the next request starts it again."""
+        self.process.close()
 
     def context_window(self) -> int:
         return self._n_ctx
 
     def count_tokens(self, text: str) -> int | None:
-        return load_tokenizer(self._path).count(text)
+        return load_vocabulary(self.path).count(text)
 
     def list_models(self) -> list[str]:
         return [self.model]
 
     def prompt_tokens(self, messages: list[Message]) -> list[int]:
         """The exact tokens the model reads for these messages, reply header included."""
-        model = self.load()
-        prompt = model.formatter(messages=to_template_messages(messages)).prompt
-        return model.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return load_vocabulary(self.path).prompt_tokens(messages)
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
         cancel = cancel or CancelToken()
-        model = self.load()
         tokens = self.prompt_tokens(messages)
-        if len(tokens) >= model.n_ctx:
+        if len(tokens) >= self._n_ctx:
             raise ContextLengthExceeded(
-                f"the prompt has {len(tokens)} tokens; the local model {self.model} reads at most {model.n_ctx}")
-        grammar = None
-        if json_schema is not None:
-            from llama_cpp import LlamaGrammar
-            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
-        if not model.lock.acquire(timeout=BUSY_WAIT_SECONDS):
-            raise ProviderUnavailable(f"the local model stayed busy with another reply for {BUSY_WAIT_SECONDS:.0f} s")
+                f"the prompt has {len(tokens)} tokens; the local model {self.model} reads at most {self._n_ctx}")
         parts: list[str] = []
         finish = None
-        try:
-            stream = model.llm.create_completion(
-                tokens, max_tokens=max_tokens, temperature=temperature, stop=[model.eos], grammar=grammar, stream=True,
+        for piece, reason in self.process.stream(
+                tokens, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema,
                 # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
-                repeat_penalty=JSON_REPEAT_PENALTY if grammar is not None else CHAT_REPEAT_PENALTY)
-            try:
-                for chunk in stream:
-                    # llama.cpp has no connection to drop: cancel is checked between tokens.
-                    if cancel.cancelled:
-                        break
-                    choice = chunk["choices"][0]
-                    if choice.get("text"):
-                        parts.append(choice["text"])
-                        yield ChatChunk(text=choice["text"])
-                    finish = choice.get("finish_reason") or finish
-            finally:
-                stream.close()
-        finally:
-            model.lock.release()
+                repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
+                cancelled=lambda: cancel.cancelled):
+            finish = reason or finish
+            if piece:
+                parts.append(piece)
+                yield ChatChunk(text=piece)
         text = "".join(parts)
         if cancel.cancelled:
             raise Cancelled(partial=text)
-        usage = Usage(prompt_tokens=len(tokens), completion_tokens=model.count(text))
+        usage = Usage(prompt_tokens=len(tokens), completion_tokens=self.count_tokens(text))
         yield ChatChunk(done=True, usage=usage, finish_reason=finish or "stop")

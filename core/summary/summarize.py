@@ -16,6 +16,7 @@ from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError, complete
+from ..providers.model_process import ModelProcessDied
 from .decisions import MAX_DECISIONS
 from .digest import conversation_digest, is_conversation
 from .facets import analyze_calls, facets_of
@@ -295,6 +296,10 @@ class LLMSummarizer:
                 self.tokens_used += answer.usage.prompt_tokens + answer.usage.completion_tokens
                 reply = answer.text
                 break
+            except ModelProcessDied as exc:
+                # A crashed model process would likely crash again on the same request: use the rules now.
+                self.attempts.append("transport")
+                raise SummaryFallback(f"summarizer unavailable: {exc}") from None
             except ProviderError as exc:
                 last_error = exc
         else:

@@ -22,7 +22,8 @@ def test_llama_cpp_has_the_field():
 
 @pytest.mark.model
 def test_the_local_provider_loads_without_extra_buffer_types(local_provider):
-    assert local_provider.load().llm.model_params.use_extra_bufts is False
+    # Read back by the model process from its loaded Llama's model_params.
+    assert local_provider.load().loaded_params == {"use_extra_bufts": False}
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model

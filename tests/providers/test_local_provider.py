@@ -1,11 +1,11 @@
-"""The embedded SmolLM2 model, run in-process: streaming, exact token counts, schema-constrained JSON, cancel."""
+"""The embedded SmolLM2 model, run in its model process: streaming, exact token counts, schema-constrained JSON, cancel."""
 
 from __future__ import annotations
 
 import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.providers.base import Cancelled, CancelToken, ContextLengthExceeded, complete
-from precis.core.providers.local import find_model_path
+from precis.core.providers.local import find_model_path, load_vocabulary
 from pydantic import BaseModel, Field
 
 pytestmark = pytest.mark.model
@@ -55,7 +55,7 @@ def test_tool_roles_render_as_text(local_provider):
                 Message("assistant", "", tool_calls=(ToolCall("c1", "ls", {"path": "."}),)),
                 Message("tool", "main.py", tool_call_id="c1", name="ls"),
                 Message("user", "Which file is there?")]
-    prompt = local_provider.load().llm.detokenize(local_provider.prompt_tokens(messages), special=True).decode()
+    prompt = load_vocabulary(local_provider.path).llm.detokenize(local_provider.prompt_tokens(messages), special=True).decode()
     assert '[called tool ls with {"path": "."}]' in prompt and "[tool ls result]\nmain.py" in prompt
     assert complete(local_provider, messages, max_tokens=8, temperature=0).text
 

@@ -1,0 +1,64 @@
+"""The real model process killed (os.kill of its pid) under the real window: mid-reply the partial reply is kept
+and marked cut, the status bar names the signal, the window stays usable and the next message restarts the model;
+mid-summary the summary falls back to the rules and its record says why."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+from precis.core.model.messages import Message
+from PySide6.QtCore import Qt
+
+pytestmark = pytest.mark.model
+
+
+def idle(window) -> bool:
+    return (not window.runner.busy and window.snapshot is not None and window.chat_runner is not None
+            and not window.chat_runner.busy)
+
+
+def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_restarts_it(
+        qtbot, make_window, store, local_provider):
+    pid = local_provider.load().pid
+    window = make_window(local_provider)
+    model = window.conversation.conversation
+    qtbot.keyClicks(window.composer.edit, "Write a long story about a lighthouse keeper.")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=60_000)
+    with qtbot.waitSignal(window.reply_finished, timeout=60_000):
+        os.kill(pid, signal.SIGSEGV)
+    assert "stopped (killed by SIGSEGV)" in window.model_status.text()  # the model's state in the status bar
+    [chat] = store.list_chats()
+    user, reply = store.load_messages(chat.id)
+    assert reply.incomplete and reply.content  # the part that arrived is kept, marked as cut
+
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    window.submit("Name a colour.")
+    qtbot.waitUntil(lambda: idle(window) and len(store.load_messages(chat.id)) == 4, timeout=60_000)
+    qtbot.waitUntil(lambda: not store.load_messages(chat.id)[-1].incomplete, timeout=60_000)
+    assert store.load_messages(chat.id)[-1].content
+    assert local_provider.process.pid not in (None, pid)
+    assert window.model_status.text().endswith("ready")
+
+
+def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot, make_window, store, local_provider):
+    chat_id = store.create_chat("facts", settings={"context_window": 2048})
+    store.add_messages(chat_id, [
+        Message("user" if n % 2 == 0 else "assistant",
+                f"Note {n}: the parcel {n} goes to warehouse {n * 7} on the north side before noon.")
+        for n in range(12)])
+    local_provider.load()
+    window = make_window(local_provider)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.summarize_button.isEnabled(), timeout=20_000)
+    process = local_provider.process
+    window.inspector.summarize_button.click()
+    # The summary's request holds the model process while the model writes it.
+    qtbot.waitUntil(lambda: process._lock.locked(), timeout=20_000)
+    pid = process.pid
+    os.kill(pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.snapshot.chain), timeout=60_000)
+    [record] = store.load_records(chat_id)
+    assert record.fallback_used and "killed by SIGKILL" in record.fallback_reason
+    assert len(store.load_messages(chat_id)) == 12  # every original kept
