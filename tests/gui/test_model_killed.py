@@ -15,8 +15,8 @@ pytestmark = pytest.mark.model
 
 
 def idle(window) -> bool:
-    return (not window.runner.busy and window.snapshot is not None and window.chat_runner is not None
-            and not window.chat_runner.busy)
+    return (not window.chat.runner.busy and window.chat.snapshot is not None and window.chat.chat_runner is not None
+            and not window.chat.chat_runner.busy)
 
 
 def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_restarts_it(
@@ -29,7 +29,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
     qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=60_000)
     with qtbot.waitSignal(window.reply_finished, timeout=60_000):
         os.kill(pid, signal.SIGSEGV)
-    assert "stopped (killed by SIGSEGV)" in window.model_status.text()  # the model's state in the status bar
+    assert "stopped (killed by SIGSEGV)" in window.status.model.text()  # the model's state in the status bar
     [chat] = store.list_chats()
     user, reply = store.load_messages(chat.id)
     assert reply.incomplete and reply.content  # the part that arrived is kept, marked as cut
@@ -40,7 +40,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
     qtbot.waitUntil(lambda: not store.load_messages(chat.id)[-1].incomplete, timeout=60_000)
     assert store.load_messages(chat.id)[-1].content
     assert local_provider.process.pid not in (None, pid)
-    assert window.model_status.text().endswith("ready")
+    assert window.status.model.text().endswith("ready")
 
 
 def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot, make_window, store, local_provider):
@@ -58,7 +58,7 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
     qtbot.waitUntil(lambda: process._lock.locked(), timeout=20_000)
     pid = process.pid
     os.kill(pid, signal.SIGKILL)
-    qtbot.waitUntil(lambda: idle(window) and bool(window.snapshot.chain), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
     [record] = store.load_records(chat_id)
     assert record.fallback_used and "killed by SIGKILL" in record.fallback_reason
     assert len(store.load_messages(chat_id)) == 12  # every original kept
