@@ -75,7 +75,8 @@ class ChatList(QFrame):
         self.list.clear()
         for chat in chats:
             when = time.strftime("%d %b %H:%M", time.localtime(chat.updated_at))
-            item = QListWidgetItem(f"{chat.title}\n{chat.message_count} messages · {when}")
+            count = f"{chat.message_count} message" + ("" if chat.message_count == 1 else "s")
+            item = QListWidgetItem(f"{chat.title}\n{count} · {when}")
             item.setData(ChatIdRole, chat.id)
             item.setToolTip(chat.title)
             self.list.addItem(item)

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QFileDialog, QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import (
+    QCompleter,
+    QFileDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+)
 
+from ..core import commands
 from .wording import brief
 
 DRAFT_SAVE_MS = 400
+WAIT_FOR_REPLY = "A reply is being written: your text stays here; send it when the reply is done (Stop ends it now)."
+# Keys the completion list handles while it is open (choose, dismiss); the box must not act on them too.
+COMPLETER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
+
+
+def completion_entry(command: commands.Command) -> str:
+    """A line of the completion list: the usage, then what the command does."""
+    return f"{command.usage}  —  {command.help}"
 
 
 class ComposerEdit(QPlainTextEdit):
@@ -22,8 +40,39 @@ class ComposerEdit(QPlainTextEdit):
         self.setPlaceholderText("Message…  (Enter to send, Shift+Enter for a new line, / for commands)")
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
+        # Slash-command completion from the command registry, with what each command does.
+        self._entries = {completion_entry(command): command for command in commands.slash_commands()}
+        self.completer = QCompleter(QStringListModel(list(self._entries), self), self)
+        self.completer.setWidget(self)
+        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        self.completer.activated[str].connect(self._complete)
+
+    def _complete(self, entry: str) -> None:
+        command = self._entries.get(entry)
+        if command is not None:
+            self.setPlainText(f"/{command.name}" + (" " if command.argument else ""))
+            self.moveCursor(self.textCursor().MoveOperation.End)
+
+    def _update_completion(self) -> None:
+        """Offer the commands that start with what is typed, while only a command name is typed."""
+        text, popup = self.toPlainText(), self.completer.popup()
+        if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
+            popup.hide()
+            return
+        self.completer.setCompletionPrefix(text)
+        if self.completer.completionCount() == 0:
+            popup.hide()
+            return
+        popup.setCurrentIndex(self.completer.completionModel().index(0, 0))
+        rect = self.cursorRect()
+        rect.setWidth(min(self.width(), popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width()))
+        self.completer.complete(rect)
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        if self.completer.popup().isVisible() and event.key() in COMPLETER_KEYS:
+            event.ignore()
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and not (
                 event.modifiers() & Qt.KeyboardModifier.ShiftModifier):
             self.submitted.emit()
@@ -32,6 +81,8 @@ class ComposerEdit(QPlainTextEdit):
             self.escaped.emit()
             return
         super().keyPressEvent(event)
+        if event.text():
+            self._update_completion()
 
     def canInsertFromMimeData(self, source) -> bool:  # noqa: N802
         return source.hasUrls() or super().canInsertFromMimeData(source)
@@ -114,6 +165,8 @@ class Composer(QFrame):
     def set_streaming(self, streaming: bool) -> None:
         self.stop_button.setVisible(streaming)
         self.send_button.setVisible(not streaming)
+        if not streaming and self.hint.text() == brief(WAIT_FOR_REPLY):
+            self.set_hint("")
 
     def set_hint(self, text: str, error: bool = False, details: str = "") -> None:
         """One short line under the box; a long text is cut, and shown whole in the tooltip."""
@@ -125,8 +178,12 @@ class Composer(QFrame):
 
     def _submit(self) -> None:
         text = self.text()
-        if text.strip() and self.send_button.isVisible():
-            self.send_requested.emit(text)
+        if not text.strip():
+            return
+        if not self.send_button.isVisible():
+            self.set_hint(WAIT_FOR_REPLY)
+            return
+        self.send_requested.emit(text)
 
     def _choose_files(self) -> None:
         files, _ = QFileDialog.getOpenFileNames(self, "Attach files")

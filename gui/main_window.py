@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -48,6 +49,16 @@ AUTOMATIC_REASONS = {
     "overflow": "the chat no longer fit the model's window",
     "threshold": "the context reached the trigger",
 }
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What a regenerate or an edit-and-resend replaced, offered back with an Undo button once the reply is done."""
+
+    text: str  # what happened, for the status bar
+    label: str  # the Undo button's text: what it undoes
+    old: list[Message]
+    new_ids: list[str]
 
 
 class MainWindow(QMainWindow):
@@ -198,7 +209,7 @@ class MainWindow(QMainWindow):
         chat.work_started.connect(self.status.working)
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self._job_failed)
-        chat.notice.connect(lambda text: self.statusBar().showMessage(text, 10_000))
+        chat.notice.connect(self.status.tell)
         chat.model_state_changed.connect(
             lambda state, reason: self.status.show_model(chat.provider.name, chat.provider.model, state, reason))
         chat.model_failed.connect(self._model_failed)
@@ -226,7 +237,7 @@ class MainWindow(QMainWindow):
         conversation.edit_requested.connect(lambda _id: self.edit_last())
         conversation.regenerate_requested.connect(lambda _id: self.regenerate())
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
-        conversation.status.connect(lambda text: self.statusBar().showMessage(text, 3000))
+        conversation.status.connect(lambda text: self.status.tell(text, 3000))
         conversation.selectionModel().selectionChanged.connect(self._update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
@@ -292,13 +303,14 @@ class MainWindow(QMainWindow):
             self._close_chat()
             self.conversation.conversation.set_rows([])
         self.refresh_chats()
-        self.status.offer_undo("Chat deleted.", lambda: (self.store.restore_chat(chat_id), self.refresh_chats(),
+        self.status.offer_undo("Chat deleted.", "Undo delete", lambda: (self.store.restore_chat(chat_id), self.refresh_chats(),
                                                          self.open_chat(chat_id)))
 
     def open_chat(self, chat_id: str) -> None:
         if self.chat.is_open(chat_id):
             return
         self._close_chat()
+        self.status.withdraw_undo()  # what it would undo belongs to the chat just closed
         self.editing = None
         self.chat_list.set_chats(self.chat_list.chats, chat_id)
         self.composer.set_text(self.store.get_draft(chat_id))
@@ -337,8 +349,7 @@ class MainWindow(QMainWindow):
         if event.kind == "undone":
             self.inspector.hide_notice()
             self.inspector.result_card.hide()
-            self.statusBar().showMessage(f"Summary undone: {len(record.covered)} messages are back in the context",
-                                         6000)
+            self.status.tell(f"Summary undone: {len(record.covered)} messages are back in the context.")
             return
         automatic = record.trigger not in ("manual",)
         self.inspector.result_card.show_record(record, automatic)
@@ -354,12 +365,18 @@ class MainWindow(QMainWindow):
         created, titled from the text."""
         if self.chat.session is None:
             self.new_chat(title_from(text))
+        if text.strip() == "/":  # nothing after the slash: nothing to run, and nothing left behind to prefix the next
+            self._clear_composer()
+            self.composer.set_hint(f"Type a command after the slash: {slash.short_help()}")
+            self.composer.hint.setToolTip(slash.help_text())
+            return
         try:
             command = slash.parse(text)
         except slash.SlashError as exc:
             first = str(exc).splitlines()[0]
             self.composer.set_hint(f"{first} {slash.short_help()}" if first.endswith("Commands:") else first, error=True)
             self.composer.hint.setToolTip(slash.help_text())
+            self.composer.edit.selectAll()  # typing replaces the bad command instead of extending it
             return
         if command is None:
             self.send_message(slash.unescape(text))
@@ -392,7 +409,9 @@ class MainWindow(QMainWindow):
 
         def saved(snapshot: Snapshot) -> None:
             self.chat.apply(snapshot, rebuild_rows=True if loading else None)
-            self.start_reply(("Message edited and resent.", replaced, [message.id]) if replaced else None)
+            self.refresh_chats()  # the chat list counts the message while the reply is written
+            self.start_reply(Replaced("Message edited and resent.", "Undo edit", replaced, [message.id])
+                             if replaced else None)
 
         self.chat.save_message(message, replaced, saved, lambda _error: self._restore_unsent(message))
 
@@ -445,19 +464,19 @@ class MainWindow(QMainWindow):
         if model.row_of(last.id) is not None:
             model.remove_from(model.row_of(last.id))
         self.chat.replace_tail("remove the reply", [last.id], [], lambda snap: (
-            self.chat.apply(snap), self.start_reply(("Reply regenerated.", [last], []))))
+            self.chat.apply(snap), self.start_reply(Replaced("Reply regenerated.", "Undo regenerate", [last], []))))
 
-    def _offer_replaced_back(self, replaced: tuple[str, list[Message], list[str]], reply: Message) -> None:
+    def _offer_replaced_back(self, replaced: Replaced, reply: Message) -> None:
         """After a regenerate or an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
-        text, old, new_ids = replaced
         session = self.chat.session
 
         def undo() -> None:
             if self.chat.session is session:  # another chat is open now: nothing of this one is touched
-                self.chat.replace_tail("put the earlier messages back", [*new_ids, reply.id], old, self.chat.rebuild,
+                self.chat.replace_tail("put the earlier messages back", [*replaced.new_ids, reply.id],
+                                       replaced.old, self.chat.rebuild,
                                        lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
 
-        self.status.offer_undo(text, undo)
+        self.status.offer_undo(replaced.text, replaced.label, undo)
 
     def _restore_unsent(self, message: Message) -> None:
         """A failed send keeps the typed text."""
@@ -469,7 +488,7 @@ class MainWindow(QMainWindow):
             self._save_draft(message.content)
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
-    def start_reply(self, replaced: tuple[str, list[Message], list[str]] | None = None) -> None:
+    def start_reply(self, replaced: Replaced | None = None) -> None:
         """Stream the reply into a placeholder row; `replaced` (what a regenerate or an edit replaced) is offered
         back with Undo when the reply is done."""
         placeholder = Message(role="assistant", content="", incomplete=True)
@@ -486,7 +505,7 @@ class MainWindow(QMainWindow):
             model.update_message(result.message, streaming=False, error=result.problem)
             stopped_because = getattr(self.chat.provider, "stopped_because", None)  # the local model's process died
             if result.problem:
-                self.statusBar().showMessage(f"Reply stopped: {brief(result.problem)}", 10_000)
+                self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
                 if stopped_because:
                     self.chat.set_model_state(f"stopped ({stopped_because})", "The model process stopped; the next "
                                               "message restarts it. The part of the reply that arrived is kept.")
@@ -553,6 +572,8 @@ class MainWindow(QMainWindow):
             number = self.conversation.conversation.row_of(message_id)
             if number is not None:
                 self.conversation.setCurrentIndex(self.conversation.conversation.index(number))
+            self.status.tell("Pinned: this message is always sent and never summarized." if pinned else
+                             "Unpinned: this message can be summarized again.")
 
         self.chat.set_pinned(message_id, pinned, keep_selected)
 
@@ -560,7 +581,7 @@ class MainWindow(QMainWindow):
         number = self.conversation.conversation.row_of(message_id)
         if number is not None:
             QGuiApplication.clipboard().setText(self.conversation.conversation.row_at(number).message.content)
-            self.statusBar().showMessage("Message copied", 3000)
+            self.status.tell("Message copied.", 3000)
 
     def _select_summary(self, record_id: str) -> None:
         self._show_inspector()
@@ -580,7 +601,7 @@ class MainWindow(QMainWindow):
 
     def import_transcript(self, path: str) -> Job:
         def imported(chat_id: str) -> None:
-            self.statusBar().showMessage("Imported", 4000)
+            self.status.tell("Imported.")
             self.refresh_chats()
             self.open_chat(chat_id)
 
@@ -640,7 +661,7 @@ class MainWindow(QMainWindow):
             try:
                 self.store.set_draft(self.chat.session.chat_id, text)
             except Exception as exc:  # noqa: BLE001 - the text stays in the box; say why it was not saved
-                self.statusBar().showMessage(f"Draft not saved: {exc}", 10_000)
+                self.status.tell(f"Draft not saved: {exc}", 10_000)
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""

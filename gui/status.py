@@ -12,6 +12,8 @@ from . import theme
 from .wording import brief
 
 UNDO_OFFER_MS = 15_000
+# How long a result ("Reply regenerated.", "Summary undone: …") stays readable in the status bar.
+NOTICE_MS = 8_000
 
 MODEL_STATE_HELP = {
     "configured": "Replies come from this hosted model; it is contacted when you send a message",
@@ -30,6 +32,7 @@ class StatusLine:
         self.progress.setRange(0, 0)
         self.progress.hide()
         self.undo = QPushButton("Undo")
+        self.undo.setObjectName("undoOffer")
         self.undo.hide()
         self._undo_timer = QTimer(bar)
         self._undo_timer.setSingleShot(True)
@@ -42,28 +45,43 @@ class StatusLine:
         self.counting = QLabel()
         for widget in (self.undo, self.progress, self.counting, self.model):
             bar.addPermanentWidget(widget)
+        self._work_text = ""
 
     def working(self, text: str) -> None:
         self.progress.show()
+        self._work_text = text
         self.bar.showMessage(text)
 
     def idle(self) -> None:
+        """The work is done: its own line goes; a result or an error said since stays for its time."""
         self.progress.hide()
-        if not self.bar.currentMessage().endswith(("failed", "ready")):
+        if self.bar.currentMessage() == self._work_text:
             self.bar.clearMessage()
+        self._work_text = ""
+
+    def tell(self, text: str, msecs: int = NOTICE_MS) -> None:
+        self.bar.showMessage(text, msecs)
 
     def failed(self, error: str) -> None:
-        self.bar.showMessage(brief(error), 15_000)
+        self.tell(brief(error), 15_000)
 
-    def offer_undo(self, text: str, action: Callable[[], Any]) -> None:
+    def offer_undo(self, text: str, label: str, action: Callable[[], Any]) -> None:
+        """Say what happened, with a button labelled with what it undoes (e.g. "Undo regenerate")."""
         self._undo_action = action
-        self.bar.showMessage(text, UNDO_OFFER_MS)
+        self.tell(text, UNDO_OFFER_MS)
+        self.undo.setText(label)
         self.undo.show()
         self._undo_timer.start()
 
-    def _run_undo(self) -> None:
-        action, self._undo_action = self._undo_action, None
+    def withdraw_undo(self) -> None:
+        """The offer no longer applies (another chat is open)."""
+        self._undo_action = None
+        self._undo_timer.stop()
         self.undo.hide()
+
+    def _run_undo(self) -> None:
+        action = self._undo_action
+        self.withdraw_undo()
         if action is not None:
             action()
 

@@ -1,0 +1,104 @@
+"""Feedback that stays: results readable in the status bar, a labelled Undo that belongs to its chat, slash
+commands that complete, never linger and never reach the model, and new chats titled from their first message."""
+
+from __future__ import annotations
+
+import pytest
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.gui.wording import NEW_CHAT_TITLE, title_from
+from PySide6.QtCore import Qt
+
+from tests.gui.test_window import dialogue, idle, open_imported_chat
+
+
+def list_text(window) -> str:
+    rows = window.chat_list.list
+    return "\n".join(rows.item(i).text() for i in range(rows.count()))
+
+
+@pytest.mark.model
+def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_labelled_undo(
+        qtbot, make_window, store, local_provider):
+    window = make_window(provider=local_provider)
+    window.actions["new-chat"].trigger()  # Ctrl+N / File → New chat
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    chat_id = window.chat.session.chat_id
+    assert store.get_chat(chat_id).title == NEW_CHAT_TITLE and window.windowTitle() == f"{NEW_CHAT_TITLE} — Precis"
+
+    first = "Tell me about kickboxing in one sentence"
+    qtbot.keyClicks(window.composer.edit, first)
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=20_000)
+    # While the reply streams: the list counts the sent message, and Enter says why nothing is sent.
+    assert f"{title_from(first)}\n1 message ·" in list_text(window)
+    qtbot.keyClicks(window.composer.edit, "and boxing?")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert "reply is being written" in window.composer.hint.text()
+    assert window.composer.text() == "and boxing?"
+    qtbot.waitUntil(lambda: idle(window) and not window.composer.stop_button.isVisible(), timeout=120_000)
+    assert store.get_chat(chat_id).title == title_from(first)
+    assert window.windowTitle() == f"{title_from(first)} — Precis"
+    assert "2 messages" in list_text(window)
+    assert window.composer.hint.text() == ""  # the wait is over
+
+    window.composer.set_text("")
+    with qtbot.waitSignal(window.reply_finished, timeout=120_000):
+        window.actions["regenerate"].trigger()
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.wait(300)  # the work has finished; what it did must still be readable
+    assert window.statusBar().currentMessage() == "Reply regenerated."
+    assert window.status.undo.isVisible() and window.status.undo.text() == "Undo regenerate"
+
+    other = store.create_chat("another chat")
+    window.refresh_chats()
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    assert not window.status.undo.isVisible()  # it would undo nothing here
+
+
+def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    window = make_window()
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(24, "Garden plan, bed"))
+    sent = len(store.load_messages(chat_id))
+    edit = window.composer.edit
+
+    # A bare "/" then Enter: a hint listing the commands, and nothing left to prefix the next command.
+    qtbot.keyClicks(edit, "/")
+    edit.completer.popup().hide()
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    assert window.composer.text() == "" and "/summarize" in window.composer.hint.text()
+
+    # Completion from the registry, with what each command does; Enter takes the highlighted one.
+    qtbot.keyClicks(edit, "/su")
+    popup = edit.completer.popup()
+    assert popup.isVisible()
+    shown = [popup.model().index(i, 0).data() for i in range(popup.model().rowCount())]
+    assert shown == ["/summarize [instructions]  —  summarize older messages now, optionally with extra instructions"]
+    qtbot.keyClick(popup, Qt.Key.Key_Return)
+    assert window.composer.text() == "/summarize "
+    assert window.chat.snapshot.chain == []  # choosing is not running
+
+    # An unknown command is never sent; typing replaces it instead of extending it.
+    window.composer.set_text("/frobnicate")
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    assert "Unknown command /frobnicate" in window.composer.hint.text()
+    qtbot.keyClicks(edit, "/summarize")
+    edit.completer.popup().hide()
+    assert window.composer.text() == "/summarize"
+    qtbot.keyClick(edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    assert len(store.load_messages(chat_id)) == sent  # nothing reached the chat as text
+
+    window.submit("/undo-summary")
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    qtbot.wait(300)
+    assert window.statusBar().currentMessage().startswith("Summary undone:")
+    assert "messages are back" in window.statusBar().currentMessage()
+
+    window.submit("/pin")
+    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[-1].pinned, timeout=20_000)
+    assert window.statusBar().currentMessage().startswith("Pinned:")
+    window.submit("/unpin")
+    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[-1].pinned, timeout=20_000)
+    assert window.statusBar().currentMessage().startswith("Unpinned:")
