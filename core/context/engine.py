@@ -26,18 +26,23 @@ from ..summary.summarize import RuleSummarizer, Summarizer, SummaryDraft, Summar
 from ..summary.summary_block import render_artifact_trail
 from ..summary.tool_output import one_line
 from .policy import SummarizationPolicy
+from .recall import RecallIndex, RecallSearch
 
 log = logging.getLogger("precis.engine")
 
 # Below this much room a summary is replaced by a marker.
 MIN_SUMMARY_ROOM = 50
+# Recall: matches asked of the search function, the least room worth a snippet, one snippet's share of the room.
+RECALL_CANDIDATES = 24
+MIN_RECALL_ROOM = 24
+RECALL_SNIPPET_SHARE = 0.4
 # To choose how much to summarize for the target fill, a summary is expected at this share of what it replaces
 # (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
 EXPECTED_SUMMARY_SHARE = 0.25
 
 SYSTEM_PROMPT_ID = "system-prompt"
 
-ItemKind = Literal["system", "summary", "message", "tool_output", "trimmed"]
+ItemKind = Literal["system", "summary", "recalled", "message", "tool_output", "trimmed"]
 EventKind = Literal["summarized", "merged", "undone"]
 
 
@@ -131,7 +136,7 @@ def summary_message(record: SummaryRecord, covered_count: int) -> Message:
 class ContextEngine:
     def __init__(self, budget: Budget, policy: SummarizationPolicy | None = None,
                  counter: TokenCounter | None = None, summarizer: Summarizer | None = None,
-                 system_prompt: str = ""):
+                 system_prompt: str = "", recall_search: RecallSearch | None = None):
         self.budget = budget
         # The chat's system prompt (a setting, not a message): always first, never summarized.
         self.system_prompt = system_prompt
@@ -152,15 +157,21 @@ class ContextEngine:
         self._armed = True
         self._since_summary = 0
         self._listeners: list[Callable[[EngineEvent], None]] = []
+        # Recall searches the store's index when there is one, else this in-memory index of the archived originals.
+        self._recall_index = RecallIndex() if recall_search is None else None
+        self._recall_search: RecallSearch = recall_search or self._recall_index.search
+        self._recall_cache: tuple[tuple, list[ContextItem]] | None = None
+        self._archive_generation = 0
 
     # ----- building and restoring -------------------------------------------------------------------------
 
     @classmethod
     def restore(cls, messages: list[Message], records: list[SummaryRecord], budget: Budget,
                 policy: SummarizationPolicy | None = None, counter: TokenCounter | None = None,
-                summarizer: Summarizer | None = None, system_prompt: str = "") -> ContextEngine:
+                summarizer: Summarizer | None = None, system_prompt: str = "",
+                recall_search: RecallSearch | None = None) -> ContextEngine:
         """Rebuild from persisted originals and records (in creation order); statuses say which are active."""
-        engine = cls(budget, policy, counter, summarizer, system_prompt)
+        engine = cls(budget, policy, counter, summarizer, system_prompt, recall_search)
         engine.messages = list(messages)
         engine._position = {m.id: i for i, m in enumerate(engine.messages)}
         engine.records = list(records)
@@ -198,6 +209,10 @@ class ContextEngine:
         self._chain = sorted(active, key=lambda r: first_position[r.id])
         self._summary_messages = {}
         self._visible_cache = None
+        self._archive_generation += 1
+        if self._recall_index is not None:
+            self._recall_index.update((m for m in self._hidden_by if m in self._position),
+                                      lambda mid: self.messages[self._position[mid]].content)
 
     # ----- reading ------------------------------------------------------------------------------------------
 
@@ -255,12 +270,17 @@ class ContextEngine:
         tokens = self.counter.raw_message_tokens
         return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self._context_messages()]
 
-    def usage(self) -> UsageReport:
-        """Use of the window by kind, before any trimming (what the policy acts on)."""
-        by_kind = {"system": 0, "summaries": 0, "messages": 0, "tool_outputs": 0}
-        names = {"system": "system", "summary": "summaries", "message": "messages", "tool_output": "tool_outputs"}
+    def usage(self, recall: bool = True) -> UsageReport:
+        """Use of the window by kind, before any trimming. The policy acts on it without recall: recalled text
+        only fills room that is free, so it never makes a summary due."""
+        by_kind = {"system": 0, "summaries": 0, "recalled": 0, "messages": 0, "tool_outputs": 0}
+        names = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
+                 "tool_output": "tool_outputs"}
         raw = floor = REPLY_PRIMING
-        for item in self._untrimmed_items():
+        items = self._untrimmed_items()
+        if recall:
+            items = self._with_recall(items)
+        for item in items:
             by_kind[names[item.kind]] += item.tokens
             raw += item.tokens
             if item.kind in ("system", "summary") or item.message.pinned:
@@ -274,14 +294,18 @@ class ContextEngine:
 
     # ----- the prompt ---------------------------------------------------------------------------------------
 
-    def assemble(self) -> Prompt:
+    def assemble(self, recall: bool = True) -> Prompt:
         """What is sent to the model. Never exceeds the budget.
 
-        Order of sacrifice when over budget: old tool outputs shrink to their one-line summary (oldest first,
-        outside the recent tail); then any tool output; then the oldest unprotected messages are left out (a
-        tool call together with its result); last, the longest remaining texts are cut.
+        With `recall`, archived originals matching the pending user message fill free room up to the recall
+        budget. Order of sacrifice when over budget (then nothing is recalled): old tool outputs shrink to their
+        one-line summary (oldest first, outside the recent tail); then any tool output; then the oldest
+        unprotected messages are left out (a tool call together with its result); last, the longest remaining
+        texts are cut.
         """
         items = self._untrimmed_items()
+        if recall:
+            items = self._with_recall(items)
         available = self.budget.available
         total = REPLY_PRIMING + sum(i.tokens for i in items)
         if self.counter.calibrated(total) <= available:
@@ -297,6 +321,63 @@ class ContextEngine:
         if over():
             total = self._cut_longest(items, total)
         return Prompt(items, self.counter.calibrated(total), self.budget)
+
+    def _with_recall(self, items: list[ContextItem]) -> list[ContextItem]:
+        """The items with recalled snippets after the summaries, in the room under both the recall budget and
+        the budget itself (so recall never pushes a prompt over)."""
+        policy = self.policy
+        if not (policy.recall_enabled and self._hidden_by and self.messages and self.messages[-1].role == "user"):
+            return items
+        total = REPLY_PRIMING + sum(i.tokens for i in items)
+        available = self.budget.available
+        room = int(min(available * policy.recall_ratio, available - self.counter.calibrated(total))
+                   / self.counter.factor)
+        if room < MIN_RECALL_ROOM:
+            return items
+        pending = self.messages[-1]
+        key = (pending.id, pending.content, self._archive_generation, room)
+        if self._recall_cache is None or self._recall_cache[0] != key:
+            self._recall_cache = (key, self._recall(pending.content, room))
+        recalled = [ContextItem(i.kind, i.message, i.source_id, i.tokens) for i in self._recall_cache[1]]
+        position = next((n for n, i in enumerate(items) if i.kind not in ("system", "summary")), len(items))
+        return items[:position] + recalled + items[position:]
+
+    def _recall(self, query: str, room: int) -> list[ContextItem]:
+        """The best matching archived originals as snippets (speaker, date, message id), within `room` tokens."""
+        out: list[ContextItem] = []
+        for message_id in self._recall_search(query, RECALL_CANDIDATES):
+            position = self._position.get(message_id)
+            if position is None or not self.is_archived(message_id):
+                continue
+            original = self.messages[position]
+            header = f"[Recalled from the archive: {original.name or original.role}, {self._date_of(position)}, " \
+                     f"message {message_id}]"
+            message = Message(role="system", content=header, id=f"{message_id}~recalled",
+                              created_at=original.created_at)
+            text_room = min(int(room * RECALL_SNIPPET_SHARE), room) - self.counter.raw_message_tokens(message) - 1
+            if text_room < MIN_RECALL_ROOM // 2:
+                break
+            message = message.with_changes(content=f"{header}\n{fit_text(original.content, text_room, self.counter)}")
+            tokens = self.counter.raw_message_tokens(message)
+            if tokens > room:
+                break
+            out.append(ContextItem("recalled", message, message_id, tokens))
+            room -= tokens
+        return out
+
+    def _date_of(self, position: int) -> str:
+        """The session header the message falls under (a short system message with a date or number in it), else
+        its own timestamp."""
+        for earlier in range(position - 1, max(position - 400, 0) - 1, -1):
+            marker = self.messages[earlier].content.strip()
+            if self.messages[earlier].role == "system" and len(marker) <= 120 and any(c.isdigit() for c in marker):
+                return marker.splitlines()[0]
+        created = self.messages[position].created_at
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
+
+    def recalled(self) -> list[ContextItem]:
+        """What recall puts into the prompt for the pending user message (for the inspector)."""
+        return [i for i in self.assemble().items if i.kind == "recalled"]
 
     def _shrink_tool_outputs(self, items: list[ContextItem], total: int, tail: int) -> int:
         """Shrink tool outputs to their one-line summaries, oldest first, until the prompt fits, sparing the
@@ -439,7 +520,7 @@ class ContextEngine:
         policy = self.policy
         if not policy.enabled:
             return None
-        ratio = self.usage().ratio
+        ratio = self.usage(recall=False).ratio
         if ratio < policy.reset_ratio or self._since_summary >= policy.rearm_messages:
             self._armed = True
         if ratio >= 1.0 and not self._fits_by_shrinking_old_outputs():
@@ -457,7 +538,7 @@ class ContextEngine:
             return None
         record = self._summarize(reason)
         # One more pass when the summary did not get usage under the trigger and there is still something to take.
-        if self.usage().ratio >= self.policy.trigger_ratio and self._candidates(self._target_keep()):
+        if self.usage(recall=False).ratio >= self.policy.trigger_ratio and self._candidates(self._target_keep()):
             record = self._summarize("second pass")
         return record
 
@@ -555,7 +636,7 @@ class ContextEngine:
         candidates = self._candidates(keep, up_to)
         if not candidates:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
-        before = self.usage()
+        before = self.usage(recall=False)
         if len(self._chain) >= self.policy.max_depth:
             self._merge_oldest(len(self._chain) - self.policy.max_depth + 2)
         elif len(self._chain) > 1 and (self.summary_cap() < MIN_SUMMARY_ROOM * 4
@@ -591,7 +672,7 @@ class ContextEngine:
             redactions=max(in_originals, n_text + n_points + n_facets))
         record.tokens = self.counter.count_text(record.text)
         self._add_record(record)
-        after = self.usage()
+        after = self.usage(recall=False)
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
         self._check_retention(record)
@@ -634,7 +715,7 @@ class ContextEngine:
     def _merge_oldest(self, count: int) -> SummaryRecord:
         """At the maximum depth, fold the oldest summaries into one instead of refusing: the chat never stops."""
         started = time.perf_counter()
-        before = self.usage()
+        before = self.usage(recall=False)
         children = self._chain[:count]
         facets = merge_facets([c.facets for c in children])
         key_points = list(dict.fromkeys(p for c in children for p in c.key_points))[-30:]
@@ -654,7 +735,7 @@ class ContextEngine:
                 later.parent_id = record.id
         self._add_record(record)
         self._check_retention(record)
-        after = self.usage()
+        after = self.usage(recall=False)
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
         # Depth is the position in the chain; the merged record now heads it.
@@ -696,7 +777,7 @@ class ContextEngine:
             raise NothingToUndo("there is no summary to undo")
         record = active[-1]
         started = time.perf_counter()
-        before = self.usage()
+        before = self.usage(recall=False)
         by_id = {m.id: m for m in self.messages}
         for covered in record.covered:
             original = by_id.get(covered.id)
@@ -712,7 +793,7 @@ class ContextEngine:
         self._rebuild()
         for position, chained in enumerate(self._chain, start=1):
             chained.depth = position
-        after = self.usage()
+        after = self.usage(recall=False)
         self._armed = after.ratio < self.policy.reset_ratio
         duration = round((time.perf_counter() - started) * 1000, 2)
         self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, before.ratio,

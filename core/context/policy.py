@@ -25,6 +25,8 @@ class SummarizationPolicy(BaseModel):
     max_depth: int = Field(3, ge=1, le=20, description="summaries in the chain before the oldest are merged")
     max_summary_tokens: int = Field(4000, ge=50, le=100_000, description="cap on one summary's tokens")
     chain_share: float = Field(0.30, gt=0.0, lt=1.0, description="share of the budget all summaries may take together")
+    recall_enabled: bool = Field(True, description="put archived messages matching the user's message into the prompt")
+    recall_ratio: float = Field(0.10, ge=0.0, le=0.5, description="share of the budget recalled messages may take")
     preserve_error_details: bool = True
     abort_on_failure: bool = False
     extra_instructions: str = Field("", max_length=4000)

@@ -50,7 +50,8 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
         if message.id in stored:
             counter.seed(message, stored[message.id])
     engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
-                                   system_prompt=settings.system_prompt)
+                                   system_prompt=settings.system_prompt,
+                                   recall_search=lambda query, limit: store.search_archived(chat_id, query, limit))
     return engine, settings
 
 

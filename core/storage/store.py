@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select, update
 
 from ..context.policy import policy_errors
+from ..context.recall import fts_or_query
 from ..model.messages import Message, ToolCall
 from ..model.records import SummaryRecord
 from .paths import data_dir as resolve_data_dir
@@ -738,6 +739,19 @@ class Store:
         with self._read() as session:
             rows = session.execute(sql, {"match": match, "limit": limit})
             return [SearchHit(*row) for row in rows]
+
+    def search_archived(self, chat_id: str, query: str, limit: int = 20) -> list[str]:
+        """Ids of this chat's archived messages matching any content word of `query`, best first (BM25): recall."""
+        match = fts_or_query(query)
+        if not match:
+            return []
+        sql = text("""
+            SELECT m.id FROM message_fts JOIN message m ON m.pk = message_fts.rowid
+            WHERE message_fts MATCH :match AND m.chat_id = :chat AND m.archived_by IS NOT NULL
+            ORDER BY message_fts.rank LIMIT :limit""")
+        with self._read() as session:
+            return [mid for (mid,) in session.execute(sql, {"match": match, "chat": chat_id, "limit": limit})]
+
 
 
 class _WriteSession:

@@ -148,12 +148,15 @@ def test_old_tool_outputs_shrink_first_keeping_system_pinned_and_tail():
                              st.integers(min_value=0, max_value=900)), min_size=1, max_size=60),
     enabled=st.booleans(),
     mode_keep=st.integers(min_value=2, max_value=8),
+    recall_ratio=st.sampled_from([0.0, 0.1, 0.5]),
 )
-def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_keep):
+def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_keep, recall_ratio):
     engine = ContextEngine(Budget(window=window, reserve_output=reserve),
-                           SummarizationPolicy(enabled=enabled, keep_recent=mode_keep, min_messages=2), TokenCounter())
+                           SummarizationPolicy(enabled=enabled, keep_recent=mode_keep, min_messages=2,
+                                               recall_ratio=recall_ratio), TokenCounter())
     for n, (kind, words) in enumerate(steps):
-        text = long_text(words, f"s{n}w")
+        # Shared topic words, so later user messages recall archived ones.
+        text = f"{TOPICS[n % 3]} {TOPICS[n % 2]} " + long_text(words, f"s{n}w")
         if kind == "tool":
             for m in tool_pair("Bash", {"command": f"make target{n}"}, text):
                 engine.append(m)
@@ -164,6 +167,54 @@ def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_k
         else:
             engine.append(Message(role=kind, content=text))
         prompt_is_consistent(engine)
+        for item in engine.assemble().items:
+            if item.kind == "recalled":
+                assert engine.is_archived(item.source_id)
+
+
+TOPICS = ("lighthouse keeper", "violin recital", "marathon training")
+
+
+def archived_fact_engine(**policy) -> tuple[ContextEngine, Message]:
+    engine = engine_with(window=2048, reserve=256, **policy)
+    fact = user("My sister Caroline adopted a grey greyhound called Biscuit in Lisbon last spring.")
+    engine.append(fact)
+    fill(engine, 12)
+    assert engine.is_archived(fact.id)
+    return engine, fact
+
+
+def test_recall_puts_the_matching_archived_original_into_the_prompt():
+    engine, fact = archived_fact_engine()
+    engine.append(user("What was the name of Caroline's greyhound?"))
+    prompt = engine.assemble()
+    recalled = [i for i in prompt.items if i.kind == "recalled"]
+    assert recalled and recalled[0].source_id == fact.id
+    assert "Biscuit" in recalled[0].message.content and f"message {fact.id}" in recalled[0].message.content
+    kinds = [i.kind for i in prompt.items]
+    assert kinds.index("recalled") > kinds.index("summary") and kinds[-1] == "message"
+    usage = engine.usage()
+    assert 0 < usage.by_kind["recalled"] <= engine.budget.available * engine.policy.recall_ratio
+    assert engine.usage(recall=False).by_kind["recalled"] == 0
+
+
+def test_recall_is_off_with_its_switch_and_after_the_reply():
+    engine, _ = archived_fact_engine(recall_enabled=False)
+    engine.append(user("What was the name of Caroline's greyhound?"))
+    assert not engine.recalled()
+    engine.policy = SummarizationPolicy(recall_enabled=True)
+    assert engine.recalled()
+    engine.append(assistant("I do not remember."))
+    assert not engine.recalled()  # recall serves the pending user message only
+
+
+def test_recall_forgets_what_undo_brings_back():
+    engine, fact = archived_fact_engine()
+    while engine.chain():
+        engine.undo_last()
+    engine.append(user("What was the name of Caroline's greyhound?"), auto=False)
+    assert not engine.recalled()
+    assert "Biscuit" in engine.context_text()
 
 
 # ----- automatic policy ----------------------------------------------------------------------------------------

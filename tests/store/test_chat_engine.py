@@ -5,7 +5,7 @@ from __future__ import annotations
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
-from precis.core.storage.store import open_store
+from precis.core.storage.store import attach_engine, open_store
 
 
 def chat_with_history(store, n=40):
@@ -51,3 +51,28 @@ def test_saving_counts_reads_the_stored_counts_once_however_long_the_chat(tmp_pa
         save_token_counts(store, chat_id, engine)
         assert reads == [chat_id]
         assert len(original(chat_id)) == 60
+
+
+def test_recall_searches_the_stores_index_of_this_chats_archived_messages(tmp_path):
+    """The engine of a stored chat recalls through SQLite FTS5 (BM25), never another chat's or a visible message."""
+    with open_store(tmp_path) as store:
+        other = store.create_chat("other", {})
+        store.add_message(other, Message(role="user", content="The greyhound in the other chat is called Rex."))
+        chat_id = store.create_chat("dogs", {"context_window": 2048, "reserve_output": 256})
+        fact = Message(role="user", content="My sister adopted a grey greyhound called Biscuit in Lisbon.")
+        store.add_message(chat_id, fact)
+        for i in range(30):
+            store.add_message(chat_id, Message(role="user" if i % 2 else "assistant",
+                                               content=" ".join(f"filler{i}x{j}" for j in range(20))))
+        engine, _ = restore_engine(store, chat_id, default_window=2048)
+        detach = attach_engine(store, chat_id, engine)
+        engine.summarize_now()
+        detach()
+        assert engine.is_archived(fact.id)
+        question = Message(role="user", content="What is the greyhound called?")
+        store.add_message(chat_id, question)
+        engine.append(question, auto=False)
+        recalled = engine.recalled()
+        assert [i.source_id for i in recalled][:1] == [fact.id]
+        assert "Biscuit" in recalled[0].message.content and "Rex" not in engine.context_text()
+        assert store.search_archived(chat_id, "greyhound? \"OR\" NEAR(") == [fact.id]

@@ -1,0 +1,103 @@
+"""Recall: find the archived originals that match what the user just asked.
+
+The engine asks a search function for message ids, best first. With a store it is the store's FTS5 index (BM25);
+without one (`precis compact`) it is RecallIndex, a small BM25 index kept in memory and updated as messages are
+archived or brought back, never rebuilt per call.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+
+# (query, limit) -> ids of matching messages, best first. The engine keeps only those it has archived.
+RecallSearch = Callable[[str, int], list[str]]
+
+# Words that say nothing about what a message is about (BM25 would weigh them near zero anyway).
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both but
+by can could did do does doing don down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just let like me more most my myself no nor not now of
+off on once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves yes oh hey hi really also got get
+know think thing things much many one ever well going go did tell told said say
+""".split())
+
+MAX_QUERY_TERMS = 24
+_WORD = re.compile(r"\w+")
+
+
+def content_words(text: str) -> list[str]:
+    """The words of a text that carry meaning, lowercased, in order, each once (stop words and 1-letter words out)."""
+    words = (w.lower() for w in _WORD.findall(text))
+    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOP_WORDS))[:MAX_QUERY_TERMS]
+
+
+def fts_or_query(text: str) -> str:
+    """An FTS5 MATCH expression: the content words, each quoted (never FTS syntax), joined by OR."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in content_words(text))
+
+
+class RecallIndex:
+    """BM25 (k1 1.2, b 0.75) over archived messages, updated incrementally."""
+
+    K1, B = 1.2, 0.75
+
+    def __init__(self) -> None:
+        self._postings: dict[str, dict[str, int]] = defaultdict(dict)  # term -> {message id: term frequency}
+        self._terms: dict[str, Counter[str]] = {}  # message id -> its term counts (to remove it again)
+        self._lengths: dict[str, int] = {}
+        self._total_length = 0
+
+    def __len__(self) -> int:
+        return len(self._terms)
+
+    def add(self, message_id: str, text: str) -> None:
+        if message_id in self._terms:
+            return
+        counts = Counter(w.lower() for w in _WORD.findall(text))
+        self._terms[message_id] = counts
+        self._lengths[message_id] = sum(counts.values())
+        self._total_length += self._lengths[message_id]
+        for term, tf in counts.items():
+            self._postings[term][message_id] = tf
+
+    def remove(self, message_id: str) -> None:
+        counts = self._terms.pop(message_id, None)
+        if counts is None:
+            return
+        self._total_length -= self._lengths.pop(message_id)
+        for term in counts:
+            posting = self._postings[term]
+            posting.pop(message_id, None)
+            if not posting:
+                del self._postings[term]
+
+    def update(self, archived: Iterable[str], text_of: Callable[[str], str]) -> None:
+        """Make the index hold exactly `archived`: add the newly archived, drop those brought back."""
+        wanted = set(archived)
+        for gone in [m for m in self._terms if m not in wanted]:
+            self.remove(gone)
+        for message_id in wanted - self._terms.keys():
+            self.add(message_id, text_of(message_id))
+
+    def search(self, query: str, limit: int) -> list[str]:
+        n = len(self._terms)
+        if not n:
+            return []
+        average = self._total_length / n or 1.0
+        scores: dict[str, float] = defaultdict(float)
+        for term in content_words(query):
+            posting = self._postings.get(term)
+            if not posting or len(posting) > n // 2 + 1:  # in most messages: says nothing about which one
+                continue
+            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            for message_id, tf in posting.items():
+                length = self._lengths[message_id]
+                scores[message_id] += idf * tf * (self.K1 + 1) / (
+                    tf + self.K1 * (1 - self.B + self.B * length / average))
+        return heapq.nlargest(limit, scores, key=scores.__getitem__)
