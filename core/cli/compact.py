@@ -27,10 +27,50 @@ class ReplayResult:
 
 
 def replay(messages: list[Message], engine: ContextEngine) -> ReplayResult:
-    """Append each message as it would arrive in a live chat, letting the policy summarize as it goes."""
+    """Append each message as it would arrive in a live chat, letting the policy summarize as it goes. The
+    prompt is the history as it stands, without recall: recall serves a question still to come (see probes)."""
     for message in messages:
         engine.append(message)
-    return ReplayResult(engine=engine, prompt=engine.assemble(), originals=messages)
+    return ReplayResult(engine=engine, prompt=engine.assemble(recall=False), originals=messages)
+
+
+class ProbeError(ValueError):
+    """A line of a probes file that is not {"question": "..."}."""
+
+
+def read_probes(path: str) -> list[str]:
+    """The questions of a probes file: one JSON object with a non-empty "question" a line (blank lines skipped)."""
+    questions = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                reason = getattr(exc, "msg", "nested too deeply")
+                raise ProbeError(f"{path}, line {number}: not JSON ({reason})") from None
+            question = record.get("question") if isinstance(record, dict) else None
+            if not isinstance(question, str) or not question.strip():
+                raise ProbeError(f'{path}, line {number}: expected {{"question": "..."}} with a non-empty text')
+            questions.append(question)
+    return questions
+
+
+def probe(result: ReplayResult, question: str) -> dict:
+    """The prompt the model would be sent if `question` were the next user message, recall included; the chat
+    is left as it was."""
+    engine = result.engine
+    pending = Message(role="user", content=question)
+    engine.append(pending, auto=False)
+    try:
+        prompt = engine.assemble()
+    finally:
+        engine.remove_last(pending.id)
+    index = {m.id: n for n, m in enumerate(result.originals)}
+    return {"question": question,
+            "context": [message_to_record(m) for m in prompt.messages],
+            "recalled": [index[i.source_id] for i in prompt.items if i.kind == "recalled" and i.source_id in index]}
 
 
 def archived_indices(result: ReplayResult) -> list[int]:
@@ -41,7 +81,7 @@ def archived_indices(result: ReplayResult) -> list[int]:
 
 def result_json(result: ReplayResult) -> dict:
     engine, prompt = result.engine, result.prompt
-    usage = engine.usage()
+    usage = engine.usage(recall=False)  # of the context as replayed (recall is in the probes)
     summaries = [r.model_dump(mode="json") for r in engine.records]
     return {
         "context": [message_to_record(m) for m in prompt.messages],
@@ -96,16 +136,21 @@ def print_report(result: ReplayResult, out) -> None:
 @click.option("--base-url")
 @click.option("--model")
 @click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")
+@click.option("--probes", "probes_path", metavar="QUESTIONS.jsonl",
+              help='after the replay, the prompt each question ({"question": ...} a line) would get, recall included')
 def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str, provider: str,
-            base_url: str | None, model: str | None, as_json: bool) -> int:
+            base_url: str | None, model: str | None, as_json: bool, probes_path: str | None) -> int:
     """Replay TRANSCRIPT (interchange JSONL) under the summarization policy and print what the model would see."""
+    path = transcript
     try:
         messages = read_transcript(transcript)
-    except TranscriptError as exc:
+        path = probes_path
+        questions = read_probes(probes_path) if probes_path else []
+    except (TranscriptError, ProbeError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"precis compact: cannot read {transcript}: {exc.strerror or exc}", file=sys.stderr)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"precis compact: cannot read {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
     try:
         budget = Budget(window=context_tokens, reserve_output=reserve_output)
@@ -122,9 +167,16 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str
     except (ProviderError, ValueError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 1
+    probes = [probe(result, q) for q in questions]
     if as_json:
-        json.dump(result_json(result), sys.stdout, ensure_ascii=False, indent=1)
+        output = result_json(result)
+        if probes_path:
+            output["probes"] = probes
+        json.dump(output, sys.stdout, ensure_ascii=False, indent=1)
         sys.stdout.write("\n")
     else:
         print_report(result, sys.stdout)
+        for answer in probes:
+            print(f"probe {answer['question']!r}: {len(answer['context'])} messages, "
+                  f"recalled {answer['recalled'] or 'nothing'}", file=sys.stdout)
     return 0

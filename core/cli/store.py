@@ -124,7 +124,7 @@ def context(chat: str, data_dir: str | None) -> int:
     if usage.ratio > 1:
         print("  over the budget: only what fits is sent (old tool outputs shrunk, oldest messages left out); "
               "the next message summarizes, or /summarize in the app")
-    labels = {"system": "system prompt", "summaries": "summaries", "messages": "messages",
+    labels = {"system": "system prompt", "summaries": "summaries", "recalled": "recalled", "messages": "messages",
               "tool_outputs": "tool outputs"}
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)

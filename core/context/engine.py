@@ -343,27 +343,39 @@ class ContextEngine:
         return items[:position] + recalled + items[position:]
 
     def _recall(self, query: str, room: int) -> list[ContextItem]:
-        """The best matching archived originals as snippets (speaker, date, message id), within `room` tokens."""
-        out: list[ContextItem] = []
+        """The best matching archived originals as snippets (speaker, date, message id), each with the message that
+        answered it (in conversation the fact is often in the reply), within `room` tokens, in chat order."""
+        snippet_cap = max(int(room * RECALL_SNIPPET_SHARE), MIN_RECALL_ROOM)
+        chosen: dict[int, ContextItem] = {}
         for message_id in self._recall_search(query, RECALL_CANDIDATES):
             position = self._position.get(message_id)
-            if position is None or not self.is_archived(message_id):
+            if position is None or position in chosen or not self.is_archived(message_id):
                 continue
-            original = self.messages[position]
-            header = f"[Recalled from the archive: {original.name or original.role}, {self._date_of(position)}, " \
-                     f"message {message_id}]"
-            message = Message(role="system", content=header, id=f"{message_id}~recalled",
-                              created_at=original.created_at)
-            text_room = min(int(room * RECALL_SNIPPET_SHARE), room) - self.counter.raw_message_tokens(message) - 1
-            if text_room < MIN_RECALL_ROOM // 2:
-                break
-            message = message.with_changes(content=f"{header}\n{fit_text(original.content, text_room, self.counter)}")
-            tokens = self.counter.raw_message_tokens(message)
-            if tokens > room:
-                break
-            out.append(ContextItem("recalled", message, message_id, tokens))
-            room -= tokens
-        return out
+            group = [position]
+            reply = position + 1
+            if (reply < len(self.messages) and reply not in chosen and self.messages[reply].role != "system"
+                    and self.is_archived(self.messages[reply].id)):
+                group.append(reply)
+            for member in group:
+                item = self._recall_item(member, min(snippet_cap, room))
+                if item is None:
+                    return [chosen[p] for p in sorted(chosen)]
+                chosen[member] = item
+                room -= item.tokens
+        return [chosen[p] for p in sorted(chosen)]
+
+    def _recall_item(self, position: int, room: int) -> ContextItem | None:
+        """One archived original as a recalled snippet of at most `room` tokens, or None if there is too little."""
+        original = self.messages[position]
+        header = f"[Recalled from the archive: {original.name or original.role}, {self._date_of(position)}, " \
+                 f"message {original.id[:8]}]"
+        message = Message(role="system", content=header, id=f"{original.id}~recalled", created_at=original.created_at)
+        text_room = room - self.counter.raw_message_tokens(message) - 1
+        if text_room < MIN_RECALL_ROOM // 2:
+            return None
+        message = message.with_changes(content=f"{header}\n{fit_text(original.content, text_room, self.counter)}")
+        tokens = self.counter.raw_message_tokens(message)
+        return ContextItem("recalled", message, original.id, tokens) if tokens <= room else None
 
     def _date_of(self, position: int) -> str:
         """The session header the message falls under (a short system message with a date or number in it), else

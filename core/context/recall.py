@@ -31,15 +31,28 @@ MAX_QUERY_TERMS = 24
 _WORD = re.compile(r"\w+")
 
 
+def stem(word: str) -> str:
+    """A light stem, so that "hikes", "hiking" and "hiked" meet "hike": the common English endings cut."""
+    for suffix, shortest in (("ing", 6), ("ies", 5), ("es", 5), ("ed", 5), ("ly", 5), ("s", 4), ("e", 4)):
+        if word.endswith(suffix) and len(word) >= shortest and not word.endswith("ss"):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def terms(text: str) -> list[str]:
+    """The stems of every word of a text, lowercased, in order."""
+    return [stem(w.lower()) for w in _WORD.findall(text)]
+
+
 def content_words(text: str) -> list[str]:
-    """The words of a text that carry meaning, lowercased, in order, each once (stop words and 1-letter words out)."""
+    """The stems of the words of a text that carry meaning, in order, each once (stop words, 1-letter words out)."""
     words = (w.lower() for w in _WORD.findall(text))
-    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOP_WORDS))[:MAX_QUERY_TERMS]
+    return list(dict.fromkeys(stem(w) for w in words if len(w) > 1 and w not in STOP_WORDS))[:MAX_QUERY_TERMS]
 
 
 def fts_or_query(text: str) -> str:
-    """An FTS5 MATCH expression: the content words, each quoted (never FTS syntax), joined by OR."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in content_words(text))
+    """An FTS5 MATCH expression: each content word's stem quoted (never FTS syntax) as a prefix, joined by OR."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' + (" *" if len(w) >= 4 else "") for w in content_words(text))
 
 
 class RecallIndex:
@@ -59,7 +72,7 @@ class RecallIndex:
     def add(self, message_id: str, text: str) -> None:
         if message_id in self._terms:
             return
-        counts = Counter(w.lower() for w in _WORD.findall(text))
+        counts = Counter(terms(text))
         self._terms[message_id] = counts
         self._lengths[message_id] = sum(counts.values())
         self._total_length += self._lengths[message_id]

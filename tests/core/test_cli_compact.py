@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.storage.interchange import read_transcript
 
@@ -51,3 +52,39 @@ def test_missing_file_and_missing_key_are_clear_errors(tmp_path, capsys, monkeyp
     code = main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--mode", "llm", "--provider", "openai"])
     assert code == 1
     assert "no API key for openai" in capsys.readouterr().err
+
+
+CONVERSATION = SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl"
+
+
+def test_probes_get_the_prompt_of_their_question_with_recall_and_leave_the_chat_alone(tmp_path, capsys):
+    if not CONVERSATION.exists():
+        pytest.skip("../shared/conversations is not here")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "When did Caroline go to the LGBTQ support group?"}) + "\n\n"
+                         + json.dumps({"question": "What did Caroline research?"}) + "\n")
+    assert main(["compact", str(CONVERSATION), "--json"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(["compact", str(CONVERSATION), "--json", "--probes", str(questions)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    def said(context: list[dict]) -> list[tuple]:
+        return [(m["role"], m["content"]) for m in context]
+
+    assert said(result["context"]) == said(plain["context"]) and result["stats"] == plain["stats"]
+    first, second = result["probes"]
+    assert first["question"].startswith("When did Caroline") and first["context"][-1]["content"] == first["question"]
+    # Message 3 holds the answer (7 May 2023) and was summarized away; recall brings it back, with its date.
+    assert 3 in plain["archived"] and 3 in first["recalled"]
+    assert set(first["recalled"]) <= set(plain["archived"]) and second["recalled"]
+    recalled = next(m["content"] for m in first["context"] if "message" in m["content"] and "Recalled" in m["content"])
+    assert "Session 1" in recalled
+
+
+@pytest.mark.parametrize("line, reason", [("{not json", "not JSON"), ('{"q": 1}', "question"),
+                                          ('["question"]', "question"), ('{"question": "  "}', "question")])
+def test_a_bad_probe_line_is_named_by_file_and_line(tmp_path, capsys, line, reason):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "fine"}) + "\n" + line + "\n")
+    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--probes", str(questions)]) == 2
+    err = capsys.readouterr().err
+    assert f"{questions}, line 2" in err and reason in err

@@ -190,7 +190,7 @@ def test_recall_puts_the_matching_archived_original_into_the_prompt():
     prompt = engine.assemble()
     recalled = [i for i in prompt.items if i.kind == "recalled"]
     assert recalled and recalled[0].source_id == fact.id
-    assert "Biscuit" in recalled[0].message.content and f"message {fact.id}" in recalled[0].message.content
+    assert "Biscuit" in recalled[0].message.content and f"message {fact.id[:8]}" in recalled[0].message.content
     kinds = [i.kind for i in prompt.items]
     assert kinds.index("recalled") > kinds.index("summary") and kinds[-1] == "message"
     usage = engine.usage()
