@@ -1,7 +1,9 @@
 """Settings: the provider (API key kept in the OS keyring), summarization, and this chat's own settings.
 
-Values are checked as they are typed with the same rules core uses (core.policy.policy_errors, ChatSettings);
-a bad value is refused with its reason next to the field, and OK stays disabled until all are valid.
+The summarization and chat fields are generated from the settings schema (core.model.schema over
+SummarizationPolicy and ChatSettings): a new field there appears here, in the per-chat overrides and in the README.
+Values are checked as they are typed with the same rules core uses; a bad value is refused with its reason next to
+the field in the window's words, and OK stays disabled until all are valid.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,34 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.context.policy import SummarizationPolicy, policy_errors
+from ..core.context.policy import SummarizationPolicy
+from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.registry import DEFAULT_MODELS, KINDS
 from ..core.storage.store import ChatSettings
 
 PROVIDER_KEY = "provider"
-
-# (field, label, kind) in the order shown; kinds: bool, mode, float, int, text
-POLICY_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("enabled", "Summarize automatically", "bool"),
-    ("mode", "Mode", "mode"),
-    ("trigger_ratio", "Trigger at (share of the budget)", "float"),
-    ("reset_ratio", "Re-arm below", "float"),
-    ("keep_recent", "Recent messages kept verbatim", "int"),
-    ("min_recent", "…shrinking down to", "int"),
-    ("cooldown_messages", "Cooldown (new messages)", "int"),
-    ("min_messages", "Minimum messages", "int"),
-    ("max_depth", "Maximum chain depth", "int"),
-    ("max_summary_tokens", "Maximum summary tokens", "int"),
-    ("preserve_error_details", "Keep full error text", "bool"),
-    ("abort_on_failure", "Stop if the LLM summary fails", "bool"),
-    ("extra_instructions", "Extra instructions", "text"),
-)
-CHAT_FIELDS: tuple[tuple[str, str, str], ...] = (
-    ("system_prompt", "System prompt", "text"),
-    ("context_window", "Context window (empty: the model's)", "optional_int"),
-    ("reserve_output", "Tokens reserved for the reply", "int"),
-)
-
 
 @dataclass
 class ProviderChoice:
@@ -78,72 +57,72 @@ class ProviderChoice:
 
 
 class _FieldSet:
-    """Editors with an error label under each; `values()` parses, `errors` says what is wrong and where.
+    """An editor per setting (from the schema: title as label, help as tooltip, unit after the value) with an error
+    label under each; `values()` parses, `show_errors` says what is wrong and where.
 
     With `overrides`, each field has an Override box: only ticked fields are values (the rest are inherited), and an
     unticked field's editor shows the inherited value, disabled.
     """
 
-    def __init__(self, fields, initial: dict[str, Any], form: QFormLayout, on_change,
+    def __init__(self, fields: list[SettingField], initial: dict[str, Any], form: QFormLayout, on_change,
                  overrides: set[str] | None = None) -> None:
         self.fields = fields
         self.editors: dict[str, QWidget] = {}
         self.error_labels: dict[str, QLabel] = {}
         self.override_boxes: dict[str, QCheckBox] = {}
-        for name, label, kind in fields:
-            editor = _editor(kind, initial.get(name))
-            self.editors[name] = editor
+        for field in fields:
+            editor = _editor(field, initial.get(field.name))
+            editor.setToolTip(field.help)
+            self.editors[field.name] = editor
             error = QLabel("")
             error.setObjectName("error")
             error.setWordWrap(True)
             error.hide()
-            self.error_labels[name] = error
+            self.error_labels[field.name] = error
             box = QWidget()
             column = QVBoxLayout(box)
             column.setContentsMargins(0, 0, 0, 0)
             column.setSpacing(2)
+            line = QHBoxLayout()
+            line.setContentsMargins(0, 0, 0, 0)
             if overrides is not None:
-                line = QHBoxLayout()
-                line.setContentsMargins(0, 0, 0, 0)
                 tick = QCheckBox("Override")
                 tick.setToolTip("Use a value of this chat's own instead of the global setting")
-                tick.setChecked(name in overrides)
-                editor.setEnabled(name in overrides)
+                tick.setChecked(field.name in overrides)
+                editor.setEnabled(field.name in overrides)
                 tick.toggled.connect(editor.setEnabled)
                 tick.toggled.connect(on_change)
-                self.override_boxes[name] = tick
+                self.override_boxes[field.name] = tick
                 line.addWidget(tick)
-                line.addWidget(editor, 1)
-                column.addLayout(line)
-            else:
-                column.addWidget(editor)
+            line.addWidget(editor, 1)
+            if field.unit and field.kind in ("int", "optional_int", "float"):
+                unit = QLabel(field.unit)
+                unit.setObjectName("muted")
+                line.addWidget(unit)
+            column.addLayout(line)
             column.addWidget(error)
-            form.addRow(label, box)
+            form.addRow(field.title, box)
             _connect(editor, on_change)
 
     def values(self) -> tuple[dict[str, Any], dict[str, str]]:
         """(parsed values, {field: reason} for values that are not even numbers)."""
         values: dict[str, Any] = {}
         errors: dict[str, str] = {}
-        for name, _label, kind in self.fields:
-            if self.override_boxes and not self.override_boxes[name].isChecked():
+        for field in self.fields:
+            if self.override_boxes and not self.override_boxes[field.name].isChecked():
                 continue
-            editor = self.editors[name]
-            if kind == "bool":
-                values[name] = editor.isChecked()
-            elif kind == "mode":
-                values[name] = editor.currentText()
-            elif kind == "text":
-                values[name] = editor.toPlainText()
+            editor = self.editors[field.name]
+            if field.kind == "bool":
+                values[field.name] = editor.isChecked()
+            elif field.kind == "choice":
+                values[field.name] = editor.currentText()
+            elif field.kind == "text":
+                values[field.name] = editor.toPlainText()
             else:
-                raw = editor.text().strip()
-                if kind == "optional_int" and not raw:
-                    values[name] = None
-                    continue
                 try:
-                    values[name] = float(raw) if kind == "float" else int(raw)
-                except ValueError:
-                    errors[name] = f"must be {'a number' if kind == 'float' else 'a whole number'}, not {raw!r}"
+                    values[field.name] = field.parse(editor.text())
+                except ValueError as exc:
+                    errors[field.name] = str(exc)
         return values, errors
 
     def show_errors(self, errors: dict[str, str]) -> None:
@@ -153,19 +132,21 @@ class _FieldSet:
             label.setVisible(bool(reason))
 
 
-def _editor(kind: str, value: Any) -> QWidget:
-    if kind == "bool":
+def _editor(field: SettingField, value: Any) -> QWidget:
+    if field.kind == "bool":
         editor = QCheckBox()
         editor.setChecked(bool(value))
-    elif kind == "mode":
+    elif field.kind == "choice":
         editor = QComboBox()
-        editor.addItems(["rule", "llm", "hybrid"])
-        editor.setCurrentText(value or "rule")
-    elif kind == "text":
+        editor.addItems(list(field.choices))
+        editor.setCurrentText(value or field.default)
+    elif field.kind == "text":
         editor = QPlainTextEdit(value or "")
         editor.setFixedHeight(64)
     else:
-        editor = QLineEdit("" if value is None else str(value))
+        editor = QLineEdit(field.shown(value))
+        if field.kind == "optional_int":
+            editor.setPlaceholderText(field.help)
     return editor
 
 
@@ -180,6 +161,10 @@ def _connect(editor: QWidget, slot) -> None:
 
 class SettingsDialog(QDialog):
     """Edits the global provider and summarization settings and, when a chat is open, that chat's settings."""
+
+    # The schemas the pages are generated from.
+    policy_model = SummarizationPolicy
+    chat_model = ChatSettings
 
     def __init__(self, provider: ProviderChoice, policy: dict[str, Any], chat: ChatSettings | None,
                  key_saved: bool, parent=None) -> None:
@@ -223,8 +208,8 @@ class SettingsDialog(QDialog):
         # Summarization
         policy_page = QWidget()
         policy_form = QFormLayout(policy_page)
-        defaults = SummarizationPolicy().model_dump()
-        self.policy_fields = _FieldSet(POLICY_FIELDS, {**defaults, **policy}, policy_form, self.validate)
+        defaults = self.policy_model().model_dump()
+        self.policy_fields = _FieldSet(setting_fields(self.policy_model), {**defaults, **policy}, policy_form, self.validate)
         self.cross_error = QLabel("")
         self.cross_error.setObjectName("error")
         self.cross_error.setWordWrap(True)
@@ -237,7 +222,7 @@ class SettingsDialog(QDialog):
         if chat is not None:
             chat_page = QWidget()
             chat_form = QFormLayout(chat_page)
-            self.chat_fields = _FieldSet(CHAT_FIELDS, chat.model_dump(), chat_form, self.validate)
+            self.chat_fields = _FieldSet(setting_fields(self.chat_model), chat.model_dump(), chat_form, self.validate)
             tabs.addTab(chat_page, "This chat")
             overrides_page = QWidget()
             overrides_form = QFormLayout(overrides_page)
@@ -246,7 +231,7 @@ class SettingsDialog(QDialog):
             note.setWordWrap(True)
             overrides_form.addRow(note)
             self.chat_policy_fields = _FieldSet(
-                POLICY_FIELDS, {**defaults, **policy, **chat.summarization}, overrides_form, self.validate,
+                setting_fields(self.policy_model), {**defaults, **policy, **chat.summarization}, overrides_form, self.validate,
                 overrides=set(chat.summarization))
             self.chat_cross_error = QLabel("")
             self.chat_cross_error.setObjectName("error")
@@ -280,7 +265,7 @@ class SettingsDialog(QDialog):
     def chat_settings(self) -> ChatSettings | None:
         if self.chat_fields is None:
             return None
-        return ChatSettings.model_validate(self._chat_values())
+        return self.chat_model.model_validate(self._chat_values())
 
     def _chat_values(self) -> dict[str, Any]:
         return {**self._chat_base.model_dump(), **self.chat_fields.values()[0],
@@ -293,28 +278,23 @@ class SettingsDialog(QDialog):
         """Every reason a value is refused, by field ('' for rules across fields, 'provider' for the provider)."""
         values, errors = self.policy_fields.values()
         checked = {k: v for k, v in values.items() if k not in errors}
-        errors.update({k: v for k, v in policy_errors(checked).items() if k not in errors})
+        errors.update({k: v for k, v in setting_errors(self.policy_model, checked).items() if k not in errors})
         if self.chat_fields is not None:
             overrides, override_errors = self.chat_policy_fields.values()
             # An override is checked together with the global values it sits on.
             merged = {**checked, **{k: v for k, v in overrides.items() if k not in override_errors}}
-            global_cross = "" in policy_errors(checked)
-            for field, reason in policy_errors(merged).items():
+            global_cross = "" in setting_errors(self.policy_model, checked)
+            for field, reason in setting_errors(self.policy_model, merged).items():
                 if field in overrides or (field == "" and not global_cross):
                     override_errors.setdefault(field, reason)
             errors.update({f"chat_policy.{k}": v for k, v in override_errors.items()})
             _chat_values, chat_errors = self.chat_fields.values()
             if not chat_errors and not override_errors:
-                try:
-                    ChatSettings.model_validate(self._chat_values())
-                except ValidationError as exc:
-                    for err in exc.errors():
-                        field = ".".join(str(p) for p in err["loc"]) or ""
-                        reason = err["msg"].removeprefix("Value error, ")
-                        if field == "summarization":
-                            errors["chat_policy."] = reason
-                        else:
-                            chat_errors[field] = reason
+                for field, reason in setting_errors(self.chat_model, self._chat_values()).items():
+                    if field == "summarization":
+                        errors["chat_policy."] = reason
+                    else:
+                        chat_errors[field] = reason
             errors.update({f"chat.{k}": v for k, v in chat_errors.items()})
         choice = self.provider_choice()
         url = choice.base_url

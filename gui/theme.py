@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
@@ -20,7 +20,8 @@ APPEARANCE_KEY = "appearance"
 class Appearance(BaseModel):
     """The window's look, saved in the store's settings under APPEARANCE_KEY."""
 
-    theme: ThemeChoice = "system"
+    theme: ThemeChoice = Field("system", title="Theme",
+                               description="system follows the desktop's light or dark setting")
 
 
 @dataclass(frozen=True)

@@ -2,56 +2,83 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..model.records import SummaryMode
+from ..model.schema import setting_errors, setting_fields
+
+# A fraction of the context budget, shown and typed as a percentage (0.8 is "80 %").
+PERCENT = {"unit": "% of the budget"}
 
 
 class SummarizationPolicy(BaseModel):
+    """When to summarize and what to keep. Each field's title, unit and range are the settings dialog's and the
+    README's (core.model.schema): a new setting is one field here."""
+
     model_config = ConfigDict(validate_assignment=True, extra="forbid")
 
-    enabled: bool = True
+    enabled: bool = Field(True, title="Summarize automatically",
+                          description="Summarize old messages on its own when the chat nears the budget")
     # Hybrid by default: the rules keep files, commands and errors; the model (local by default) writes the story.
-    mode: SummaryMode = "hybrid"
-    trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, description="summarize when the context reaches this share of the budget")
-    reset_ratio: float = Field(0.70, gt=0.0, lt=1.0, description="re-arm once usage falls below this share...")
-    rearm_messages: int = Field(12, ge=1, le=10_000, description="...or after this many new messages")
-    target_ratio: float = Field(0.50, gt=0.0, lt=1.0,
-                                description="a summary takes the oldest messages needed to bring usage to this share")
-    min_messages: int = Field(12, ge=2, le=10_000, description="messages in the window before an automatic summary")
-    cooldown_messages: int = Field(4, ge=0, le=10_000, description="new messages needed since the last summary")
-    keep_recent: int = Field(6, ge=1, le=1_000, description="recent messages kept verbatim")
-    min_recent: int = Field(2, ge=1, le=1_000, description="the tail may shrink to this many when still over budget")
-    max_depth: int = Field(3, ge=1, le=20, description="summaries in the chain before the oldest are merged")
-    max_summary_tokens: int = Field(4000, ge=50, le=100_000, description="cap on one summary's tokens")
-    chain_share: float = Field(0.30, gt=0.0, lt=1.0, description="share of the budget all summaries may take together")
-    recall_enabled: bool = Field(True, description="put archived messages matching the user's message into the prompt")
-    recall_ratio: float = Field(0.10, ge=0.0, le=0.5, description="share of the budget recalled messages may take")
-    preserve_error_details: bool = True
-    abort_on_failure: bool = False
-    extra_instructions: str = Field("", max_length=4000)
+    mode: SummaryMode = Field("hybrid", title="Mode", description=(
+        "rule: files, commands and errors kept by rules; llm: the model writes the summary; hybrid: both"))
+    trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, title="Summarize at", json_schema_extra=PERCENT,
+                                 description="Summarize when the context reaches this share of the budget")
+    reset_ratio: float = Field(0.70, gt=0.0, lt=1.0, title="Re-arm below", json_schema_extra=PERCENT,
+                               description="Summarize again only once usage has fallen below this share...")
+    rearm_messages: int = Field(12, ge=1, le=10_000, title="Re-arm after", json_schema_extra={"unit": "messages"},
+                                description="...or after this many new messages")
+    target_ratio: float = Field(0.50, gt=0.0, lt=1.0, title="Summarize down to", json_schema_extra=PERCENT,
+                                description="A summary takes the oldest messages needed to bring usage to this share")
+    min_messages: int = Field(12, ge=2, le=10_000, title="Minimum messages", json_schema_extra={"unit": "messages"},
+                              description="Messages in the window before an automatic summary")
+    cooldown_messages: int = Field(4, ge=0, le=10_000, title="Cooldown", json_schema_extra={"unit": "messages"},
+                                   description="New messages needed since the last summary")
+    keep_recent: int = Field(6, ge=1, le=1_000, title="Recent messages kept verbatim",
+                             json_schema_extra={"unit": "messages"},
+                             description="The newest messages are never summarized")
+    min_recent: int = Field(2, ge=1, le=1_000, title="Kept messages may shrink to", json_schema_extra={"unit": "messages"},
+                            description="The kept messages may shrink to this many when still over budget")
+    max_depth: int = Field(3, ge=1, le=20, title="Maximum chain depth", json_schema_extra={"unit": "summaries"},
+                           description="Summaries in the chain before the oldest are merged")
+    max_summary_tokens: int = Field(4000, ge=50, le=100_000, title="Maximum summary size",
+                                    json_schema_extra={"unit": "tokens"}, description="Cap on one summary's tokens")
+    chain_share: float = Field(0.30, gt=0.0, lt=1.0, title="Summaries may take", json_schema_extra=PERCENT,
+                               description="Share of the budget all summaries may take together")
+    recall_enabled: bool = Field(True, title="Recall archived messages",
+                                 description="Put archived messages matching the user's message into the prompt")
+    recall_ratio: float = Field(0.10, ge=0.0, le=0.5, title="Recalled messages may take", json_schema_extra=PERCENT,
+                                description="Share of the budget recalled messages may take")
+    preserve_error_details: bool = Field(True, title="Keep full error text",
+                                         description="Error messages go into summaries whole, not shortened")
+    abort_on_failure: bool = Field(False, title="Stop if the model's summary fails",
+                                   description="Off: a failed model summary falls back to the rules")
+    extra_instructions: str = Field("", max_length=4000, title="Extra instructions",
+                                    description="Added to the summarizer model's instructions")
 
     @model_validator(mode="after")
     def _check_relations(self) -> SummarizationPolicy:
         if self.reset_ratio >= self.trigger_ratio:
-            raise ValueError(
-                f"reset_ratio ({self.reset_ratio}) must be below trigger_ratio ({self.trigger_ratio})")
+            raise ValueError(_compare("reset_ratio", self.reset_ratio, "must be below",
+                                      "trigger_ratio", self.trigger_ratio))
         if self.target_ratio >= self.trigger_ratio:
-            raise ValueError(
-                f"target_ratio ({self.target_ratio}) must be below trigger_ratio ({self.trigger_ratio})")
+            raise ValueError(_compare("target_ratio", self.target_ratio, "must be below",
+                                      "trigger_ratio", self.trigger_ratio))
         if self.min_recent > self.keep_recent:
-            raise ValueError(f"min_recent ({self.min_recent}) must not exceed keep_recent ({self.keep_recent})")
+            raise ValueError(_compare("min_recent", self.min_recent, "must not exceed",
+                                      "keep_recent", self.keep_recent))
         return self
+
+
+def _compare(name: str, value: Any, relation: str, other: str, other_value: Any) -> str:
+    """A rule across two fields in the window's words: '“Re-arm below” (80 %) must be below “Summarize at” (80 %)'."""
+    fields = {field.name: field for field in setting_fields(SummarizationPolicy)}
+    return (f"“{fields[name].title}” ({fields[name].with_unit(value)}) {relation} "
+            f"“{fields[other].title}” ({fields[other].with_unit(other_value)})")
 
 
 def policy_errors(values: dict) -> dict[str, str]:
     """Validate a settings dict; return {field: reason} (field '' for cross-field rules), empty if valid."""
-    try:
-        SummarizationPolicy(**values)
-    except ValidationError as exc:
-        errors: dict[str, str] = {}
-        for err in exc.errors():
-            field = ".".join(str(p) for p in err["loc"]) or ""
-            errors[field] = err["msg"].removeprefix("Value error, ")
-        return errors
-    return {}
+    return setting_errors(SummarizationPolicy, values)

@@ -28,10 +28,11 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine, select, update
 
-from ..context.policy import policy_errors
+from ..context.policy import SummarizationPolicy, policy_errors
 from ..context.recall import fts_or_query
 from ..model.messages import Message, ToolCall
 from ..model.records import SummaryRecord
+from ..model.schema import setting_fields
 from .paths import data_dir as resolve_data_dir
 
 DB_NAME = "precis.db"
@@ -195,9 +196,14 @@ class ChatSettings(BaseModel):
     model: str | None = None
     provider: str | None = None
     base_url: str | None = None
-    system_prompt: str = ""
-    context_window: int | None = PydanticField(None, ge=256, le=10_000_000)
-    reserve_output: int = PydanticField(512, ge=0, le=1_000_000)
+    system_prompt: str = PydanticField("", title="System prompt",
+                                       description="Sent before the conversation as the model's instructions")
+    context_window: int | None = PydanticField(None, ge=256, le=10_000_000, title="Context window",
+                                               json_schema_extra={"unit": "tokens"},
+                                               description="The budget; empty: the model's own window")
+    reserve_output: int = PydanticField(512, ge=0, le=1_000_000, title="Tokens reserved for the reply",
+                                        json_schema_extra={"unit": "tokens"},
+                                        description="Kept free in the window for the model's answer")
     # Overrides of SummarizationPolicy fields for this chat.
     summarization: dict[str, Any] = PydanticField(default_factory=dict)
 
@@ -206,7 +212,9 @@ class ChatSettings(BaseModel):
     def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
         errors = policy_errors(value)
         if errors:
-            raise ValueError("; ".join(f"{field or 'summarization'}: {reason}" for field, reason in errors.items()))
+            titles = {field.name: field.title for field in setting_fields(SummarizationPolicy)}
+            raise ValueError("; ".join(f"{titles.get(field, field) or 'summarization'}: {reason}"
+                                       for field, reason in errors.items()))
         return value
 
     @model_validator(mode="after")

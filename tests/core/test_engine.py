@@ -105,8 +105,8 @@ def test_calibration_brings_estimates_within_five_percent_of_provider_counts():
 
 def test_policy_refuses_bad_values_with_reasons():
     errors = policy_errors({"trigger_ratio": 0.6, "reset_ratio": 0.7})
-    assert "reset_ratio" in next(iter(errors.values()))
-    assert "keep_recent" in policy_errors({"keep_recent": 0})
+    assert errors == {"": "“Re-arm below” (70 % of the budget) must be below “Summarize at” (60 % of the budget)"}
+    assert policy_errors({"keep_recent": 0}) == {"keep_recent": "must be from 1 to 1000 messages"}
     assert policy_errors({"trigger_ratio": 0.9, "reset_ratio": 0.5}) == {}
 
 
@@ -597,7 +597,7 @@ def test_a_small_window_with_a_large_system_prompt_summarizes_a_handful_of_times
 
 
 def test_target_fill_must_be_below_the_trigger():
-    assert "target_ratio" in policy_errors({"target_ratio": 0.85})[""]
+    assert "“Summarize down to” (85 % of the budget)" in policy_errors({"target_ratio": 0.85})[""]
 
 
 def test_long_unbroken_text_is_tokenized_in_bounded_pieces(monkeypatch):

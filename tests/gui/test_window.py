@@ -102,8 +102,8 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
     chat_id = open_new_chat(qtbot, window, store)
     dialog = window.settings_dialog()
     policy = dialog.policy_fields.editors
-    policy["trigger_ratio"].setText("0.9")
-    policy["reset_ratio"].setText("0.6")
+    policy["trigger_ratio"].setText("90")  # percentages in the window, fractions in the store
+    policy["reset_ratio"].setText("60")
     policy["keep_recent"].setText("8")
     policy["mode"].setCurrentText("hybrid")
     dialog.chat_fields.editors["system_prompt"].setPlainText("You are terse.")
@@ -125,7 +125,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
         assert again.chat.snapshot.usage.window == 4096
         assert "90%" in again.inspector.thresholds.text() and "60%" in again.inspector.thresholds.text()
         fresh = again.settings_dialog()
-        assert fresh.policy_fields.editors["trigger_ratio"].text() == "0.9"
+        assert fresh.policy_fields.editors["trigger_ratio"].text() == "90"
         assert fresh.policy_fields.editors["mode"].currentText() == "hybrid"
         assert fresh.chat_fields.editors["system_prompt"].toPlainText() == "You are terse."
         again.close()
@@ -147,16 +147,20 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
     assert not fields.error_labels["trigger_ratio"].isHidden()
     assert "must be a number" in fields.error_labels["trigger_ratio"].text()
 
-    fields.editors["trigger_ratio"].setText("0.5")  # below the reset ratio of 0.7
-    assert not ok.isEnabled() and "reset_ratio" in dialog.cross_error.text()
+    fields.editors["trigger_ratio"].setText("50")  # below the reset ratio of 70 %
+    assert not ok.isEnabled()
+    assert dialog.cross_error.text() == (
+        "“Re-arm below” (70 % of the budget) must be below “Summarize at” (50 % of the budget)")
 
-    fields.editors["trigger_ratio"].setText("0.8")
+    fields.editors["trigger_ratio"].setText("80")
     fields.editors["keep_recent"].setText("0")
-    assert not ok.isEnabled() and "greater than or equal to 1" in fields.error_labels["keep_recent"].text()
+    assert not ok.isEnabled()
+    assert fields.error_labels["keep_recent"].text() == "must be from 1 to 1000 messages"
 
     fields.editors["keep_recent"].setText("6")
     dialog.chat_fields.editors["context_window"].setText("10")
-    assert not ok.isEnabled() and dialog.chat_fields.error_labels["context_window"].text()
+    assert not ok.isEnabled()
+    assert dialog.chat_fields.error_labels["context_window"].text() == "must be from 256 to 10000000 tokens"
 
     dialog.chat_fields.editors["context_window"].setText("")
     dialog.base_url.setText("localhost:11434")
@@ -272,12 +276,13 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     overrides = dialog.chat_policy_fields
     assert not overrides.editors["trigger_ratio"].isEnabled()  # inherited until ticked
     overrides.override_boxes["trigger_ratio"].setChecked(True)
-    overrides.editors["trigger_ratio"].setText("0.6")  # below the global reset ratio of 0.7
-    assert not ok.isEnabled() and "reset_ratio" in dialog.chat_cross_error.text()
+    overrides.editors["trigger_ratio"].setText("60")  # below the global reset ratio of 70 %
+    assert not ok.isEnabled() and "“Re-arm below” (70 % of the budget)" in dialog.chat_cross_error.text()
     overrides.override_boxes["reset_ratio"].setChecked(True)
-    overrides.editors["reset_ratio"].setText("1.5")
-    assert not ok.isEnabled() and "less than 1" in overrides.error_labels["reset_ratio"].text()
-    overrides.editors["reset_ratio"].setText("0.5")
+    overrides.editors["reset_ratio"].setText("150")
+    assert not ok.isEnabled()
+    assert overrides.error_labels["reset_ratio"].text() == "must be above 0 and below 100 % of the budget"
+    overrides.editors["reset_ratio"].setText("50")
     overrides.override_boxes["keep_recent"].setChecked(True)
     overrides.editors["keep_recent"].setText("3")
     assert ok.isEnabled() and overrides.error_labels["reset_ratio"].isHidden() and not dialog.chat_cross_error.text()

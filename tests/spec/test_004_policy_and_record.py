@@ -24,7 +24,7 @@ def test_004_defaults_are_the_documents():
 
 def test_004_reset_ratio_must_be_below_the_trigger():
     assert policy_errors({"trigger_ratio": 0.7, "reset_ratio": 0.7}) == {
-        "": "reset_ratio (0.7) must be below trigger_ratio (0.7)"}
+        "": "“Re-arm below” (70 % of the budget) must be below “Summarize at” (70 % of the budget)"}
     with pytest.raises(ValidationError):
         SummarizationPolicy(trigger_ratio=1.2)
 
