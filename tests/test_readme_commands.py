@@ -1,0 +1,93 @@
+"""The README's Command line section is what `precis` accepts: every command is documented, every documented
+option exists with the documented choices, and every documented form runs (its --help exits 0)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from precis.core.cli.main import load_commands
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+# Given to every command, explained below the table rather than in each row.
+COMMON = {"--data-dir", "--help", "-h"}
+
+
+def documented_forms() -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    section = text.partition("## Command line")[2].partition("\n## ")[0]
+    forms = [form.replace("\\|", "|") for form in re.findall(r"`(precis(?: [^`]*)?)`", section)]
+    # `precis COMMAND --help` stands for every command's --help.
+    return [expanded for form in forms
+            for expanded in ([form.replace("COMMAND", name) for name in load_commands().commands]
+                             if " COMMAND" in form else [form])]
+
+
+def parse(form: str) -> tuple[click.Command, str, list[tuple[click.Parameter, str | None]], list[str]]:
+    """(command, its name, [(option, value word)], positional words) of a documented form."""
+    group = load_commands()
+    words = form.replace("[", " ").replace("]", " ").split()[1:]
+    command, name = group, "open"
+    options: list[tuple[click.Parameter, str | None]] = []
+    positionals: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("-"):
+            param = next((p for p in command.get_params(click.Context(command)) if word in p.opts), None)
+            assert param is not None, f"{form!r}: {word} is not an option of `precis {name}`"
+            value = None
+            if not getattr(param, "is_flag", False):
+                i += 1
+                value = words[i]
+            options.append((param, value))
+        elif command is group and word in group.commands:
+            command, name = group.commands[word], word
+        else:
+            positionals.append(word)
+        i += 1
+    if command is group:
+        command = group.commands["open"]
+    return command, name, options, positionals
+
+
+FORMS = documented_forms()
+
+
+def test_every_command_is_documented_with_every_option():
+    group = load_commands()
+    documented: dict[str, set[str]] = {}
+    for form in FORMS:
+        _command, name, options, _positionals = parse(form)
+        documented.setdefault(name, set()).update(param.opts[0] for param, _value in options)
+    assert set(documented) == set(group.commands), "README's Command line table and `precis --help` differ"
+    for name, command in group.commands.items():
+        accepted = {p.opts[0] for p in command.params if isinstance(p, click.Option)} - COMMON
+        assert accepted <= documented[name], f"`precis {name}` options missing from the README: " \
+                                             f"{sorted(accepted - documented[name])}"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_documented_form_matches_the_command(form):
+    command, name, options, positionals = parse(form)
+    for param, value in options:
+        if isinstance(param.type, click.Choice) and value is not None and "|" in value:
+            assert value.split("|") == list(param.type.choices), f"{form!r}: {param.opts[0]} choices"
+        elif isinstance(param.type, click.Choice):
+            assert value in param.type.choices, f"{form!r}: {value} is not a choice of {param.opts[0]}"
+    arguments = [p.human_readable_name for p in command.params if isinstance(p, click.Argument)]
+    assert positionals == arguments[:len(positionals)], f"{form!r}: `precis {name}` takes {arguments}"
+    required = [p.human_readable_name for p in command.params if isinstance(p, click.Argument) and p.required]
+    if not any(param.opts[0] == "--help" for param, _value in options):
+        assert len(positionals) >= len(required), f"{form!r} leaves out {required[len(positionals):]}"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_documented_form_runs_with_help(form):
+    words = [w.split("|")[0] for w in form.replace("[", " ").replace("]", " ").split()[1:]]
+    result = CliRunner().invoke(load_commands(), [*words, "--help"], prog_name="precis")
+    assert result.exit_code == 0, f"{form!r} --help: {result.output}"
+    assert result.output.startswith("Usage: precis")
