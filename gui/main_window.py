@@ -27,6 +27,7 @@ from ..core import commands as slash
 from ..core import tools
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
+from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
 from . import theme
 from .chat_list import ChatList
@@ -600,10 +601,14 @@ class MainWindow(QMainWindow):
             self.import_transcript(path)
 
     def import_transcript(self, path: str) -> Job:
-        def imported(chat_id: str) -> None:
-            self.status.tell("Imported.")
+        def imported(result: ImportResult) -> None:
+            notice = result.notice()
+            if notice:
+                self.status.tell(f"Imported; {notice}.", 15_000)
+            else:
+                self.status.tell("Imported.")
             self.refresh_chats()
-            self.open_chat(chat_id)
+            self.open_chat(result.chat_id)
 
         return self.chat.import_transcript(path, imported)
 

@@ -14,7 +14,8 @@ from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..providers.base import ProviderError
 from ..providers.registry import KINDS, make_provider
-from ..storage.interchange import TranscriptError, message_to_record, read_transcript
+from ..storage.importers import ImportFailed, parse_file
+from ..storage.interchange import message_to_record
 from ..summary.summarize import make_summarizer
 from .group import cli
 
@@ -140,13 +141,17 @@ def print_report(result: ReplayResult, out) -> None:
               help='after the replay, the prompt each question ({"question": ...} a line) would get, recall included')
 def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str, provider: str,
             base_url: str | None, model: str | None, as_json: bool, probes_path: str | None) -> int:
-    """Replay TRANSCRIPT (interchange JSONL) under the summarization policy and print what the model would see."""
+    """Replay TRANSCRIPT (any format `precis import` reads) under the summarization policy and print what the model
+    would see. Summaries the file already holds (a Claude Code compaction) are not replayed: every original is."""
     path = transcript
     try:
-        messages = read_transcript(transcript)
+        parsed = parse_file(transcript)
         path = probes_path
         questions = read_probes(probes_path) if probes_path else []
-    except (TranscriptError, ProbeError) as exc:
+    except ImportFailed as exc:
+        print(f"precis compact: {exc.source}, line {exc.line}: {exc.problem}", file=sys.stderr)
+        return 2
+    except ProbeError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
@@ -157,6 +162,9 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str
     except ValueError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
+    if parsed.undecodable:
+        print(f"precis compact: {parsed.undecodable.describe()}", file=sys.stderr)
+    messages = parsed.messages
     summarizer_provider = None
     try:
         if mode != "rule":

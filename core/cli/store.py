@@ -41,14 +41,16 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
     """Import a chat file and print the new chat's id."""
     try:
         with open_store(data_dir) as store:
-            chat_id = import_file(store, file, format_, title)
+            result = import_file(store, file, format_, title)
     except ImportFailed as exc:
         return _fail("import", exc, BAD_INPUT)
     except OSError as exc:
         return _fail("import", f"cannot read {file}: {exc.strerror or exc}", BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
-    print(chat_id)
+    if result.notice():
+        print(f"precis import: {result.notice()}", file=sys.stderr)
+    print(result.chat_id)
     return 0
 
 
@@ -80,7 +82,7 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
             found = store.find_chat(chat)
             messages = store.load_messages(found.id)
             if format_ == "jsonl":
-                text = export_jsonl(messages)
+                text = export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id))
             elif format_ == "openai":
                 text = export_openai(messages, found.settings.system_prompt)
             else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from ..model.messages import Message
@@ -14,9 +14,11 @@ from .interchange import dumps_jsonl
 EXPORT_FORMATS = ("jsonl", "openai", "md")
 
 
-def export_jsonl(messages: Sequence[Message]) -> str:
-    """Every original message, archived ones included, with ids so an import gives back the same messages."""
-    return dumps_jsonl(messages)
+def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
+                 archived_by: Mapping[str, str] | None = None) -> str:
+    """The whole chat: every original message, archived ones included, with ids, the summary records and which
+    summary archived each message, so an import gives back the same chat."""
+    return dumps_jsonl(messages, records, archived_by)
 
 
 def export_openai(messages: Sequence[Message], system_prompt: str = "") -> str:

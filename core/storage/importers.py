@@ -15,7 +15,7 @@ from typing import Any, Literal
 from ..model.messages import Message, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.tokens import TokenCounter
-from .interchange import NESTED_TOO_DEEP, TranscriptError, iter_jsonl, pair_tool_results, parse_jsonl_line
+from .interchange import NESTED_TOO_DEEP, TranscriptError, pair_tool_results, parse_jsonl_line, read_interchange_chat
 from .store import Store
 
 Format = Literal["auto", "jsonl", "openai", "claude-code"]
@@ -35,6 +35,30 @@ class ImportFailed(ValueError):
         super().__init__(f"{error}. Nothing was imported.")
 
 
+@dataclass(frozen=True)
+class Undecodable:
+    """Bytes of a file that are not UTF-8; they were read as U+FFFD."""
+
+    count: int  # replacement characters the decoding put in
+    first_line: int
+
+    def describe(self) -> str:
+        sequences = "sequence that is" if self.count == 1 else "sequences that are"
+        return (f"{self.count} byte {sequences} not UTF-8 replaced with U+FFFD "
+                f"(first on line {self.first_line})")
+
+
+def find_undecodable(data: bytes) -> Undecodable | None:
+    """None when the file is UTF-8 throughout; else how many byte sequences were not, and the first one's line."""
+    try:
+        data.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        first = exc.start
+    replaced = data.decode("utf-8", errors="replace").count("\ufffd") - data.count("\ufffd".encode())
+    return Undecodable(count=replaced, first_line=data.count(b"\n", 0, first) + 1)
+
+
 @dataclass
 class ParsedChat:
     title: str
@@ -42,6 +66,21 @@ class ParsedChat:
     records: list[SummaryRecord] = field(default_factory=list)
     # message id -> id of the record that archived it
     archived_by: dict[str, str] = field(default_factory=dict)
+    undecodable: Undecodable | None = None
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """What an import stored, and what it had to change to read the file."""
+
+    chat_id: str
+    messages: int
+    summaries: int
+    undecodable: Undecodable | None = None
+
+    def notice(self) -> str:
+        """What the user should know about the import beyond its success ('' when nothing)."""
+        return self.undecodable.describe() if self.undecodable else ""
 
 
 def _decode(data: bytes) -> str:
@@ -79,8 +118,8 @@ def detect_format(path: Path, data: bytes) -> str:
 # ------------------------------------------------------------------------------------------- interchange
 
 def parse_interchange(path: Path, data: bytes) -> ParsedChat:
-    messages = pair_tool_results(list(iter_jsonl(data.splitlines(), str(path))))
-    return ParsedChat(title=path.stem, messages=messages)
+    messages, records, archived_by = read_interchange_chat(data.splitlines(), str(path))
+    return ParsedChat(title=path.stem, messages=messages, records=records, archived_by=archived_by)
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI
@@ -320,12 +359,16 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
         chosen = detect_format(path, data) if fmt == "auto" else fmt
         if chosen not in PARSERS:
             raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-        return PARSERS[chosen](path, data)
+        parsed = PARSERS[chosen](path, data)
     except TranscriptError as exc:
         raise ImportFailed(exc) from None
+    parsed.undecodable = find_undecodable(data)
+    return parsed
 
 
-def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> str:
-    """Import a chat file as a new chat, all or nothing. Returns the new chat's id."""
+def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> ImportResult:
+    """Import a chat file as a new chat, all or nothing."""
     parsed = parse_file(path, fmt)
-    return store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)
+    chat_id = store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)
+    return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
+                        undecodable=parsed.undecodable)

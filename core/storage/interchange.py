@@ -1,17 +1,23 @@
 """The interchange format: JSON Lines, one message a line (see shared/transcripts/README.md).
 
 An assistant line with `name` + `tool_args` is one tool call; the next `tool` line with that `name` is its result.
+The whole chat travels in extra keys, which plain readers ignore: `archived_by` on a message a summary hides (the
+summary's id), and `summaries` (summary records, each with the messages it covers) on the line of the last
+message a record covers.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ..model.messages import ROLES, Message, ToolCall, new_id
+from ..model.records import SummaryRecord
 
 
 class TranscriptError(ValueError):
@@ -117,6 +123,44 @@ def read_transcript(path: str | Path) -> list[Message]:
         return pair_tool_results(list(iter_jsonl(fh, str(path))))
 
 
+def _summaries_of(record: dict[str, Any], source: str, line: int) -> list[SummaryRecord]:
+    raw = record.get("summaries")
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise TranscriptError(source, line, f"field 'summaries' must be a list of records, got {type(raw).__name__}")
+    try:
+        return [SummaryRecord.model_validate(item) for item in raw]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise TranscriptError(source, line, f"field 'summaries' has a bad record ({where}: {first['msg']})") from None
+
+
+def read_interchange_chat(lines: Iterable[bytes | str], source: str,
+                          ) -> tuple[list[Message], list[SummaryRecord], dict[str, str]]:
+    """Messages, summary records and {message id: id of the summary that archived it} of an interchange file."""
+    messages: list[Message] = []
+    records: list[SummaryRecord] = []
+    archived_by: dict[str, str] = {}
+    for number, raw in enumerate(lines, start=1):
+        record = parse_jsonl_line(raw, source, number)
+        if record is None:
+            continue
+        message = message_from_record(record, source=source, line=number)
+        messages.append(message)
+        if isinstance(record.get("archived_by"), str):
+            archived_by[message.id] = record["archived_by"]
+        records.extend(_summaries_of(record, source, number))
+    known = {r.id for r in records}
+    unknown = next((rid for rid in archived_by.values() if rid not in known), None)
+    if unknown is not None:
+        line = 1 + next(i for i, m in enumerate(messages) if archived_by.get(m.id) == unknown)
+        raise TranscriptError(source, line, f"field 'archived_by' names summary {unknown!r}, which the file lacks")
+    records.sort(key=lambda r: r.created_at)
+    return pair_tool_results(messages), records, archived_by
+
+
 def message_to_record(message: Message) -> dict[str, Any]:
     """A Message as an interchange record. Extra keys (id, tool_call_id, ...) are allowed by the format."""
     record: dict[str, Any] = {"role": message.role, "content": message.content, "name": None, "tool_args": None}
@@ -144,9 +188,23 @@ def split_multi_calls(message: Message) -> list[Message]:
     return [first, *rest]
 
 
-def dumps_jsonl(messages: Iterable[Message]) -> str:
+def dumps_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
+                archived_by: Mapping[str, str] | None = None) -> str:
+    """Messages as interchange lines; with their summary records and archive marks, the whole chat."""
+    archived_by = archived_by or {}
+    position = {m.id: i for i, m in enumerate(messages)}
+    anchored: dict[int, list[SummaryRecord]] = defaultdict(list)
+    for record in records:
+        covered = [position[c.id] for c in record.covered if c.id in position]
+        anchored[max(covered, default=len(messages) - 1)].append(record)
     lines = []
-    for message in messages:
-        for part in split_multi_calls(message):
-            lines.append(json.dumps(message_to_record(part), ensure_ascii=False))
+    for i, message in enumerate(messages):
+        parts = split_multi_calls(message)
+        for n, part in enumerate(parts):
+            line = message_to_record(part)
+            if message.id in archived_by:
+                line["archived_by"] = archived_by[message.id]
+            if n == len(parts) - 1 and anchored.get(i):
+                line["summaries"] = [r.model_dump(mode="json") for r in anchored[i]]
+            lines.append(json.dumps(line, ensure_ascii=False))
     return "\n".join(lines) + ("\n" if lines else "")

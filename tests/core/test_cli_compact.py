@@ -88,3 +88,11 @@ def test_a_bad_probe_line_is_named_by_file_and_line(tmp_path, capsys, line, reas
     assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--probes", str(questions)]) == 2
     err = capsys.readouterr().err
     assert f"{questions}, line 2" in err and reason in err
+
+
+def test_a_raw_claude_code_session_is_read_directly(capsys):
+    """The importers' reader: every original is replayed, Claude Code's own compaction included in what it covers."""
+    raw = SHARED_TRANSCRIPTS / "claudecode_session.raw.jsonl"
+    assert main(["compact", str(raw), "--context-tokens", "8192"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("646 messages replayed into a 8192-token window") and "None" not in out + err

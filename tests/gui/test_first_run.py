@@ -102,7 +102,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
 @needs_shared
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
-    chat_id = import_file(store, str(CLAUDE_CODE))
+    chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
     qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=60_000)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
@@ -127,7 +127,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
 @needs_shared
 def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, make_window, store, isolated_home):
-    chat_id = import_file(store, str(CLAUDE_CODE))
+    chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
     qtbot.waitUntil(lambda: window.chat.chat_runner.busy and window.chat.snapshot is not None
                     or bool(window.inspector.chain.rowCount()), timeout=60_000)

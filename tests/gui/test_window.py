@@ -198,6 +198,17 @@ def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_windo
     assert not window.grab().isNull()  # painting measured rows replaces estimates without errors
 
 
+def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tmp_path):
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "ok"}\n{"role": "user", "content": "caf\xe9"}\n')
+    window = make_window()
+    shown: list[str] = []
+    window.statusBar().messageChanged.connect(shown.append)
+    with qtbot.waitSignal(window.chat.chat_opened, timeout=20_000):
+        window.import_transcript(str(path))
+    assert "Imported; 1 byte sequence that is not UTF-8 replaced with U+FFFD (first on line 2)." in shown
+
+
 def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)

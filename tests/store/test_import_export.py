@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from precis.core.cli.main import main
 from precis.core.model.messages import Message, tool_name_of
 from precis.core.storage.exporters import export_jsonl, export_markdown, export_openai
 from precis.core.storage.importers import ImportFailed, detect_format, import_file, parse_file
@@ -31,21 +32,21 @@ def store(tmp_path):
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
 def test_every_shared_transcript_round_trips_through_import_and_export(store, tmp_path, path):
     original = read_transcript(path)
-    chat = import_file(store, path)
+    chat = import_file(store, path).chat_id
     stored = store.load_messages(chat)
     assert shape(stored) == shape(original)
     exported = tmp_path / "export.jsonl"
     exported.write_text(export_jsonl(stored), encoding="utf-8")
-    again = store.load_messages(import_file(store, exported))
+    again = store.load_messages(import_file(store, exported).chat_id)
     assert again == stored  # ids, times and flags too
     openai = tmp_path / "export.json"
     openai.write_text(export_openai(stored), encoding="utf-8")
-    assert shape(store.load_messages(import_file(store, openai))) == shape(stored)
+    assert shape(store.load_messages(import_file(store, openai).chat_id)) == shape(stored)
 
 
 def test_claude_code_session_imports_with_every_tool_call_paired(store):
     assert detect_format(CLAUDE_CODE_RAW, CLAUDE_CODE_RAW.read_bytes()) == "claude-code"
-    chat = import_file(store, CLAUDE_CODE_RAW)
+    chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages = store.load_messages(chat)
     calls = {c.id: c.name for m in messages for c in m.tool_calls}
     results = [m for m in messages if m.role == "tool"]
@@ -60,7 +61,7 @@ def test_claude_code_session_imports_with_every_tool_call_paired(store):
 
 
 def test_claude_code_compaction_becomes_a_summary_record_archiving_what_came_before(store):
-    chat = import_file(store, CLAUDE_CODE_RAW)
+    chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages = store.load_messages(chat)
     [record] = store.load_records(chat)
     assert record.status == "active" and record.mode == "llm"
@@ -91,7 +92,7 @@ def test_openai_chat_json_with_tool_calls_and_a_bare_list(store, tmp_path):
     for document in ({"messages": conversation}, conversation):
         path = tmp_path / "chat.json"
         path.write_text(json.dumps(document, indent=2))
-        messages = store.load_messages(import_file(store, path))
+        messages = store.load_messages(import_file(store, path).chat_id)
         assert [m.role for m in messages] == ["system", "user", "assistant", "tool", "tool", "assistant"]
         assert messages[1].content == "list files"
         assert [c.arguments for c in messages[2].tool_calls] == [{"command": "ls"}, {"raw": "not json"}]
@@ -126,7 +127,7 @@ def test_non_utf8_bytes_and_a_10mb_message_import(store, tmp_path):
     big = "z" * 10_000_000
     path.write_bytes(b'{"role": "user", "content": "caf\xe9 \xff\xfe bytes"}\n'
                      + json.dumps({"role": "assistant", "content": big}).encode() + b"\n")
-    messages = store.load_messages(import_file(store, path))
+    messages = store.load_messages(import_file(store, path).chat_id)
     assert messages[0].content == "caf\ufffd \ufffd\ufffd bytes"
     assert messages[1].content == big
 
@@ -139,7 +140,7 @@ def test_unknown_format_is_refused(store, tmp_path):
 
 
 def test_markdown_export_shows_summaries_as_such(store):
-    chat = import_file(store, CLAUDE_CODE_RAW)
+    chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages, records = store.load_messages(chat), store.load_records(chat)
     text = export_markdown("Session", messages, records)
     assert text.startswith("# Session\n")
@@ -156,3 +157,46 @@ def test_parse_does_not_need_a_store_and_keeps_titles(tmp_path):
     assert parsed.title.startswith("Work on bead spotter-4te")
     path = Path(TRANSCRIPTS[0])
     assert parse_file(path).title == path.stem
+
+
+@pytest.mark.parametrize("path", [*TRANSCRIPTS, CLAUDE_CODE_RAW], ids=lambda p: p.name)
+def test_export_then_import_gives_back_the_whole_chat(tmp_path, capsys, path):
+    """Messages, the summary chain and the archive survive `precis export --format jsonl` and `precis import`."""
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "import", str(path)]) == 0
+    chat = capsys.readouterr().out.strip()
+    exported = tmp_path / "export.jsonl"
+    assert main(["--data-dir", data, "export", chat, "--format", "jsonl", "-o", str(exported)]) == 0
+    assert main(["--data-dir", data, "import", str(exported)]) == 0
+    again = capsys.readouterr().out.strip()
+    with open_store(data) as store:
+        assert store.load_messages(again) == store.load_messages(chat)
+        assert store.load_records(again) == store.load_records(chat)
+        assert store.archived_by(again) == store.archived_by(chat)
+        if path == CLAUDE_CODE_RAW:  # Claude Code's compaction travels as the summary it is
+            [record] = store.load_records(again)
+            assert record.text.startswith("This session is being continued") and len(store.archived_by(again)) == 404
+    # A plain reader (role, content, name, tool_args) still reads every line as a message.
+    assert len(read_transcript(exported)) == len(exported.read_text().splitlines())
+
+
+def test_an_archive_mark_naming_a_missing_summary_is_bad_input(store, tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "user", "content": "x", "archived_by": "s1"}\n')
+    with pytest.raises(ImportFailed, match="line 2: field 'archived_by' names summary 's1'"):
+        import_file(store, path)
+    assert store.list_chats() == []
+
+
+def test_non_utf8_bytes_are_counted_with_their_first_line(tmp_path, capsys):
+    path = tmp_path / "odd.jsonl"
+    path.write_bytes(b'{"role": "user", "content": "fine \xef\xbf\xbd already"}\n'
+                     b'{"role": "user", "content": "caf\xe9 and \xff\xfe"}\n{"role": "assistant", "content": "\x80"}\n')
+    code = main(["--data-dir", str(tmp_path / "data"), "import", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.strip()
+    assert "4 byte sequences that are not UTF-8 replaced with U+FFFD (first on line 2)" in err
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(b'{"role": "user", "content": "caf\xc3\xa9 \xef\xbf\xbd"}\n')
+    assert main(["--data-dir", str(tmp_path / "data"), "import", str(clean)]) == 0
+    assert "UTF-8" not in capsys.readouterr().err
