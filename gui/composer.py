@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QStringListModel, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, Qt
 from PySide6.QtWidgets import (
     QCompleter,
     QFileDialog,
@@ -120,6 +120,7 @@ class Composer(QFrame):
         self.hint = QLabel("")
         self.hint.setObjectName("muted")
         self.hint.setWordWrap(True)
+        self.hint.setTextFormat(Qt.TextFormat.PlainText)  # error text from a server is shown, never rendered
 
         buttons = QHBoxLayout()
         buttons.addWidget(self.hint, 1)
@@ -174,7 +175,8 @@ class Composer(QFrame):
         self.hint.setStyleSheet("")
         shown = brief(text)
         self.hint.setText(shown)
-        self.hint.setToolTip(details or (text if shown != text.strip() else ""))
+        tip = details or (text if shown != text.strip() else "")
+        self.hint.setToolTip(Qt.convertFromPlainText(tip) if tip else "")
 
     def _submit(self) -> None:
         text = self.text()

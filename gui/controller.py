@@ -17,6 +17,7 @@ from ..core.providers.registry import api_key_for, make_provider, save_api_key
 from ..core.storage.chats import GLOBAL_POLICY_KEY
 from ..core.storage.importers import import_file
 from ..core.storage.store import ChatSettings, Store
+from ..core.tools import RUN_TIMEOUT_SECONDS
 from .session import ChatSession, Snapshot
 from .settings_dialog import PROVIDER_KEY, ProviderChoice
 from .workers import Job, Runner, StreamBuffer
@@ -285,6 +286,10 @@ class ChatController(QObject):
         self.store.set_setting(GLOBAL_POLICY_KEY, policy)
         if chat is not None and self.session is not None:
             self.store.update_chat_settings(self.session.chat_id, chat)
+
+    def run_timeout(self) -> float:
+        """The open chat's /run time limit in seconds (a store read: call it off the GUI thread)."""
+        return self.store.get_chat(self.session.chat_id).settings.run_timeout if self.session else RUN_TIMEOUT_SECONDS
 
     def settings_now(self) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
         """(provider choice, global policy, the open chat's settings, whether an API key is saved)."""

@@ -33,6 +33,7 @@ from ..context.recall import fts_or_query
 from ..model.messages import Message, ToolCall
 from ..model.records import SummaryRecord
 from ..model.schema import setting_fields
+from ..tools import RUN_TIMEOUT_SECONDS
 from .paths import data_dir as resolve_data_dir
 
 DB_NAME = "precis.db"
@@ -204,6 +205,10 @@ class ChatSettings(BaseModel):
     reserve_output: int = PydanticField(512, ge=0, le=1_000_000, title="Tokens reserved for the reply",
                                         json_schema_extra={"unit": "tokens"},
                                         description="Kept free in the window for the model's answer")
+    run_timeout: int = PydanticField(int(RUN_TIMEOUT_SECONDS), ge=1, le=86_400, title="/run time limit",
+                                     json_schema_extra={"unit": "seconds"},
+                                     description="A command run with /run is stopped after this long; "
+                                                 "what it printed is kept")
     # Overrides of SummarizationPolicy fields for this chat.
     summarization: dict[str, Any] = PydanticField(default_factory=dict)
 

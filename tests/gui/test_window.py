@@ -209,6 +209,15 @@ def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tm
     assert "Imported; 1 byte sequence that is not UTF-8 replaced with U+FFFD (first on line 2)." in shown
 
 
+def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store, run_timeout=1)
+    window.submit("/run echo started; sleep 30")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=10_000)
+    result = store.load_messages(chat_id)[1]
+    assert result.content.startswith("started\n[timed out after 1 s; the command was stopped]")
+
+
 def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)
