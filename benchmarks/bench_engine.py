@@ -156,6 +156,32 @@ def bench_langchain_trim(messages: list[Message], window: int) -> None:
           f"{statistics.median(lc_times):.0f} ms vs Precis append+assemble (cached counts, tool outputs shrunk "
           f"not dropped) {statistics.median(ours):.1f} ms: ratio {statistics.median(lc_times) / statistics.median(ours):.0f}x")
 
+def bench_recall(messages: list[Message], window: int) -> None:
+    """What recall adds to assembling the prompt for a new user message (in-memory BM25 over the archive), in a
+    chat whose messages but the last 100 are archived by one summary."""
+    engine = ContextEngine(Budget(window=window, reserve_output=1024), SummarizationPolicy(), TokenCounter())
+    for m in messages:
+        engine.append(m, auto=False)
+    engine.summarize_now(up_to=messages[-100].id)
+    rng = random.Random(3)
+    plain, recalled, found = [], [], []
+    for n in range(200):
+        question = Message(role="user", content=f"What did step {rng.randrange(10_000)} and reply "
+                                                f"{rng.randrange(10_000)} say about the {rng.choice(WORDS)} "
+                                                f"{rng.choice(WORDS)}? ({n})")
+        engine.append(question, auto=False)
+        for recall, samples in ((False, plain), (True, recalled)):
+            start = time.perf_counter()
+            prompt = engine.assemble(recall=recall)
+            samples.append((time.perf_counter() - start) * 1000)
+        found.append(sum(i.kind == "recalled" for i in prompt.items))
+        engine.remove_last(question.id)
+    archived = sum(engine.is_archived(m.id) for m in engine.messages)
+    added = statistics.median(recalled) - statistics.median(plain)
+    print(f"  recall over {archived:,} archived messages: assemble median {statistics.median(plain):.3f} ms without, "
+          f"{statistics.median(recalled):.3f} ms with recall (+{added:.3f} ms; goal < 5 ms), "
+          f"{statistics.median(found):.0f} snippets a prompt")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser()
@@ -163,6 +189,7 @@ def main() -> None:
     args = parser.parse_args()
     messages = synthetic_conversation(args.messages)
     print(f"Precis engine benchmark: {len(messages)} synthetic messages")
+    bench_recall(messages, 8192)
     for window in (8192, 131072):
         engine = bench_append_assemble(messages, window)
     bench_cold_assembly(engine)

@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QListWidget,
+    QListWidgetItem,
     QPushButton,
     QSizePolicy,
     QSplitter,
@@ -38,6 +40,7 @@ from .markdown import SafeDocument, markdown_literal, summary_markdown
 KIND_LABELS = {
     "system": "System prompt",
     "summaries": "Summaries",
+    "recalled": "Recalled",
     "messages": "Messages",
     "tool_outputs": "Tool outputs",
     "reserve_output": "Reserved for the reply",
@@ -88,7 +91,7 @@ class TokenGauge(QWidget):
         painter.save()
         painter.setClipRect(bar)
         x = bar.left()
-        for kind in ("system", "summaries", "messages", "tool_outputs"):
+        for kind in ("system", "summaries", "recalled", "messages", "tool_outputs"):
             width = usage.by_kind.get(kind, 0) * scale
             if width > 0:
                 painter.setBrush(QColor(theme.current.kind_colours[kind]))
@@ -98,10 +101,14 @@ class TokenGauge(QWidget):
         painter.setBrush(QColor(theme.current.kind_colours["reserve_output"]))
         painter.drawRect(QRectF(bar.right() - reserve_w, bar.top(), reserve_w, bar.height()))
         painter.restore()
-        # Marks where the policy acts: summarization triggers at one, re-arms below the other.
-        for ratio, colour in ((self.policy.reset_ratio, theme.LEVEL_NEAR), (self.policy.trigger_ratio, theme.LEVEL_OVER)):
-            mark = bar.left() + usage.available * ratio * scale
-            painter.setPen(QPen(QColor(colour), 2))
+        # Marks where the policy acts: summarization triggers at one, re-arms below another and brings usage down
+        # to the target; the dotted floor is what no summary can remove.
+        for ratio, colour, style in ((usage.floor_ratio, theme.LEVEL_NEAR, Qt.PenStyle.DotLine),
+                                     (self.policy.target_ratio, theme.LEVEL_OK, Qt.PenStyle.DashLine),
+                                     (self.policy.reset_ratio, theme.LEVEL_NEAR, Qt.PenStyle.SolidLine),
+                                     (self.policy.trigger_ratio, theme.LEVEL_OVER, Qt.PenStyle.SolidLine)):
+            mark = bar.left() + usage.available * min(ratio, 1.0) * scale
+            painter.setPen(QPen(QColor(colour), 2, style))
             painter.drawLine(int(mark), 1, int(mark), self.height() - 1)
 
 
@@ -193,6 +200,7 @@ class Inspector(QFrame):
     undo_requested = Signal()
     pin_requested = Signal()
     record_selected = Signal(str)
+    message_selected = Signal(str)  # a recalled message: show it in the conversation
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -232,6 +240,10 @@ class Inspector(QFrame):
             self.legend.addWidget(value, row, 2)
         self.thresholds = QLabel("")
         self.thresholds.setObjectName("muted")
+        self.recalled = QListWidget()
+        self.recalled.setToolTip("Archived messages put back into the prompt for this turn; click to show one")
+        self.recalled.setMaximumHeight(90)
+        self.recalled.itemClicked.connect(lambda item: self.message_selected.emit(item.data(Qt.ItemDataRole.UserRole)))
 
         self.notice = QLabel("")
         self.notice.setObjectName("notice")
@@ -306,6 +318,7 @@ class Inspector(QFrame):
         top_layout.addWidget(self.gauge)
         top_layout.addLayout(self.legend)
         top_layout.addWidget(self.thresholds)
+        top_layout.addWidget(_titled("Recalled for this turn", self.recalled))
         top_layout.addWidget(self.notice_box)
         top_layout.addWidget(self.result_card)
         top_layout.addWidget(self.instructions)
@@ -384,8 +397,14 @@ class Inspector(QFrame):
                 value = usage.reserve_output if kind == "reserve_output" else usage.by_kind.get(kind, 0)
                 label.setText(f"{value:,}")
             self.thresholds.setText(
-                f"Summarizes at {policy.trigger_ratio:.0%}, re-arms below {policy.reset_ratio:.0%}"
+                f"Summarizes at {policy.trigger_ratio:.0%} down to {policy.target_ratio:.0%}, re-arms below "
+                f"{policy.reset_ratio:.0%}; floor {usage.floor_ratio:.0%}"
                 + ("" if policy.enabled else " · automatic summaries are off"))
+        self.recalled.clear()
+        for message_id, snippet in snapshot.recalled:
+            item = QListWidgetItem(snippet.replace("\n", " ")[:120])
+            item.setData(Qt.ItemDataRole.UserRole, message_id)
+            self.recalled.addItem(item)
         self._fill_chain(snapshot.chain)
 
     def _fill_chain(self, chain: list[SummaryRecord]) -> None:

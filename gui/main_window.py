@@ -233,6 +233,7 @@ class MainWindow(QMainWindow):
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self._hint_error))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)
+        self.inspector.message_selected.connect(self._reveal_message)
         conversation.summary_selected.connect(self._select_summary)
         conversation.pin_requested.connect(self.set_pinned)
         conversation.copy_requested.connect(self._copy_message)
@@ -593,6 +594,18 @@ class MainWindow(QMainWindow):
         number = self.conversation.conversation.row_of(f"summary:{record_id}")
         if number is not None:
             self.conversation.scrollTo(self.conversation.model().index(number, 0))
+
+    def _reveal_message(self, message_id: str) -> None:
+        """Show a recalled message: its own row, or the summary that archived it."""
+        model = self.conversation.conversation
+        number = model.row_of(message_id)
+        snapshot = self.chat.snapshot
+        if number is None and snapshot is not None and message_id in snapshot.hidden:
+            number = model.row_of(f"summary:{snapshot.hidden[message_id]}")
+        if number is not None:
+            index = self.conversation.model().index(number, 0)
+            self.conversation.scrollTo(index, ConversationView.ScrollHint.PositionAtCenter)
+            self.conversation.setCurrentIndex(index)
 
     # ---- import, search, settings ------------------------------------------------------------------------------
     def choose_import(self) -> None:

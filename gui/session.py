@@ -52,6 +52,8 @@ class Snapshot:
     events: list[EngineEvent] = field(default_factory=list)
     # Whether "Summarize now" has anything to take (the engine's own rule).
     summarizable: bool = False
+    # (message id, snippet) of the archived messages recalled into the prompt for the newest user message.
+    recalled: list[tuple[str, str]] = field(default_factory=list)
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -72,6 +74,7 @@ class ChatSession:
         self.provider = provider
         self.engine: ContextEngine | None = None
         self._events: list[EngineEvent] = []
+        self._recalled: list[tuple[str, str]] = []
         self._detach = None
         self.max_reply_tokens = 512
 
@@ -117,8 +120,11 @@ class ChatSession:
     def snapshot(self) -> Snapshot:
         engine = self.engine
         events, self._events = [_copied_event(e) for e in self._events], []
+        if engine.messages and engine.messages[-1].role == "user":  # else keep what this turn's question recalled
+            self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
         return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), engine.usage(),
-                        engine.policy.model_copy(), events, summarizable=engine.can_summarize())
+                        engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
+                        recalled=list(self._recalled))
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:

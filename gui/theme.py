@@ -59,7 +59,7 @@ LIGHT = Palette(
     error_text="#c62828",
     role_colours={"user": "#2f6fed", "assistant": "#0f9d58", "system": "#b7791f", "tool": "#6b7280",
                   "summary": "#7b4bd6"},
-    kind_colours={"system": "#b7791f", "summaries": "#7b4bd6", "messages": "#2f6fed", "tool_outputs": "#6b7280",
+    kind_colours={"system": "#b7791f", "summaries": "#7b4bd6", "recalled": "#0f9d8a", "messages": "#2f6fed", "tool_outputs": "#6b7280",
                   "reserve_output": "#d0d5dd"},
 )
 
@@ -71,7 +71,7 @@ DARK = Palette(
     error_text="#ff7b72",
     role_colours={"user": "#7aa4f7", "assistant": "#4cc38a", "system": "#e0a84a", "tool": "#9aa3ae",
                   "summary": "#b195f0"},
-    kind_colours={"system": "#e0a84a", "summaries": "#9d7bea", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
+    kind_colours={"system": "#e0a84a", "summaries": "#9d7bea", "recalled": "#3cc2ad", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
                   "reserve_output": "#4a515b"},
 )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from precis.core.model.messages import Message
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from PySide6.QtCore import Qt
 
@@ -48,3 +49,27 @@ def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, stor
     qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
     # The engine marked its record undone; the copy the GUI held stays as it was shown.
     assert live.status != "active" and shown.status == "active"
+
+
+def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
+               *dialogue(40, "Budget review, item")[1:],
+               Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
+    window = make_window()
+    open_imported_chat(qtbot, window, store, history)
+    window.conversation.summarize_up_to_requested.emit(window.chat.snapshot.messages[19].id)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    fact = history[0]
+    assert window.chat.snapshot.hidden.get(fact.id)
+    recalled = window.inspector.recalled
+    assert recalled.count() >= 1 and "Marguerite" in recalled.item(0).text()
+    assert window.chat.snapshot.usage.by_kind["recalled"] > 0
+    shown: list[str] = []
+    window.inspector.message_selected.connect(shown.append)
+    item = recalled.item(0)
+    qtbot.mouseClick(recalled.viewport(), Qt.MouseButton.LeftButton, pos=recalled.visualItemRect(item).center())
+    assert shown == [fact.id]
+    summary_row = window.conversation.conversation.row_of(f"summary:{window.chat.snapshot.hidden[fact.id]}")
+    current = window.conversation.currentIndex().row()
+    assert current in (summary_row, window.conversation.conversation.row_of(fact.id))
