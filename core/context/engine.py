@@ -154,6 +154,7 @@ class ContextEngine:
         self._trimmed: dict[str, Message] = {}
         self._facts: dict[str, RetentionFacts] = {}
         self._coverage: dict[str, list[str]] = {}
+        self._first_positions: dict[str, int] = {}
         self._armed = True
         self._since_summary = 0
         self._listeners: list[Callable[[EngineEvent], None]] = []
@@ -196,16 +197,22 @@ class ContextEngine:
             self._coverage[record.id] = ids
         return ids
 
+    def _first_position(self, record: SummaryRecord) -> int:
+        """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
+        first = self._first_positions.get(record.id)
+        if first is None:
+            first = min((self._position.get(i, 0) for i in self._covered_transitively(record)), default=0)
+            self._first_positions[record.id] = first
+        return first
+
     def _rebuild(self) -> None:
-        """Derive the chain and the archive map from record statuses."""
+        """Derive the chain and the archive map from record statuses (restore, merges and their undo)."""
         self._hidden_by = {}
         active = [r for r in self.records if r.status == "active"]
-        first_position: dict[str, int] = {}
         for record in active:
-            ids = self._covered_transitively(record)
-            for mid in ids:
+            for mid in self._covered_transitively(record):
                 self._hidden_by[mid] = record.id
-            first_position[record.id] = min((self._position.get(i, 0) for i in ids), default=0)
+        first_position = {r.id: self._first_position(r) for r in active}
         self._chain = sorted(active, key=lambda r: first_position[r.id])
         self._summary_messages = {}
         self._visible_cache = None
@@ -213,6 +220,38 @@ class ContextEngine:
         if self._recall_index is not None:
             self._recall_index.update((m for m in self._hidden_by if m in self._position),
                                       lambda mid: self.messages[self._position[mid]].content)
+
+    def _hide(self, record: SummaryRecord) -> None:
+        """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
+        change by that range alone, so summarizing a long chat does not rescan its history each time."""
+        ids = [mid for mid in self._covered_transitively(record) if mid in self._position]
+        for mid in ids:
+            self._hidden_by[mid] = record.id
+        first = self._first_position(record)
+        index = next((n for n, r in enumerate(self._chain) if self._first_position(r) > first), len(self._chain))
+        self._chain.insert(index, record)
+        if self._visible_cache is not None:
+            self._visible_cache = [m for m in self._visible_cache if self._is_visible(m)]
+        self._archive_generation += 1
+        if self._recall_index is not None:
+            for mid in ids:
+                self._recall_index.add(mid, self.messages[self._position[mid]].content)
+
+    def _release(self, record: SummaryRecord) -> None:
+        """Undoing a summary that merged nothing brings back exactly the range it hid."""
+        ids = [mid for mid in self._covered_transitively(record) if self._hidden_by.get(mid) == record.id]
+        for mid in ids:
+            del self._hidden_by[mid]
+        self._chain.remove(record)
+        self._summary_messages.pop(record.id, None)
+        if self._visible_cache is not None:
+            back = [self.messages[self._position[mid]] for mid in ids if mid in self._position]
+            self._visible_cache = sorted(self._visible_cache + [m for m in back if self._is_visible(m)],
+                                         key=lambda m: self._position[m.id])
+        self._archive_generation += 1
+        if self._recall_index is not None:
+            for mid in ids:
+                self._recall_index.remove(mid)
 
     # ----- reading ------------------------------------------------------------------------------------------
 
@@ -701,7 +740,10 @@ class ContextEngine:
     def _add_record(self, record: SummaryRecord) -> None:
         self.records.append(record)
         self._by_record[record.id] = record
-        self._rebuild()
+        if record.merged_ids:
+            self._rebuild()
+        else:
+            self._hide(record)
 
     def _facts_of(self, record: SummaryRecord) -> RetentionFacts:
         """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
@@ -790,9 +832,9 @@ class ContextEngine:
         record = active[-1]
         started = time.perf_counter()
         before = self.usage(recall=False)
-        by_id = {m.id: m for m in self.messages}
         for covered in record.covered:
-            original = by_id.get(covered.id)
+            position = self._position.get(covered.id)
+            original = None if position is None else self.messages[position]
             if original is None or original.sha256() != covered.sha256:
                 raise IntegrityError(f"archived message {covered.id} does not match its fingerprint; undo refused")
         record.status = "undone"
@@ -802,7 +844,10 @@ class ContextEngine:
         for later in self.records:  # what followed the merge follows its newest child again
             if children and later.parent_id == record.id:
                 later.parent_id = children[-1].id
-        self._rebuild()
+        if children:
+            self._rebuild()
+        else:
+            self._release(record)
         for position, chained in enumerate(self._chain, start=1):
             chained.depth = position
         after = self.usage(recall=False)

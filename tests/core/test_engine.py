@@ -614,3 +614,26 @@ def test_long_unbroken_text_is_tokenized_in_bounded_pieces(monkeypatch):
     run = "a" * 200_000
     assert abs(counter.count_text(run) - len(original(run))) <= len(run) // 64
     assert max(longest) <= 4096
+
+
+@given(steps=st.lists(st.sampled_from(["turn", "turn", "turn", "pin", "summarize", "undo"]), min_size=1, max_size=40),
+       max_depth=st.integers(2, 4))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(steps, max_depth):
+    """Summaries hide, and undos bring back, their own range without rescanning the chat; whatever the order of
+    summaries, merges, pins and undos, the prompt is the one an engine restored from the same records sends."""
+    engine = engine_with(window=1024, reserve=128, max_depth=max_depth, keep_recent=2, min_messages=2)
+    for n, step in enumerate(steps):
+        if step == "turn":
+            fill(engine, 1, words=25)
+        elif step == "pin" and engine.messages:
+            engine.set_pinned(engine.messages[n % len(engine.messages)].id, True)
+        elif step == "summarize" and engine.can_summarize():
+            engine.summarize_now()
+        elif step == "undo" and engine.chain():
+            engine.undo_last()
+        fresh = ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
+                                      engine.budget, engine.policy, TokenCounter())
+        assert [m.id for m in engine.assemble(recall=False).messages] == [
+            m.id for m in fresh.assemble(recall=False).messages]
+        assert [engine.is_archived(m.id) for m in engine.messages] == [fresh.is_archived(m.id) for m in fresh.messages]
