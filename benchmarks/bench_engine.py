@@ -158,11 +158,11 @@ def bench_langchain_trim(messages: list[Message], window: int) -> None:
 
 def bench_recall(messages: list[Message], window: int) -> None:
     """What recall adds to assembling the prompt for a new user message (in-memory BM25 over the archive), in a
-    chat whose messages but the last 100 are archived by one summary."""
+    chat whose messages but the last 10 are archived by one summary."""
     engine = ContextEngine(Budget(window=window, reserve_output=1024), SummarizationPolicy(), TokenCounter())
     for m in messages:
         engine.append(m, auto=False)
-    engine.summarize_now(up_to=messages[-100].id)
+    engine.summarize_now(up_to=messages[-10].id)
     rng = random.Random(3)
     plain, recalled, found = [], [], []
     for n in range(200):
@@ -170,6 +170,7 @@ def bench_recall(messages: list[Message], window: int) -> None:
                                                 f"{rng.randrange(10_000)} say about the {rng.choice(WORDS)} "
                                                 f"{rng.choice(WORDS)}? ({n})")
         engine.append(question, auto=False)
+        engine.assemble(recall=False)  # the question's own token count, which both timings would otherwise pay
         for recall, samples in ((False, plain), (True, recalled)):
             start = time.perf_counter()
             prompt = engine.assemble(recall=recall)

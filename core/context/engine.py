@@ -420,8 +420,10 @@ class ContextEngine:
         """The session header the message falls under (a short system message with a date or number in it), else
         its own timestamp."""
         for earlier in range(position - 1, max(position - 400, 0) - 1, -1):
+            if self.messages[earlier].role != "system":
+                continue
             marker = self.messages[earlier].content.strip()
-            if self.messages[earlier].role == "system" and len(marker) <= 120 and any(c.isdigit() for c in marker):
+            if len(marker) <= 120 and any(c.isdigit() for c in marker):
                 return marker.splitlines()[0]
         created = self.messages[position].created_at
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"

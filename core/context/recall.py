@@ -28,6 +28,8 @@ know think thing things much many one ever well going go did tell told said say
 """.split())
 
 MAX_QUERY_TERMS = 24
+# A word in more messages than this is scored only on messages rarer words of the query found.
+COMMON_POSTINGS = 500
 _WORD = re.compile(r"\w+")
 
 
@@ -104,12 +106,15 @@ class RecallIndex:
             return []
         average = self._total_length / n or 1.0
         scores: dict[str, float] = defaultdict(float)
-        for term in content_words(query):
-            posting = self._postings.get(term)
-            if not posting or len(posting) > n // 2 + 1:  # in most messages: says nothing about which one
-                continue
+        postings = [p for p in map(self._postings.get, content_words(query))
+                    if p and len(p) <= n // 2 + 1]  # a word in most messages says nothing about which one
+        # Rare words first; a common word then only adds to messages a rarer word found (unless none did), so a
+        # query costs the rare words' postings, not a pass over a large part of the chat.
+        for posting in sorted(postings, key=len):
             idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
-            for message_id, tf in posting.items():
+            common = len(posting) > COMMON_POSTINGS and scores
+            pairs = ((m, posting[m]) for m in list(scores) if m in posting) if common else posting.items()
+            for message_id, tf in pairs:
                 length = self._lengths[message_id]
                 scores[message_id] += idf * tf * (self.K1 + 1) / (
                     tf + self.K1 * (1 - self.B + self.B * length / average))
