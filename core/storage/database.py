@@ -1,0 +1,342 @@
+"""The SQLite file underneath the Store: its errors, its schema (frozen migrations, SQLModel rows), opening
+(lock file, version check, corrupt copy set aside, migrations) and the write transaction."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import Field, Session, SQLModel, create_engine
+
+DB_NAME = "precis.db"
+LOCK_NAME = "precis.lock"
+BUSY_TIMEOUT_MS = 5000
+
+
+# ---------------------------------------------------------------------------------------------------- errors
+
+class StoreError(Exception):
+    """A problem with the chat database, worded for the person using Precis."""
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+class StoreTooNew(StoreError):
+    pass
+
+
+class StoreCorrupt(StoreError):
+    pass
+
+
+class StoreWriteError(StoreError):
+    pass
+
+
+class ChatNotFound(StoreError):
+    pass
+
+
+class MessageNotFound(StoreError):
+    pass
+
+
+# -------------------------------------------------------------------------------------------------- schema
+
+# Migrations are frozen SQL: step N takes a database at version N-1 to version N. Never edit a shipped step; add one.
+MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
+    (1, (
+        """CREATE TABLE chat (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            settings TEXT NOT NULL DEFAULT '{}')""",
+        """CREATE TABLE message (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            role TEXT NOT NULL,
+            content TEXT NOT NULL,
+            tool_calls TEXT,
+            tool_call_id TEXT,
+            name TEXT,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            incomplete INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            token_count INTEGER,
+            sha256 TEXT NOT NULL,
+            archived_by TEXT,
+            UNIQUE (chat_id, id),
+            UNIQUE (chat_id, seq))""",
+        """CREATE TABLE summary (
+            pk INTEGER PRIMARY KEY,
+            id TEXT NOT NULL,
+            chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+            record TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            parent_id TEXT,
+            depth INTEGER NOT NULL,
+            UNIQUE (chat_id, id))""",
+        """CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+    )),
+    # 2: search across chats, drafts that survive a restart, delete with undo.
+    (2, (
+        "ALTER TABLE chat ADD COLUMN deleted_at REAL",
+        "ALTER TABLE chat ADD COLUMN draft TEXT NOT NULL DEFAULT ''",
+        """CREATE VIRTUAL TABLE message_fts USING fts5(
+            content, content='message', content_rowid='pk', tokenize='unicode61 remove_diacritics 2')""",
+        """CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
+            INSERT INTO message_fts(rowid, content) VALUES (new.pk, new.content); END""",
+        """CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
+            INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.pk, old.content); END""",
+        """CREATE TRIGGER message_fts_update AFTER UPDATE OF content ON message BEGIN
+            INSERT INTO message_fts(message_fts, rowid, content) VALUES ('delete', old.pk, old.content);
+            INSERT INTO message_fts(rowid, content) VALUES (new.pk, new.content); END""",
+        "INSERT INTO message_fts(message_fts) VALUES ('rebuild')",
+        "CREATE INDEX chat_updated ON chat(updated_at)",
+    )),
+]
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+class ChatRow(SQLModel, table=True):
+    __tablename__ = "chat"
+    id: str = Field(primary_key=True)
+    title: str
+    created_at: float
+    updated_at: float
+    settings: str = "{}"
+    deleted_at: float | None = None
+    draft: str = ""
+
+
+class MessageRow(SQLModel, table=True):
+    __tablename__ = "message"
+    pk: int | None = Field(default=None, primary_key=True)
+    id: str
+    chat_id: str = Field(foreign_key="chat.id")
+    seq: int
+    role: str
+    content: str
+    tool_calls: str | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+    pinned: bool = False
+    incomplete: bool = False
+    created_at: float
+    token_count: int | None = None
+    sha256: str
+    archived_by: str | None = None
+
+
+class SummaryRow(SQLModel, table=True):
+    __tablename__ = "summary"
+    pk: int | None = Field(default=None, primary_key=True)
+    id: str
+    chat_id: str = Field(foreign_key="chat.id")
+    record: str
+    status: str
+    created_at: float
+    parent_id: str | None = None
+    depth: int
+
+
+MESSAGE = MessageRow.__table__
+
+
+class SettingRow(SQLModel, table=True):
+    __tablename__ = "setting"
+    key: str = Field(primary_key=True)
+    value: str
+
+
+# ------------------------------------------------------------------------------------------------ opening
+
+MIGRATION_WAIT_SECONDS = 30
+
+
+@contextmanager
+def migration_lock(path: Path) -> Iterator[None]:
+    """Holds `precis.lock` while one process checks and migrates the file; others wait their turn.
+
+    Only opening takes it: afterwards SQLite's own locking (WAL, busy timeout) lets readers run beside a writer
+    and writers wait, so the window and any number of `precis` commands share one data folder.
+    """
+    try:
+        fh = open(path, "a+")
+    except OSError as exc:
+        raise StoreWriteError(f"cannot open the lock file {path}: {exc.strerror or exc}") from None
+    with fh:
+        deadline = time.monotonic() + MIGRATION_WAIT_SECONDS
+        while True:
+            try:
+                _lock_exclusive(fh)
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise StoreLocked(f"{path} is still held by another Precis after {MIGRATION_WAIT_SECONDS} s "
+                                      "(it is opening or upgrading the database); try again") from None
+                time.sleep(0.05)
+        yield
+
+
+try:
+    import fcntl
+
+    def _lock_exclusive(fh: Any) -> None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+except ImportError:  # Windows
+    import msvcrt
+
+    def _lock_exclusive(fh: Any) -> None:
+        fh.seek(0)
+        msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)
+
+
+def _copy_aside(path: Path) -> Path:
+    """A copy of a damaged file, made once: a copy with the same size and time already there is reused.
+    It is written under a temporary name and renamed, so a full disk leaves no partial copy."""
+    stat = path.stat()
+    for earlier in path.parent.glob(f"{path.name}.corrupt-*"):
+        other = earlier.stat()
+        if other.st_size == stat.st_size and int(other.st_mtime) == int(stat.st_mtime):
+            return earlier
+    aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    partial = aside.with_name(aside.name + ".partial")
+    try:
+        shutil.copy2(path, partial)
+        partial.replace(aside)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise StoreCorrupt(f"{path} is damaged and could not be copied aside ({exc.strerror or exc}); "
+                           "the file was not changed. Free some space or copy it yourself before repairing.") from None
+    return aside
+
+
+def check_existing(path: Path) -> int:
+    """Schema version of an existing file, read without changing it. A corrupt file is copied aside first."""
+    try:
+        conn = sqlite3.connect(_readonly_uri(path), uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            problem = conn.execute("PRAGMA quick_check(1)").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        problem = str(exc)
+    if problem != "ok":
+        aside = _copy_aside(path)
+        raise StoreCorrupt(
+            f"{path} is damaged ({problem}). A copy was saved as {aside}; the file was not changed. "
+            "Move it away to start with an empty store, or restore a backup.")
+    if version > SCHEMA_VERSION:
+        raise StoreTooNew(
+            f"{path} was written by a newer Precis (schema {version}; this one knows up to {SCHEMA_VERSION}). "
+            "It was not changed; update Precis to open it.")
+    return version
+
+
+def migrate(path: Path) -> int:
+    """Bring the file to SCHEMA_VERSION, one transaction per step. Returns the version it started at."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        start = conn.execute("PRAGMA user_version").fetchone()[0]
+        if 0 < start < SCHEMA_VERSION:
+            # Keep the file as it was before the first migration that touches real data.
+            conn.execute("VACUUM INTO ?", (str(path.with_name(f"{path.name}.v{start}-backup")),))
+        for version, statements in MIGRATIONS:
+            if version <= start:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in statements:
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {version}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return start
+    finally:
+        conn.close()
+
+
+def _readonly_uri(path: Path) -> str:
+    """A read-only SQLite URI. In a folder we cannot write, WAL's side files cannot be made either: then the file
+    is opened as immutable (nobody can be writing it through this folder)."""
+    writable_folder = os.access(path.parent, os.W_OK)
+    return f"{path.as_uri()}?mode=ro" + ("" if writable_folder else "&immutable=1")
+
+
+def make_engine(path: Path, read_only: bool) -> Engine:
+    if read_only:
+        engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
+            _readonly_uri(path), uri=True, check_same_thread=False))
+    else:
+        engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: Any) -> None:
+        # Let SQLAlchemy's BEGIN below start every transaction, reads included (consistent snapshots).
+        dbapi_conn.isolation_level = None
+        pragmas = [f"busy_timeout={BUSY_TIMEOUT_MS}"]
+        if not read_only:
+            pragmas += ["journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL"]
+        for pragma in pragmas:
+            dbapi_conn.execute(f"PRAGMA {pragma}")
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+    return engine
+
+
+class WriteSession:
+    """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError."""
+
+    def __init__(self, engine: Engine, what: str):
+        self._session = Session(engine, expire_on_commit=False)
+        self._what = what
+
+    def __enter__(self) -> Session:
+        self._session.begin()
+        return self._session
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                try:
+                    self._session.commit()
+                except DBAPIError as err:
+                    self._session.rollback()
+                    raise write_error(self._what, err) from None
+            else:
+                self._session.rollback()
+                if isinstance(exc, DBAPIError):
+                    raise write_error(self._what, exc) from None
+        finally:
+            self._session.close()
+
+
+def write_error(what: str, err: DBAPIError) -> StoreError:
+    reason = str(err.orig) if err.orig is not None else str(err)
+    if "malformed" in reason or "not a database" in reason:
+        return StoreCorrupt(f"could not {what}: the database is damaged ({reason}); nothing was changed")
+    return StoreWriteError(f"could not {what}: {reason}. Nothing was changed; earlier data is safe.")

@@ -1,0 +1,162 @@
+"""The Store's messages: appending, streaming updates, removing the newest, loading, cached token counts and
+full-text search across chats."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, func, text
+from sqlmodel import select, update
+
+from ..context.recall import fts_or_query
+from ..model.messages import Message, ToolCall
+from .database import MESSAGE, MessageNotFound, MessageRow
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chat_id: str
+    chat_title: str
+    message_id: str
+    role: str
+    snippet: str
+    # The summary that hides this message from the model, if any.
+    archived_by: str | None
+
+
+def _calls_to_json(calls: Sequence[ToolCall]) -> str | None:
+    if not calls:
+        return None
+    return json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
+
+
+def message_values(chat_id: str, message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id, "chat_id": chat_id, "role": message.role, "content": message.content,
+        "tool_calls": _calls_to_json(message.tool_calls), "tool_call_id": message.tool_call_id,
+        "name": message.name, "pinned": message.pinned, "incomplete": message.incomplete,
+        "created_at": message.created_at, "sha256": message.sha256(),
+    }
+
+
+def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
+                      name: str | None, created_at: float, pinned: int, incomplete: int) -> Message:
+    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+                  for c in json.loads(tool_calls)) if tool_calls else ()
+    return Message(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name, id=id_,
+                   created_at=created_at, pinned=bool(pinned), incomplete=bool(incomplete))
+
+
+def _fts_query(text_: str) -> str:
+    """Every word as a quoted phrase, so punctuation in what the user typed is never FTS syntax."""
+    words = re.findall(r"\w+", text_)
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+class MessageTable:
+    """Store's message methods (a part of Store; uses its _read, _write and _chat_row)."""
+
+    def add_message(self, chat_id: str, message: Message) -> None:
+        self.add_messages(chat_id, [message])
+
+    def add_messages(self, chat_id: str, messages: Sequence[Message]) -> None:
+        """Append messages at the end of a chat."""
+        with self._write("save the message") as session:
+            row = self._chat_row(session, chat_id)
+            start = session.exec(select(func.coalesce(func.max(MessageRow.seq), -1))
+                                 .where(MessageRow.chat_id == chat_id)).one() + 1
+            session.connection().execute(
+                MESSAGE.insert(), [{**message_values(chat_id, m), "seq": start + i} for i, m in enumerate(messages)])
+            row.updated_at = time.time()
+            session.add(row)
+
+    def update_message(self, chat_id: str, message: Message) -> None:
+        """Save a changed message (streamed text as it arrives, a pin, the `incomplete` mark). One cheap UPDATE.
+
+        While a reply streams, save it with incomplete=True and clear the mark with the last save, so a crash
+        leaves what was received, marked as cut off.
+        """
+        values = message_values(chat_id, message)
+        for key in ("id", "chat_id", "created_at"):
+            del values[key]
+        values["token_count"] = None
+        with self._write("save the message") as session:
+            result = session.execute(update(MessageRow)
+                                     .where(MessageRow.chat_id == chat_id, MessageRow.id == message.id)
+                                     .values(**values))
+            if result.rowcount == 0:
+                raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
+
+    def remove_last_message(self, chat_id: str, message_id: str) -> None:
+        """Delete the newest message of a chat (regenerate, edit-and-resend), search index included.
+
+        Refused for any other message, and for one a summary archived: older history is never deleted.
+        """
+        with self._write("remove the message") as session:
+            row = self._chat_row(session, chat_id)
+            newest = session.exec(select(MessageRow).where(MessageRow.chat_id == chat_id)
+                                  .order_by(MessageRow.seq.desc()).limit(1)).first()
+            if newest is None or newest.id != message_id:
+                raise MessageNotFound(f"message {message_id} is not the newest message of chat {chat_id}; "
+                                      "only the newest can be removed")
+            if newest.archived_by is not None:
+                raise MessageNotFound(f"message {message_id} is archived by summary {newest.archived_by}; "
+                                      "undo the summary first")
+            session.delete(newest)  # the delete trigger keeps the search index in step
+            row.updated_at = time.time()
+            session.add(row)
+
+    def load_messages(self, chat_id: str) -> list[Message]:
+        """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
+        with self._read() as session:
+            self._chat_row(session, chat_id, deleted_ok=True)
+            # Plain driver rows: this is the hot path of opening a long chat.
+            rows = session.connection().exec_driver_sql(
+                "SELECT id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete "
+                "FROM message WHERE chat_id = ? ORDER BY seq", (chat_id,))
+            return [_message_from_row(*row) for row in rows.fetchall()]
+
+    def token_counts(self, chat_id: str) -> dict[str, int]:
+        """Cached token counts by message id (cleared when a message changes)."""
+        with self._read() as session:
+            rows = session.execute(select(MessageRow.id, MessageRow.token_count)
+                                   .where(MessageRow.chat_id == chat_id, MessageRow.token_count.is_not(None)))
+            return dict(rows.all())
+
+    def save_token_counts(self, chat_id: str, counts: Mapping[str, int]) -> None:
+        with self._write("save token counts") as session:
+            session.connection().execute(
+                update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
+                .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
+
+    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
+        """Messages of all chats matching every word of `query` (archived ones too), best first."""
+        match = _fts_query(query)
+        if not match:
+            return []
+        sql = text("""
+            SELECT m.chat_id, c.title, m.id, m.role, hit.snip, m.archived_by FROM (
+                SELECT rowid AS pk, snippet(message_fts, 0, '[', ']', '…', 12) AS snip, rank
+                FROM message_fts WHERE message_fts MATCH :match ORDER BY rank LIMIT :limit) AS hit
+            JOIN message m ON m.pk = hit.pk JOIN chat c ON c.id = m.chat_id
+            WHERE c.deleted_at IS NULL ORDER BY hit.rank""")
+        with self._read() as session:
+            rows = session.execute(sql, {"match": match, "limit": limit})
+            return [SearchHit(*row) for row in rows]
+
+    def search_archived(self, chat_id: str, query: str, limit: int = 20) -> list[str]:
+        """Ids of this chat's archived messages matching any content word of `query`, best first (BM25): recall."""
+        match = fts_or_query(query)
+        if not match:
+            return []
+        sql = text("""
+            SELECT m.id FROM message_fts JOIN message m ON m.pk = message_fts.rowid
+            WHERE message_fts MATCH :match AND m.chat_id = :chat AND m.archived_by IS NOT NULL
+            ORDER BY message_fts.rank LIMIT :limit""")
+        with self._read() as session:
+            return [mid for (mid,) in session.execute(sql, {"match": match, "chat": chat_id, "limit": limit})]

@@ -1,0 +1,116 @@
+"""The Store's summary records and archive marks, and attach_engine, which saves an engine's summarizations
+as they happen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, select, update
+
+from ..model.records import SummaryRecord
+from .database import MESSAGE, ChatRow, MessageRow, StoreError, SummaryRow
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+class SummaryTable:
+    """Store's summary methods (a part of Store; uses its _read, _write and _chat_row)."""
+
+    def archived_by(self, chat_id: str) -> dict[str, str]:
+        """{message id: id of the summary that archived it} for archived messages."""
+        with self._read() as session:
+            rows = session.execute(select(MessageRow.id, MessageRow.archived_by)
+                                   .where(MessageRow.chat_id == chat_id, MessageRow.archived_by.is_not(None)))
+            return dict(rows.all())
+
+    def _upsert_record(self, session: Session, chat_id: str, record: SummaryRecord) -> None:
+        values = {"id": record.id, "chat_id": chat_id, "record": record.model_dump_json(), "status": record.status,
+                  "created_at": record.created_at, "parent_id": record.parent_id, "depth": record.depth}
+        stmt = sqlite_insert(SummaryRow).values(**values)
+        session.execute(stmt.on_conflict_do_update(
+            index_elements=["chat_id", "id"],
+            set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}))
+
+    def save_summary_state(self, chat_id: str, records: Iterable[SummaryRecord],
+                           archived_by: Mapping[str, str | None]) -> None:
+        """Records (new or with a changed status) and which summary hides each given message: one transaction,
+        so after a crash the chat is wholly before or wholly after a summarization or an undo."""
+        with self._write("save the summary") as session:
+            self._chat_row(session, chat_id, deleted_ok=True)
+            for record in records:
+                self._upsert_record(session, chat_id, record)
+            if archived_by:
+                session.connection().execute(
+                    update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
+                    .values(archived_by=bindparam("rid")),
+                    [{"mid": mid, "rid": rid} for mid, rid in archived_by.items()])
+            session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(updated_at=time.time()))
+
+    def save_summary(self, chat_id: str, record: SummaryRecord, archived_message_ids: Iterable[str],
+                     merged: Iterable[SummaryRecord] = ()) -> None:
+        """A new summary that archived these messages; `merged` are earlier records it folded in (now merged),
+        whose messages it takes over."""
+        merged = list(merged)
+        archived = {mid: record.id for mid in archived_message_ids}
+        if merged:
+            previous = {r.id for r in merged}
+            with self._read() as session:
+                rows = session.execute(select(MessageRow.id).where(MessageRow.chat_id == chat_id,
+                                                                   MessageRow.archived_by.in_(previous)))
+                archived.update({mid: record.id for (mid,) in rows})
+        self.save_summary_state(chat_id, [record, *merged], archived)
+
+    def apply_undo(self, chat_id: str, record: SummaryRecord, archived_by: Mapping[str, str | None],
+                   restored: Iterable[SummaryRecord] = ()) -> None:
+        """Undo a summary: its record (status undone), records it had merged (active again) and the archive
+        marks of the messages it released, in one transaction."""
+        self.save_summary_state(chat_id, [record, *restored], archived_by)
+
+    def load_records(self, chat_id: str) -> list[SummaryRecord]:
+        """Every summary record of the chat, any status, oldest first."""
+        with self._read() as session:
+            rows = session.execute(select(SummaryRow.record).where(SummaryRow.chat_id == chat_id)
+                                   .order_by(SummaryRow.created_at, SummaryRow.pk))
+            return [SummaryRecord.model_validate_json(r) for (r,) in rows]
+
+
+def attach_engine(store: Store, chat_id: str, engine: Any,
+                  on_error: Callable[[StoreError], None] | None = None) -> Callable[[], None]:
+    """Persist every summarization, merge and undo of `engine`, each in one transaction.
+
+    The engine's records (status, depth, ...) and which record hides each message are compared with what was last
+    saved, and only the differences are written. The engine swallows listener errors, so a failed save (disk
+    full) goes to `on_error` for the caller to show; without one it is raised into the engine's log.
+    Returns a function that detaches.
+    """
+    # What can change on a saved record is its status and its place in the chain; new records are new ids.
+    def mark(record: SummaryRecord) -> tuple:
+        return record.status, record.depth, record.parent_id
+
+    saved_records = {r.id: mark(r) for r in engine.records}
+    saved_archive = {m.id: engine.archived_by(m.id) for m in engine.messages}
+
+    def on_event(_event: Any) -> None:
+        changed = {r.id: (r, mark(r)) for r in engine.records if saved_records.get(r.id) != mark(r)}
+        changed.setdefault(_event.record.id, (_event.record, mark(_event.record)))
+        archive = {}
+        for m in engine.messages:
+            holder = engine.archived_by(m.id)
+            if saved_archive.get(m.id) != holder:
+                archive[m.id] = holder
+        try:
+            store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive)
+        except StoreError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+            return
+        saved_records.update({rid: m for rid, (_record, m) in changed.items()})
+        saved_archive.update(archive)
+
+    return engine.subscribe(on_event)
