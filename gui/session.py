@@ -23,9 +23,8 @@ from ..core.providers.base import (
     ProviderError,
     StreamInterrupted,
 )
-from ..core.storage.chats import effective_policy, restore_engine, save_token_counts
+from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
 from ..core.storage.store import ChatSettings, Store, attach_engine
-from ..core.summary.summarize import make_summarizer
 from .workers import StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
@@ -81,7 +80,7 @@ class ChatSession:
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
         settings = self.store.get_chat(self.chat_id).settings
-        summarizer = make_summarizer(effective_policy(self.store, settings).mode, self.provider)
+        summarizer = summarizer_for(effective_policy(self.store, settings), self.provider)
         return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window(),
                               counter=counter, summarizer=summarizer)
 

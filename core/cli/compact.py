@@ -16,7 +16,7 @@ from ..providers.base import ProviderError
 from ..providers.registry import KINDS, make_provider
 from ..storage.importers import ImportFailed, parse_file
 from ..storage.interchange import message_to_record
-from ..summary.summarize import make_summarizer
+from ..summary.summarize import DEADLINE_SECONDS, make_summarizer
 from .group import cli
 
 
@@ -136,11 +136,14 @@ def print_report(result: ReplayResult, out) -> None:
               help="who writes llm/hybrid summaries (default: the embedded local model)")
 @click.option("--base-url")
 @click.option("--model")
+@click.option("--summary-seconds", type=float, default=DEADLINE_SECONDS, show_default=True,
+              help="time limit of one llm/hybrid summary; past it the rules write that summary")
 @click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")
 @click.option("--probes", "probes_path", metavar="QUESTIONS.jsonl",
               help='after the replay, the prompt each question ({"question": ...} a line) would get, recall included')
 def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str, provider: str,
-            base_url: str | None, model: str | None, as_json: bool, probes_path: str | None) -> int:
+            base_url: str | None, model: str | None, summary_seconds: float, as_json: bool,
+            probes_path: str | None) -> int:
     """Replay TRANSCRIPT (any format `precis import` reads) under the summarization policy and print what the model
     would see. Summaries the file already holds (a Claude Code compaction) are not replayed: every original is."""
     path = transcript
@@ -170,7 +173,7 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str
         if mode != "rule":
             summarizer_provider = make_provider(provider, base_url=base_url, model=model)
         engine = ContextEngine(budget, SummarizationPolicy(mode=mode), TokenCounter(),
-                               make_summarizer(mode, summarizer_provider))
+                               make_summarizer(mode, summarizer_provider, summary_seconds))
         result = replay(messages, engine)
     except (ProviderError, ValueError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)

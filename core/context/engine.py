@@ -19,8 +19,7 @@ from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING, TokenCounter
 from ..summary.digest import rank_points
 from ..summary.redact import redact, redact_obj
-from ..summary.retention import Facts as RetentionFacts
-from ..summary.retention import check_facts, collect_facts, union_facts
+from ..summary.retention import TrailFacts, check_facts, collect_facts, union_facts
 from ..summary.retention import context_text as retention_context_text
 from ..summary.summarize import RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
@@ -152,7 +151,7 @@ class ContextEngine:
         self._summary_messages: dict[str, Message] = {}
         self._visible_cache: list[Message] | None = None
         self._trimmed: dict[str, Message] = {}
-        self._facts: dict[str, RetentionFacts] = {}
+        self._facts: dict[str, TrailFacts] = {}
         self._coverage: dict[str, list[str]] = {}
         self._first_positions: dict[str, int] = {}
         self._armed = True
@@ -747,7 +746,7 @@ class ContextEngine:
         else:
             self._hide(record)
 
-    def _facts_of(self, record: SummaryRecord) -> RetentionFacts:
+    def _facts_of(self, record: SummaryRecord) -> TrailFacts:
         """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
         facts = self._facts.get(record.id)
         if facts is None:

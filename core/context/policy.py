@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..model.records import SummaryMode
 from ..model.schema import setting_errors, setting_fields
+from ..providers.registry import KINDS
+
+# Who writes llm and hybrid summaries: the chat's own model, the embedded local model, or the provider and model
+# named in the policy (the documents' lighter summarizer model).
+SummarizerChoice = Literal["chat", "local", "other"]
 
 # A fraction of the context budget, shown and typed as a percentage (0.8 is "80 %").
 PERCENT = {"unit": "% of the budget"}
@@ -24,6 +29,14 @@ class SummarizationPolicy(BaseModel):
     # Hybrid by default: the rules keep files, commands and errors; the model (local by default) writes the story.
     mode: SummaryMode = Field("hybrid", title="Mode", description=(
         "rule: files, commands and errors kept by rules; llm: the model writes the summary; hybrid: both"))
+    summarizer: SummarizerChoice = Field("chat", title="Summaries written by", description=(
+        "chat: the chat's own model; local: the embedded model; other: the provider and model below"))
+    summarizer_provider: str = Field("", max_length=20, title="…other provider",
+                                     description=f"With “other”: one of {', '.join(KINDS)}")
+    summarizer_model: str = Field("", max_length=200, title="…other model",
+                                  description="With “other”: the model's name (empty: the provider's default)")
+    summarizer_base_url: str = Field("", max_length=2000, title="…other server address",
+                                     description="With “other”: the server's address (empty: the provider's own)")
     trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, title="Summarize at", json_schema_extra=PERCENT,
                                  description="Summarize when the context reaches this share of the budget")
     reset_ratio: float = Field(0.70, gt=0.0, lt=1.0, title="Re-arm below", json_schema_extra=PERCENT,
@@ -66,6 +79,9 @@ class SummarizationPolicy(BaseModel):
         if self.target_ratio >= self.trigger_ratio:
             raise ValueError(_compare("target_ratio", self.target_ratio, "must be below",
                                       "trigger_ratio", self.trigger_ratio))
+        if self.summarizer == "other" and self.summarizer_provider not in KINDS:
+            raise ValueError(f"summarizer_provider ({self.summarizer_provider!r}) must be one of {', '.join(KINDS)} "
+                             "when summarizer is 'other'")
         if self.min_recent > self.keep_recent:
             raise ValueError(_compare("min_recent", self.min_recent, "must not exceed",
                                       "keep_recent", self.keep_recent))

@@ -35,7 +35,9 @@ class ToolUsage(BaseModel):
 
 
 class Facets(BaseModel):
-    """Structured facts pulled out of the covered messages."""
+    """The record's structured fields of the covered messages, stored and shown (the documents' key decisions,
+    action items, open questions, entities, files, commands). Not core.summary.retention.TrailFacts, the unsaved
+    checklist the trail-coverage check matches against the context."""
 
     decisions: list[str] = Field(default_factory=list)
     action_items: list[ActionItem] = Field(default_factory=list)

@@ -243,7 +243,7 @@ class LocalProvider:
                 tokens, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema,
                 # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
                 repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
-                cancelled=lambda: cancel.cancelled):
+                cancelled=lambda: cancel.cancelled, on_cancel=cancel.on_cancel):
             finish = reason or finish
             if piece:
                 parts.append(piece)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from .base import ProviderUnavailable, StreamInterrupted
+from .base import Cancelled, ProviderUnavailable, StreamInterrupted
 
 # How long a caller waits for the model process while another reply is running on it.
 BUSY_WAIT_SECONDS = 300.0
@@ -92,13 +92,26 @@ class ModelProcess:
         return process
 
     def stream(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict | None,
-               repeat_penalty: float, cancelled: Callable[[], bool]) -> Iterator[tuple[str, str | None]]:
-        """(text piece, None) per piece, then ("", finish reason); `cancelled()` is checked between pieces."""
+               repeat_penalty: float, cancelled: Callable[[], bool],
+               on_cancel: Callable[[Callable[[], None]], None] | None = None) -> Iterator[tuple[str, str | None]]:
+        """(text piece, None) per piece, then ("", finish reason); `cancelled()` is checked between pieces.
+
+        The child reads the prompt before its first piece and cannot be asked to stop meanwhile: a cancel then
+        (registered through `on_cancel`) ends the process, so a deadline holds; the next request restarts it."""
         if not self._lock.acquire(timeout=BUSY_WAIT_SECONDS):
             raise ProviderUnavailable(f"the local model stayed busy with another reply for {BUSY_WAIT_SECONDS:.0f} s")
         parts: list[str] = []
+        reading_prompt = threading.Event()
         try:
             process = self._ensure_running()
+
+            def stop_reading_prompt() -> None:
+                if reading_prompt.is_set():
+                    process.kill()
+
+            reading_prompt.set()
+            if on_cancel is not None:
+                on_cancel(stop_reading_prompt)
             request_id = next(self._ids)
             self._send(process, {"id": request_id, "tokens": tokens, "max_tokens": max_tokens,
                                  "temperature": temperature, "json_schema": json_schema,
@@ -106,6 +119,7 @@ class ModelProcess:
             finished = False
             try:
                 for message in self._replies(process, request_id):
+                    reading_prompt.clear()
                     if message.get("done"):
                         finished = True
                         yield "", message.get("finish") or "stop"
@@ -124,12 +138,15 @@ class ModelProcess:
                             break
         except (BrokenPipeError, _ProcessEnded):
             process.wait()
-            self.last_exit = exit_description(process.returncode)
             self._process = None
+            if cancelled():
+                raise Cancelled(partial="".join(parts)) from None  # ended by stop_reading_prompt
+            self.last_exit = exit_description(process.returncode)
             raise ModelProcessDied(
                 f"the local model process stopped ({self.last_exit}); the partial reply was kept and the next "
                 "request restarts it", partial="".join(parts)) from None
         finally:
+            reading_prompt.clear()
             self._lock.release()
 
     @staticmethod

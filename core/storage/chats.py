@@ -10,7 +10,9 @@ import logging
 from ..context.engine import Budget, ContextEngine
 from ..context.policy import SummarizationPolicy, policy_errors
 from ..model.tokens import TokenCounter
-from ..summary.summarize import Summarizer
+from ..providers.base import Provider, ProviderError
+from ..providers.registry import make_provider
+from ..summary.summarize import Summarizer, make_summarizer
 from .store import ChatSettings, Store
 
 log = logging.getLogger("precis.chats")
@@ -33,6 +35,23 @@ def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolic
                     "; ".join(f"{k or 'policy'}: {v}" for k, v in errors.items()))
         return SummarizationPolicy(**values)
     return SummarizationPolicy(**merged)
+
+
+def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summarizer:
+    """The summarizer the policy names: the chat's own model by default, the embedded local model (the local
+    model's process is shared with any chat using it), or another provider and model."""
+    if policy.mode == "rule" or policy.summarizer == "chat":
+        return make_summarizer(policy.mode, chat_provider)
+    if policy.summarizer == "local":
+        return make_summarizer(policy.mode, make_provider("local"))
+    try:
+        provider = make_provider(policy.summarizer_provider, base_url=policy.summarizer_base_url or None,
+                                 model=policy.summarizer_model or None)
+    except (ProviderError, ValueError) as exc:
+        # A chat must open even when its summarizer cannot be reached as configured; the log says why.
+        log.warning("the summarizer model cannot be used (%s); the chat's model writes the summaries", exc)
+        provider = chat_provider
+    return make_summarizer(policy.mode, provider)
 
 
 def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,

@@ -112,7 +112,14 @@ class InstructionFact:
 
 
 @dataclass
-class Facts:
+class TrailFacts:
+    """What the trail-coverage check looks for in the text the model sees: the facts of the covered originals with
+    what it takes to find them (a command's exit code, an instruction's key words). Never stored; a record's
+    `Facets` (core.model.records) are what is stored and shown: built from these by core.summary.facets, split
+    by what was done (files read / modified, commands with counts, tool usage) and joined by what only a model or
+    the decision rules give (decisions, action items, open questions). Two types because one is a checklist
+    matched against text and the other a schema-validated part of the saved record."""
+
     files: list[str] = field(default_factory=list)
     commands: list[CommandFact] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -169,7 +176,7 @@ def _key_words(text: str) -> tuple[str, ...]:
     return tuple(w for w, _ in counts.most_common(MAX_INSTRUCTION_WORDS))
 
 
-def collect_facts(messages: list[Message]) -> Facts:
+def collect_facts(messages: list[Message]) -> TrailFacts:
     """Structured facts of the messages; see the module docstring for the kinds."""
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
     tool_of_call = {c.id: c.name.lower() for m in messages for c in m.tool_calls}
@@ -210,7 +217,7 @@ def collect_facts(messages: list[Message]) -> Facts:
             if words:
                 instructions.append(InstructionFact(_normalize(text), words))
 
-    return Facts(
+    return TrailFacts(
         files=_dedupe(files),
         commands=_dedupe(commands),
         errors=_dedupe(errors),
@@ -331,10 +338,10 @@ class _Context:
         return present >= INSTRUCTION_MATCH_SHARE * len(fact.words)
 
 
-def union_facts(parts: Iterable[Facts]) -> Facts:
+def union_facts(parts: Iterable[TrailFacts]) -> TrailFacts:
     """The facts of several stretches together (a merged summary's), without re-reading their messages."""
     parts = list(parts)
-    return Facts(
+    return TrailFacts(
         files=_dedupe(f for p in parts for f in p.files),
         commands=_dedupe(c for p in parts for c in p.commands),
         errors=_dedupe(e for p in parts for e in p.errors),
@@ -348,7 +355,7 @@ def check_retention(covered: list[Message], context_text: str) -> Retention:
     return check_facts(collect_facts(covered), context_text)
 
 
-def check_facts(facts: Facts, context_text: str) -> Retention:
+def check_facts(facts: TrailFacts, context_text: str) -> Retention:
     """check_retention for facts already collected."""
     context = _Context(context_text)
     root = project_root(facts.files)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
-from ..providers.base import Provider, ProviderError, complete
+from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete
 from ..providers.model_process import ModelProcessDied
 from .decisions import MAX_DECISIONS
 from .digest import conversation_digest, is_conversation
@@ -28,7 +29,12 @@ from .tool_output import one_line
 log = logging.getLogger("precis.summarize")
 
 RETRY_BASE_SECONDS = 0.25
-OUTPUT_TOKENS = 1024
+# The documents' target is a summary in under 10 s. The reply is capped (a complete summary JSON from a small model
+# is 200-400 tokens) and generation is cancelled at the deadline, after which the rules write the summary; the
+# request cap below keeps the prompt's processing, which cannot be interrupted, to a few seconds.
+OUTPUT_TOKENS = 512
+# 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with other work) within the 10 s.
+DEADLINE_SECONDS = 6.0  # for every provider: a summary the user waits for, whoever writes it
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
 
 
@@ -266,8 +272,9 @@ class LLMSummarizer:
     # Caps the request (transcript + output): prompt processing time grows with it (the embedded model reads a
     # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
-    max_request_tokens: int = 2560
-    # "ok" / "invalid" / "transport" / "ungrounded", for fidelity reports
+    max_request_tokens: int = 1536
+    deadline_seconds: float = DEADLINE_SECONDS  # for all attempts together; then the rules, saying why
+    # "ok" / "invalid" / "transport" / "deadline" / "ungrounded" / "empty", for fidelity reports
     attempts: list[str] = field(default_factory=list)
     tokens_used: int = 0  # model tokens of the summary being made (prompt and reply)
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
@@ -286,23 +293,39 @@ class LLMSummarizer:
         window = min(self.provider.context_window(), self.max_request_tokens)
         prompt = build_request(request, window, output_tokens, counter)
         last_error: ProviderError | None = None
-        for attempt in range(TRANSPORT_ATTEMPTS):
-            if attempt:
-                self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
-            try:
-                # Greedy decoding: the same stretch of conversation gives the same summary.
-                answer = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
-                                  json_schema=SUMMARY_SCHEMA)
-                self.tokens_used += answer.usage.prompt_tokens + answer.usage.completion_tokens
+        reply: str | None = None
+        cancel = CancelToken()
+        timer = threading.Timer(self.deadline_seconds, cancel.cancel)
+        timer.daemon = True
+        timer.start()
+        try:
+            for attempt in range(TRANSPORT_ATTEMPTS):
+                if attempt:
+                    self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
+                try:
+                    # Greedy decoding: the same stretch of conversation gives the same summary.
+                    answer = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
+                                      json_schema=SUMMARY_SCHEMA, cancel=cancel)
+                except Cancelled:
+                    break
+                except ModelProcessDied as exc:
+                    # A crashed model process would likely crash again on the same request: the rules, now.
+                    last_error = exc
+                    break
+                except ProviderError as exc:
+                    last_error = exc
+                    continue
+                # Counted where the server reports no usage (llama_cpp.server's streams do not).
+                used = answer.usage or Usage(counter.prompt_tokens(prompt), counter.count_text(answer.text))
+                self.tokens_used += used.prompt_tokens + used.completion_tokens
                 reply = answer.text
                 break
-            except ModelProcessDied as exc:
-                # A crashed model process would likely crash again on the same request: use the rules now.
-                self.attempts.append("transport")
-                raise SummaryFallback(f"summarizer unavailable: {exc}") from None
-            except ProviderError as exc:
-                last_error = exc
-        else:
+        finally:
+            timer.cancel()
+        if reply is None and cancel.cancelled:
+            self.attempts.append("deadline")
+            raise SummaryFallback(f"the model took longer than {self.deadline_seconds:g} s, the summary's time limit")
+        if reply is None:
             self.attempts.append("transport")
             raise SummaryFallback(f"summarizer unavailable: {last_error}")
         try:
@@ -386,9 +409,13 @@ class HybridSummarizer(LLMSummarizer):
         return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
 
 
-def make_summarizer(mode: SummaryMode, provider: Provider | None = None) -> Summarizer:
+def make_summarizer(mode: SummaryMode, provider: Provider | None = None,
+                    deadline_seconds: float = DEADLINE_SECONDS) -> Summarizer:
     if mode == "rule":
         return RuleSummarizer()
     if provider is None:
         raise ValueError(f"summary mode {mode!r} needs a model provider")
-    return LLMSummarizer(provider) if mode == "llm" else HybridSummarizer(provider)
+    if deadline_seconds <= 0:
+        raise ValueError(f"a summary's time limit must be positive, got {deadline_seconds:g} s")
+    kind = LLMSummarizer if mode == "llm" else HybridSummarizer
+    return kind(provider, deadline_seconds=deadline_seconds)

@@ -215,7 +215,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def _line_count(text: str) -> int:
-    return text.count("\n") + 1 if text.strip() else 0
+    """Lines as an editor counts them: a final newline ends the last line, it does not start another."""
+    return len(text.splitlines()) if text.strip() else 0
 
 
 def _first_difference(old: str, new: str) -> tuple[str, str]:
@@ -267,7 +268,7 @@ def _write_fields(use: ToolUse) -> list[str]:
     fields = [f"File: {one_line_field(path or '?', 150)}"]
     content = args.get("content", args.get("file_text", args.get("contents")))
     if isinstance(content, str):
-        fields.append(f"Lines written: {_line_count(content.rstrip(chr(10)))}")
+        fields.append(f"Lines written: {_line_count(content)}")
         language = _file_type(path)
         if language:
             fields.append(f"Type: {language}")

@@ -24,6 +24,11 @@ from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 COUNT = TokenCounter().count_text
 
 
+def document_line(tool_name: str, facts: list[str], error: bool = False) -> str:
+    """Design document 000's formatSummary written out: `[${status} ${toolName}: ${facts.join(" | ")}]`."""
+    return f"[{'❌' if error else '✓'} {tool_name}: {' | '.join(facts)}]"
+
+
 @lru_cache(maxsize=None)
 def transcript(name: str) -> tuple[Message, ...]:
     return tuple(read_transcript(SHARED_TRANSCRIPTS / name))
@@ -115,16 +120,18 @@ def test_read_detects_python_and_typescript_exports_and_imports():
     ts = ("import { useState } from 'react'\nimport api from './api'\n"
           "export function App() {}\nexport const VERSION = 1\n")
     line = one_line(*tool("read_file", ts, path="/web/app.ts"))
-    assert line == ("[✓ read_file: File: /web/app.ts | Lines: 4 | Type: TypeScript | Exports: App, VERSION | "
-                    "Imports: react, ./api]")
+    # Four lines; two `export`s; imports of 'react' and './api'.
+    assert line == document_line("read_file", ["File: /web/app.ts", "Lines: 4", "Type: TypeScript",
+                                               "Exports: App, VERSION", "Imports: react, ./api"])
 
 
 # ----- success and failure -----------------------------------------------------------------------------------
 
 def test_claude_code_exit_code_prefix_is_a_failure_with_its_first_error_line():
     line = one_line(*tool("Bash", "Exit code 1\n(eval):1: permission denied: ./run.sh", command="./run.sh"))
-    assert line == ("[❌ Bash: Command: ./run.sh | Exit: 1 | Output: 1 line | "
-                    "Error: (eval):1: permission denied: ./run.sh]")
+    # Claude Code's "Exit code 1" prefix is the exit code, not output; the one line left is the error.
+    assert line == document_line("Bash", ["Command: ./run.sh", "Exit: 1", "Output: 1 line",
+                                          "Error: (eval):1: permission denied: ./run.sh"], error=True)
 
 
 def test_test_run_with_failures_is_a_failure_even_when_piped_through_tail():
@@ -151,7 +158,9 @@ def test_sweagent_exit_codes_and_timeouts():
     call, result = pairs(transcript("sweagent_2.jsonl"))[-1]
     assert one_line(call, result).endswith("| Error: EXECUTION TIMED OUT]")
     call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl")) if r.content.startswith("344"))
-    assert one_line(call, result) == "[✓ bash: Command: python reproduce.py | Exit: 0 | Output: 1 line | Last: 344]"
+    # The transcript's result is the single line "344" (SWE-agent reports no exit code; no error: 0).
+    assert one_line(call, result) == document_line("bash", ["Command: python reproduce.py", "Exit: 0",
+                                                            "Output: 1 line", "Last: 344"])
 
 
 TRACEBACK = """Traceback (most recent call last):
@@ -198,15 +207,17 @@ def test_tool_use_errors_fail_file_tools():
 def test_search_counts_matches_and_files():
     messages = transcript("claudecode_session.jsonl")
     call, result = next((c, r) for c, r in pairs(messages) if c and c.name == "Grep")
-    assert one_line(call, result) == ("[✓ Grep: Pattern: \"hooks|session_hook|tool.call\" | Matches: 4 | Files: 1 | "
-                                      "Top files: spotter_web/router.ex]")
+    # The transcript's Grep searched one file (router.ex, its `path`) and printed four `NN:` lines.
+    assert one_line(call, result) == document_line("Grep", ['Pattern: "hooks|session_hook|tool.call"', "Matches: 4",
+                                                            "Files: 1", "Top files: spotter_web/router.ex"])
     call, result = next((c, r) for c, r in pairs(messages)
                         if c and c.name == "Glob" and "live/**" in c.arguments["pattern"])
     assert "Files: 8" in one_line(call, result)
     assert one_line(*tool("Glob", "No files found", pattern="*.zig")).endswith("| Matches: 0]")
     call, result = next((c, r) for c, r in pairs(transcript("sweagent_3.jsonl")) if c and c.name == "find_file")
-    assert one_line(call, result) == ("[✓ find_file: Pattern: \"fields.py\" | Matches: 1 | Files: 1 | "
-                                      "Top files: marshmallow/fields.py]")
+    # 'Found 1 matches for "fields.py"': the one path, under the repository's src/ root.
+    assert one_line(call, result) == document_line("find_file", ['Pattern: "fields.py"', "Matches: 1", "Files: 1",
+                                                                 "Top files: marshmallow/fields.py"])
     swe = ('Found 3 matches for "TimeDelta" in /testbed/src:\n/testbed/src/a.py (2 matches)\n'
            '/testbed/src/b.py (1 matches)\nEnd of matches for "TimeDelta" in /testbed/src')
     line = one_line(*tool("search_dir", swe, command="search_dir TimeDelta src"))
@@ -216,19 +227,21 @@ def test_search_counts_matches_and_files():
 def test_edits_say_what_changed_and_writes_how_much():
     line = one_line(*tool("Edit", "The file /a/b.py has been updated successfully.", file_path="/a/b.py",
                           old_string="def f():\n    return 1\n", new_string="def f():\n    return 2\n"))
-    assert line == "[✓ Edit: File: /a/b.py | Changed: 'return 1' -> 'return 2' (3 -> 3 lines)]"
+    # The one line that differs, and the lines of the old and new text (two each: `def f():` and its return).
+    assert line == document_line("Edit", ["File: /a/b.py", "Changed: 'return 1' -> 'return 2' (2 -> 2 lines)"])
     call, result = next((c, r) for c, r in pairs(transcript("sweagent_1.jsonl")) if c and c.name == "edit")
     assert "printenv.pl | Replaced lines 1-1 with 5 lines | Now: 5 lines" in one_line(call, result)
     line = one_line(*tool("Write", "File created successfully at: /a/new.ts", file_path="/a/new.ts",
                           content="a\nb\nc\n"))
-    assert line == "[✓ Write: File: /a/new.ts | Lines written: 3 | Type: TypeScript]"
+    assert line == document_line("Write", ["File: /a/new.ts", "Lines written: 3", "Type: TypeScript"])
 
 
 def test_web_and_default_tools():
     line = one_line(*tool("WebFetch", "# Title\nbody\n", url="https://example.com/doc", prompt="x"))
-    assert line == "[✓ WebFetch: URL: https://example.com/doc | Output: 2 lines | First: # Title]"
+    assert line == document_line("WebFetch", ["URL: https://example.com/doc", "Output: 2 lines", "First: # Title"])
     line = one_line(*tool("Task", "Found it.\nMore", description="Find the config loader"))
-    assert line == "[✓ Task: Input: Find the config loader | First: Found it. | Size: 14 chars]"
+    # "Found it.\nMore" is 14 characters.
+    assert line == document_line("Task", ["Input: Find the config loader", "First: Found it.", "Size: 14 chars"])
     assert one_line(None, Message(role="tool", content="ok")).startswith("[✓ tool: ")
 
 

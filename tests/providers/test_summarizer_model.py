@@ -1,0 +1,68 @@
+"""A separate summarizer model (the documents' lighter model for summaries): the chat's model by default, the
+embedded local model, or another provider and model, as the summarization settings say. Real peers: the embedded
+model and llama_cpp.server over loopback."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from precis.core.context.policy import SummarizationPolicy, policy_errors
+from precis.core.providers.local import LocalProvider
+from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, summarizer_for
+from precis.core.storage.interchange import read_transcript
+from precis.core.storage.store import open_store
+
+from tests.conftest import SHARED_TRANSCRIPTS
+
+pytestmark = pytest.mark.model
+
+
+def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
+    """A stored chat summarized as the window does it: the engine and its summarizer built from the settings."""
+    with open_store(tmp_path / "data") as store:
+        store.set_setting(GLOBAL_POLICY_KEY, policy)
+        chat = store.create_chat("agent run")
+        store.add_messages(chat, read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:24])
+        summarizer = summarizer_for(SummarizationPolicy(**policy), chat_provider)
+        summarizer.deadline_seconds = 600  # this checks who wrote the summary, on a machine that may be busy
+        engine, _ = restore_engine(store, chat, default_window=8192, summarizer=summarizer)
+        return summarizer, engine.summarize_now()
+
+
+def test_the_local_model_summarizes_a_chat_served_by_llama_cpp_server(tmp_path, llama_server, local_provider):
+    chat_provider = OpenAICompatProvider(llama_server, model="smollm2")
+    summarizer, record = _summarize_stored_chat(tmp_path, {"mode": "llm", "summarizer": "local"}, chat_provider)
+    assert isinstance(summarizer.provider, LocalProvider)
+    assert summarizer.attempts == ["ok"] and record.mode == "llm" and not record.fallback_used
+    # The summary call's cost is on the record (shown in the inspector and `precis history`).
+    assert record.summarizer_tokens > 0
+
+
+def test_another_provider_summarizes_a_chat_on_the_local_model(tmp_path, llama_server, local_provider):
+    policy = {"mode": "llm", "summarizer": "other", "summarizer_provider": "openai",
+              "summarizer_base_url": llama_server, "summarizer_model": "smollm2"}
+    summarizer, record = _summarize_stored_chat(tmp_path, policy, local_provider)
+    assert isinstance(summarizer.provider, OpenAICompatProvider) and summarizer.provider.model == "smollm2"
+    # Answered over HTTP by the server: a summary that did not reach it would be the rules' with the reason.
+    assert summarizer.attempts == ["ok"] and not record.fallback_used and record.summarizer_tokens > 0
+
+
+def test_the_chats_model_summarizes_by_default(local_provider):
+    summarizer = summarizer_for(SummarizationPolicy(mode="hybrid"), local_provider)
+    assert summarizer.provider is local_provider
+
+
+def test_another_summarizer_needs_a_provider_kind():
+    errors = policy_errors({"summarizer": "other", "summarizer_provider": "ollama"})
+    assert "summarizer_provider ('ollama') must be one of local, openai, anthropic" in errors[""]
+
+
+def test_a_summarizer_that_cannot_be_used_leaves_the_chats_model_and_says_why(local_provider, caplog, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    policy = SummarizationPolicy(summarizer="other", summarizer_provider="anthropic")
+    with caplog.at_level(logging.WARNING, logger="precis.chats"):
+        summarizer = summarizer_for(policy, local_provider)
+    assert summarizer.provider is local_provider
+    assert "the summarizer model cannot be used (no API key for anthropic" in caplog.text
