@@ -130,9 +130,11 @@ class ResultCard(QFrame):
         facets = record.facets
         result = record.result()
         figures = escape(result.describe())
-        if result.saves_nothing:  # not a success: say so in the error colour
+        failed = result.saves_nothing or result.saves_little
+        if failed:  # not a success: say so in the error colour
             figures = f"<span style='color:{theme.current.error_text}'>{figures}</span>"
-        lines = [f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth})</b>", figures]
+        verdict = " saved almost nothing" if result.saves_little else ""
+        lines = [f"<b>{'Automatic summary' if automatic else 'Summary'} (depth {record.depth}){verdict}</b>", figures]
         if facets.files_modified:
             names = [path.rstrip("/").rsplit("/", 1)[-1] for path in facets.files_modified]
             more = f" and {len(names) - 4} more" if len(names) > 4 else ""
@@ -144,8 +146,12 @@ class ResultCard(QFrame):
         if facets.decisions:
             lines.append("Decisions: " + escape("; ".join(_cut(d, 60) for d in facets.decisions[:2])))
         if record.fallback_used:
-            lines.append(f"<span style='color:{theme.current.error_text}'>Fallback used: "
-                         f"{escape(record.fallback_reason or 'rule-based')}</span>")
+            why = escape(record.fallback_reason or "the model could not summarize")
+            said = (f"Your instructions could not be followed: the rules summarized instead ({why})"
+                    if record.instructions else f"Fallback used: {why}")
+            lines.append(f"<span style='color:{theme.current.error_text}'>{said}</span>")
+        if failed:
+            lines.append("Undo last brings the messages back as they were.")
         self.label.setText("<br>".join(lines))
         # The card shows the first few; the whole lists are in its tooltip (the Summary tab has them too).
         self.setToolTip("\n".join(
@@ -244,6 +250,11 @@ class Inspector(QFrame):
         self.recalled.setToolTip("Archived messages put back into the prompt for this turn; click to show one")
         self.recalled.setMaximumHeight(90)
         self.recalled.itemClicked.connect(lambda item: self.message_selected.emit(item.data(Qt.ItemDataRole.UserRole)))
+        # Over the budget: what is sent, what is cut, what the next message does, what to do.
+        self.over_budget = QLabel("")
+        self.over_budget.setObjectName("error")
+        self.over_budget.setWordWrap(True)
+        self.over_budget.hide()
 
         self.notice = QLabel("")
         self.notice.setObjectName("notice")
@@ -316,6 +327,7 @@ class Inspector(QFrame):
         top_layout.addLayout(head)
         top_layout.addWidget(self.total_label)
         top_layout.addWidget(self.gauge)
+        top_layout.addWidget(self.over_budget)
         top_layout.addLayout(self.legend)
         top_layout.addWidget(self.thresholds)
         top_layout.addWidget(_titled("Recalled for this turn", self.recalled))
@@ -405,6 +417,9 @@ class Inspector(QFrame):
             item = QListWidgetItem(snippet.replace("\n", " ")[:120])
             item.setData(Qt.ItemDataRole.UserRole, message_id)
             self.recalled.addItem(item)
+        note = snapshot.over_budget
+        self.over_budget.setText("\n".join(note.lines()) if note else "")
+        self.over_budget.setVisible(note is not None)
         self._fill_chain(snapshot.chain)
 
     def _fill_chain(self, chain: list[SummaryRecord]) -> None:

@@ -10,6 +10,7 @@ import logging
 import time
 from dataclasses import dataclass, field, replace
 
+from ..core.context.budget import OverBudget, over_budget
 from ..core.context.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.messages import Message
@@ -53,6 +54,8 @@ class Snapshot:
     summarizable: bool = False
     # (message id, snippet) of the archived messages recalled into the prompt for the newest user message.
     recalled: list[tuple[str, str]] = field(default_factory=list)
+    # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
+    over_budget: OverBudget | None = None
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -123,7 +126,7 @@ class ChatSession:
             self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
         return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), engine.usage(),
                         engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
-                        recalled=list(self._recalled))
+                        recalled=list(self._recalled), over_budget=over_budget(engine))
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..context.budget import over_budget
 from ..storage.chats import restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
 from ..storage.importers import FORMATS, ImportFailed, import_file
@@ -114,6 +115,7 @@ def context(chat: str, data_dir: str | None) -> int:
             chat = store.find_chat(chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
             usage = engine.usage()
+            note = over_budget(engine)
             if not store.read_only:  # a read-only store is shown, not cached into
                 save_token_counts(store, chat.id, engine)
     except (StoreError, ValueError) as exc:
@@ -123,9 +125,8 @@ def context(chat: str, data_dir: str | None) -> int:
     print(f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}, {counted}); "
           f"window {usage.window}, {usage.reserve_output} reserved for the reply")
     print(f"  [{_bar(usage.ratio)}]")
-    if usage.ratio > 1:
-        print("  over the budget: only what fits is sent (old tool outputs shrunk, oldest messages left out); "
-              "the next message summarizes, or /summarize in the app")
+    if note is not None:
+        print("\n".join("  " + line for line in note.lines()))
     labels = {"system": "system prompt", "summaries": "summaries", "recalled": "recalled", "messages": "messages",
               "tool_outputs": "tool outputs"}
     for kind, label in labels.items():

@@ -74,6 +74,10 @@ class Retention(BaseModel):
         return text
 
 
+# A summary that reduces the context by less than this is reported as saving almost nothing.
+LITTLE_SAVING_PERCENT = 5.0
+
+
 @dataclass(frozen=True)
 class SummaryResult:
     """What one summarization did, as the result card and the command line report it: messages and context tokens
@@ -95,6 +99,11 @@ class SummaryResult:
     @property
     def saves_nothing(self) -> bool:
         return self.saved <= 0
+
+    @property
+    def saves_little(self) -> bool:
+        """Saves something, but too little to count as a success (e.g. 31 of 1,752 tokens)."""
+        return not self.saves_nothing and self.reduction_percent < LITTLE_SAVING_PERCENT
 
     def describe(self) -> str:
         """`12 messages → 1 summary · 4,210 → 380 tokens (−91%)`, or `(saves nothing: 15 tokens more)`."""

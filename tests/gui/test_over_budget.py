@@ -1,0 +1,76 @@
+"""Over the budget and summaries that fail: the inspector says what is sent, what is cut, what the next message
+does and what to do; ignored instructions and a summary that saves almost nothing are not shown as a success."""
+
+from __future__ import annotations
+
+from precis.core.model.records import SummaryRecord, SummaryResult
+from precis.core.providers.base import ProviderError
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from PySide6.QtCore import Qt
+
+from tests.fakes import ScriptedProvider
+from tests.gui.test_window import idle
+
+
+def long_dialogue(store, n: int, window: int) -> str:
+    from precis.core.model.messages import Message
+
+    history = [Message(role="user" if i % 2 == 0 else "assistant",
+                       content=f"Step {i} of the migration plan: " + "move the billing tables and check them. " * 12)
+               for i in range(n)]
+    chat_id = store.import_chat("migration", history)
+    from precis.core.storage.store import ChatSettings
+    store.update_chat_settings(chat_id, ChatSettings(context_window=window))
+    return chat_id
+
+
+def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+    chat_id = long_dialogue(store, 40, window=1024)
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=30_000)
+    usage = window.chat.snapshot.usage
+    assert usage.ratio > 1
+    note = window.inspector.over_budget
+    assert note.isVisible()
+    text = note.text()
+    assert f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent" in text
+    assert "oldest messages left out" in text
+    assert "Automatic summaries are off: the next message is sent cut like this." in text
+    assert "Summarize now" in text
+
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=30_000)
+    assert window.chat.snapshot.usage.ratio <= 1  # the summary made room: the explanation goes
+    assert not note.isVisible()
+
+
+def test_instructions_the_summarizer_could_not_follow_are_reported(qtbot, make_window, store):
+    # Fault injected: the model fails, so the summary falls back to the rules, which cannot follow instructions.
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "llm", "keep_recent": 4})
+    provider = ScriptedProvider(replies=[ProviderError("the model is not reachable")] * 4)
+    chat_id = long_dialogue(store, 16, window=8192)
+    window = make_window(provider=provider)
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=30_000)
+    window.inspector.instructions.setText("keep every table name")
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=30_000)
+    record = window.chat.snapshot.chain[-1]
+    assert record.fallback_used and record.instructions == "keep every table name"
+    card = window.inspector.result_card.label.text()
+    assert "Your instructions could not be followed: the rules summarized instead" in card
+
+
+def test_a_summary_that_saves_almost_nothing_is_not_shown_as_a_success(qtbot, make_window):
+    window = make_window()
+    # The issue's case: 31 of 1,752 tokens saved.
+    little = SummaryRecord(tokens_before=1752, tokens_after=1721, trigger="manual")
+    assert little.result().saves_little and not SummaryResult(10, 1, 1752, 380).saves_little
+    window.inspector.result_card.show_record(little, automatic=False)
+    card = window.inspector.result_card.label.text()
+    assert "saved almost nothing" in card and "Undo last brings the messages back" in card
+    window.inspector.result_card.show_record(SummaryRecord(tokens_before=1752, tokens_after=380), automatic=False)
+    card = window.inspector.result_card.label.text()
+    assert "almost nothing" not in card and "Undo last" not in card
