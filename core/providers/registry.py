@@ -75,16 +75,20 @@ def save_api_key(kind: str, key: str, base_url: str | None = None) -> None:
 
 
 def make_provider(kind: str, *, base_url: str | None = None, model: str | None = None,
-                  api_key: str | None = None, extra_buffer_types: bool = False) -> Provider:
+                  api_key: str | None = None, extra_buffer_types: bool = False,
+                  model_path: str | None = None) -> Provider:
     """A provider of the given kind; remote kinds look their key up when none is given.
 
     A key is required only for the hosted default endpoints; a custom base URL (Ollama, LM Studio, a llama.cpp
-    server) often needs none. `extra_buffer_types` applies to the local model only (see local.llama_class).
+    server) often needs none. `extra_buffer_types` and `model_path` (a GGUF file; None: the built-in model) apply to
+    the local model only (see local.llama_class).
     """
     if kind == "local":
+        from pathlib import Path
+
         from .local import LocalProvider
 
-        return LocalProvider(extra_buffer_types=extra_buffer_types)
+        return LocalProvider(Path(model_path) if model_path else None, extra_buffer_types=extra_buffer_types)
     if kind not in KINDS:
         raise ValueError(f"unknown provider {kind!r}; choose one of {', '.join(KINDS)}")
     key = api_key or api_key_for(kind, base_url)

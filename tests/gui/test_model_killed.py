@@ -62,3 +62,14 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
     [record] = store.load_records(chat_id)
     assert record.fallback_used and "killed by SIGKILL" in record.fallback_reason
     assert len(store.load_messages(chat_id)) == 12  # every original kept
+
+
+def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_provider):
+    window = make_window(local_provider, load_model=True)
+    qtbot.waitUntil(lambda: local_provider.process.pid is not None, timeout=60_000)
+    pid = local_provider.process.pid
+    window.close()
+    assert window.chat.finish_background_work()
+    assert local_provider.process.pid is None
+    with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie is left
+        os.kill(pid, 0)

@@ -1,0 +1,102 @@
+"""Local models already on this machine: GGUF files in the folders of LM Studio, Jan, GPT4All and llama.cpp's cache,
+and the models of an Ollama server on this machine when one answers. Nothing is downloaded.
+
+Both look-ups touch the disk or the network: call them off the GUI thread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+OLLAMA_URL = "http://localhost:11434"
+OLLAMA_TIMEOUT_SECONDS = 0.5
+# (app, folder under the home folder) in the order shown
+MODEL_FOLDERS: tuple[tuple[str, str], ...] = (
+    ("LM Studio", ".lmstudio/models"),
+    ("LM Studio", ".cache/lm-studio/models"),
+    ("Jan", "jan/models"),
+    ("Jan", ".local/share/Jan/data/models"),
+    ("GPT4All", ".local/share/nomic.ai/GPT4All"),
+    ("llama.cpp", ".cache/llama.cpp"),
+)
+LLAMA_CACHE_ENV = "LLAMA_CACHE"
+# Model folders hold a few levels (publisher/model/file.gguf); deeper trees are not models.
+MAX_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class FoundModel:
+    """A model to offer: a GGUF file (`path`), or a model an Ollama server serves (`base_url` and `name`)."""
+
+    source: str  # the app whose folder or server it is in
+    name: str
+    path: Path | None = None
+    base_url: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.source})"
+
+
+def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+    home = home or Path.home()
+    env = os.environ if env is None else env
+    folders = [(app, home / folder) for app, folder in MODEL_FOLDERS]
+    if env.get(LLAMA_CACHE_ENV):
+        folders.append(("llama.cpp", Path(env[LLAMA_CACHE_ENV]).expanduser()))
+    return folders
+
+
+def _gguf_files(folder: Path) -> list[Path]:
+    found = []
+    for root, dirs, files in os.walk(folder, onerror=lambda _error: None):
+        if len(Path(root).relative_to(folder).parts) >= MAX_DEPTH:
+            dirs.clear()
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        # Split models name their first part ...-00001-of-00003.gguf; llama.cpp loads the rest from it.
+        found += [Path(root) / name for name in sorted(files)
+                  if name.lower().endswith(".gguf") and ("-of-" not in name or "-00001-of-" in name)]
+    return found
+
+
+def find_gguf_models(home: Path | None = None, env: Mapping[str, str] | None = None) -> list[FoundModel]:
+    """The GGUF files in the usual model folders (each file once, under the first app whose folder holds it)."""
+    seen: set[Path] = set()
+    models = []
+    for app, folder in model_folders(home, env):
+        if not folder.is_dir():
+            continue
+        for path in _gguf_files(folder):
+            real = path.resolve()
+            if real not in seen:
+                seen.add(real)
+                models.append(FoundModel(source=app, name=path.stem, path=path))
+    return models
+
+
+def find_ollama_models(base_url: str = OLLAMA_URL, timeout: float = OLLAMA_TIMEOUT_SECONDS) -> list[FoundModel]:
+    """The models of the Ollama server at `base_url` (GET /api/tags), or none when nothing answers in time.
+
+    They are chatted with through Ollama's OpenAI-compatible endpoint, `base_url`/v1."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{base_url}/api/tags", timeout=timeout)
+        response.raise_for_status()
+        entries = response.json().get("models")
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return []  # no server, or not an Ollama one: nothing to show
+    if not isinstance(entries, list):
+        return []
+    names = [entry.get("name") or entry.get("model") for entry in entries if isinstance(entry, dict)]
+    return [FoundModel(source="Ollama", name=name, base_url=f"{base_url}/v1") for name in names
+            if isinstance(name, str) and name]
+
+
+def find_local_models(home: Path | None = None, env: Mapping[str, str] | None = None,
+                      ollama_url: str = OLLAMA_URL) -> list[FoundModel]:
+    """Every model found on this machine: GGUF files first, then an Ollama server's models."""
+    return find_gguf_models(home, env) + find_ollama_models(ollama_url)
