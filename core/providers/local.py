@@ -236,7 +236,11 @@ class LocalProvider:
 
     def context_window(self) -> int:
         if self._n_ctx is None:
-            self._n_ctx = min(read_info(self.path).context_length or CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
+            try:
+                info = read_info(self.path)
+            except ProviderUnavailable:
+                return CONTEXT_WINDOW  # no model to read it from: loading it will say why; counting goes on
+            self._n_ctx = min(info.context_length or CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
         return self._n_ctx
 
     def count_tokens(self, text: str) -> int | None:

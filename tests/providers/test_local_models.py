@@ -1,0 +1,182 @@
+"""Any local model: GGUF files found in the folders of LM Studio, Jan, GPT4All and llama.cpp's cache (a temporary home
+laid out like theirs, holding a copy of the real SmolLM2 GGUF), chosen, chatted with and summarizing; a file that is
+not a GGUF refused naming it; and an Ollama server's models, found and chatted with."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+from precis.core.context.engine import Budget, ContextEngine
+from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.messages import Message
+from precis.core.model.tokens import TokenCounter
+from precis.core.providers.base import ProviderUnavailable, complete
+from precis.core.providers.discovery import find_gguf_models, find_local_models, find_ollama_models
+from precis.core.providers.gguf import NotAModel, read_info
+from precis.core.providers.local import find_model_path
+from precis.core.providers.registry import make_provider
+from precis.core.storage.interchange import read_transcript
+from precis.core.summary.summarize import LLMSummarizer
+
+from tests.conftest import SHARED_TRANSCRIPTS
+from tests.providers.conftest import free_port
+
+
+@pytest.fixture(scope="module")
+def lmstudio_home(tmp_path_factory):
+    """A home folder laid out like LM Studio's (publisher/model/file.gguf), with the real SmolLM2 GGUF copied in."""
+    home = tmp_path_factory.mktemp("home")
+    folder = home / ".lmstudio" / "models" / "HuggingFaceTB" / "SmolLM2-135M-Instruct-GGUF"
+    folder.mkdir(parents=True)
+    shutil.copy(find_model_path(), folder / "smollm2-135m-instruct-q4_1.gguf")
+    (folder / "README.md").write_text("not a model")
+    return home
+
+
+def test_gguf_files_are_found_in_each_apps_folder_once(tmp_path):
+    model = find_model_path()
+    for folder in (".cache/lm-studio/models/a/b", "jan/models/m", ".local/share/Jan/data/models/x",
+                   ".local/share/nomic.ai/GPT4All", ".cache/llama.cpp"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "model.gguf").symlink_to(model)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "ignored.gguf").write_bytes(b"GGUF")
+    cache = tmp_path / "llama-cache"
+    cache.mkdir()
+    shutil.copy(model, cache / "split-00001-of-00002.gguf")
+    (cache / "split-00002-of-00002.gguf").write_bytes(b"the rest")  # loaded through its first part
+
+    found = find_gguf_models(tmp_path, env={"LLAMA_CACHE": str(cache)})
+    # Symlinks to one file are one model, under the first app that holds it.
+    assert [(m.source, m.name) for m in found] == [("LM Studio", "model"), ("llama.cpp", "split-00001-of-00002")]
+    assert find_gguf_models(tmp_path / "nobody", env={}) == []
+
+
+def test_the_window_and_template_come_from_the_gguf_metadata():
+    info = read_info(find_model_path())
+    assert info.architecture == "llama"
+    assert info.context_length == 8192  # SmolLM2-135M's trained window, as the file records it
+    assert "<|im_start|>" in info.chat_template
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"not a model at all" * 10, "does not start with 'GGUF'"),
+    (b"GGUF\x03\x00\x00\x00", "cut short"),
+    (b"", "does not start with 'GGUF'"),
+])
+def test_a_file_that_is_not_a_gguf_is_refused_naming_it(tmp_path, content, reason):
+    junk = tmp_path / "x.gguf"
+    junk.write_bytes(content)
+    with pytest.raises(NotAModel, match=reason) as refused:
+        read_info(junk)
+    assert str(junk) in str(refused.value)
+    with pytest.raises(ProviderUnavailable, match="x.gguf"):
+        make_provider("local", model_path=str(junk)).load()
+
+
+@pytest.mark.model
+def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes(lmstudio_home):
+    [found] = find_local_models(lmstudio_home, env={}, ollama_url=f"http://127.0.0.1:{free_port()}")
+    assert found.source == "LM Studio" and found.path.name == "smollm2-135m-instruct-q4_1.gguf"
+    provider = make_provider("local", model_path=str(found.path))
+    try:
+        provider.load()
+        assert provider.process.path == found.path  # this file, not the built-in model
+        assert provider.context_window() == 8192  # from its metadata
+        reply = complete(provider, [Message("user", "Name one planet of the solar system.")], max_tokens=16,
+                         temperature=0)
+        assert reply.text.strip()
+        # Counts follow this model's vocabulary: the reply's reported size is its text counted by the same model.
+        assert reply.usage.completion_tokens == provider.count_tokens(reply.text)
+        assert provider.count_tokens("Jupiter") != provider.count_tokens("Jupiter is the largest planet")
+
+        summarizer = LLMSummarizer(provider)
+        engine = ContextEngine(Budget(window=provider.context_window(), reserve_output=512),
+                               SummarizationPolicy(mode="llm"), TokenCounter(exact=provider.count_tokens), summarizer)
+        for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
+            engine.append(message, auto=False)
+        record = engine.summarize_now()
+        assert summarizer.attempts == ["ok"] and not record.fallback_used and record.text.strip()
+    finally:
+        provider.close()
+
+
+class StandInOllama(ThreadingHTTPServer):
+    """Stands in for an Ollama server (which cannot be installed here): answers /api/tags with one model as Ollama
+    does, and passes /v1/... (Ollama's OpenAI-compatible endpoint) on to a real llama_cpp.server."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        super().__init__(("127.0.0.1", 0), _OllamaHandler)
+
+
+class _OllamaHandler(BaseHTTPRequestHandler):
+    server: StandInOllama
+
+    def log_message(self, *_args) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, content_type: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/api/tags":
+            self._send(200, b'{"models": [{"name": "smollm2:135m", "model": "smollm2:135m", "size": 1}]}',
+                       "application/json")
+        else:
+            self._forward(None)
+
+    def do_POST(self) -> None:  # noqa: N802
+        self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+
+    def _forward(self, body: bytes | None) -> None:
+        url = self.server.upstream.removesuffix("/v1") + self.path
+        with httpx.stream("POST" if body is not None else "GET", url, content=body, timeout=120,
+                          headers={"Content-Type": "application/json"}) as response:
+            self.send_response(response.status_code)
+            self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for piece in response.iter_raw():
+                self.wfile.write(piece)
+                self.wfile.flush()
+        self.close_connection = True
+
+
+@pytest.fixture
+def ollama(llama_server):
+    server = StandInOllama(llama_server)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_no_ollama_server_shows_no_ollama_models():
+    assert find_ollama_models(f"http://127.0.0.1:{free_port()}") == []
+
+
+@pytest.mark.model
+def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(ollama, tmp_path):
+    [found] = find_local_models(tmp_path, env={}, ollama_url=ollama)
+    assert (found.source, found.name, found.base_url) == ("Ollama", "smollm2:135m", f"{ollama}/v1")
+    provider = make_provider("openai", base_url=found.base_url, model=found.name)
+    reply = complete(provider, [Message("user", "Name one planet of the solar system.")], max_tokens=16,
+                     temperature=0)
+    assert reply.text.strip()
+    summarizer = LLMSummarizer(provider)
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"), TokenCounter(),
+                           summarizer)
+    for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
+        engine.append(message, auto=False)
+    record = engine.summarize_now()
+    assert summarizer.attempts == ["ok"] and not record.fallback_used and record.text.strip()
