@@ -176,15 +176,16 @@ class ChatController(QObject):
         self.runner.cancel_all()
 
     def finish_background_work(self, msecs: int = CLOSE_WAIT_MS) -> bool:
-        """Wait for closed chats' and cancelled work, then stop the local model's process: only once the window is
-        gone, before the store closes."""
+        """Wait for closed chats' and cancelled work: only once the window is gone, before the store closes."""
         runners = [self.runner, *self._retired, *([self.chat_runner] if self.chat_runner else [])]
-        finished = all(runner.wait(msecs) for runner in runners)
-        # Only now: stopping the model earlier would turn a summary still being written into a rule fallback.
+        return all(runner.wait(msecs) for runner in runners)
+
+    def stop_model(self) -> None:
+        """Stop the local model's process once the window is gone: after finish_background_work, since stopping it
+        earlier would turn a summary still being written into a rule fallback."""
         close_model = getattr(self.provider, "close", None)
         if close_model is not None:
             close_model()
-        return finished
 
     def apply(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
         """Take a snapshot of the open chat; rows are rebuilt when what is archived changed (a summary, an undo).

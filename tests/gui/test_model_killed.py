@@ -69,7 +69,8 @@ def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_pr
     qtbot.waitUntil(lambda: local_provider.process.pid is not None, timeout=60_000)
     pid = local_provider.process.pid
     window.close()
-    assert window.chat.finish_background_work()
+    assert window.chat.finish_background_work()  # as `precis open` does when the window has closed
+    window.chat.stop_model()
     assert local_provider.process.pid is None
     with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie is left
         os.kill(pid, 0)
