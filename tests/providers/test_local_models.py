@@ -94,7 +94,7 @@ def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes
         assert reply.usage.completion_tokens == provider.count_tokens(reply.text)
         assert provider.count_tokens("Jupiter") != provider.count_tokens("Jupiter is the largest planet")
 
-        summarizer = LLMSummarizer(provider)
+        summarizer = LLMSummarizer(provider, deadline_seconds=600)  # the model's answer, however busy the machine
         engine = ContextEngine(Budget(window=provider.context_window(), reserve_output=512),
                                SummarizationPolicy(mode="llm"), TokenCounter(exact=provider.count_tokens), summarizer)
         for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
@@ -173,7 +173,7 @@ def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(o
     reply = complete(provider, [Message("user", "Name one planet of the solar system.")], max_tokens=16,
                      temperature=0)
     assert reply.text.strip()
-    summarizer = LLMSummarizer(provider)
+    summarizer = LLMSummarizer(provider, deadline_seconds=600)  # the model's answer, however busy the machine
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"), TokenCounter(),
                            summarizer)
     for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
