@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..model.records import SummaryMode
 from ..model.schema import setting_errors, setting_fields
 from ..providers.registry import KINDS
+from ..summary.summarize import DEADLINE_SECONDS
 
 # Who writes llm and hybrid summaries: the chat's own model, the embedded local model, or the provider and model
 # named in the policy (the documents' lighter summarizer model).
@@ -37,6 +38,9 @@ class SummarizationPolicy(BaseModel):
                                   description="With “other”: the model's name (empty: the provider's default)")
     summarizer_base_url: str = Field("", max_length=2000, title="…other server address",
                                      description="With “other”: the server's address (empty: the provider's own)")
+    summary_seconds: float = Field(DEADLINE_SECONDS, ge=1.0, le=600.0, title="Summary time limit", json_schema_extra={"unit": "s"},
+                                   description="A model that has not finished its summary by then is stopped and the "
+                                               "rules write it (the record says so); the documents' target is 10 s")
     trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, title="Summarize at", json_schema_extra=PERCENT,
                                  description="Summarize when the context reaches this share of the budget")
     reset_ratio: float = Field(0.70, gt=0.0, lt=1.0, title="Re-arm below", json_schema_extra=PERCENT,

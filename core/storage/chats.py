@@ -41,9 +41,9 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
     """The summarizer the policy names: the chat's own model by default, the embedded local model (the local
     model's process is shared with any chat using it), or another provider and model."""
     if policy.mode == "rule" or policy.summarizer == "chat":
-        return make_summarizer(policy.mode, chat_provider)
+        return make_summarizer(policy.mode, chat_provider, policy.summary_seconds)
     if policy.summarizer == "local":
-        return make_summarizer(policy.mode, make_provider("local"))
+        return make_summarizer(policy.mode, make_provider("local"), policy.summary_seconds)
     try:
         provider = make_provider(policy.summarizer_provider, base_url=policy.summarizer_base_url or None,
                                  model=policy.summarizer_model or None)
@@ -51,7 +51,7 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
         # A chat must open even when its summarizer cannot be reached as configured; the log says why.
         log.warning("the summarizer model cannot be used (%s); the chat's model writes the summaries", exc)
         provider = chat_provider
-    return make_summarizer(policy.mode, provider)
+    return make_summarizer(policy.mode, provider, policy.summary_seconds)
 
 
 def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,

@@ -34,7 +34,7 @@ RETRY_BASE_SECONDS = 0.25
 # request cap below keeps the prompt's processing, which cannot be interrupted, to a few seconds.
 OUTPUT_TOKENS = 512
 # 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with other work) within the 10 s.
-DEADLINE_SECONDS = 6.0  # for every provider: a summary the user waits for, whoever writes it
+DEADLINE_SECONDS = 6.0  # the default of the policy's summary_seconds
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
 
 

@@ -66,3 +66,12 @@ def test_a_summarizer_that_cannot_be_used_leaves_the_chats_model_and_says_why(lo
         summarizer = summarizer_for(policy, local_provider)
     assert summarizer.provider is local_provider
     assert "the summarizer model cannot be used (no API key for anthropic" in caplog.text
+
+
+def test_the_summary_time_limit_is_the_policys_for_every_summarizer(local_provider):
+    # A hosted model may need longer than the embedded one: the limit is a setting, not a constant.
+    for choice in ("chat", "local"):
+        summarizer = summarizer_for(SummarizationPolicy(mode="hybrid", summarizer=choice, summary_seconds=42),
+                                    local_provider)
+        assert summarizer.deadline_seconds == 42
+    assert "summary_seconds" in policy_errors({"summary_seconds": 0})
