@@ -568,24 +568,26 @@ class ContextEngine:
     # ----- policy -------------------------------------------------------------------------------------------
 
     def summary_due(self) -> str | None:
-        """Why an automatic summary is due now, or None. Updates the hysteresis."""
+        """Why an automatic summary is due now, or None. Only a question: maybe_summarize moves the hysteresis."""
+        return self._due(self.usage(recall=False).ratio)[0]
+
+    def _due(self, ratio: float) -> tuple[str | None, bool]:
+        """(why a summary is due at this usage ratio, or None; whether the policy is armed once it is seen)."""
         policy = self.policy
         if not policy.enabled:
-            return None
-        ratio = self.usage(recall=False).ratio
-        if ratio < policy.reset_ratio or self._since_summary >= policy.rearm_messages:
-            self._armed = True
+            return None, self._armed
+        armed = self._armed or ratio < policy.reset_ratio or self._since_summary >= policy.rearm_messages
         if ratio >= 1.0 and not self._fits_by_shrinking_old_outputs():
             # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.
-            return "overflow" if self._candidates(policy.min_recent) else None
-        if ratio < policy.trigger_ratio or not self._armed or not self._candidates(policy.keep_recent):
-            return None
+            return ("overflow" if self._candidates(policy.min_recent) else None), armed
+        if ratio < policy.trigger_ratio or not armed or not self._candidates(policy.keep_recent):
+            return None, armed
         if len(self._visible()) < policy.min_messages or self._since_summary < policy.cooldown_messages:
-            return None
-        return "threshold"
+            return None, armed
+        return "threshold", armed
 
     def maybe_summarize(self) -> SummaryRecord | None:
-        reason = self.summary_due()
+        reason, self._armed = self._due(self.usage(recall=False).ratio)
         if reason is None:
             return None
         record = self._summarize(reason)
