@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
@@ -23,6 +23,8 @@ from .settings_dialog import PROVIDER_KEY, ProviderChoice
 from .workers import Job, Runner, StreamBuffer
 
 CLOSE_WAIT_MS = 15_000
+# How often the data folder is checked for chats another Precis (`precis import`, a terminal chat) changed.
+WATCH_INTERVAL_MS = 1000
 
 Done = Callable[[Any], Any] | None
 Failed = Callable[[str], Any] | None
@@ -57,6 +59,22 @@ class ChatController(QObject):
         self.model_state = ""
         self.provider_fixed = provider is not None
         self.provider: Provider = provider or make_provider("local")
+        self.store.chats_changed()  # starts watching before the window first lists the chats
+        self._watch = QTimer(self)
+        self._watch.setInterval(WATCH_INTERVAL_MS)
+        self._watch.timeout.connect(self._pick_up_changes)
+        self._watch.start()
+
+    def _pick_up_changes(self) -> None:
+        """Chats imported or changed by another Precis on the same data folder: the list follows, and so does the
+        open chat if it was added to (checked on its worker, after what it is doing; quietly)."""
+        if not self.store.chats_changed():
+            return
+        self.chats_changed.emit()
+        session = self.session
+        if session is not None and self.chat_runner is not None:
+            job = self.chat_runner.submit("look for changes made elsewhere", lambda _job: session.reload_if_changed())
+            job.succeeded.connect(lambda snapshot: snapshot is not None and self.apply(snapshot, rebuild_rows=True))
 
     @property
     def busy(self) -> bool:
@@ -172,6 +190,7 @@ class ChatController(QObject):
 
     def shutdown(self) -> None:
         """Close the chat and cancel shared work without waiting (see finish_background_work)."""
+        self._watch.stop()
         self.close()
         self.runner.cancel_all()
 

@@ -105,6 +105,18 @@ class ChatSession:
         save_token_counts(self.store, self.chat_id, engine)
         return snapshot
 
+    def reload_if_changed(self) -> Snapshot | None:
+        """The chat as stored now if another process added to it (messages or summaries this engine does not
+        know, e.g. `precis chat --chat` in a terminal), else None."""
+        engine = self.engine
+        if engine is None:
+            return None
+        ours = (len(engine.messages), engine.messages[-1].id if engine.messages else None, len(engine.records),
+                len(engine.chain()))
+        if self.store.chat_fingerprint(self.chat_id) == ours:
+            return None
+        return self.build_engine()
+
     def _counter(self) -> TokenCounter:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
         try:

@@ -308,6 +308,40 @@ def make_engine(path: Path, read_only: bool) -> Engine:
     return engine
 
 
+class ChangeWatch:
+    """Whether the chats changed since the last look, whoever changed them (another `precis` process, or this one).
+
+    Cheap enough to ask on a timer: `PRAGMA data_version` on a connection of its own changes only when another
+    connection commits, and only then is the small chat table read (count, newest update, deletions). Writes that
+    leave the chat rows alone (a reply's text saved as it streams) do not count as a change.
+    """
+
+    def __init__(self, path: Path, read_only: bool):
+        uri = _readonly_uri(path) if read_only else f"{path.as_uri()}?mode=rw"
+        self._conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self._version = self._data_version()
+        self._chats = self._chat_rows()
+
+    def _data_version(self) -> int:
+        return self._conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def _chat_rows(self) -> tuple:
+        return self._conn.execute("SELECT count(*), max(updated_at), count(deleted_at), total(deleted_at) "
+                                  "FROM chat").fetchone()
+
+    def chats_changed(self) -> bool:
+        version = self._data_version()
+        if version == self._version:
+            return False
+        self._version = version
+        chats, self._chats = self._chats, self._chat_rows()
+        return chats != self._chats
+
+    def close(self) -> None:
+        self._conn.close()
+
+
 class WriteSession:
     """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError."""
 

@@ -3,15 +3,16 @@ full-text search across chats."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam, func, text
-from sqlmodel import select, update
+from sqlmodel import Session, select, update
 
 from ..context.recall import fts_or_query
 from ..model.messages import Message, ToolCall
@@ -58,6 +59,30 @@ def _fts_query(text_: str) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in words)
 
 
+# Rows are inserted this many at a time (all in the caller's one transaction), so importing 100,000 messages never
+# holds every row's values at once.
+INSERT_BATCH = 2000
+_INSERT_COLUMNS = ("id", "chat_id", "seq", "role", "content", "tool_calls", "tool_call_id", "name", "pinned",
+                   "incomplete", "created_at", "sha256", "archived_by")
+_INSERT_SQL = (f"INSERT INTO message ({', '.join(_INSERT_COLUMNS)}) "
+               f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))})")
+
+
+def insert_messages(session: Session, chat_id: str, messages: Iterable[Message], first_seq: int,
+                    archived_by: Mapping[str, str] | None = None) -> None:
+    """Insert messages at seq first_seq, first_seq+1, ... within the session's transaction: plain driver rows in
+    batches (the search index follows through its trigger)."""
+    archived_by = archived_by or {}
+    connection = session.connection()
+    numbered = enumerate(messages, start=first_seq)
+    while batch := list(itertools.islice(numbered, INSERT_BATCH)):
+        rows = []
+        for seq, message in batch:
+            values = {**message_values(chat_id, message), "seq": seq, "archived_by": archived_by.get(message.id)}
+            rows.append(tuple(values[c] for c in _INSERT_COLUMNS))
+        connection.exec_driver_sql(_INSERT_SQL, rows)
+
+
 class MessageTable:
     """Store's message methods (a part of Store; uses its _read, _write and _chat_row)."""
 
@@ -70,8 +95,7 @@ class MessageTable:
             row = self._chat_row(session, chat_id)
             start = session.exec(select(func.coalesce(func.max(MessageRow.seq), -1))
                                  .where(MessageRow.chat_id == chat_id)).one() + 1
-            session.connection().execute(
-                MESSAGE.insert(), [{**message_values(chat_id, m), "seq": start + i} for i, m in enumerate(messages)])
+            insert_messages(session, chat_id, messages, start)
             row.updated_at = time.time()
             session.add(row)
 
@@ -124,9 +148,10 @@ class MessageTable:
     def token_counts(self, chat_id: str) -> dict[str, int]:
         """Cached token counts by message id (cleared when a message changes)."""
         with self._read() as session:
-            rows = session.execute(select(MessageRow.id, MessageRow.token_count)
-                                   .where(MessageRow.chat_id == chat_id, MessageRow.token_count.is_not(None)))
-            return dict(rows.all())
+            # Plain driver rows: read on every open of a chat, one row per message.
+            rows = session.connection().exec_driver_sql(
+                "SELECT id, token_count FROM message WHERE chat_id = ? AND token_count IS NOT NULL", (chat_id,))
+            return dict(rows.fetchall())
 
     def save_token_counts(self, chat_id: str, counts: Mapping[str, int]) -> None:
         with self._write("save token counts") as session:

@@ -14,6 +14,7 @@ importable from here.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import sqlite3
@@ -37,8 +38,8 @@ from .database import (  # the Store's API names them too
     BUSY_TIMEOUT_MS,
     DB_NAME,
     LOCK_NAME,
-    MESSAGE,
     SCHEMA_VERSION,
+    ChangeWatch,
     ChatNotFound,
     ChatRow,
     MessageNotFound,
@@ -56,9 +57,11 @@ from .database import (  # the Store's API names them too
     migrate,
     migration_lock,
 )
-from .message_table import MessageTable, SearchHit, message_values
+from .message_table import MessageTable, SearchHit, insert_messages
 from .paths import data_dir as resolve_data_dir
 from .summary_table import SummaryTable, attach_engine
+
+log = logging.getLogger("precis.store")
 
 # ------------------------------------------------------------------------------------------- chat settings
 
@@ -156,10 +159,36 @@ class Store(MessageTable, SummaryTable):
         self.path = path
         self.read_only = read_only
         self.engine = make_engine(path, read_only)
+        self._watch: ChangeWatch | None = None
 
     # ---- lifecycle
     def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
         self.engine.dispose()
+
+    def chats_changed(self) -> bool:
+        """Whether any chat was added, renamed, deleted or given messages or summaries since the last call (the
+        first call starts watching), by this process or another on the same data folder. Cheap: ask it on a timer."""
+        try:
+            if self._watch is None:
+                self._watch = ChangeWatch(self.path, self.read_only)
+                return False
+            return self._watch.chats_changed()
+        except sqlite3.Error as exc:  # a busy or vanished file: no news this time, the next look may succeed
+            log.warning("could not look for changes to %s: %s", self.path, exc)
+            return False
+
+    def chat_fingerprint(self, chat_id: str) -> tuple[int, str | None, int, int]:
+        """(messages, id of the newest, summary records, active ones) of a stored chat: compared with an open chat's
+        engine, it tells whether another process added to the chat. One small query."""
+        sql = """SELECT (SELECT count(*) FROM message WHERE chat_id = ?1),
+                        (SELECT id FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
+                        (SELECT count(*) FROM summary WHERE chat_id = ?1),
+                        (SELECT count(*) FROM summary WHERE chat_id = ?1 AND status = 'active')"""
+        with self._read() as session:
+            return tuple(session.connection().exec_driver_sql(sql, (chat_id,)).one())
 
     def __enter__(self) -> Store:
         return self
@@ -284,15 +313,11 @@ class Store(MessageTable, SummaryTable):
         valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
         now = time.time()
         chat_id = Message(role="user").id
-        archived_by = archived_by or {}
         with self._write("import the chat") as session:
             session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
                                 settings=valid.model_dump_json()))
             session.flush()
-            if messages:
-                rows = [{**message_values(chat_id, m), "seq": seq, "archived_by": archived_by.get(m.id)}
-                        for seq, m in enumerate(messages)]
-                session.connection().execute(MESSAGE.insert(), rows)
+            insert_messages(session, chat_id, messages, 0, archived_by)
             for record in records:
                 self._upsert_record(session, chat_id, record)
         return chat_id

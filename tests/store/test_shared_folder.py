@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from precis.core.cli.main import main
+from precis.core.model.messages import Message
 from precis.core.storage.store import DB_NAME, StoreCorrupt, open_store
 
 from tests.conftest import TRANSCRIPTS
@@ -54,6 +55,26 @@ def test_commands_run_while_another_process_holds_the_store(tmp_path):
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(tmp_path):
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        chat_id = store.import_chat("open in the window", [Message(role="user", content="hello")])
+        assert store.chats_changed() is False  # the first call starts watching
+        assert store.chats_changed() is False
+        imported = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
+        assert imported.returncode == 0, imported.stderr
+        assert store.chats_changed() is True
+        assert store.chats_changed() is False  # told once
+        # A reply's text saved as it streams leaves the chat list alone: no refresh every second of a reply.
+        reply = Message(role="assistant", content="")
+        store.add_message(chat_id, reply)
+        assert store.chats_changed() is True
+        store.update_message(chat_id, reply.with_changes(content="streamed text"))
+        assert store.chats_changed() is False
+        store.rename_chat(chat_id, "renamed")
+        assert store.chats_changed() is True
 
 
 def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
