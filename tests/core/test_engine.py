@@ -290,7 +290,7 @@ def test_max_depth_merges_oldest_summaries_and_the_chat_never_stops():
     assert len(chain) <= 3
     assert [r.depth for r in chain] == list(range(1, len(chain) + 1))
     merged = next(r for r in engine.records if r.merged_ids)
-    assert all(engine._by_record[c].status == "merged" for c in merged.merged_ids)
+    assert all(engine.archive.by_record[c].status == "merged" for c in merged.merged_ids)
     prompt_is_consistent(engine)
 
 
@@ -559,7 +559,7 @@ def test_a_wholly_invented_narrative_falls_back_to_the_rules():
 
 
 def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
-    from precis.core.context.engine import merge_facets
+    from precis.core.context.summarizing import merge_facets
     from precis.core.model.records import CommandRun, Facets
 
     older = Facets(files_read=["a.py"], commands=[CommandRun(command="pytest", exit_code=1, count=2)])
@@ -589,7 +589,7 @@ def test_a_small_window_with_a_large_system_prompt_summarizes_a_handful_of_times
     engine = ContextEngine(Budget(window=4000, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
     for message in read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl"):
         engine.append(message)
-        chain = sum(engine.counter.raw_message_tokens(engine._summary_message(r)) for r in engine.chain())
+        chain = sum(engine.counter.raw_message_tokens(engine.archive.summary_message(r)) for r in engine.chain())
         assert chain <= engine.budget.available * engine.policy.chain_share + 60, "the chain keeps to its share"
     summaries = [r for r in engine.records if not r.merged_ids]
     assert len(summaries) <= 6

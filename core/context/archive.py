@@ -1,0 +1,187 @@
+"""The archive: every original message (never deleted) and every summary record, and what the records hide.
+
+Active records form the chain (oldest first); a message covered by an active record is archived (hidden from the
+prompt, kept) unless pinned or the chat's opening system message.
+"""
+
+from __future__ import annotations
+
+from ..model.messages import Message
+from ..model.records import SummaryRecord
+from .recall import RecallIndex
+
+
+def summary_message(record: SummaryRecord, covered_count: int) -> Message:
+    """The message the model sees for a summary; its id is the record's."""
+    header = f"[Summary {record.depth} of earlier conversation: {covered_count} messages, {record.mode} mode]"
+    return Message(role="system", content=f"{header}\n{record.text}", id=record.id, created_at=record.created_at)
+
+
+class Archive:
+    def __init__(self, recall_index: RecallIndex | None = None):
+        self.messages: list[Message] = []
+        self.records: list[SummaryRecord] = []
+        self.position: dict[str, int] = {}
+        self.by_record: dict[str, SummaryRecord] = {}
+        self.hidden_by: dict[str, str] = {}  # message id -> id of the active top-level record covering it
+        self.chain: list[SummaryRecord] = []
+        # Bumped whenever the archived set changes (recall caches its matches per generation).
+        self.generation = 0
+        # Kept in step with the archived originals when recall has no store index to search.
+        self.recall_index = recall_index
+        self._summary_messages: dict[str, Message] = {}
+        self._visible_cache: list[Message] | None = None
+        self._coverage: dict[str, list[str]] = {}
+        self._first_positions: dict[str, int] = {}
+
+    def load(self, messages: list[Message], records: list[SummaryRecord]) -> None:
+        """Take persisted originals and records (in creation order); their statuses say which are active."""
+        self.messages = list(messages)
+        self.position = {m.id: i for i, m in enumerate(self.messages)}
+        self.records = list(records)
+        self.by_record = {r.id: r for r in self.records}
+        self.rebuild()
+
+    def covered(self, record: SummaryRecord) -> list[str]:
+        """Ids of the originals a record stands for, through merges (fixed once the record exists: cached)."""
+        ids = self._coverage.get(record.id)
+        if ids is None:
+            ids = list(record.covered_ids)
+            for child_id in record.merged_ids:
+                child = self.by_record.get(child_id)
+                if child is not None:
+                    ids.extend(self.covered(child))
+            self._coverage[record.id] = ids
+        return ids
+
+    def first_position(self, record: SummaryRecord) -> int:
+        """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
+        first = self._first_positions.get(record.id)
+        if first is None:
+            first = min((self.position.get(i, 0) for i in self.covered(record)), default=0)
+            self._first_positions[record.id] = first
+        return first
+
+    def rebuild(self) -> None:
+        """Derive the chain and the archive map from record statuses (restore, merges and their undo)."""
+        self.hidden_by = {}
+        active = [r for r in self.records if r.status == "active"]
+        for record in active:
+            for mid in self.covered(record):
+                self.hidden_by[mid] = record.id
+        first_position = {r.id: self.first_position(r) for r in active}
+        self.chain = sorted(active, key=lambda r: first_position[r.id])
+        self._summary_messages = {}
+        self._visible_cache = None
+        self.generation += 1
+        if self.recall_index is not None:
+            self.recall_index.update((m for m in self.hidden_by if m in self.position),
+                                     lambda mid: self.messages[self.position[mid]].content)
+
+    def add(self, record: SummaryRecord) -> None:
+        self.records.append(record)
+        self.by_record[record.id] = record
+        if record.merged_ids:
+            self.rebuild()
+        else:
+            self._hide(record)
+
+    def _hide(self, record: SummaryRecord) -> None:
+        """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
+        change by that range alone, so summarizing a long chat does not rescan its history each time."""
+        ids = [mid for mid in self.covered(record) if mid in self.position]
+        for mid in ids:
+            self.hidden_by[mid] = record.id
+        first = self.first_position(record)
+        index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
+        self.chain.insert(index, record)
+        if self._visible_cache is not None:
+            self._visible_cache = [m for m in self._visible_cache if self.is_visible(m)]
+        self.generation += 1
+        if self.recall_index is not None:
+            for mid in ids:
+                self.recall_index.add(mid, self.messages[self.position[mid]].content)
+
+    def release(self, record: SummaryRecord) -> None:
+        """Undoing a summary that merged nothing brings back exactly the range it hid."""
+        ids = [mid for mid in self.covered(record) if self.hidden_by.get(mid) == record.id]
+        for mid in ids:
+            del self.hidden_by[mid]
+        self.chain.remove(record)
+        self._summary_messages.pop(record.id, None)
+        if self._visible_cache is not None:
+            back = [self.messages[self.position[mid]] for mid in ids if mid in self.position]
+            self._visible_cache = sorted(self._visible_cache + [m for m in back if self.is_visible(m)],
+                                         key=lambda m: self.position[m.id])
+        self.generation += 1
+        if self.recall_index is not None:
+            for mid in ids:
+                self.recall_index.remove(mid)
+
+    def renumber(self, *, new_texts: bool = False) -> None:
+        """Depth is the position in the chain; with `new_texts` the summary messages are rebuilt too (a merge
+        changes what every header says)."""
+        for position, record in enumerate(self.chain, start=1):
+            record.depth = position
+        if new_texts:
+            self._summary_messages = {}
+
+    # ----- reading ------------------------------------------------------------------------------------------
+
+    def archived_messages(self, record_id: str) -> list[Message]:
+        ids = set(self.covered(self.by_record[record_id]))
+        return [m for m in self.messages if m.id in ids]
+
+    def messages_by_ids(self, ids: list[str]) -> list[Message]:
+        return [self.messages[self.position[i]] for i in ids if i in self.position]
+
+    def is_opening(self, message: Message) -> bool:
+        """The chat's first message when it is a system message: the system prompt, never summarized. Later system
+        messages (session or date markers) are conversation: summarized with their stretch, their date kept."""
+        return message.role == "system" and self.position.get(message.id) == 0
+
+    def is_visible(self, message: Message) -> bool:
+        return message.id not in self.hidden_by or message.pinned or self.is_opening(message)
+
+    def is_archived(self, message_id: str) -> bool:
+        """True if the message is replaced by a summary in the prompt (pinned and system messages never are)."""
+        position = self.position.get(message_id)
+        return position is not None and not self.is_visible(self.messages[position])
+
+    def visible(self) -> list[Message]:
+        """Messages the prompt shows verbatim (cached: the hot path appends, it does not rescan the history)."""
+        if self._visible_cache is None:
+            self._visible_cache = [m for m in self.messages if self.is_visible(m)]
+        return self._visible_cache
+
+    def summary_message(self, record: SummaryRecord) -> Message:
+        message = self._summary_messages.get(record.id)
+        if message is None:
+            message = summary_message(record, len(self.covered(record)))
+            self._summary_messages[record.id] = message
+        return message
+
+    # ----- changing the conversation ------------------------------------------------------------------------
+
+    def append(self, message: Message) -> None:
+        if message.id in self.position:
+            raise ValueError(f"message {message.id} is already in this conversation")
+        self.position[message.id] = len(self.messages)
+        self.messages.append(message)
+        if self._visible_cache is not None:
+            self._visible_cache.append(message)
+
+    def set_pinned(self, message_id: str, pinned: bool) -> None:
+        position = self.position[message_id]
+        self.messages[position] = self.messages[position].with_changes(pinned=pinned)
+        self._visible_cache = None
+
+    def remove_last(self, message_id: str) -> Message:
+        if not self.messages or self.messages[-1].id != message_id:
+            raise ValueError("only the newest message can be removed")
+        if message_id in self.hidden_by:
+            raise ValueError("an archived message cannot be removed")
+        message = self.messages.pop()
+        del self.position[message_id]
+        self._visible_cache = None
+        return message

@@ -1,0 +1,170 @@
+"""Prompt assembly: what is sent to the model, trimmed in a fixed order of sacrifice so it never exceeds the budget."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..model.messages import Message, ToolCall
+from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..summary.summarize import fit_text
+from ..summary.tool_output import one_line
+from .recalling import Recaller
+from .usage import Budget, ContextItem, ContextSetup, UsageMeter
+
+
+@dataclass
+class Prompt:
+    items: list[ContextItem]
+    tokens: int
+    budget: Budget
+
+    @property
+    def messages(self) -> list[Message]:
+        return [item.message for item in self.items]
+
+
+class PromptAssembler:
+    def __init__(self, setup: ContextSetup, meter: UsageMeter, recaller: Recaller):
+        self.setup = setup
+        self.meter = meter
+        self.recaller = recaller
+        self._trimmed: dict[str, Message] = {}
+
+    def assemble(self, recall: bool = True) -> Prompt:
+        """What is sent to the model. Never exceeds the budget.
+
+        With `recall`, archived originals matching the pending user message fill free room up to the recall
+        budget. Order of sacrifice when over budget (then nothing is recalled): old tool outputs shrink to their
+        one-line summary (oldest first, outside the recent tail); then any tool output; then the oldest
+        unprotected messages are left out (a tool call together with its result); last, the longest remaining
+        texts are cut.
+        """
+        counter, budget = self.setup.counter, self.setup.budget
+        items = self.meter.items()
+        if recall:
+            items = self.recaller.with_recall(items)
+        available = budget.available
+        total = REPLY_PRIMING + sum(i.tokens for i in items)
+        if counter.calibrated(total) <= available:
+            return Prompt(items, counter.calibrated(total), budget)
+
+        def over() -> bool:
+            return counter.calibrated(total) > available
+
+        for tail in (self.setup.policy.keep_recent, 0):
+            total = self._shrink_tool_outputs(items, total, tail)
+        if over():
+            total = self._drop_oldest(items, total)
+        if over():
+            total = self._cut_longest(items, total)
+        return Prompt(items, counter.calibrated(total), budget)
+
+    def fits_by_shrinking_old_outputs(self) -> bool:
+        """Whether the prompt fits once tool outputs before the last min_recent messages shrink to one line (the
+        cheapest stage, which assemble() applies first): until then an overflow needs no summary."""
+        items = self.meter.items()
+        total = self._shrink_tool_outputs(items, REPLY_PRIMING + sum(i.tokens for i in items),
+                                          self.setup.policy.min_recent)
+        return self.setup.counter.calibrated(total) <= self.setup.budget.available
+
+    def _shrink_tool_outputs(self, items: list[ContextItem], total: int, tail: int) -> int:
+        """Shrink tool outputs to their one-line summaries, oldest first, until the prompt fits, sparing the
+        last `tail` messages; returns the new total."""
+        counter = self.setup.counter
+        conversation = [i for i in items if i.kind in ("message", "tool_output")]
+        tail_ids = {i.source_id for i in conversation[len(conversation) - tail:]} if tail else set()
+        calls = {c.id: c for i in conversation for c in i.message.tool_calls}
+        for item in items:
+            if counter.calibrated(total) <= self.setup.budget.available:
+                break
+            if item.kind != "tool_output" or item.message.pinned or item.source_id in tail_ids:
+                continue
+            trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
+            new_tokens = counter.raw_message_tokens(trimmed)
+            if new_tokens < item.tokens:
+                total += new_tokens - item.tokens
+                item.kind, item.message, item.tokens = "trimmed", trimmed, new_tokens
+        return total
+
+    def _trimmed_message(self, message: Message, call) -> Message:
+        cached = self._trimmed.get(message.id)
+        if cached is None:
+            line = one_line(call, message, preserve_error_details=self.setup.policy.preserve_error_details)
+            cached = message.with_changes(id=f"{message.id}~trimmed", content=line)
+            self._trimmed[message.id] = cached
+        return cached
+
+    def _drop_oldest(self, items: list[ContextItem], total: int) -> int:
+        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits."""
+        counter = self.setup.counter
+        available = self.setup.budget.available
+        conversation = [i for i in items if i.kind in ("message", "tool_output", "trimmed")]
+        droppable = [i for i in conversation[:max(len(conversation) - self.setup.policy.min_recent, 0)]
+                     if not i.message.pinned]
+        if not droppable:
+            return total
+        results_of: dict[str, list[ContextItem]] = defaultdict(list)
+        for item in conversation:
+            if item.message.tool_call_id:
+                results_of[item.message.tool_call_id].append(item)
+        note = Message(role="system", content="[earlier messages left out to fit the context window]",
+                       id="left-out-marker")
+        note_tokens = counter.raw_message_tokens(note)
+        dropped: set[int] = set()
+        for item in droppable:
+            if counter.calibrated(total + note_tokens) <= available:
+                break
+            # A result never appears without its call, so a call leaves with all its results.
+            group = [item, *(r for call in item.message.tool_calls for r in results_of[call.id])]
+            for member in group:
+                if id(member) not in dropped:
+                    dropped.add(id(member))
+                    total -= member.tokens
+        position = items.index(droppable[0])
+        items[:] = [i for i in items if id(i) not in dropped]
+        items.insert(position, ContextItem("trimmed", note, note.id, note_tokens))
+        return total + note_tokens
+
+    def _cut_longest(self, items: list[ContextItem], total: int) -> int:
+        """Last resort: cut the longest texts until the prompt fits.
+
+        The newest message is what the model answers, so it is cut last, but a paste larger than half the budget
+        first gives up its excess: otherwise it would empty every summary before losing a line itself.
+        """
+        calibrated = self.setup.counter.calibrated
+        available = self.setup.budget.available
+        newest = items[-1]
+        half = available // 2
+        if newest.tokens > half:
+            total = self._cut(newest, min(newest.tokens - half, calibrated(total) - available), total)
+        for item in sorted(items[:-1], key=lambda i: -i.tokens) + [newest]:
+            total = self._cut(item, calibrated(total) - available, total)
+        return total
+
+    def _cut(self, item: ContextItem, excess: int, total: int) -> int:
+        """Shrink one item by about `excess` calibrated tokens; returns the new prompt total."""
+        if excess <= 0:
+            return total
+        counter = self.setup.counter
+        raw_excess = int(excess / counter.factor) + 1
+        cut = shrink_message(item.message, item.tokens - raw_excess, counter)
+        new_tokens = counter.raw_message_tokens(cut)
+        if new_tokens < item.tokens:
+            total += new_tokens - item.tokens
+            item.message, item.tokens = cut, new_tokens
+            if item.kind in ("tool_output", "message"):
+                item.kind = "trimmed"
+        return total
+
+
+def shrink_message(message: Message, target_tokens: int, counter: TokenCounter) -> Message:
+    """A copy of the message cut to about target_tokens (long tool arguments first, then text), with a new id."""
+    calls = message.tool_calls
+    if calls and counter.raw_message_tokens(message) - counter.count_text(message.content) > target_tokens // 2:
+        calls = tuple(ToolCall(id=c.id, name=c.name, arguments={"truncated": json.dumps(c.arguments)[:100]})
+                      for c in calls)
+    shrunk = message.with_changes(id=f"{message.id}~cut", content="", tool_calls=calls)
+    room = max(target_tokens - counter.raw_message_tokens(shrunk), 0)
+    return shrunk.with_changes(content=fit_text(message.content, room, counter))

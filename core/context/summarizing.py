@@ -1,0 +1,408 @@
+"""Summarization: when the policy fires, how much to summarize, making a summary record, folding the chain when it
+is deep or full, undoing the latest, and checking what of the originals the model still sees."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..model.messages import Message
+from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
+from ..model.tokens import REPLY_PRIMING
+from ..summary.digest import rank_points
+from ..summary.redact import redact, redact_obj
+from ..summary.retention import TrailFacts, check_facts, collect_facts, union_facts
+from ..summary.summarize import SummaryDraft, SummaryRequest, fit_text
+from ..summary.summary_block import render_artifact_trail
+from .archive import Archive
+from .prompt import PromptAssembler
+from .usage import ContextSetup, UsageMeter
+
+log = logging.getLogger("precis.engine")
+
+# Below this much room a summary is replaced by a marker.
+MIN_SUMMARY_ROOM = 50
+# To choose how much to summarize for the target fill, a summary is expected at this share of what it replaces
+# (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
+EXPECTED_SUMMARY_SHARE = 0.25
+
+EventKind = Literal["summarized", "merged", "undone"]
+
+
+class NothingToSummarize(Exception):
+    pass
+
+
+class NothingToUndo(Exception):
+    pass
+
+
+class IntegrityError(RuntimeError):
+    """An archived original no longer matches its stored fingerprint."""
+
+
+@dataclass
+class EngineEvent:
+    kind: EventKind
+    record: SummaryRecord
+    reason: str
+    depth: int
+    tokens_before: int
+    tokens_after: int
+    ratio: float
+    mode: str
+    duration_ms: float
+    fallback_used: bool
+    # Records whose status this event changed besides `record` (merged children, restored children).
+    affected: list[SummaryRecord] = field(default_factory=list)
+
+
+class Summarization:
+    def __init__(self, setup: ContextSetup, archive: Archive, meter: UsageMeter, assembler: PromptAssembler):
+        self.setup = setup
+        self.archive = archive
+        self.meter = meter
+        self.assembler = assembler
+        # The hysteresis: armed until a summary fires, re-armed below reset_ratio or after rearm_messages.
+        self.armed = True
+        self.since_summary = 0
+        self._facts: dict[str, TrailFacts] = {}
+        self._listeners: list[Callable[[EngineEvent], None]] = []
+
+    def restored(self) -> None:
+        """After the archive is loaded: retention for records that lack it, and messages since the last summary."""
+        archive = self.archive
+        for record in archive.chain:
+            if record.retention is None:  # e.g. a summary imported from another tool
+                self.check_retention(record)
+        last = max((archive.position.get(mid, -1) for mid in archive.hidden_by), default=-1)
+        self.since_summary = len(archive.messages) - 1 - last if archive.chain else len(archive.messages)
+
+    # ----- when -----------------------------------------------------------------------------------------------
+
+    def summary_due(self) -> str | None:
+        """Why an automatic summary is due now, or None. Only a question: maybe_summarize moves the hysteresis."""
+        return self._due(self.meter.usage(recall=False).ratio)[0]
+
+    def _due(self, ratio: float) -> tuple[str | None, bool]:
+        """(why a summary is due at this usage ratio, or None; whether the policy is armed once it is seen)."""
+        policy = self.setup.policy
+        if not policy.enabled:
+            return None, self.armed
+        armed = self.armed or ratio < policy.reset_ratio or self.since_summary >= policy.rearm_messages
+        if ratio >= 1.0 and not self.assembler.fits_by_shrinking_old_outputs():
+            # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.
+            return ("overflow" if self.candidates(policy.min_recent) else None), armed
+        if ratio < policy.trigger_ratio or not armed or not self.candidates(policy.keep_recent):
+            return None, armed
+        if len(self.archive.visible()) < policy.min_messages or self.since_summary < policy.cooldown_messages:
+            return None, armed
+        return "threshold", armed
+
+    def maybe_summarize(self) -> SummaryRecord | None:
+        reason, self.armed = self._due(self.meter.usage(recall=False).ratio)
+        if reason is None:
+            return None
+        record = self._summarize(reason)
+        # One more pass when the summary did not get usage under the trigger and there is still something to take.
+        if (self.meter.usage(recall=False).ratio >= self.setup.policy.trigger_ratio
+                and self.candidates(self._target_keep())):
+            record = self._summarize("second pass")
+        return record
+
+    # ----- how much -------------------------------------------------------------------------------------------
+
+    def candidates(self, keep: int, up_to: str | None = None) -> list[Message]:
+        """Unprotected visible messages to summarize, leaving `keep` recent ones, never splitting a tool pair."""
+        conversation = [m for m in self.archive.visible() if not self.archive.is_opening(m)]
+        if up_to is not None:
+            if up_to not in self.archive.position:
+                raise KeyError(f"no message {up_to} in this conversation")
+            cut = next((n + 1 for n, m in enumerate(conversation) if m.id == up_to), 0)
+        else:
+            cut = max(len(conversation) - keep, 0)
+        # Move the cut earlier while it would separate a tool call from its result.
+        while 0 < cut < len(conversation):
+            head_calls = {c.id for m in conversation[:cut] for c in m.tool_calls}
+            if any(m.tool_call_id in head_calls for m in conversation[cut:] if m.role == "tool"):
+                cut -= 1
+            else:
+                break
+        return [m for m in conversation[:cut] if not m.pinned]
+
+    def chain_room(self, leaving: int = 0) -> int:
+        """Tokens the summaries may still take together, if the oldest `leaving` summaries of the chain were folded
+        away: the chain's share of the budget, and never more than half the room that the system prompt and pinned
+        messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing)."""
+        fixed = REPLY_PRIMING + sum(i.tokens for i in self.meter.items()
+                                    if i.kind == "system" or (i.kind != "summary" and i.message.pinned))
+        available = self.setup.budget.available
+        policy = self.setup.policy
+        share = int(min(available * policy.chain_share, (available * policy.trigger_ratio - fixed) / 2))
+        tokens = self.setup.counter.raw_message_tokens
+        return share - sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain[leaving:])
+
+    def summary_cap(self) -> int:
+        """A summary's cap grows with the room the chain has left, up to max_summary_tokens."""
+        return max(min(self.setup.policy.max_summary_tokens, self.chain_room()), 0)
+
+    def _target_keep(self) -> int:
+        """The most recent messages that can stay verbatim while the summary of the rest brings usage down to the
+        target fill: keep_recent or more, fewer (down to min_recent) only when the tail alone is above the target."""
+        policy = self.setup.policy
+        conversation = [m for m in self.archive.visible() if m.role != "system"]
+        target = policy.target_ratio * self.setup.budget.available
+        tokens = {i.source_id: i.tokens for i in self.meter.items()}
+        total = REPLY_PRIMING + sum(tokens.values())
+        cap = self.summary_cap()
+
+        def reaches_target(keep: int) -> bool:
+            taken = sum(tokens.get(m.id, 0) for m in self.candidates(keep))
+            return self.setup.counter.calibrated(
+                total - taken + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
+
+        low, high = policy.keep_recent, max(len(conversation) - 1, policy.keep_recent)
+        if not reaches_target(low):
+            # The recent tail alone is above the target (large tool outputs in a small window): shrink it toward
+            # min_recent, or the next message overflows again and the chain grows two messages at a time.
+            low, high = policy.min_recent, policy.keep_recent
+            if not reaches_target(low):
+                return low
+        while low < high:  # the largest keep that still reaches the target (fewer kept only lowers usage)
+            middle = (low + high + 1) // 2
+            if reaches_target(middle):
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def _tail_keep(self) -> int:
+        """Keep the recent tail verbatim, shrinking it toward min_recent while the result would not fit."""
+        policy = self.setup.policy
+        keep = policy.keep_recent
+        cap = self.summary_cap()
+        items = self.meter.items()
+        fixed = REPLY_PRIMING + sum(i.tokens for i in items if i.kind in ("system", "summary"))
+        conversation = [i for i in items if i.kind not in ("system", "summary")]
+        while keep > policy.min_recent:
+            candidates = {m.id for m in self.candidates(keep)}
+            after = fixed + cap + sum(i.tokens for i in conversation if i.source_id not in candidates)
+            if self.setup.counter.calibrated(after) <= self.setup.budget.available:
+                break
+            keep -= 1
+        return keep
+
+    def can_summarize(self) -> bool:
+        """Whether summarize_now() has anything to take (unpinned messages older than the tail it keeps)."""
+        return bool(self.candidates(self._tail_keep()))
+
+    # ----- making, folding and undoing records ----------------------------------------------------------------
+
+    def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
+        """Manual summary; instructions are added to (not replacing) the default prompt."""
+        return self._summarize("manual", instructions=instructions, up_to=up_to)
+
+    def _summarize(self, reason: str, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
+        setup, chain = self.setup, self.archive.chain
+        policy, counter = setup.policy, setup.counter
+        started = time.perf_counter()
+        if up_to is not None:
+            keep = policy.keep_recent
+        else:
+            keep = self._tail_keep() if reason == "manual" else self._target_keep()
+        candidates = self.candidates(keep, up_to)
+        if not candidates:
+            raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
+        before = self.meter.usage(recall=False)
+        if len(chain) >= policy.max_depth:
+            self._merge_oldest(len(chain) - policy.max_depth + 2)
+        elif len(chain) > 1 and (self.summary_cap() < MIN_SUMMARY_ROOM * 4
+                                 or before.floor_ratio >= policy.trigger_ratio):
+            # The chain has used its share, or what no summary removes sits above the trigger: fold the chain into
+            # one summary rather than summarizing a couple of messages at a time.
+            self._merge_oldest(len(chain))
+        chain = self.archive.chain  # a merge rebuilds it
+        extra = "\n".join(p for p in (policy.extra_instructions, instructions or "") if p) or None
+        cap = self.summary_cap()
+        if cap < MIN_SUMMARY_ROOM:
+            draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
+                                 key_points=[], facets=Facets(), mode=setup.summarizer.mode)
+        else:
+            draft = setup.summarizer.summarize(SummaryRequest(
+                messages=candidates, max_tokens=cap, counter=counter, instructions=extra,
+                preserve_error_details=policy.preserve_error_details,
+                abort_on_failure=policy.abort_on_failure))
+        text, n_text = redact(draft.text)
+        key_points, n_points = redact_obj(draft.key_points)
+        facets_dump, n_facets = redact_obj(draft.facets.model_dump())
+        # Secrets found in the originals: the summarizer may already have dropped them, the count still tells.
+        in_originals = sum(redact(m.content)[1] + redact_obj([c.arguments for c in m.tool_calls])[1]
+                           for m in candidates)
+        parent = chain[-1].id if chain else None
+        record = SummaryRecord(
+            depth=len(chain) + 1, parent_id=parent, mode=draft.mode,
+            text=fit_text(text, max(cap, 1), counter), key_points=key_points,
+            facets=Facets.model_validate(facets_dump),
+            covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
+            first_message_id=candidates[0].id, last_message_id=candidates[-1].id,
+            summarizer_tokens=draft.summarizer_tokens, tokens_before=before.total, trigger=reason,
+            usage_ratio=round(before.ratio, 4), instructions=instructions, fallback_used=draft.fallback_used,
+            fallback_reason=draft.fallback_reason, redactions=max(in_originals, n_text + n_points + n_facets))
+        record.tokens = counter.count_text(record.text)
+        self.archive.add(record)
+        after = self.meter.usage(recall=False)
+        record.tokens_after = after.total
+        record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        self.check_retention(record)
+        self.armed = after.ratio < policy.reset_ratio
+        self.since_summary = 0
+        log.info("summarized %d messages (%s): %d -> %d tokens, mode %s%s", len(candidates), reason,
+                 record.tokens_before, record.tokens_after, record.mode,
+                 " (fallback: rules)" if record.fallback_used else "")
+        self._emit(EngineEvent("summarized", record, reason, record.depth, record.tokens_before,
+                               record.tokens_after, before.ratio, record.mode, record.duration_ms,
+                               record.fallback_used))
+        return record
+
+    def _facts_of(self, record: SummaryRecord) -> TrailFacts:
+        """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
+        facts = self._facts.get(record.id)
+        if facts is None:
+            archive = self.archive
+            if record.merged_ids:
+                children = [archive.by_record[c] for c in record.merged_ids if c in archive.by_record]
+                facts = union_facts([*map(self._facts_of, children),
+                                     collect_facts(archive.messages_by_ids(record.covered_ids))])
+            else:
+                facts = collect_facts(archive.messages_by_ids(record.covered_ids))
+            self._facts[record.id] = facts
+        return facts
+
+    def check_retention(self, record: SummaryRecord) -> None:
+        """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""
+        retention = check_facts(self._facts_of(record), self.meter.context_text())
+        record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
+
+    def _merge_oldest(self, count: int) -> SummaryRecord:
+        """At the maximum depth, fold the oldest summaries into one instead of refusing: the chat never stops."""
+        started = time.perf_counter()
+        before = self.meter.usage(recall=False)
+        children = self.archive.chain[:count]
+        facets = merge_facets([c.facets for c in children])
+        key_points = list(dict.fromkeys(p for c in children for p in c.key_points))[-30:]
+        # It follows what the oldest of them followed, never a newer summary.
+        record = SummaryRecord(
+            depth=1, parent_id=children[0].parent_id, mode=children[-1].mode,
+            first_message_id=children[0].first_message_id, last_message_id=children[-1].last_message_id,
+            text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
+            merged_ids=[c.id for c in children], tokens_before=before.total, trigger="merge at maximum depth",
+            usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
+        record.tokens = self.setup.counter.count_text(record.text)
+        folded = {c.id for c in children}
+        for child in children:
+            child.status = "merged"
+        for later in self.archive.chain[count:]:
+            if later.parent_id in folded:
+                later.parent_id = record.id
+        self.archive.add(record)
+        self.check_retention(record)
+        after = self.meter.usage(recall=False)
+        record.tokens_after = after.total
+        record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
+        # The merged record now heads the chain: every depth and header changes.
+        self.archive.renumber(new_texts=True)
+        self._emit(EngineEvent("merged", record, record.trigger, record.depth, before.total, after.total,
+                               before.ratio, record.mode, record.duration_ms, False, affected=children))
+        return record
+
+    def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
+        """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
+        the artifact trail and the user's requests get most of the room, then the newest key points. It takes at
+        most half the room the chain has without them, so the chain keeps to its share with room to grow."""
+        cap = max(min(self.setup.policy.max_summary_tokens, self.chain_room(len(children)) // 2), MIN_SUMMARY_ROOM)
+        count = self.setup.counter.count_text
+        trail = render_artifact_trail(facets, cap * 6 // 10, count)
+        points = key_points
+        covered = sum(len(self.archive.covered(c)) for c in children)
+        conversation = any(c.text.startswith(("Conversation digest", "Merged conversation")) for c in children)
+        header = f"Merged {'conversation digest' if conversation else 'summary'} of {covered} earlier messages."
+        room = cap - count(header) - count(trail) - 8
+        kept: list[str] = []
+        if conversation:  # the points are digest lines: keep those carrying the most facts, from every stretch
+            kept = [f"- {p}" for p in rank_points(points, room, count)]
+        for point in [] if conversation else reversed(points):  # the newest points matter most for what comes next
+            line = f"- {point}"
+            if count(line) + 1 > room:
+                break
+            kept.insert(0, line)
+            room -= count(line) + 1
+        body = "\n".join(p for p in (header, "Key points:\n" + "\n".join(kept) if kept else "", trail) if p)
+        return fit_text(body, max(cap, 1), self.setup.counter)
+
+    def undo_last(self) -> SummaryRecord:
+        """Undo the latest summarization (or merge): its originals come back exactly, the chain returns to its parent."""
+        archive = self.archive
+        active = [r for r in archive.records if r.status == "active"]
+        if not active:
+            raise NothingToUndo("there is no summary to undo")
+        record = active[-1]
+        started = time.perf_counter()
+        before = self.meter.usage(recall=False)
+        for covered in record.covered:
+            position = archive.position.get(covered.id)
+            original = None if position is None else archive.messages[position]
+            if original is None or original.sha256() != covered.sha256:
+                raise IntegrityError(f"archived message {covered.id} does not match its fingerprint; undo refused")
+        record.status = "undone"
+        children = [archive.by_record[c] for c in record.merged_ids if c in archive.by_record]
+        for child in children:
+            child.status = "active"
+        for later in archive.records:  # what followed the merge follows its newest child again
+            if children and later.parent_id == record.id:
+                later.parent_id = children[-1].id
+        if children:
+            archive.rebuild()
+        else:
+            archive.release(record)
+        archive.renumber()
+        after = self.meter.usage(recall=False)
+        self.armed = after.ratio < self.setup.policy.reset_ratio
+        duration = round((time.perf_counter() - started) * 1000, 2)
+        self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, before.ratio,
+                               record.mode, duration, record.fallback_used, affected=children))
+        return record
+
+    # ----- events -------------------------------------------------------------------------------------------
+
+    def subscribe(self, callback: Callable[[EngineEvent], None]) -> Callable[[], None]:
+        self._listeners.append(callback)
+        return lambda: self._listeners.remove(callback) if callback in self._listeners else None
+
+    def _emit(self, event: EngineEvent) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:  # a broken listener must not break the chat
+                log.exception("engine event listener failed")
+
+
+def merge_facets(all_facets: list[Facets]) -> Facets:
+    """Union of facets, earlier ones first: merging keeps what previous summaries recorded."""
+    merged: dict[str, dict[str, dict | str]] = {}
+    for facets in all_facets:
+        for name, values in facets.model_dump().items():
+            bucket = merged.setdefault(name, {})
+            for value in values:
+                if name == "commands":  # the same command run in both stretches: one entry, counts added
+                    key = json.dumps([value["command"], value["exit_code"]])
+                    if key in bucket:
+                        bucket[key]["count"] += value["count"]
+                        continue
+                else:
+                    key = json.dumps(value, sort_keys=True)
+                bucket.setdefault(key, value)
+    return Facets.model_validate({name: list(bucket.values()) for name, bucket in merged.items()})

@@ -1,0 +1,126 @@
+"""Usage accounting: what the prompt holds before any trimming, in order, and how much of the budget it takes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from ..model.messages import Message
+from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..summary.retention import context_text as retention_context_text
+from ..summary.summarize import Summarizer
+from .archive import Archive
+from .policy import SummarizationPolicy
+
+if TYPE_CHECKING:  # recall builds ContextItems from this module
+    from .recalling import Recaller
+
+SYSTEM_PROMPT_ID = "system-prompt"
+
+ItemKind = Literal["system", "summary", "recalled", "message", "tool_output", "trimmed"]
+
+
+@dataclass(frozen=True)
+class Budget:
+    window: int
+    reserve_output: int = 512
+    summarizer_reserve: int = 0
+
+    def __post_init__(self) -> None:
+        if self.window <= 0:
+            raise ValueError(f"context window must be positive, got {self.window}")
+        if self.reserve_output < 0 or self.summarizer_reserve < 0:
+            raise ValueError("reserved tokens cannot be negative")
+        if self.available < 64:
+            raise ValueError(
+                f"context window {self.window} leaves {self.available} tokens after reserving "
+                f"{self.reserve_output} for the reply and {self.summarizer_reserve} for the summarizer; need >= 64")
+
+    @property
+    def available(self) -> int:
+        return self.window - self.reserve_output - self.summarizer_reserve
+
+
+@dataclass
+class ContextSetup:
+    """What every part of the engine reads and its owner may change (a chat's settings): one shared object, so a
+    change reaches every part at once."""
+
+    budget: Budget
+    policy: SummarizationPolicy
+    counter: TokenCounter
+    summarizer: Summarizer
+    # The chat's system prompt (a setting, not a message): always first, never summarized.
+    system_prompt: str = ""
+
+
+@dataclass
+class ContextItem:
+    kind: ItemKind
+    message: Message
+    source_id: str
+    tokens: int
+
+
+@dataclass
+class UsageReport:
+    by_kind: dict[str, int]
+    total: int
+    available: int
+    window: int
+    reserve_output: int
+    ratio: float
+    exact: bool
+    # What no summary can remove (system prompt, session and pinned messages, the chain), as a share of the budget.
+    floor_ratio: float = 0.0
+
+
+class UsageMeter:
+    def __init__(self, setup: ContextSetup, archive: Archive, recaller: Recaller):
+        self.setup = setup
+        self.archive = archive
+        self.recaller = recaller
+
+    def context_messages(self) -> list[tuple[ItemKind, Message, str]]:
+        """(kind, message, source id) of everything the prompt holds before trimming, in order."""
+        visible = self.archive.visible()
+        out: list[tuple[ItemKind, Message, str]] = []
+        if self.setup.system_prompt.strip():
+            prompt = Message(role="system", content=self.setup.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
+            out.append(("system", prompt, SYSTEM_PROMPT_ID))
+        out += [("system", m, m.id) for m in visible if m.role == "system"]
+        out += [("summary", self.archive.summary_message(r), r.id) for r in self.archive.chain]
+        out += [("tool_output" if m.role == "tool" else "message", m, m.id) for m in visible if m.role != "system"]
+        return out
+
+    def items(self) -> list[ContextItem]:
+        """The prompt's items before trimming, each with its (uncalibrated) token count."""
+        tokens = self.setup.counter.raw_message_tokens
+        return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self.context_messages()]
+
+    def context_text(self) -> str:
+        """Everything the model sees, as one text (for retention checks)."""
+        return retention_context_text(message for _, message, _ in self.context_messages())
+
+    def usage(self, recall: bool = True) -> UsageReport:
+        """Use of the window by kind, before any trimming. The policy acts on it without recall: recalled text
+        only fills room that is free, so it never makes a summary due."""
+        counter, budget = self.setup.counter, self.setup.budget
+        by_kind = {"system": 0, "summaries": 0, "recalled": 0, "messages": 0, "tool_outputs": 0}
+        names = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
+                 "tool_output": "tool_outputs"}
+        raw = floor = REPLY_PRIMING
+        items = self.items()
+        if recall:
+            items = self.recaller.with_recall(items)
+        for item in items:
+            by_kind[names[item.kind]] += item.tokens
+            raw += item.tokens
+            if item.kind in ("system", "summary") or item.message.pinned:
+                floor += item.tokens
+        by_kind = {k: counter.calibrated(v) for k, v in by_kind.items()}
+        total = counter.calibrated(raw)
+        available = budget.available
+        return UsageReport(by_kind=by_kind, total=total, available=available, window=budget.window,
+                           reserve_output=budget.reserve_output, ratio=total / available,
+                           exact=counter.is_exact, floor_ratio=counter.calibrated(floor) / available)
