@@ -334,7 +334,8 @@ class LLMSummarizer:
         except (ValueError, ValidationError) as exc:
             self.attempts.append("invalid")
             preview = redact(reply[:200])[0]
-            problem = f"{exc.error_count()} schema errors" if isinstance(exc, ValidationError) else "not JSON"
+            errors = exc.error_count() if isinstance(exc, ValidationError) else 0
+            problem = f"{errors} schema error{'s' * (errors != 1)}" if errors else "not JSON"
             log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
             raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
         source = "\n".join(m.content + "".join(json.dumps(c.arguments) for c in m.tool_calls)
