@@ -95,7 +95,7 @@ def test_001_the_model_summarizes_a_context_far_over_its_window_within_every_lim
                            summarizer)
     for _ in range(100):
         engine.append(Message(role="tool", content="a" * 10_000), auto=False)
-    cap = engine.summary_cap()
+    cap = engine.summarization.summary_cap()
     record = engine.summarize_now()
     assert 0 < record.summarizer_tokens <= summarizer.max_request_tokens  # prompt and reply together
     assert record.tokens <= cap
@@ -135,11 +135,11 @@ def test_001_a_summary_keeps_to_its_share_of_the_budget():
     # `Math.min(config.maxSummaryTokens, availableBudget * 0.1)`. Precis gives the chain of summaries together a
     # share, 30% by default (max depth 3 x 10%): a budget of 7,680 (window 8,192, 512 for the reply) allows 2,304.
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
-    assert engine.summary_cap() == 2304
+    assert engine.summarization.summary_cap() == 2304
     # The document's 10% a summary is the setting chain_share=0.10: 768 tokens for the summaries together.
     engine = ContextEngine(Budget(window=8192, reserve_output=512),
                            SummarizationPolicy(mode="rule", chain_share=0.10), TokenCounter())
-    assert engine.summary_cap() == 768
+    assert engine.summarization.summary_cap() == 768
     for stretch in range(3):
         for message in turns(40, topic=f"module{stretch}"):
             engine.append(message, auto=False)
