@@ -1,10 +1,13 @@
-"""The left panel: chats (new, rename, delete with undo) and search across all chats (Ctrl+K)."""
+"""The left panel: chats (new, rename, delete with undo) and search across all chats (Ctrl+K).
+
+The search waits until typing pauses (SEARCH_DELAY_MS) before it asks for hits; Esc clears it."""
 
 from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -22,6 +25,7 @@ from ..core.storage.store import ChatInfo, SearchHit
 
 ChatIdRole = Qt.ItemDataRole.UserRole + 1
 HitRole = Qt.ItemDataRole.UserRole + 2
+SEARCH_DELAY_MS = 200
 
 
 class ChatList(QFrame):
@@ -30,7 +34,7 @@ class ChatList(QFrame):
     import_requested = Signal()
     rename_requested = Signal(str, str)
     delete_requested = Signal(str)
-    search_changed = Signal(str)
+    search_changed = Signal(str)  # what to search for, once typing paused; "" when the search is cleared
     hit_selected = Signal(object)
 
     def __init__(self, parent=None) -> None:
@@ -61,7 +65,13 @@ class ChatList(QFrame):
 
         self.new_button.clicked.connect(self.new_requested)
         self.import_button.clicked.connect(self.import_requested)
-        self.search.textChanged.connect(lambda text: self.search_changed.emit(text.strip()))
+        self._search_delay = QTimer(self)
+        self._search_delay.setSingleShot(True)
+        self._search_delay.setInterval(SEARCH_DELAY_MS)
+        self._search_delay.timeout.connect(lambda: self.search_changed.emit(self.search.text().strip()))
+        self.search.textChanged.connect(self._search_edited)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.clear_search,
+                  context=Qt.ShortcutContext.WidgetShortcut)
         self.list.currentItemChanged.connect(self._current_changed)
         self.list.customContextMenuRequested.connect(self._menu)
         self.chats: list[ChatInfo] = []
@@ -100,6 +110,16 @@ class ChatList(QFrame):
         if not hits:
             self.list.addItem(QListWidgetItem("No matches"))
         self.list.blockSignals(False)
+
+    def _search_edited(self, text: str) -> None:
+        if text.strip():
+            self._search_delay.start()
+        else:  # cleared: back to the chats at once
+            self._search_delay.stop()
+            self.search_changed.emit("")
+
+    def clear_search(self) -> None:
+        self.search.clear()
 
     def focus_search(self) -> None:
         self.search.setFocus()

@@ -20,6 +20,7 @@ from ..core.storage.store import ChatSettings, Store
 from ..core.tools import RUN_TIMEOUT_SECONDS
 from .session import ChatSession, Snapshot
 from .settings_dialog import PROVIDER_KEY, ProviderChoice
+from .store_calls import StoreCalls
 from .workers import Job, Runner, StreamBuffer
 
 CLOSE_WAIT_MS = 15_000
@@ -50,6 +51,7 @@ class ChatController(QObject):
         super().__init__(parent)
         self.store = store
         self.runner = Runner(parent=self)
+        self.store_calls = StoreCalls(store, parent=self)  # the window's own store calls: chat list, search, settings
         self.chat_runner: Runner | None = None
         self._retired: set[Runner] = set()  # runners of closed chats, finishing their last jobs
         self.session: ChatSession | None = None
@@ -197,7 +199,7 @@ class ChatController(QObject):
     def finish_background_work(self, msecs: int = CLOSE_WAIT_MS) -> bool:
         """Wait for closed chats' and cancelled work: only once the window is gone, before the store closes."""
         runners = [self.runner, *self._retired, *([self.chat_runner] if self.chat_runner else [])]
-        return all(runner.wait(msecs) for runner in runners)
+        return self.store_calls.wait(msecs) and all(runner.wait(msecs) for runner in runners)
 
     def stop_model(self) -> None:
         """Stop the local model's process once the window is gone: after finish_background_work, since stopping it

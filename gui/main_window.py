@@ -28,7 +28,7 @@ from ..core import tools
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
-from ..core.storage.store import Store
+from ..core.storage.store import ChatInfo, Store
 from . import theme
 from .chat_list import ChatList
 from .composer import Composer
@@ -198,7 +198,7 @@ class MainWindow(QMainWindow):
 
     def set_theme(self, choice: theme.ThemeChoice) -> None:
         theme.choose(choice)
-        self.store.set_setting(theme.APPEARANCE_KEY, theme.Appearance(theme=choice).model_dump())
+        self.chat.store_calls.set_setting(theme.APPEARANCE_KEY, theme.Appearance(theme=choice).model_dump())
         self.theme_actions[choice].setChecked(True)
         for view in (self.conversation, self.inspector.archived_view):
             view.delegate.restyle()
@@ -212,6 +212,7 @@ class MainWindow(QMainWindow):
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self._job_failed)
         chat.notice.connect(self.status.tell)
+        chat.store_calls.failed.connect(self._job_failed)
         chat.model_state_changed.connect(
             lambda state, reason: self.status.show_model(chat.provider.name, chat.provider.model, state, reason))
         chat.model_failed.connect(self._model_failed)
@@ -221,8 +222,7 @@ class MainWindow(QMainWindow):
         self.chat_list.rename_requested.connect(lambda chat_id, title: (self.store.rename_chat(chat_id, title),
                                                                         self.refresh_chats()))
         self.chat_list.delete_requested.connect(self._delete_chat)
-        self.chat_list.search_changed.connect(
-            lambda text: self.chat_list.show_hits(self.store.search(text) if text else None))
+        self.chat_list.search_changed.connect(self._search)
         self.chat_list.hit_selected.connect(self._open_hit)
         self.composer.send_requested.connect(self.submit)
         self.composer.stop_requested.connect(chat.stop)
@@ -284,9 +284,12 @@ class MainWindow(QMainWindow):
 
     # ---- chats ------------------------------------------------------------------------------------------------
     def refresh_chats(self) -> None:
+        if not self._closing:
+            self.chat.store_calls.newest("list the chats", lambda store: store.list_chats(), self._show_chats)
+
+    def _show_chats(self, chats: list[ChatInfo]) -> None:
         if self._closing:
             return
-        chats = self.store.list_chats()
         current = self.chat.session.chat_id if self.chat.session else None
         self.chat_list.set_chats(chats, current)
         self._update_title()
@@ -625,6 +628,11 @@ class MainWindow(QMainWindow):
             self.open_chat(result.chat_id)
 
         return self.chat.import_transcript(path, imported)
+
+    def _search(self, text: str) -> None:
+        """Search all chats in the background (the list shows the newest answer); "" goes back to the chats."""
+        self.chat.store_calls.newest("search", lambda store: store.search(text) if text else None,
+                                     self.chat_list.show_hits)
 
     def _open_hit(self, hit) -> None:
         """Open the chat of a search hit and show the message (or the summary that archived it)."""

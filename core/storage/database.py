@@ -20,6 +20,7 @@ from sqlmodel import Field, Session, SQLModel, create_engine
 DB_NAME = "precis.db"
 LOCK_NAME = "precis.lock"
 BUSY_TIMEOUT_MS = 5000
+WRITE_OPTION = "precis_write"  # a connection's execution option: its transaction is a WriteSession's
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -303,7 +304,9 @@ def make_engine(path: Path, read_only: bool) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN")
+        # A write takes the write lock at once, waiting up to the busy timeout for another writer: a read that
+        # later turns into a write (merge, get then update) would instead fail at once with "database is locked".
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN")
 
     return engine
 
@@ -351,6 +354,7 @@ class WriteSession:
 
     def __enter__(self) -> Session:
         self._session.begin()
+        self._session.connection(execution_options={WRITE_OPTION: True})
         return self._session
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:

@@ -54,9 +54,10 @@ def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None,
 
 
 def _fts_query(text_: str) -> str:
-    """Every word as a quoted phrase, so punctuation in what the user typed is never FTS syntax."""
+    """Every word as a quoted prefix ("kickbox" finds "kickboxing"), so punctuation in what the user typed is never
+    FTS syntax."""
     words = re.findall(r"\w+", text_)
-    return " ".join('"' + w.replace('"', '""') + '"' for w in words)
+    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
 
 
 # Rows are inserted this many at a time (all in the caller's one transaction), so importing 100,000 messages never
@@ -160,7 +161,7 @@ class MessageTable:
                 .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
 
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
-        """Messages of all chats matching every word of `query` (archived ones too), best first."""
+        """Messages of all chats with a word starting with each word of `query` (archived ones too), best first."""
         match = _fts_query(query)
         if not match:
             return []

@@ -51,7 +51,7 @@ def test_each_theme_keeps_text_readable_on_bubbles_menus_and_the_summary_tab(qtb
 def test_the_theme_choice_is_saved_and_restored(qtbot, make_window, store):
     window = make_window()
     window.theme_actions["dark"].trigger()
-    assert store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark"}
+    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark"})  # saved in the background
     window.close()
     theme.choose("light")
     reopened = make_window()

@@ -1,0 +1,61 @@
+"""How tool calls and terminal output read in the conversation: one-line subjects, cleaned output, first lines."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ..core.model.messages import Message
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _call_subject(arguments: dict) -> str:
+    shown = arguments.get("command") or arguments.get("path") or arguments.get("file_path") or arguments.get("pattern")
+    if shown is None:
+        shown = json.dumps(arguments, ensure_ascii=False) if arguments else ""
+    return str(shown)
+
+
+def tool_call_line(message: Message) -> str:
+    """One line per call: tool name and its main argument."""
+    lines = []
+    for call in message.tool_calls:
+        subject = _call_subject(call.arguments).strip().replace("\n", " ⏎ ")
+        lines.append(f"{call.name}  {subject}".rstrip())
+    return "\n".join(lines)
+
+
+def tool_call_details(message: Message) -> str:
+    return "\n\n".join(
+        f"{call.name}\n{json.dumps(call.arguments, ensure_ascii=False, indent=2)}" for call in message.tool_calls)
+
+
+def clean_output(text: str) -> str:
+    """Terminal output as plain lines: CR/LF normalised, backspaces and other control characters dropped."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _CONTROL.search(text):
+        text = _CONTROL.sub("", text)
+    return text.strip("\n")
+
+
+def first_line_and_count(text: str) -> tuple[str, int]:
+    """The first non-blank line of a tool output (cleaned) and its number of lines, without copying it all."""
+    stripped = text.strip()
+    total = stripped.count("\n") + 1 if stripped else 0
+    for line in stripped[:2000].splitlines():
+        line = _CONTROL.sub("", line).strip()
+        if line:
+            return line, total
+    return "(no output)", total
+
+
+def first_lines(text: str, count: int) -> tuple[str, int]:
+    """The first `count` lines of text, and how many lines there are in all."""
+    total = text.count("\n") + 1
+    if total <= count:
+        return text, total
+    end = -1
+    for _ in range(count):
+        end = text.find("\n", end + 1)
+    return text[:end], total
