@@ -116,6 +116,43 @@ class ChatController(QObject):
             self.notice.emit(f"{choice.kind}: {exc}; using the local model")
             self.provider = make_provider("local")
 
+    def switch_provider(self, choice: ProviderChoice, done: Callable[[bool], Any]) -> None:
+        """Use the provider `choice` names once it works: built and (a local model) loaded off the GUI thread, then
+        saved and used, and the previous local model's process stopped. One that cannot be built or loaded is
+        reported (`failed`, naming why) and the provider in use stays, in use and saved. `done(switched)` follows."""
+        if self.provider_fixed:
+            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
+            done(False)
+            return
+        previous = self.provider
+
+        def build(_job: Job) -> Provider:
+            provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
+                                     extra_buffer_types=choice.extra_buffer_types, model_path=choice.model_path or None)
+            load = getattr(provider, "load", None)
+            if load is not None:
+                load()
+            return provider
+
+        def built(provider: Provider) -> None:
+            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
+            self.provider = provider
+            close_previous = getattr(previous, "close", None)
+            if close_previous is not None:  # off the GUI thread: a model process takes a moment to stop
+                self.runner.submit("stop the previous model", lambda _job: close_previous(keep=provider))
+            done(True)
+            if getattr(provider, "load", None) is not None:
+                self.set_model_state("ready")
+                self.model_ready.emit()
+
+        def refused(error: str) -> None:
+            self.failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
+            done(False)
+
+        job = self.runner.submit("switch the model", build)
+        self._track(job, f"Loading {choice.kind} · {choice.model_path or choice.model or 'the default model'}…",
+                    built, refused, report=False)
+
     def set_model_state(self, state: str, reason: str = "") -> None:
         self.model_state = state
         self.model_state_changed.emit(state, reason)
@@ -308,10 +345,10 @@ class ChatController(QObject):
         return self.run("import", lambda _job: import_file(store, path), f"Importing {path}…", done)
 
     def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None) -> None:
-        """Save the settings (raises if they cannot be); then the provider and the open chat's engine follow them."""
+        """Save the settings but the provider (raises if they cannot be; switch_provider saves that once it works);
+        then the open chat's engine follows them."""
         if key:
             save_api_key(choice.kind, key, choice.base_url or None)
-        self.store.set_setting(PROVIDER_KEY, choice.to_setting())
         self.store.set_setting(GLOBAL_POLICY_KEY, policy)
         if chat is not None and self.session is not None:
             self.store.update_chat_settings(self.session.chat_id, chat)

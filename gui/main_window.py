@@ -665,18 +665,20 @@ class MainWindow(QMainWindow):
         return SettingsDialog(*self.chat.settings_now(), self)
 
     def apply_settings(self, dialog: SettingsDialog) -> None:
-        """Save what the dialog holds (it only accepts valid values) and rebuild the open chat's engine."""
+        """Save what the dialog holds (it only accepts valid values); the provider follows once it works (see
+        ChatController.switch_provider), then the open chat's engine is rebuilt on the new settings."""
         try:
             self.chat.save_settings(dialog.provider_choice(), dialog.entered_key(), dialog.policy_values(),
                                     dialog.chat_settings())
         except Exception as exc:  # noqa: BLE001 - shown to the user; nothing half-applied is kept in memory
             QMessageBox.warning(self, "Settings not saved", str(exc))
             return
-        if not self.chat.provider_fixed:
-            self.chat.use_configured_provider()
+        self.chat.switch_provider(dialog.provider_choice(), self._settings_applied)
+
+    def _settings_applied(self, switched: bool) -> None:
+        if switched:
             self._show_provider()
             self.composer.set_hint("")
-            self.chat.load_model()
         if self.chat.session is not None:
             chat_id = self.chat.session.chat_id
             self._close_chat()

@@ -30,8 +30,10 @@ from PySide6.QtWidgets import (
 
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.schema import SettingField, setting_errors, setting_fields
+from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import DEFAULT_MODELS, KINDS
 from ..core.storage.store import ChatSettings
+from .model_picker import BUILT_IN, ModelPicker
 
 PROVIDER_KEY = "provider"
 
@@ -175,7 +177,7 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
         self._chat_base = chat
-        tabs = QTabWidget()
+        self.tabs = tabs = QTabWidget()
 
         # Provider
         provider_page = QWidget()
@@ -189,9 +191,6 @@ class SettingsDialog(QDialog):
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("stored in the OS keyring" + (" (a key is saved)" if key_saved else ""))
-        self.extra_buffer_types = QCheckBox("Repack weights for this CPU (extra buffer types)")
-        self.extra_buffer_types.setToolTip("Faster on some CPUs; on Intel AMX CPUs it crashes the local model")
-        self.extra_buffer_types.setChecked(provider.extra_buffer_types)
         self.provider_error = QLabel("")
         self.provider_error.setObjectName("error")
         self.provider_error.setWordWrap(True)
@@ -203,10 +202,30 @@ class SettingsDialog(QDialog):
         provider_form.addRow("Base URL", self.base_url)
         provider_form.addRow("Model", self.model)
         provider_form.addRow("API key", self.api_key)
-        provider_form.addRow("Local model", self.extra_buffer_types)
         provider_form.addRow("", self.provider_error)
         provider_form.addRow(note)
         tabs.addTab(provider_page, "Provider")
+
+        # Local model: the picker, and how llama.cpp loads it
+        self._model_path = provider.model_path
+        served = (provider.base_url, provider.model) if provider.kind == "openai" and provider.base_url else None
+        self.model_picker = ModelPicker(provider.kind == "local", provider.model_path, served)
+        self.model_picker.chosen.connect(self._model_picked)
+        self.extra_buffer_types = QCheckBox("Repack weights for this CPU (extra buffer types)")
+        self.extra_buffer_types.setToolTip("Faster on some CPUs; on Intel AMX CPUs it crashes the local model")
+        self.extra_buffer_types.setChecked(provider.extra_buffer_types)
+        local_page = QWidget()
+        local_layout = QVBoxLayout(local_page)
+        local_note = QLabel("Pick the model replies come from: the built-in one, a GGUF file found on this computer "
+                            "or chosen with Choose file…, or a model of a running Ollama server. Nothing is "
+                            "downloaded.")
+        local_note.setObjectName("muted")
+        local_note.setWordWrap(True)
+        local_layout.addWidget(local_note)
+        local_layout.addWidget(self.model_picker, 1)
+        local_layout.addWidget(self.extra_buffer_types)
+        self.local_page = local_page
+        tabs.addTab(local_page, "Local model")
 
         # Summarization
         policy_page = QWidget()
@@ -260,7 +279,19 @@ class SettingsDialog(QDialog):
     # ---- reading the form -----------------------------------------------------------------------------------
     def provider_choice(self) -> ProviderChoice:
         return ProviderChoice(self.kind.currentText(), self.base_url.text().strip(), self.model.text().strip(),
-                              self.extra_buffer_types.isChecked())
+                              self.extra_buffer_types.isChecked(), self._model_path)
+
+    def _model_picked(self, model: FoundModel) -> None:
+        """A GGUF file is run by the local model; an Ollama model is reached through its OpenAI-compatible API."""
+        if model.base_url:
+            self.kind.setCurrentText("openai")
+            self.base_url.setText(model.base_url)
+            self.model.setText(model.name)
+        else:
+            self._model_path = "" if model.source == BUILT_IN else str(model.path)
+            self.kind.setCurrentText("local")
+            self.base_url.clear()
+            self.model.clear()
 
     def policy_values(self) -> dict[str, Any]:
         return self.policy_fields.values()[0]

@@ -10,8 +10,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from .gguf import NotAModel, read_info
 
 OLLAMA_URL = "http://localhost:11434"
+# Where Ollama's own clients look for its server ("host:port" or a URL), as they do.
+OLLAMA_HOST_ENV = "OLLAMA_HOST"
 OLLAMA_TIMEOUT_SECONDS = 0.5
 # (app, folder under the home folder) in the order shown
 MODEL_FOLDERS: tuple[tuple[str, str], ...] = (
@@ -35,6 +40,9 @@ class FoundModel:
     name: str
     path: Path | None = None
     base_url: str | None = None
+    size: int | None = None  # bytes
+    context_length: int | None = None  # tokens, from a GGUF's header
+    problem: str | None = None  # why a file found cannot be used (its header is not a GGUF's)
 
     @property
     def label(self) -> str:
@@ -73,16 +81,39 @@ def find_gguf_models(home: Path | None = None, env: Mapping[str, str] | None = N
             real = path.resolve()
             if real not in seen:
                 seen.add(real)
-                models.append(FoundModel(source=app, name=path.stem, path=path))
+                models.append(describe_gguf(path, app))
     return models
 
 
-def find_ollama_models(base_url: str = OLLAMA_URL, timeout: float = OLLAMA_TIMEOUT_SECONDS) -> list[FoundModel]:
-    """The models of the Ollama server at `base_url` (GET /api/tags), or none when nothing answers in time.
+def describe_gguf(path: Path, source: str) -> FoundModel:
+    """The file as a model to offer: its size and, from its header, its context window (or why it is no model)."""
+    try:
+        size = path.stat().st_size
+        info = read_info(path)
+    except (OSError, NotAModel) as exc:
+        return FoundModel(source=source, name=path.stem, path=path, problem=str(exc))
+    return FoundModel(source=source, name=path.stem, path=path, size=size, context_length=info.context_length)
+
+
+def ollama_server_url(env: Mapping[str, str] | None = None) -> str:
+    """The Ollama server's address: OLLAMA_HOST when set, read as Ollama's own clients read it (a URL as it is; a
+    bare "host" or "host:port" over http, on port 11434 unless it says), else localhost:11434."""
+    host = (os.environ if env is None else env).get(OLLAMA_HOST_ENV, "").strip().rstrip("/")
+    if not host:
+        return OLLAMA_URL
+    if "://" in host:
+        return host
+    return f"http://{host}" if urlsplit(f"http://{host}").port else f"http://{host}:11434"
+
+
+def find_ollama_models(base_url: str | None = None, timeout: float = OLLAMA_TIMEOUT_SECONDS) -> list[FoundModel]:
+    """The models of the Ollama server at `base_url` (None: ollama_server_url()) (GET /api/tags), or none when nothing
+    answers in time.
 
     They are chatted with through Ollama's OpenAI-compatible endpoint, `base_url`/v1."""
     import httpx
 
+    base_url = base_url or ollama_server_url()
     try:
         response = httpx.get(f"{base_url}/api/tags", timeout=timeout)
         response.raise_for_status()
@@ -91,12 +122,18 @@ def find_ollama_models(base_url: str = OLLAMA_URL, timeout: float = OLLAMA_TIMEO
         return []  # no server, or not an Ollama one: nothing to show
     if not isinstance(entries, list):
         return []
-    names = [entry.get("name") or entry.get("model") for entry in entries if isinstance(entry, dict)]
-    return [FoundModel(source="Ollama", name=name, base_url=f"{base_url}/v1") for name in names
-            if isinstance(name, str) and name]
+    models = []
+    for entry in entries:
+        name = entry.get("name") or entry.get("model") if isinstance(entry, dict) else None
+        if isinstance(name, str) and name:
+            size = entry.get("size")
+            models.append(FoundModel(source="Ollama", name=name, base_url=f"{base_url}/v1",
+                                     size=size if isinstance(size, int) and size > 0 else None))
+    return models
 
 
 def find_local_models(home: Path | None = None, env: Mapping[str, str] | None = None,
-                      ollama_url: str = OLLAMA_URL) -> list[FoundModel]:
-    """Every model found on this machine: GGUF files first, then an Ollama server's models."""
-    return find_gguf_models(home, env) + find_ollama_models(ollama_url)
+                      ollama_url: str | None = None) -> list[FoundModel]:
+    """Every model found on this machine: GGUF files first, then the models of the Ollama server at `ollama_url`
+    (None: ollama_server_url(env))."""
+    return find_gguf_models(home, env) + find_ollama_models(ollama_url or ollama_server_url(env))

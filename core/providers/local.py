@@ -229,10 +229,14 @@ class LocalProvider:
         """Why the model process died during its last request ('killed by SIGSEGV'), until it is restarted."""
         return self.process.last_exit
 
-    def close(self) -> None:
-        """Stop the model process; the next request starts it again."""
-        if self._path is not None:  # never used: no process to stop
-            self.process.close()
+    def close(self, keep: object = None) -> None:
+        """Stop the model process; the next request starts it again. Not when `keep` (the provider replacing this
+        one) runs in that same process (the same file, window and loading)."""
+        if self._path is None:  # never used: no process to stop
+            return
+        if isinstance(keep, LocalProvider) and keep._path is not None and keep.process is self.process:
+            return
+        self.process.close()
 
     def context_window(self) -> int:
         if self._n_ctx is None:

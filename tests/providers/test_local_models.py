@@ -6,24 +6,28 @@ from __future__ import annotations
 
 import shutil
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import httpx
 import pytest
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ProviderUnavailable, complete
-from precis.core.providers.discovery import find_gguf_models, find_local_models, find_ollama_models
+from precis.core.providers.discovery import (
+    FoundModel,
+    find_gguf_models,
+    find_local_models,
+    find_ollama_models,
+    ollama_server_url,
+)
 from precis.core.providers.gguf import NotAModel, read_info
 from precis.core.providers.local import find_model_path
 from precis.core.providers.registry import make_provider
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
-from tests.conftest import SHARED_TRANSCRIPTS
-from tests.providers.conftest import free_port
+from tests.conftest import SHARED_TRANSCRIPTS, free_port
+from tests.stand_in_ollama import MODEL, MODEL_SIZE, StandInOllama
 
 
 @pytest.fixture(scope="module")
@@ -105,70 +109,14 @@ def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes
         provider.close()
 
 
-class StandInOllama(ThreadingHTTPServer):
-    """Stands in for an Ollama server (which cannot be installed here): answers /api/tags with one model as Ollama
-    does, and passes /v1/... (Ollama's OpenAI-compatible endpoint) on to a real llama_cpp.server."""
-
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        super().__init__(("127.0.0.1", 0), _OllamaHandler)
-
-
-class _OllamaHandler(BaseHTTPRequestHandler):
-    server: StandInOllama
-
-    def log_message(self, *_args) -> None:
-        pass
-
-    def _send(self, status: int, body: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path == "/api/tags":
-            self._send(200, b'{"models": [{"name": "smollm2:135m", "model": "smollm2:135m", "size": 1}]}',
-                       "application/json")
-        else:
-            self._forward(None)
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._forward(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-
-    def _forward(self, body: bytes | None) -> None:
-        url = self.server.upstream.removesuffix("/v1") + self.path
-        with httpx.stream("POST" if body is not None else "GET", url, content=body, timeout=120,
-                          headers={"Content-Type": "application/json"}) as response:
-            self.send_response(response.status_code)
-            self.send_header("Content-Type", response.headers.get("content-type", "application/json"))
-            self.send_header("Connection", "close")
-            self.end_headers()
-            for piece in response.iter_raw():
-                self.wfile.write(piece)
-                self.wfile.flush()
-        self.close_connection = True
-
-
-@pytest.fixture
-def ollama(llama_server):
-    server = StandInOllama(llama_server)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
 def test_no_ollama_server_shows_no_ollama_models():
     assert find_ollama_models(f"http://127.0.0.1:{free_port()}") == []
 
 
 @pytest.mark.model
 def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(ollama, tmp_path):
-    [found] = find_local_models(tmp_path, env={}, ollama_url=ollama)
-    assert (found.source, found.name, found.base_url) == ("Ollama", "smollm2:135m", f"{ollama}/v1")
+    [found] = find_local_models(tmp_path, env={}, ollama_url=ollama.url)
+    assert (found.source, found.name, found.base_url) == ("Ollama", "smollm2:135m", f"{ollama.url}/v1")
     provider = make_provider("openai", base_url=found.base_url, model=found.name)
     reply = complete(provider, [Message("user", "Name one planet of the solar system.")], max_tokens=16,
                      temperature=0)
@@ -180,3 +128,37 @@ def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(o
         engine.append(message, auto=False)
     record = engine.summarize_now()
     assert summarizer.attempts == ["ok"] and not record.fallback_used and record.text.strip()
+
+
+def test_found_files_carry_their_size_and_window_and_a_junk_file_its_reason(lmstudio_home, tmp_path):
+    junk_folder = tmp_path / "jan" / "models"
+    junk_folder.mkdir(parents=True)
+    (junk_folder / "x.gguf").write_bytes(b"not a model at all")
+    [model] = find_gguf_models(lmstudio_home, env={})
+    assert model.size == find_model_path().stat().st_size and model.context_length == 8192 and model.problem is None
+    [junk] = find_gguf_models(tmp_path, env={})
+    assert junk.source == "Jan" and "x.gguf is not a GGUF model file" in junk.problem
+
+
+@pytest.mark.parametrize("value, url", [
+    ("", "http://localhost:11434"),
+    ("127.0.0.1", "http://127.0.0.1:11434"),
+    ("0.0.0.0:8080", "http://0.0.0.0:8080"),
+    ("https://ollama.example.org/", "https://ollama.example.org"),
+    ("http://10.0.0.5:11435", "http://10.0.0.5:11435"),
+])
+def test_the_ollama_server_is_where_ollama_host_says_as_for_ollamas_own_clients(value, url):
+    assert ollama_server_url({"OLLAMA_HOST": value}) == url
+
+
+def test_an_ollama_listing_gives_each_model_its_name_size_and_openai_endpoint():
+    # A loopback stand-in for the Ollama server (none can be installed here), answering /api/tags as Ollama does.
+    server = StandInOllama()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        assert find_ollama_models(server.url) == [
+            FoundModel(source="Ollama", name=MODEL, base_url=f"{server.url}/v1", size=MODEL_SIZE)]
+    finally:
+        server.shutdown()
+        server.server_close()
