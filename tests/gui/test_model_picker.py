@@ -65,6 +65,14 @@ def click_row(qtbot, picker, name: str) -> None:
     qtbot.mouseClick(picker.tree.viewport(), Qt.MouseButton.LeftButton, pos=picker.tree.visualItemRect(item).center())
 
 
+def window_on_a_chat(qtbot, make_window, store):
+    chat_id = store.create_chat("planets", settings={"reserve_output": 16})
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    return window
+
+
 def open_settings_listed(qtbot, window):
     dialog = window.open_settings()
     dialog.tabs.setCurrentWidget(dialog.local_page)
@@ -142,10 +150,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
     cut = models_home / ".cache" / "llama.cpp" / "cut.gguf"
     cut.parent.mkdir(parents=True)
     cut.write_bytes(copy.read_bytes()[:3_000_000])
-    chat_id = store.create_chat("planets", settings={"reserve_output": 16})
-    window = make_window()
-    window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    window = window_on_a_chat(qtbot, make_window, store)
 
     dialog = open_settings_listed(qtbot, window)
     click_row(qtbot, dialog.model_picker, COPY_NAME)
@@ -196,10 +201,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
 def test_an_ollama_model_picked_answers_through_ollamas_openai_endpoint(qtbot, make_window, store, models_home,
                                                                         ollama, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", ollama.url)
-    chat_id = store.create_chat("ollama", settings={"reserve_output": 16})
-    window = make_window()
-    window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    window = window_on_a_chat(qtbot, make_window, store)
     dialog = open_settings_listed(qtbot, window)
     click_row(qtbot, dialog.model_picker, MODEL)
     ok(qtbot, dialog)
