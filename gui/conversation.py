@@ -6,7 +6,7 @@ from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu
 
 from .conversation_model import ConversationModel, Row, build_rows
-from .message_delegate import READING_WIDTH, MessageDelegate
+from .message_delegate import READING_WIDTH, MessageDelegate, search_pattern
 
 __all__ = ["READING_WIDTH", "ConversationView", "Row", "build_rows"]
 
@@ -21,6 +21,7 @@ class ConversationView(QListView):
     summarize_up_to_requested = Signal(str)
     summary_selected = Signal(str)
     status = Signal(str)
+    clear_search_requested = Signal()  # Esc while a search is highlighted
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -49,6 +50,29 @@ class ConversationView(QListView):
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.clicked.connect(self._clicked)
+
+    def set_highlight(self, text: str) -> None:
+        """Highlight the words of a search (each word's prefix, as the search matches); "" clears it."""
+        pattern = search_pattern(text)
+        if pattern != self.delegate.highlight:
+            self.delegate.highlight = pattern
+            self.viewport().update()
+
+    def reveal(self, key: str) -> bool:
+        """Scroll a row (message id or 'summary:<record id>') to the middle of the view and select it."""
+        number = self.conversation.row_of(key)
+        if number is None:
+            return False
+        index = self.conversation.index(number)
+        self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
+        self.setCurrentIndex(index)
+        return True
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.key() == Qt.Key.Key_Escape and self.delegate.highlight is not None:
+            self.clear_search_requested.emit()
+            return
+        super().keyPressEvent(event)
 
     def _repaint_row(self, number: int) -> None:
         self.viewport().update(self.visualRect(self.conversation.index(number)))

@@ -241,6 +241,7 @@ class MainWindow(QMainWindow):
         conversation.regenerate_requested.connect(lambda _id: self.regenerate())
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
         conversation.status.connect(lambda text: self.status.tell(text, 3000))
+        conversation.clear_search_requested.connect(self.chat_list.clear_search)
         conversation.selectionModel().selectionChanged.connect(self._update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
@@ -600,15 +601,9 @@ class MainWindow(QMainWindow):
 
     def _reveal_message(self, message_id: str) -> None:
         """Show a recalled message: its own row, or the summary that archived it."""
-        model = self.conversation.conversation
-        number = model.row_of(message_id)
         snapshot = self.chat.snapshot
-        if number is None and snapshot is not None and message_id in snapshot.hidden:
-            number = model.row_of(f"summary:{snapshot.hidden[message_id]}")
-        if number is not None:
-            index = self.conversation.model().index(number, 0)
-            self.conversation.scrollTo(index, ConversationView.ScrollHint.PositionAtCenter)
-            self.conversation.setCurrentIndex(index)
+        if not self.conversation.reveal(message_id) and snapshot is not None and message_id in snapshot.hidden:
+            self.conversation.reveal(f"summary:{snapshot.hidden[message_id]}")
 
     # ---- import, search, settings ------------------------------------------------------------------------------
     def choose_import(self) -> None:
@@ -630,28 +625,35 @@ class MainWindow(QMainWindow):
         return self.chat.import_transcript(path, imported)
 
     def _search(self, text: str) -> None:
-        """Search all chats in the background (the list shows the newest answer); "" goes back to the chats."""
-        self.chat.store_calls.newest("search", lambda store: store.search(text) if text else None,
-                                     self.chat_list.show_hits)
+        """Search all chats in the background (the list shows the newest answer) and highlight the words in the
+        conversation and the archive; "" goes back to the chats and clears the highlight."""
+        if text:
+            self.chat.store_calls.newest("search", lambda store: store.search(text), self.chat_list.show_hits)
+        else:
+            self.chat.store_calls.forget("search")
+            self.chat_list.show_hits(None)
+        for view in (self.conversation, self.inspector.archived_view):
+            view.set_highlight(text)
 
     def _open_hit(self, hit) -> None:
-        """Open the chat of a search hit and show the message (or the summary that archived it)."""
+        """Open the chat of a search hit at the message; an archived one also in its summary's archive."""
         def reveal(chat_id: str) -> None:
             if chat_id != hit.chat_id:
                 return
-            model = self.conversation.conversation
-            number = model.row_of(f"summary:{hit.archived_by}" if hit.archived_by else hit.message_id)
-            if number is None:
-                number = model.row_of(hit.message_id)
-            if number is not None:
-                index = self.conversation.model().index(number, 0)
-                self.conversation.scrollTo(index, ConversationView.ScrollHint.PositionAtCenter)
-                self.conversation.setCurrentIndex(index)
             self.chat.chat_opened.disconnect(reveal)
+            record_id = self.chat.snapshot.hidden.get(hit.message_id) if self.chat.snapshot else None
+            if record_id is None:
+                self.conversation.reveal(hit.message_id)
+                return
+            self.conversation.reveal(f"summary:{record_id}")
+            self._select_summary(record_id)
+            self.inspector.details.setCurrentWidget(self.inspector.archived_view)
+            self.inspector.archived_view.reveal(hit.message_id)
 
         self.chat.chat_opened.connect(reveal)
         if self.chat.is_open(hit.chat_id):
-            reveal(hit.chat_id)
+            if self.chat.snapshot is not None:  # else it is opening: revealed once open
+                reveal(hit.chat_id)
         else:
             self.open_chat(hit.chat_id)
 

@@ -9,6 +9,7 @@ re-renders its own row.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections import OrderedDict
 
@@ -21,7 +22,9 @@ from PySide6.QtGui import (
     QPainter,
     QPainterPath,
     QPen,
+    QTextCharFormat,
     QTextCursor,
+    QTextDocument,
 )
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate
 
@@ -45,6 +48,29 @@ SUMMARY_PREVIEW_LINES = 3
 DOC_CACHE_SIZE = 300
 STREAM_RELAYOUT_MS = 250
 
+def search_pattern(text: str) -> re.Pattern[str] | None:
+    """What a search highlights: every word that starts with one of the searched words (as the store matches)."""
+    words = re.findall(r"\w+", text)
+    if not words:
+        return None
+    return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
+
+
+def highlight_matches(doc: QTextDocument, pattern: re.Pattern[str]) -> None:
+    """Give every match of `pattern` in the document's text the search-hit background."""
+    marked = QTextCharFormat()
+    marked.setBackground(QColor(theme.current.search_hit))
+    marked.setForeground(QColor(theme.current.text))
+    cursor = QTextCursor(doc)
+    block = doc.begin()
+    while block.isValid():
+        for match in pattern.finditer(block.text()):
+            cursor.setPosition(block.position() + match.start())
+            cursor.setPosition(block.position() + match.end(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.mergeCharFormat(marked)
+        block = block.next()
+
+
 class MessageDelegate(QStyledItemDelegate):
     """Paints rows as cards with a role header; tool calls/results as compact, expandable lines."""
 
@@ -61,6 +87,8 @@ class MessageDelegate(QStyledItemDelegate):
         self._relayout.setSingleShot(True)
         self._relayout.timeout.connect(self._emit_size_changes)
         self._width = 0
+        # Words of the current search, as one pattern matching each word's prefix; their matches are highlighted.
+        self.highlight: re.Pattern[str] | None = None
         # The row being streamed: ((key, width), its plain document, the text in it).
         self._stream: tuple[tuple[str, int], object, str] | None = None
         self.update_fonts(view.font())
@@ -181,7 +209,7 @@ class MessageDelegate(QStyledItemDelegate):
             return self._streaming_document(row, width)
         text, mono, hidden = self._body(row)
         subject = row.message if row.message is not None else row.record
-        key = (row.key, width, row.expanded, row.error)
+        key = (row.key, width, row.expanded, row.error, self.highlight)
         cached = self._docs.get(key)
         if cached is not None and cached[0] is subject and not row.streaming:
             self._docs.move_to_end(key)
@@ -191,6 +219,8 @@ class MessageDelegate(QStyledItemDelegate):
         else:
             doc = markdown_document(text, self.body_font, width)
         chips = self._code_chips(doc) if not mono else []
+        if self.highlight is not None:
+            highlight_matches(doc, self.highlight)
         self._docs[key] = (subject, doc, chips)
         if len(self._docs) > DOC_CACHE_SIZE:
             self._docs.popitem(last=False)

@@ -43,9 +43,7 @@ class StoreCalls(QObject):
     def newest(self, topic: str, fn: Callable[[Store], Any], done: Callable[[Any], Any]) -> Job:
         """Run the read `fn(store)`; of the reads on one topic only the newest one's answer is delivered (an older
         one not started yet when a newer one is made is skipped, and its answer dropped)."""
-        previous = self._newest.get(topic)
-        if previous is not None:
-            previous.cancel()
+        self.forget(topic)
 
         def deliver(result: Any) -> None:
             if self._newest.get(topic) is job:
@@ -60,6 +58,12 @@ class StoreCalls(QObject):
         job.succeeded.connect(deliver)
         job.failed.connect(lambda error: self.failed.emit(f"Could not {topic}: {error}"))
         return job
+
+    def forget(self, topic: str) -> None:
+        """Drop the answer of the read on this topic still under way, if any."""
+        previous = self._newest.pop(topic, None)
+        if previous is not None:
+            previous.cancel()
 
     def set_setting(self, key: str, value: Any) -> Job:
         return self.write("save the setting", lambda store: store.set_setting(key, value))

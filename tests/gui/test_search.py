@@ -5,8 +5,10 @@ from __future__ import annotations
 import sqlite3
 
 from precis.core.model.messages import Message
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui import theme
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPixmap
 
 from tests.gui.test_freezes import Heartbeat
 from tests.gui.test_window import dialogue, idle
@@ -48,3 +50,79 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
     # Before, the save waited on the GUI thread: the window froze for the busy timeout (5 s), then the save failed.
     assert heartbeat.longest_gap() < 0.5, heartbeat.longest_gap()
     assert idle(window)
+
+
+def colour_pixels(view, number: int, colour: str) -> int:
+    """How many pixels of a row, as painted, have exactly this colour."""
+    rect = view.visualRect(view.conversation.index(number)).intersected(view.viewport().rect())
+    image = view.viewport().grab(rect).toImage()
+    wanted = QColor(colour).rgb()
+    return sum(1 for y in range(0, image.height(), 2) for x in range(0, image.width(), 2)
+               if image.pixel(x, y) == wanted)
+
+
+def row_shown(view, key: str) -> bool:
+    number = view.conversation.row_of(key)
+    index = view.conversation.index(number)
+    return (view.currentIndex() == index and view.viewport().rect().contains(view.visualRect(index).center()))
+
+
+def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears_it(qtbot, make_window, store):
+    sports = sports_chat(store)
+    kickboxing = store.load_messages(sports)[0]
+    other = store.import_chat("Garden", dialogue(6, "Tomato bed"))
+    window = make_window()
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=20_000)
+    search = window.chat_list.search
+
+    qtbot.keyClicks(search, "KICKBOX")
+    assert hits_shown(window) == 0  # nothing is searched while typing
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)  # a word prefix, in any case
+    assert "[kickboxing]" in window.chat_list.list.item(0).text()
+    window.chat_list.list.setCurrentRow(0)  # the hit, chosen with the keyboard or a click
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=20_000)
+    view = window.conversation
+    qtbot.waitUntil(lambda: row_shown(view, kickboxing.id), timeout=5_000)  # scrolled to the message, selected
+    number = view.conversation.row_of(kickboxing.id)
+    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) > 100, timeout=5_000)
+    before = QPixmap(view.viewport().grab())
+
+    view.setFocus()
+    qtbot.keyClick(view, Qt.Key.Key_Escape)  # Esc in the conversation (or the search box) clears both
+    assert search.text() == "" and hits_shown(window) == 0
+    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) == 0, timeout=5_000)
+    assert before.toImage() != view.viewport().grab().toImage()
+
+
+def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    sports = store.import_chat("Sports", [
+        *dialogue(10, "Warm-up routine, set"),
+        Message(role="user", content="For lunch I had pasta with pesto before sparring."),
+        *dialogue(10, "Cool-down routine, set"),
+    ])
+    pesto = store.load_messages(sports)[10]
+    window = make_window()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=20_000)
+    with qtbot.waitSignal(window.snapshot_shown, timeout=20_000):
+        qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: pesto.id in window.chat.snapshot.hidden, timeout=20_000)
+    record_id = window.chat.snapshot.hidden[pesto.id]
+    window.inspector.details.setCurrentIndex(0)
+
+    qtbot.keyClicks(window.chat_list.search, "pest")
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)
+    assert "archived" in window.chat_list.list.item(0).text()
+    window.chat_list.list.setCurrentRow(0)
+    archive = window.inspector.archived_view
+    qtbot.waitUntil(lambda: window.inspector.details.currentWidget() is archive, timeout=5_000)
+    assert window.inspector.selected_record_id() == record_id and window.inspector.isVisible()
+    assert row_shown(window.conversation, f"summary:{record_id}")
+    qtbot.waitUntil(lambda: row_shown(archive, pesto.id), timeout=5_000)
+    number = archive.conversation.row_of(pesto.id)
+    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) > 50, timeout=5_000)
+
+    qtbot.keyClick(window.chat_list.search, Qt.Key.Key_Escape)
+    assert window.chat_list.search.text() == ""
+    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) == 0, timeout=5_000)
