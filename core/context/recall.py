@@ -13,19 +13,11 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 
+from ..summary.text_rules import STOP_WORDS
+
 # (query, limit) -> ids of matching messages, best first. The engine keeps only those it has archived.
 RecallSearch = Callable[[str, int], list[str]]
 
-# Words that say nothing about what a message is about (BM25 would weigh them near zero anyway).
-STOP_WORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between both but
-by can could did do does doing don down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just let like me more most my myself no nor not now of
-off on once only or other our ours ourselves out over own same she should so some such than that the their theirs
-them themselves then there these they this those through to too under until up very was we were what when where
-which while who whom why will with would you your yours yourself yourselves yes oh hey hi really also got get
-know think thing things much many one ever well going go did tell told said say
-""".split())
 
 MAX_QUERY_TERMS = 24
 # A word in more messages than this is scored only on messages rarer words of the query found.

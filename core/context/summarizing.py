@@ -13,7 +13,7 @@ from typing import Literal
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING
-from ..summary.digest import rank_points
+from ..summary.digest import is_digest, merged_digest
 from ..summary.redact import redact, redact_obj
 from ..summary.retention import TrailFacts, check_facts, collect_facts, union_facts
 from ..summary.summarize import SummaryDraft, SummaryRequest, fit_text
@@ -321,20 +321,19 @@ class Summarization:
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
-        the artifact trail and the user's requests get most of the room, then the newest key points. It takes at
-        most half the room the chain has without them, so the chain keeps to its share with room to grow."""
+        the artifact trail and the user's requests get most of the room, then the newest key points (conversation
+        digests: the sentences that tell the most across all of them). It takes at most half the room the chain
+        has without them, so the chain keeps to its share with room to grow."""
         cap = max(min(self.setup.policy.max_summary_tokens, self.chain_room(len(children)) // 2), MIN_SUMMARY_ROOM)
         count = self.setup.counter.count_text
-        trail = render_artifact_trail(facets, cap * 6 // 10, count)
-        points = key_points
         covered = sum(len(self.archive.covered(c)) for c in children)
-        conversation = any(c.text.startswith(("Conversation digest", "Merged conversation")) for c in children)
-        header = f"Merged {'conversation digest' if conversation else 'summary'} of {covered} earlier messages."
+        if all(is_digest(c.text) for c in children):
+            return merged_digest([c.text for c in children], covered, cap, count)
+        trail = render_artifact_trail(facets, cap * 6 // 10, count)
+        header = f"Merged summary of {covered} earlier messages."
         room = cap - count(header) - count(trail) - 8
         kept: list[str] = []
-        if conversation:  # the points are digest lines: keep those carrying the most facts, from every stretch
-            kept = [f"- {p}" for p in rank_points(points, room, count)]
-        for point in [] if conversation else reversed(points):  # the newest points matter most for what comes next
+        for point in reversed(key_points):  # the newest points matter most for what comes next
             line = f"- {point}"
             if count(line) + 1 > room:
                 break

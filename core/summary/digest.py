@@ -1,39 +1,57 @@
 """Conversation digests: where a stretch is conversation rather than tool traffic, the rule summary keeps the
-sentences that carry facts (people, places, dates, numbers, plans, preferences, decisions, open questions), whole,
-ranked and fitted to the cap, each under its session's date and its speaker, in the order they were said.
-Repeated messages collapse into one line with a count."""
+sentences that tell the most (rare words of the conversation, names, numbers, dates, titles, preferences), whole,
+ranked by what they tell per token and fitted to the cap, each under its session's date and its speaker, in the
+order they were said. Greetings, thanks and reactions are stripped from a sentence's start, never from inside it.
+Repeated messages collapse into one line with a count. Merging digests re-ranks the lines of all of them."""
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..model.messages import Message
-from .text_rules import SENTENCE_END
+from ..model.tokens import get_encoding
+from .text_rules import SENTENCE_END, STOP_WORDS
 
 # A stretch is conversation when at most this share of its messages are tool calls or results.
 TOOL_SHARE = 0.2
 # A digest takes at most this share of the tokens it replaces (the LoCoMo reference summaries: about 0.2).
 DIGEST_SHARE = 0.2
+MIN_DIGEST = 160  # tokens: a short stretch still gets its header, dates and a few lines
 MIN_WORDS = 4
+HEADERS = ("Conversation digest", "Merged conversation digest")
 SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,30}):\s+")
 SESSION_DATE = re.compile(r"\b(?:on|at)\s+(.{4,40})$|^.{0,40}?[-–]\s*(.{4,60})$")
-MONTHS = ("january february march april may june july august september october november december "
-          "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday "
-          "sunday yesterday today tomorrow tonight weekend week month year ago last next").split()
-CUES = {
-    "plan": ("will", "going", "plan", "planning", "hope", "want", "next", "soon", "goal", "decided", "chose",
-             "choose", "signed", "start", "started", "applied", "joined"),
-    "preference": ("love", "loved", "like", "favorite", "favourite", "prefer", "enjoy", "passion", "hate", "fan"),
-    "life": ("family", "kids", "son", "daughter", "husband", "wife", "friend", "friends", "mom", "dad", "went",
-             "visited", "trip", "moved", "bought", "made", "painted", "read", "book", "class", "job", "work",
-             "school", "game", "team", "pet", "dog", "cat", "adopted", "wedding", "birthday", "concert"),
-}
-FILLER = re.compile(r"^(?:hey|hi|hello|thanks|thank you|wow|yeah|yes|no|oh|sure|cool|awesome|great|nice|"
-                    r"haha|lol|bye|see you|take care|glad|good to)\b", re.IGNORECASE)
+MONTHS = frozenset("january february march april may june july august september october november december jan feb "
+                   "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday "
+                   "sunday".split())
+WHEN = frozenset("yesterday today tomorrow tonight weekend week month year ago last next since".split())
+# Words that say what someone likes, owns, plans or did: the answers people later ask about follow them.
+CUES = frozenset("favorite favourite love loved prefer enjoy hate fan named name called years plan "
+                 "planning decided signed adopted moved bought started joined applied".split())
+# A sentence's opening that says nothing (greetings, thanks, reactions), with the name of the one addressed.
+FILLER = re.compile(
+    r"^(?:(?:hey|hi|hello|wow|whoa|yeah|yes|yep|yup|oh|ah|aw+|haha\w*|lol|omg|ooh|um|hmm|well|thanks|thank you|"
+    r"thanks so much|sure|cool|awesome|great|nice|totally|absolutely|definitely|right|okay|ok|so|gosh|"
+    r"congrats|congratulations)(?:\s+[A-Z][a-z]+)?\s*[,!.:;-]+\s*)+", re.IGNORECASE)
+# Sentences that are only a reaction or an empty question, whatever their length.
+SMALL_TALK = re.compile(
+    r"^(?:how (?:have you been|are you|about you|'s it going)|what(?:'s| is) up|good to see you|great to (?:chat|"
+    r"see|hear)|glad to hear|that's (?:so |really )?(?:great|awesome|amazing|cool|nice)|sounds (?:great|fun|"
+    r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\w+ )?agree)\b",
+    re.IGNORECASE)
+FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split())
+# Tokens added to a sentence's cost when ranking, so that a short sentence with one rare word does not outrank a
+# longer one full of them.
+SHORT_SENTENCE = 8
+# Words encoded as one token numbered below this are everyday words (see rarity).
+COMMON_RANK = 4000
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
+QUOTED = re.compile(r"[\"“']([A-Z][^\"”']{2,60})[\"”']")
 
 
 def is_conversation(messages: list[Message]) -> bool:
@@ -41,6 +59,10 @@ def is_conversation(messages: list[Message]) -> bool:
     spoken = [m for m in messages if m.role in ("user", "assistant") and m.content.strip() and not m.tool_calls]
     tools = sum(1 for m in messages if m.role == "tool" or m.tool_calls)
     return bool(spoken) and tools <= TOOL_SHARE * len(messages)
+
+
+def is_digest(text: str) -> bool:
+    return text.startswith(HEADERS)
 
 
 def session_label(content: str) -> str:
@@ -62,34 +84,93 @@ class Sentence:
     date: str
     speaker: str
     text: str
-    score: float
+    turn: int  # the message it was said in: its kept sentences share one line
     count: int = 1
+    score: float = 0.0
 
 
-def score(text: str) -> float:
-    """How many facts a sentence carries, roughly: names and places, numbers, dates, plans, preferences."""
-    words = WORD.findall(text)
-    if len(words) < MIN_WORDS:
-        return 0.0
-    lower = [w.lower() for w in words]
-    names = sum(1 for w in words[1:] if w[0].isupper() and w.lower() not in ("i", "i'm", "i've", "i'll", "i'd"))
-    value = min(names, 3) * 1.0
-    value += 2.0 * sum(1 for w in words if w[0].isdigit())
-    value += 1.5 * sum(1 for w in lower if w in MONTHS)
-    for cues in CUES.values():
-        value += 1.0 * min(sum(1 for w in lower if w in cues), 2)
-    if text.rstrip().endswith("?"):
-        value += 0.5  # an open question
-    if FILLER.match(text):
-        value -= 1.5
-    return max(value, 0.0) / (1 + len(words) / 40)  # dense sentences first
+def trimmed(sentence: str) -> str:
+    """The sentence without an opening that says nothing ("Wow, Caroline, ..."), or "" when that is all it is."""
+    rest = FILLER.sub("", sentence.strip())
+    if SMALL_TALK.match(rest) or len(WORD.findall(rest)) < MIN_WORDS:
+        return ""
+    return rest[0].upper() + rest[1:] if rest[0].islower() and rest != sentence.strip() else rest
+
+
+def content_words(text: str) -> set[str]:
+    """The words that say what a text is about, lowercased ("Charlotte's" as "charlotte"; "I'm" says nothing)."""
+    return {w.lower().split("'")[0].strip("-") for w in WORD.findall(text)} - STOP_WORDS - {""}
+
+
+@functools.cache
+def rarity(word: str) -> float:
+    """How uncommon a word is in English, from 0 (everyday) to 1 (rare): byte-pair encodings number their tokens
+    roughly from the most frequent, so a word that is one early token is common and one split in pieces is rare."""
+    pieces = get_encoding().encode_ordinary(" " + word)
+    rank = pieces[0] if len(pieces) == 1 else COMMON_RANK * 8
+    return min(max(math.log(rank / COMMON_RANK, 8), 0.0), 1.0)
+
+
+def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
+    """Score each sentence by what it tells per token: its words weighed by how rare they are in English and in
+    these sentences (a word said once tells more than one said everywhere), with names, numbers, dates, titles
+    and the words before likes, plans and possessions counting extra; the speakers' own names (said to each
+    other all the time) count for nothing; questions tell little until they are answered."""
+    people = {p.lower() for s in sentences for p in s.speaker.split()}
+    addressed = {w for w in {w.lower() for s in sentences for w in WORD.findall(s.text)}
+                 if len(w) >= 3 and any(p.startswith(w) for p in people)}  # "Mel" for Melanie
+    frequency = Counter(w for s in sentences if s.count == 1 for w in content_words(s.text) - addressed)
+    total = max(len(sentences), 1)
+    for s in sentences:
+        if s.count > 1:  # a repeated message is kept once, with its count, before anything else
+            s.score = 1e6
+            continue
+        words = [w for w in WORD.findall(s.text) if w.lower() not in addressed]
+        said = {w for w in content_words(s.text) - addressed if len(w) > 2}
+        if len(said) < 2:
+            s.score = 0.0
+            continue
+        value = sum(rarity(w) * math.log(1 + total / frequency[w]) for w in said)
+        value += 2.0 * sum(1 for w in words[1:] if w[0].isupper() and w not in ("I", "I'm", "I've", "I'll", "I'd"))
+        value += 2.0 * sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS)
+        value += 1.0 * min(sum(1 for w in words if w.lower() in WHEN), 2)
+        value += 3.0 * len(QUOTED.findall(s.text))
+        value += 1.5 * sum(1 for w in words if w.lower() in CUES)
+        lower = [w.lower() for w in words]
+        # What the speakers say of themselves ("I've known them for 4 years", "my grandma") carries the facts.
+        value += 1.0 * min(sum(1 for w in lower if w in FIRST_PERSON), 3)
+        if s.text.endswith("?"):
+            value *= 0.3
+        elif not any(w in FIRST_PERSON for w in lower) and any(w in ("you", "your", "you're") for w in lower):
+            value *= 0.5  # said about the listener: mostly a reaction to what they said
+        s.score = value / (cost(s) + SHORT_SENTENCE)
+
+
+def choose(sentences: list[Sentence], room: int, count_tokens: Callable[[str], int]) -> list[Sentence]:
+    """The best sentences per token that fit in `room` (with their speaker's and date's lines), in the order they
+    were said."""
+    rank(sentences, lambda s: count_tokens(s.text))
+    used, dates, turns, chosen = 0, set(), set(), []
+    for sentence in sorted(sentences, key=lambda s: (-s.score, s.order)):
+        # A sentence joins the line of its message when another of that message is kept, else it starts one.
+        cost = count_tokens(sentence.text if sentence.turn in turns else line_of([sentence])) + 1
+        if sentence.date and sentence.date not in dates:
+            cost += count_tokens(sentence.date) + 3
+        if sentence.score <= 0 or used + cost > room:
+            continue
+        chosen.append(sentence)
+        dates.add(sentence.date)
+        turns.add(sentence.turn)
+        used += cost
+    return sorted(chosen, key=lambda s: s.order)
 
 
 def sentences_of(messages: list[Message]) -> list[Sentence]:
-    """Every sentence with its session date and speaker; a repeated message becomes one line with its count."""
+    """Every sentence that says something, with its session date and speaker; a repeated message becomes one line
+    with its count."""
     repeats = Counter(" ".join(m.content.split()) for m in messages if m.role in ("user", "assistant"))
     seen: set[str] = set()
-    date, out = "", []
+    date, out, turn = "", [], 0
     for m in messages:
         if m.role == "system":
             date = session_label(m.content)
@@ -100,18 +181,47 @@ def sentences_of(messages: list[Message]) -> list[Sentence]:
         if key in seen:
             continue
         seen.add(key)
+        turn += 1
         content, speaker = m.content.strip(), m.role
         named = SPEAKER.match(content)
         if named:
             speaker, content = named.group(1), content[named.end():]
         if repeats[key] > 1:
-            out.append(Sentence(len(out), date, speaker, " ".join(content.split()), 100.0, repeats[key]))
+            out.append(Sentence(len(out), date, speaker, " ".join(content.split()), turn, repeats[key]))
             continue
         for part in SENTENCE_END.split(content):
-            part = part.strip()
-            if part:
-                out.append(Sentence(len(out), date, speaker, part, score(part)))
+            if text := trimmed(" ".join(part.split())):
+                out.append(Sentence(len(out), date, speaker, text, turn))
     return out
+
+
+def lines_of(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
+    """The chosen sentences grouped by the message they were said in, in order."""
+    groups: list[list[Sentence]] = []
+    for sentence in chosen:
+        if groups and groups[-1][-1].turn == sentence.turn:
+            groups[-1].append(sentence)
+        else:
+            groups.append([sentence])
+    return groups
+
+
+def render(header: str, chosen: Iterable[Sentence]) -> str:
+    lines, current = [header], None
+    for group in lines_of(chosen):
+        if group[0].date and group[0].date != current:
+            current = group[0].date
+            lines.append(f"[{current}]")
+        lines.append(line_of(group))
+    return "\n".join(lines)
+
+
+def fitted(header: str, chosen: list[Sentence], max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    text = render(header, chosen)
+    while count_tokens(text) > max_tokens and chosen:  # the estimate of the date lines was short
+        chosen.remove(min(chosen, key=lambda s: s.score))
+        text = render(header, chosen)
+    return text
 
 
 def conversation_digest(messages: list[Message], max_tokens: int,
@@ -119,45 +229,38 @@ def conversation_digest(messages: list[Message], max_tokens: int,
     """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all."""
     sentences = sentences_of(messages)
     spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
-    room = min(max_tokens, max(int(spoken * DIGEST_SHARE), 120))
+    room = min(max_tokens, max(int(spoken * DIGEST_SHARE), MIN_DIGEST))
     people = list(dict.fromkeys(s.speaker for s in sentences))
     dates = list(dict.fromkeys(s.date for s in sentences if s.date))
-    header = f"Conversation digest of {len(messages)} messages ({', '.join(people)})"
+    header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
     if dates:
         header += f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
-    used = count_tokens(header) + 1
-    chosen: list[Sentence] = []
-    for sentence in sorted((s for s in sentences if s.score > 0), key=lambda s: (-s.score, s.order)):
-        cost = count_tokens(line_of(sentence)) + 1
-        if used + cost + (count_tokens(sentence.date) + 4 if sentence.date else 0) > room:
-            continue
-        chosen.append(sentence)
-        used += cost
-    chosen.sort(key=lambda s: s.order)
-    lines, current = [header], None
-    for sentence in chosen:
-        if sentence.date and sentence.date != current:
-            current = sentence.date
-            lines.append(f"[{current}]")
-        lines.append(line_of(sentence))
-    text = "\n".join(lines)
-    while count_tokens(text) > max_tokens and len(lines) > 1:  # the date lines' estimate was short: drop the last
-        lines.pop()
-        text = "\n".join(lines)
-    return text, [line_of(s).removeprefix("- ") for s in chosen]
+    chosen = choose(sentences, room - count_tokens(header) - 1, count_tokens)
+    text = fitted(header, chosen, max_tokens, count_tokens)
+    return text, [line_of(group).removeprefix("- ") for group in lines_of(chosen)]
 
 
-def rank_points(points: list[str], room: int, count_tokens: Callable[[str], int]) -> list[str]:
-    """The digest lines ("speaker: sentence") that carry the most facts within `room` tokens, in their order."""
-    kept, used = set(), 0
-    for n, point in sorted(enumerate(points), key=lambda p: -score(p[1].split(": ", 1)[-1])):
-        cost = count_tokens(point) + 3
-        if used + cost <= room:
-            kept.add(n)
-            used += cost
-    return [p for n, p in enumerate(points) if n in kept]
+LINE = re.compile(r"^- ([^:\n]{1,40}): (.+?)(?: \(×(\d+)\))?$")
 
 
-def line_of(sentence: Sentence) -> str:
-    repeat = f" (×{sentence.count})" if sentence.count > 1 else ""
-    return f"- {sentence.speaker}: {sentence.text}{repeat}"
+def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
+    """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
+    them, re-ranked together, under their dates and speakers, in the order they were said."""
+    sentences, date = [], ""
+    for turn, line in enumerate(line for text in texts for line in text.splitlines()):
+        if line.startswith("[") and line.endswith("]"):
+            date = line[1:-1]
+        elif match := LINE.match(line):
+            speaker, said, repeats = match.groups()
+            parts = [said] if repeats else [p for p in SENTENCE_END.split(said) if p.strip()]
+            sentences += [Sentence(len(sentences) + n, date, speaker, part, turn, int(repeats or 1))
+                          for n, part in enumerate(parts)]
+    header = f"{HEADERS[1]} of {covered} earlier messages"
+    chosen = choose(sentences, max_tokens - count_tokens(header) - 1, count_tokens)
+    return fitted(header, chosen, max_tokens, count_tokens)
+
+
+def line_of(group: list[Sentence]) -> str:
+    """One speaker's kept sentences of one message: "- Caroline: I went ... (×3)"."""
+    repeat = f" (×{group[0].count})" if group[0].count > 1 else ""
+    return f"- {group[0].speaker}: {' '.join(s.text for s in group)}{repeat}"

@@ -91,6 +91,8 @@ class RuleSummarizer:
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         if is_conversation(request.messages):
             facets = facets_of(request.messages, analyze_calls(request.messages))
+            # "What made you decide to ...?" asks about a decision; it is not one.
+            facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
             decisions = "Decisions:\n" + "\n".join(f"- {d}" for d in facets.decisions) if facets.decisions else ""
             room = request.max_tokens - (request.counter.count_text(decisions) + 2 if decisions else 0)
             text, key_points = conversation_digest(request.messages, max(room, 1), request.counter.count_text)

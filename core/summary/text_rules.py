@@ -10,6 +10,17 @@ from typing import Any
 from .redact import redact
 
 WHITESPACE = re.compile(r"\s+")
+# Words that say nothing about what a text is about: recall leaves them out of its queries, digests out of their
+# measure of how much a sentence tells.
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both but
+by can could did do does doing don down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just let like me more most my myself no nor not now of
+off on once only or other our ours ourselves out over own same she should so some such than that the their theirs
+them themselves then there these they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves yes oh hey hi really also got get
+know think thing things much many one ever well going go did tell told said say
+""".split())
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
 # Tool arguments that name the file a tool reads or writes.

@@ -4,7 +4,7 @@ from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
-from precis.core.summary.digest import conversation_digest, is_conversation, session_label
+from precis.core.summary.digest import conversation_digest, is_conversation, merged_digest, session_label
 from precis.core.summary.summarize import LLMActionItem, LLMSummaryOut, says_something, without_noise
 
 COUNT = TokenCounter().count_text
@@ -36,6 +36,41 @@ def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_senten
     assert COUNT(small) <= 40
     for line in small.splitlines()[1:]:
         assert line.startswith("[") or any(line == full for full in text.splitlines())
+
+
+def test_greetings_thanks_and_reactions_are_stripped_and_a_message_keeps_one_line():
+    messages = [Message(role="system", content="Session 4 - 10:37 am on 27 June, 2023"),
+                Message(role="user", content="Caroline: Wow, Melanie! That's awesome. Thanks, Mel! Last Friday I went "
+                                             "to an LGBTQ+ counseling workshop. My grandma gave me this necklace in "
+                                             "Sweden."),
+                Message(role="assistant", content="Melanie: I totally agree, Caroline! How have you been?")]
+    text, lines = conversation_digest(messages, 200, COUNT)
+    assert lines == ["Caroline: Last Friday I went to an LGBTQ+ counseling workshop. My grandma gave me this "
+                     "necklace in Sweden."]
+    assert "awesome" not in text and "Melanie:" not in text
+
+
+def test_merged_digests_rank_the_lines_of_every_stretch_together_under_their_dates():
+    bland = ["We talked about the weather for a while.", "It was a nice day outside, really.",
+             "The afternoon went by slowly as usual.", "Things have been about the same as before.",
+             "We just stayed in and rested all day.", "Nothing much else happened this time around."]
+
+    def stretch(date: str, fact: str) -> list[Message]:
+        talk = [Message(role="system", content=f"Session - 1:00 pm on {date}")]
+        for said in [fact, *bland]:
+            talk += [Message(role="user", content=f"Caroline: {said}"),
+                     Message(role="assistant", content=f"Melanie: That's so great to hear. {said[:12]}?")]
+        return talk
+    first = stretch("8 May, 2023", "I adopted a guinea pig named Oscar in March.")
+    second = stretch("20 July, 2023", "Melanie's favorite book is \"Charlotte's Web\" by E. B. White.")
+    texts = [conversation_digest(part, 400, COUNT)[0] for part in (first, second)]
+    merged = merged_digest(texts, len(first) + len(second), 80, COUNT)
+    assert COUNT(merged) <= 80 and "rested" not in merged
+    assert merged.startswith("Merged conversation digest of")
+    assert "[8 May, 2023, 1:00 pm]\n- Caroline: I adopted a guinea pig named Oscar in March." in merged
+    assert "[20 July, 2023, 1:00 pm]\n- Caroline: Melanie's favorite book is \"Charlotte's Web\"" in merged
+    # A merge of merges reads its own format back.
+    assert merged_digest([merged], 99, 80, COUNT).split("\n", 1)[1] == merged.split("\n", 1)[1]
 
 
 def test_repeated_messages_collapse_into_one_line_with_a_count():
