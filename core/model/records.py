@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from .messages import new_id
 
@@ -137,6 +137,8 @@ class SummaryRecord(BaseModel):
     tokens_after: int = 0
     tokens: int = 0  # its own size in the context
     summarizer_tokens: int = 0  # what the summary calls to a model used, prompt and reply (0 for rules)
+    # Who wrote it: "rules" (rule mode, a fallback, a merge) or the provider and model ("local: SmolLM2-135M-Instruct").
+    written_by: str = ""
     trigger: str = "manual"
     usage_ratio: float = 0.0
     instructions: str | None = None
@@ -146,6 +148,13 @@ class SummaryRecord(BaseModel):
     duration_ms: float = 0.0
     status: RecordStatus = "active"
     retention: Retention | None = None
+
+    @model_validator(mode="after")
+    def _rules_wrote_it(self) -> SummaryRecord:
+        """Records saved before the writer was recorded: the rules wrote every one but a model's (left unknown)."""
+        if not self.written_by and (self.mode == "rule" or self.fallback_used or self.merged_ids):
+            self.written_by = "rules"
+        return self
 
     def result(self) -> SummaryResult:
         return SummaryResult(len(self.covered), 1, self.tokens_before, self.tokens_after)

@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Protocol
+from typing import Annotated, ClassVar, Protocol
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -18,12 +18,11 @@ from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete
 from ..providers.model_process import ModelProcessDied
-from .decisions import MAX_DECISIONS
 from .digest import conversation_digest, is_conversation
 from .facets import analyze_calls, facets_of
 from .redact import redact
-from .summary_block import key_points_of, render_artifact_trail, rule_summary
-from .text_rules import SENTENCE_END
+from .summary_block import render_artifact_trail, rule_summary
+from .text_rules import SENTENCE_END, clip
 from .tool_output import one_line
 
 log = logging.getLogger("precis.summarize")
@@ -36,6 +35,9 @@ OUTPUT_TOKENS = 512
 # 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with other work) within the 10 s.
 DEADLINE_SECONDS = 6.0  # the default of the policy's summary_seconds
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
+
+
+RULES = "rules"
 
 
 class SummarizationFailed(RuntimeError):
@@ -51,6 +53,7 @@ class SummaryDraft:
     fallback_used: bool = False
     fallback_reason: str | None = None
     summarizer_tokens: int = 0  # prompt and reply tokens of the model calls it took
+    written_by: str = RULES  # who wrote it: "rules", or the provider and model ("local: SmolLM2-135M-Instruct")
 
 
 @dataclass
@@ -156,11 +159,13 @@ def render_transcript(messages: list[Message], preserve_error_details: bool) -> 
     return blocks
 
 
+def with_instructions(system: str, request: SummaryRequest) -> str:
+    return system + ("\nAdditional instructions from the user: " + request.instructions if request.instructions else "")
+
+
 def build_request(request: SummaryRequest, window: int, output_tokens: int, counter: TokenCounter) -> list[Message]:
     """The summary request, capped so it always fits the summarizer's own window (oldest side cut first)."""
-    system = SYSTEM_PROMPT
-    if request.instructions:
-        system += "\nAdditional instructions from the user: " + request.instructions
+    system = with_instructions(SYSTEM_PROMPT, request)
     blocks = [redact(b)[0] for b in render_transcript(request.messages, request.preserve_error_details)]
     head = "Transcript to summarize:\n"
     # Room for the transcript: window minus the system prompt, the output and a margin for chat formatting.
@@ -190,7 +195,7 @@ def action_items(out: LLMSummaryOut) -> list[ActionItem]:
 SPECIFIC_TOKEN = re.compile(
     r"https?://[^\s)\]]+|`[^`\n]+`|[\w.~-]*/[\w./~-]+|\b\w*\d\w*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 # Pieces of the request itself that a small model may echo back.
-SCAFFOLDING = ("older messages cut", "assistant:", "user:", "tool result", "transcript to summarize")
+SCAFFOLDING = ("older messages cut", "assistant:", "user:", "system:", "tool result", "transcript to summarize")
 
 
 def is_grounded(text: str, source: str) -> bool:
@@ -271,6 +276,8 @@ class LLMSummarizer:
     provider: Provider
     mode: SummaryMode = "llm"
     sleep: Callable[[float], None] = time.sleep
+    output_tokens: ClassVar[int] = OUTPUT_TOKENS
+    reply_schema: ClassVar[dict | None] = SUMMARY_SCHEMA  # the grammar the reply is held to
     # Caps the request (transcript + output): prompt processing time grows with it (the embedded model reads a
     # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
@@ -291,9 +298,9 @@ class LLMSummarizer:
     def _ask(self, request: SummaryRequest) -> LLMSummaryOut:
         counter = self._counter(request.counter)
         # The schema bounds the JSON to well under this many tokens; the rendered text is cut to the cap later.
-        output_tokens = min(OUTPUT_TOKENS, self.provider.context_window() // 4)
+        output_tokens = min(self.output_tokens, self.provider.context_window() // 4)
         window = min(self.provider.context_window(), self.max_request_tokens)
-        prompt = build_request(request, window, output_tokens, counter)
+        prompt = self._prompt(request, window, output_tokens, counter)
         last_error: ProviderError | None = None
         reply: str | None = None
         cancel = CancelToken()
@@ -307,7 +314,7 @@ class LLMSummarizer:
                 try:
                     # Greedy decoding: the same stretch of conversation gives the same summary.
                     answer = complete(self.provider, prompt, max_tokens=output_tokens, temperature=0.0,
-                                      json_schema=SUMMARY_SCHEMA, cancel=cancel)
+                                      json_schema=self.reply_schema, cancel=cancel)
                 except Cancelled:
                     break
                 except ModelProcessDied as exc:
@@ -330,16 +337,7 @@ class LLMSummarizer:
         if reply is None:
             self.attempts.append("transport")
             raise SummaryFallback(f"summarizer unavailable: {last_error}")
-        try:
-            # strict=False: a raw newline inside a string is still the JSON the model meant.
-            out = LLMSummaryOut.model_validate(json.loads(reply, strict=False))
-        except (ValueError, ValidationError) as exc:
-            self.attempts.append("invalid")
-            preview = redact(reply[:200])[0]
-            errors = exc.error_count() if isinstance(exc, ValidationError) else 0
-            problem = f"{errors} schema error{'s' * (errors != 1)}" if errors else "not JSON"
-            log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
-            raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
+        out = self._parse(reply)
         source = "\n".join(m.content + "".join(json.dumps(c.arguments) for c in m.tool_calls)
                             for m in request.messages).lower()
         out, dropped = ground(out, source)
@@ -354,6 +352,22 @@ class LLMSummarizer:
             raise SummaryFallback("the model's narrative was punctuation, numbering or markup only")
         self.attempts.append("ok")
         return out
+
+    def _prompt(self, request: SummaryRequest, window: int, output_tokens: int,
+                counter: TokenCounter) -> list[Message]:
+        return build_request(request, window, output_tokens, counter)
+
+    def _parse(self, reply: str) -> LLMSummaryOut:
+        try:
+            # strict=False: a raw newline inside a string is still the JSON the model meant.
+            return LLMSummaryOut.model_validate(json.loads(reply, strict=False))
+        except (ValueError, ValidationError) as exc:
+            self.attempts.append("invalid")
+            preview = redact(reply[:200])[0]
+            errors = exc.error_count() if isinstance(exc, ValidationError) else 0
+            problem = f"{errors} schema error{'s' * (errors != 1)}" if errors else "not JSON"
+            log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
+            raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
         facets = Facets(decisions=out.decisions, action_items=action_items(out),
@@ -373,6 +387,8 @@ class LLMSummarizer:
             draft.fallback_used, draft.fallback_reason = True, str(exc)
         else:
             draft = self._draft(request, out)
+            if not draft.fallback_used:
+                draft.written_by = f"{self.provider.name}: {self.provider.model}"
         draft.summarizer_tokens = self.tokens_used  # spent even when the answer was not used
         return draft
 
@@ -381,35 +397,99 @@ class SummaryFallback(Exception):
     pass
 
 
+NARRATIVE_SYSTEM = "You write a short summary of a conversation between a user and an AI assistant."
+NARRATIVE_ASK = "Summarize the conversation above in two or three sentences."
+NARRATIVE_LINE_CHARS = 160  # of each message, the start
+NARRATIVE_OUTPUT_TOKENS = 80
+NARRATIVE_CHARS = 600  # LLMSummaryOut's narrative
+
+
+def narrative_request(request: SummaryRequest, window: int, output_tokens: int,
+                      counter: TokenCounter) -> list[Message]:
+    """What the people said, for a narrative: the start of each user and assistant message (with the tool calls
+    it made; the tools' results are in the rules' trail). Capped to fit `window`: the opening message and as many
+    of the newest as fit, in order."""
+    system = with_instructions(NARRATIVE_SYSTEM, request)
+    lines = [redact(clip(" ".join(block.split()), NARRATIVE_LINE_CHARS))[0]
+             for block in render_transcript(request.messages, request.preserve_error_details)
+             if not block.startswith("TOOL RESULT")]
+    room = window - output_tokens - counter.count_text(system) - counter.count_text(NARRATIVE_ASK) - 32
+    opening, newest = lines[:1], []
+    used = sum(counter.count_text(line) + 1 for line in opening)
+    if used > room:
+        opening, used = [], 0
+    for line in reversed(lines[1:]):
+        used += counter.count_text(line) + 1
+        if used > room:
+            break
+        newest.insert(0, line)
+    text = "\n".join([*opening, *newest])
+    return [Message(role="system", content=system), Message(role="user", content=f"{text}\n\n{NARRATIVE_ASK}")]
+
+
+# Below this many tokens left beside the rules' trail, a narrative would not fit: the model is not asked.
+MIN_NARRATIVE_TOKENS = 40
+NO_ROOM = "no room for the model's narrative beside the rules' trail"
+
+
 @dataclass
 class HybridSummarizer(LLMSummarizer):
-    """Facts from the rules (files, commands, errors, tool usage, the user's requests); narrative from the model."""
+    """The rules' summary (requests, key points, files, commands, errors, decisions) plus the model's narrative,
+    which only takes room the trail does not need: a hybrid summary keeps at least what the rules' keeps."""
 
     mode: SummaryMode = "hybrid"
+    # The model writes only the story, in plain text, from the start of each message: a short request and reply
+    # with no grammar, so the embedded model finishes within the summary's time limit on two cores
+    # (benchmarks/bench_local_model.py); in JSON it wrote worse and slower.
+    output_tokens: ClassVar[int] = NARRATIVE_OUTPUT_TOKENS
+    reply_schema: ClassVar[dict | None] = None
+    max_request_tokens: int = 512
+
+    def _prompt(self, request: SummaryRequest, window: int, output_tokens: int,
+                counter: TokenCounter) -> list[Message]:
+        return narrative_request(request, window, output_tokens, counter)
+
+    def _parse(self, reply: str) -> LLMSummaryOut:
+        text = " ".join(reply.split())
+        # Cut at the reply's last full sentence: a reply stopped by its token cap ends mid-sentence.
+        ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", text)]
+        text = clip(text[:ends[-1]] if ends else text, NARRATIVE_CHARS)
+        if not text:
+            self.attempts.append("empty")
+            raise SummaryFallback("the model's narrative was empty")
+        return LLMSummaryOut(narrative=text)
+
+    def summarize(self, request: SummaryRequest) -> SummaryDraft:
+        if not is_conversation(request.messages) and self._narrative_room(request) < MIN_NARRATIVE_TOKENS:
+            draft = RuleSummarizer().summarize(request)
+            draft.fallback_used, draft.fallback_reason = True, NO_ROOM
+            return draft
+        return super().summarize(request)
+
+    @staticmethod
+    def _narrative_room(request: SummaryRequest) -> int:
+        """Tokens the cap leaves beside the trail (the rules' key points give way to a narrative)."""
+        facets = facets_of(request.messages, analyze_calls(request.messages))
+        return request.max_tokens - request.counter.count_text(render_artifact_trail(facets)) - 16
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
-        pairs = analyze_calls(request.messages)
-        facets = facets_of(request.messages, pairs)
-        # The model's decisions first; the rules' (choices, rejections, the user's corrections) fill the top five.
-        facets.decisions = list(dict.fromkeys([*out.decisions, *facets.decisions]))[:MAX_DECISIONS]
-        facets.action_items = action_items(out)
-        facets.unresolved_questions = out.unresolved_questions
-        facets.entities = list(dict.fromkeys([*facets.entities, *out.entities]))
-        # The trail and the user's words are what users miss most after compaction: they get room first, and
-        # within it the least needed parts go first (not simply the end of the text). In a conversation the
-        # dated digest of both speakers takes the trail's place.
-        trail_budget = request.max_tokens * 6 // 10
+        count = request.counter.count_text
         if is_conversation(request.messages):
-            trail = conversation_digest(request.messages, trail_budget, request.counter.count_text)[0]
-        else:
-            trail = render_artifact_trail(facets, trail_budget, request.counter.count_text)
-        narrative_budget = request.max_tokens - request.counter.count_text(trail) - 8
-        narrative = fit_text(render_llm_text(out), max(narrative_budget, 16), request.counter)
-        # Facts first: a reader (and the model) meets the requests, files, commands and errors before the story.
-        text = fit_text("\n\n".join(p for p in (trail, narrative) if p), request.max_tokens, request.counter)
-        # A small model often gives no key points: the rules' then stand (the record always has some).
-        key_points = out.key_points or key_points_of(request.messages, pairs)
-        return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
+            # The dated digest of both speakers takes the trail's place, the narrative the rest.
+            facets = facets_of(request.messages, analyze_calls(request.messages))
+            digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count)
+            narrative = fit_text(out.narrative.strip(), max(request.max_tokens - count(digest) - 8, 16),
+                                 request.counter)
+            text = fit_text("\n\n".join(p for p in (digest, narrative) if p), request.max_tokens, request.counter)
+            return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="hybrid")
+        sentences = [s.strip() for s in SENTENCE_END.split(out.narrative) if s.strip()]
+        text, key_points, facets = rule_summary(request.messages, max_tokens=request.max_tokens, count_tokens=count,
+                                                narrative=sentences)
+        if not sentences or sentences[0] not in text:  # the trail needed all the room after all
+            draft = RuleSummarizer().summarize(request)
+            draft.fallback_used, draft.fallback_reason = True, NO_ROOM
+            return draft
+        return SummaryDraft(text=text, key_points=key_points, facets=facets, mode="hybrid")
 
 
 def make_summarizer(mode: SummaryMode, provider: Provider | None = None,

@@ -26,6 +26,9 @@ MIN_SUMMARY_TOKENS = 50
 MAX_REQUESTS = 60
 COMMAND_LIMIT = 120
 
+# A narrative's sentences drop after the key points and before any part of the trail (commands turn dense at 0.5).
+NARRATIVE_DROP_RANK = 0.25
+
 # Key point priorities: what a reader most needs when the originals are gone.
 _FAILED, _DECISION_POINT, _CHANGE, _STATEMENT, _ROUTINE = 4, 3, 2, 2, 1
 
@@ -237,13 +240,15 @@ def rule_summary(
     *,
     max_tokens: int,
     count_tokens: Callable[[str], int],
+    narrative: list[str] | None = None,
 ) -> tuple[str, list[str], Facets]:
     """One block summarizing `messages`, at most `max_tokens` as counted by `count_tokens`.
 
     Returns (text, key points present in the text, facets). Under budget pressure key points go first (oldest
-    side), then the commands are grouped by program, then identifiers, files only read, error lines, commands,
-    files modified and error names drop; user requests go last. Below 50 tokens of room the block is a one-line
-    marker.
+    side), then the narrative's sentences (hybrid: a model's story of the stretch, its last sentences first), then
+    the commands are grouped by program, then identifiers, files only read, error lines, commands, files modified
+    and error names drop; user requests go last. So a narrative only ever takes room the trail does not need.
+    Below 50 tokens of room the block is a one-line marker.
     """
     pairs = analyze_calls(messages)
     facets = facets_of(messages, pairs)
@@ -259,8 +264,9 @@ def rule_summary(
               f"{roles['tool']} tool results" + (f", {roles['system']} system" if roles["system"] else "") + ")")
     key_points = key_points_of(messages, pairs)
     key_point_section = _Section("Key points", list(key_points), drop_rank=0)
+    story = _Section("What happened", list(narrative or []), drop_rank=NARRATIVE_DROP_RANK, drop_from="end")
     requests, *trail = _trail_sections(facets)
-    sections = [requests, key_point_section, *trail]
+    sections = [requests, story, key_point_section, *trail]
     text = _fit(header, sections, max_tokens, count_tokens)
     if text is None:
         marker = f"[{n} earlier messages summarized; no room for details]"

@@ -14,7 +14,13 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ServerError
 from precis.core.storage.interchange import read_transcript
-from precis.core.summary.summarize import HybridSummarizer, LLMSummarizer, SummarizationFailed
+from precis.core.summary.summarize import (
+    HybridSummarizer,
+    LLMSummarizer,
+    RuleSummarizer,
+    SummarizationFailed,
+    SummaryRequest,
+)
 
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
@@ -470,7 +476,39 @@ def test_hybrid_takes_facts_from_rules_and_narrative_from_the_model():
     assert "/repo/app/loader.py" in record.facets.files_read
     assert any(c.command.startswith("pytest tests/test_loader.py") for c in record.facets.commands)
     assert "parse_config" in record.text and "/repo/app/loader.py" in record.text
-    assert record.facets.decisions == ["use TOML"]
+    # The model is asked for the story only (a short request and reply); the rules wrote everything else.
+    assert "JSON only: {\"narrative\"" in provider.calls[0][0].content
+    assert record.key_points and "review the loader" not in record.text  # the model's extra fields are not used
+
+
+# A scripted narrative: the embedded model cannot answer on demand for every case hypothesis draws.
+NARRATIVE = json.dumps({"narrative": "The agent read the challenge files. It then ran the scripts to get the flag."})
+
+
+def trail_lines(text: str) -> list[str]:
+    """The lines of a rule summary other than its header and its key points (the part a narrative gives way to)."""
+    lines, section = [], ""
+    for line in text.splitlines()[1:]:
+        if not line.startswith("- "):
+            section = line
+        if section != "Key points:":
+            lines.append(line)
+    return lines
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cap=st.integers(min_value=60, max_value=1200), start=st.integers(min_value=0, max_value=20))
+def test_a_hybrid_summary_keeps_every_line_of_the_rules_trail(cap, start):
+    messages = read_transcript(TRANSCRIPTS[0])[start:start + 24]
+    request = SummaryRequest(messages=messages, max_tokens=cap, counter=COUNTER)
+    rule = RuleSummarizer().summarize(request)
+    hybrid = HybridSummarizer(ScriptedProvider([NARRATIVE])).summarize(request)
+    assert COUNTER.count_text(hybrid.text) <= cap
+    assert set(trail_lines(rule.text)) <= set(hybrid.text.splitlines())
+    if hybrid.mode == "hybrid":
+        assert "The agent read the challenge files." in hybrid.text and hybrid.written_by == "scripted: scripted"
+    else:  # no room beside the trail: the rules' summary, saying why
+        assert hybrid.fallback_used and hybrid.text == rule.text and hybrid.written_by == "rules"
 
 
 # ----- drift and real transcripts ----------------------------------------------------------------------------------
