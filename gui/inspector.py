@@ -171,12 +171,19 @@ CHAIN_COLUMNS = (
     ("Time", "When the summary was made"),
     ("Msgs", "Original messages it replaced"),
     ("Tokens", "Context tokens before → after"),
-    ("Mode", "How it was written: rule, llm or hybrid"),
+    ("Mode", "How it was written (rule, llm or hybrid) and by whom: the rules, or the provider and model"),
     ("Fallback", "Whether the rule-based summary stood in for a failed LLM summary"),
     ("Redact.", "Secrets redacted"),
     ("Trail coverage", "Facts the rules extract from the originals (files, commands, errors, names, requests) "
                        "that the model still sees; the summarizer's own yardstick (hover for what is missing)"),
 )
+
+
+def written(record: SummaryRecord) -> str:
+    """The Mode cell: `rule`, or the mode and the model that wrote it: `hybrid · SmolLM2-135M-Instruct`."""
+    if record.written_by in ("", "rules"):
+        return record.mode
+    return f"{record.mode} · {record.written_by.split(': ', 1)[-1]}"
 
 
 def retention_share(record: SummaryRecord) -> str:
@@ -436,7 +443,7 @@ class Inspector(QFrame):
                 (str(len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)), ""),
                 (f"{compact_tokens(record.tokens_before)} → {compact_tokens(record.tokens_after)}",
                  f"{record.tokens_before:,} → {record.tokens_after:,} tokens"),
-                (record.mode, ""),
+                (written(record), f"{record.mode}, written by {record.writer}"),
                 ("yes" if record.fallback_used else "no", record.fallback_reason or ""),
                 (str(record.redactions), ""),
                 # The share in the cell; the counts by kind and what is missing in the tooltip.
@@ -533,7 +540,7 @@ def record_markdown(record: SummaryRecord) -> str:
             + (f" ×{c.count}" if c.count > 1 else "") for c in facets.commands[:30]))
     if facets.tool_usage:
         parts.append("**Tool usage**\n\n" + "\n".join(f"- {t.tool}: {t.count}" for t in facets.tool_usage))
-    meta = [f"mode {record.mode}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms",
+    meta = [f"mode {record.mode}", f"written by {record.writer}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms",
             f"{record.tokens:,} tokens", f"summarizer used {record.summarizer_tokens:,} tokens"]
     if record.instructions:
         meta.append(f"instructions: {record.instructions}")

@@ -16,7 +16,7 @@ from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import is_digest, merged_digest
 from ..summary.redact import redact, redact_obj
 from ..summary.retention import TrailFacts, check_facts, collect_facts, union_facts
-from ..summary.summarize import SummaryDraft, SummaryRequest, fit_text
+from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
 from .archive import Archive
 from .prompt import PromptAssembler
@@ -249,7 +249,8 @@ class Summarization:
             facets=Facets.model_validate(facets_dump),
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
             first_message_id=candidates[0].id, last_message_id=candidates[-1].id,
-            summarizer_tokens=draft.summarizer_tokens, tokens_before=before.total, trigger=reason,
+            summarizer_tokens=draft.summarizer_tokens, written_by=draft.written_by, tokens_before=before.total,
+            trigger=reason,
             usage_ratio=round(before.ratio, 4), instructions=instructions, fallback_used=draft.fallback_used,
             fallback_reason=draft.fallback_reason, redactions=max(in_originals, n_text + n_points + n_facets))
         record.tokens = counter.count_text(record.text)
@@ -299,7 +300,8 @@ class Summarization:
             depth=1, parent_id=children[0].parent_id, mode=children[-1].mode,
             first_message_id=children[0].first_message_id, last_message_id=children[-1].last_message_id,
             text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
-            merged_ids=[c.id for c in children], tokens_before=before.total, trigger="merge at maximum depth",
+            merged_ids=[c.id for c in children], written_by=RULES, tokens_before=before.total,
+            trigger="merge at maximum depth",
             usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
         record.tokens = self.setup.counter.count_text(record.text)
         folded = {c.id for c in children}

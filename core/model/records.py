@@ -156,6 +156,11 @@ class SummaryRecord(BaseModel):
             self.written_by = "rules"
         return self
 
+    @property
+    def writer(self) -> str:
+        """Who wrote it, for display (records saved before it was recorded may not say)."""
+        return self.written_by or "a model (not recorded)"
+
     def result(self) -> SummaryResult:
         return SummaryResult(len(self.covered), 1, self.tokens_before, self.tokens_after)
 

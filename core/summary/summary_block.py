@@ -266,7 +266,7 @@ def rule_summary(
     key_point_section = _Section("Key points", list(key_points), drop_rank=0)
     story = _Section("What happened", list(narrative or []), drop_rank=NARRATIVE_DROP_RANK, drop_from="end")
     requests, *trail = _trail_sections(facets)
-    sections = [requests, story, key_point_section, *trail]
+    sections = [requests, key_point_section, *trail, story]  # the documents' hybrid: the rules' sections, then the story
     text = _fit(header, sections, max_tokens, count_tokens)
     if text is None:
         marker = f"[{n} earlier messages summarized; no room for details]"

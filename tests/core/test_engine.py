@@ -15,6 +15,7 @@ from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ServerError
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import (
+    NARRATIVE_ASK,
     HybridSummarizer,
     LLMSummarizer,
     RuleSummarizer,
@@ -332,6 +333,7 @@ def test_undo_returns_the_chain_to_its_parent_and_undoes_merges():
     third = engine.summarize_now()  # depth 2 reached: the two oldest merge first
     merged = next(r for r in engine.records if r.merged_ids)
     assert set(merged.merged_ids) == {first.id, second.id}
+    assert merged.written_by == "rules"  # a merge's text is rebuilt by the rules
     assert [r.id for r in engine.chain()] == [merged.id, third.id]
     engine.undo_last()
     assert [r.id for r in engine.chain()] == [merged.id]
@@ -463,7 +465,7 @@ def test_summary_request_always_fits_the_summarizers_window():
 
 
 def test_hybrid_takes_facts_from_rules_and_narrative_from_the_model():
-    provider = ScriptedProvider([VALID])
+    provider = ScriptedProvider(["The user asked about `parse_config`; we fixed the loader. Then"])
     engine, _ = llm_engine(provider, mode="hybrid")
     engine.append(user("please fix the failing import in `app/loader.py`"))
     for m in tool_pair("Read", {"file_path": "/repo/app/loader.py"}, "1\timport tomllib\n2\tdef load(): ..."):
@@ -475,14 +477,18 @@ def test_hybrid_takes_facts_from_rules_and_narrative_from_the_model():
     assert record.mode == "hybrid"
     assert "/repo/app/loader.py" in record.facets.files_read
     assert any(c.command.startswith("pytest tests/test_loader.py") for c in record.facets.commands)
-    assert "parse_config" in record.text and "/repo/app/loader.py" in record.text
-    # The model is asked for the story only (a short request and reply); the rules wrote everything else.
-    assert "JSON only: {\"narrative\"" in provider.calls[0][0].content
-    assert record.key_points and "review the loader" not in record.text  # the model's extra fields are not used
+    assert "/repo/app/loader.py" in record.text and "ModuleNotFoundError" in record.text
+    # The rules' sections, then the model's story (plain text, cut at its last full sentence), as document 002 has it.
+    assert record.text.endswith("What happened:\n- The user asked about `parse_config`; we fixed the loader.")
+    # The model is sent what the people said (the tools' results are in the trail), and asked for a story only.
+    request = provider.calls[0][1].content
+    assert "please fix the failing import" in request and "TOOL RESULT" not in request
+    assert request.endswith(NARRATIVE_ASK)
+    assert record.written_by == "scripted: scripted"  # provider and model, on the record
 
 
 # A scripted narrative: the embedded model cannot answer on demand for every case hypothesis draws.
-NARRATIVE = json.dumps({"narrative": "The agent read the challenge files. It then ran the scripts to get the flag."})
+NARRATIVE = "The agent read the challenge files. It then ran the scripts to get the flag."
 
 
 def trail_lines(text: str) -> list[str]:

@@ -36,6 +36,7 @@ def test_the_local_model_summarizes_a_chat_served_by_llama_cpp_server(tmp_path, 
     summarizer, record = _summarize_stored_chat(tmp_path, {"mode": "llm", "summarizer": "local"}, chat_provider)
     assert isinstance(summarizer.provider, LocalProvider)
     assert summarizer.attempts == ["ok"] and record.mode == "llm" and not record.fallback_used
+    assert record.written_by == "local: SmolLM2-135M-Instruct"
     # The summary call's cost is on the record (shown in the inspector and `precis history`).
     assert record.summarizer_tokens > 0
 
@@ -47,6 +48,7 @@ def test_another_provider_summarizes_a_chat_on_the_local_model(tmp_path, llama_s
     assert isinstance(summarizer.provider, OpenAICompatProvider) and summarizer.provider.model == "smollm2"
     # Answered over HTTP by the server: a summary that did not reach it would be the rules' with the reason.
     assert summarizer.attempts == ["ok"] and not record.fallback_used and record.summarizer_tokens > 0
+    assert record.written_by == "openai: smollm2"
 
 
 def test_the_chats_model_summarizes_by_default(local_provider):

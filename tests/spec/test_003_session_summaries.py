@@ -3,8 +3,6 @@ summary that keeps the rules' key points when the model gives none. See tests/sp
 
 from __future__ import annotations
 
-import json
-
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.summary.decisions import extract_decisions
@@ -50,7 +48,7 @@ def test_003_hybrid_keeps_the_rules_key_points_and_decisions_when_the_model_give
     # A fake model, to produce on demand what the embedded model often returns: a narrative and nothing else.
     assistant, result = run_command_messages("echo cache ready")
     messages = [*CONVERSATION, assistant, result]
-    reply = json.dumps({"narrative": "The user asked for caching of the API client."})
+    reply = "The user asked for caching of the API client."  # hybrid asks for the story only, in plain text
     draft = HybridSummarizer(ScriptedProvider([reply])).summarize(
         SummaryRequest(messages, max_tokens=600, counter=TokenCounter()))
     assert not draft.fallback_used  # the model's narrative was used ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
+from precis.core.model.records import CoveredMessage, SummaryRecord
 from precis.core.storage.store import open_store
 
 
@@ -29,7 +30,7 @@ def test_summarize_then_history_then_undo(tmp_path, capsys):
     assert main(["--data-dir", str(data), "history", chat[:8], "--full"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("1. ") and "messages 1-14" in out[1]
-    assert "rule, manual, " in out[1] and " tokens itself, instructions: keep the file names" in out[1]
+    assert "rule, written by rules, manual, " in out[1] and " tokens itself, instructions: keep the file names" in out[1]
     assert out[2].startswith("   first: Step 0: please look at cache_0.py")
     assert out[3].startswith("   last:  Step 13: We decided to use an LRU cache for module 13.")
 
@@ -51,3 +52,27 @@ def test_nothing_to_undo_or_summarize_is_bad_input(tmp_path, capsys):
     assert main(["--data-dir", str(data), "history", "nope"]) == 1
     err = capsys.readouterr().err
     assert "precis undo-summary:" in err and "precis summarize:" in err and "no chat with id or title 'nope'" in err
+
+
+def test_the_record_says_which_model_wrote_it_after_a_round_trip_through_sqlite(tmp_path, capsys):
+    data = tmp_path / "data"
+    chat = _chat(data)
+    with open_store(data) as store:
+        covered = store.load_messages(chat)[:4]
+        by_model = SummaryRecord(mode="hybrid", text="The user asked about caches.", written_by="local: SmolLM2-135M-Instruct",
+                                 covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered])
+        store.save_summary(chat, by_model, [m.id for m in covered])
+    with open_store(data) as store:
+        [loaded] = store.load_records(chat)
+    assert loaded.written_by == "local: SmolLM2-135M-Instruct"
+    assert main(["--data-dir", str(data), "history", "cache work"]) == 0
+    assert "hybrid, written by local: SmolLM2-135M-Instruct, " in capsys.readouterr().out
+
+
+def test_records_saved_before_the_writer_was_recorded_say_what_is_known():
+    # As an older Precis stored them: no written_by in the record's JSON.
+    old_rule = SummaryRecord.model_validate_json('{"mode": "rule", "text": "Summary of 4 messages"}')
+    old_fallback = SummaryRecord.model_validate_json('{"mode": "hybrid", "fallback_used": true}')
+    old_model = SummaryRecord.model_validate_json('{"mode": "hybrid", "text": "The user asked."}')
+    assert old_rule.writer == "rules" and old_fallback.writer == "rules"
+    assert old_model.writer == "a model (not recorded)"
