@@ -1,8 +1,12 @@
-"""The chat flow: a virtualized list (model + painting delegate) that stays smooth with 10,000 messages."""
+"""The chat flow: a virtualized list (model + painting delegate) that stays smooth with 10,000 messages.
+
+Each message offers its actions (copy, edit, regenerate, pin, summarize up to here) as chips in its header while the
+mouse is over it, and the same actions in its context menu (right click, the Menu key or Shift+F10)."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu
 
 from .conversation_model import ConversationModel, Row, build_rows
@@ -10,12 +14,15 @@ from .message_delegate import READING_WIDTH, MessageDelegate, search_pattern
 
 __all__ = ["READING_WIDTH", "ConversationView", "Row", "build_rows"]
 
+# The context menu's words for the hover actions (the chips are shorter).
+MENU_LABELS = {"copy": "Copy message", "edit": "Edit and resend", "regenerate": "Regenerate reply",
+               "pin": "Pin (never summarize)", "unpin": "Unpin", "summarize": "Summarize up to here"}
+
 
 class ConversationView(QListView):
     """The chat flow. Signals carry the row's key (message id or 'summary:<record id>')."""
 
     pin_requested = Signal(str, bool)
-    copy_requested = Signal(str)
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     summarize_up_to_requested = Signal(str)
@@ -23,7 +30,7 @@ class ConversationView(QListView):
     status = Signal(str)
     clear_search_requested = Signal()  # Esc while a search is highlighted
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, editable: bool = True) -> None:
         super().__init__(parent)
         self.setObjectName("conversation")
         self.conversation = ConversationModel(self)
@@ -39,9 +46,9 @@ class ConversationView(QListView):
         self.setUniformItemSizes(False)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.setMouseTracking(False)
-        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.customContextMenuRequested.connect(self._context_menu)
+        self.setMouseTracking(True)  # the hovered message shows its actions
+        # False for a read-only flow (the inspector's archive): its messages can only be copied.
+        self.editable = editable
         # While `following`, the view stays at the end as rows are laid out (in batches) or grow (a streamed reply).
         self.following = False
         self.verticalScrollBar().rangeChanged.connect(self._follow)
@@ -49,6 +56,7 @@ class ConversationView(QListView):
         self.conversation.row_streamed.connect(self._repaint_row)
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
+        self.delegate.action_triggered.connect(self.trigger)
         self.clicked.connect(self._clicked)
 
     def set_highlight(self, text: str) -> None:
@@ -71,6 +79,14 @@ class ConversationView(QListView):
     def keyPressEvent(self, event) -> None:  # noqa: N802
         if event.key() == Qt.Key.Key_Escape and self.delegate.highlight is not None:
             self.clear_search_requested.emit()
+            return
+        shift_f10 = event.key() == Qt.Key.Key_F10 and event.modifiers() == Qt.KeyboardModifier.ShiftModifier
+        if event.key() == Qt.Key.Key_Menu or shift_f10:  # accepted here, so Qt sends no context menu event as well
+            self._menu_at_current()
+            return
+        if event.matches(QKeySequence.StandardKey.Copy) and self.currentIndex().isValid():
+            if "copy" in self.row_actions(self.currentIndex().row()):
+                self.trigger("copy", self.currentIndex().row())
             return
         super().keyPressEvent(event)
 
@@ -112,28 +128,78 @@ class ConversationView(QListView):
         self.following = False
         super().scrollTo(index, hint)
 
-    def _context_menu(self, point) -> None:
-        index = self.indexAt(point)
-        if not index.isValid():
+    # ---- actions on a message: hover chips, the context menu (mouse or keyboard), Ctrl+C ------------------------
+    def row_actions(self, number: int) -> list[str]:
+        """The actions a message row offers, in the order shown (see message_delegate.ACTION_LABELS)."""
+        row = self.conversation.row_at(number)
+        message = row.message
+        if message is None or row.streaming or row.kind in ("tool_call", "tool_result"):
+            return []
+        if not self.editable:
+            return ["copy"]
+        actions = ["copy"]
+        if message.role in ("user", "assistant"):
+            last = self._last_of(message.role)
+            if last is not None and last.message.id == message.id:
+                actions.append("edit" if message.role == "user" else "regenerate")
+        actions.append("unpin" if message.pinned else "pin")
+        if message.role != "system":
+            actions.append("summarize")
+        return actions
+
+    def trigger(self, action: str, number: int) -> None:
+        message = self.conversation.row_at(number).message
+        if action == "copy":
+            QGuiApplication.clipboard().setText(message.content)
+            self.status.emit("Message copied.")
+        elif action == "edit":
+            self.edit_requested.emit(message.id)
+        elif action == "regenerate":
+            self.regenerate_requested.emit(message.id)
+        elif action in ("pin", "unpin"):
+            self.pin_requested.emit(message.id, action == "pin")
+        elif action == "summarize":
+            self.summarize_up_to_requested.emit(message.id)
+
+    def _set_hovered(self, number: int | None) -> None:
+        previous, self.delegate.hovered = self.delegate.hovered, number
+        if previous != number:
+            for changed in (previous, number):
+                if changed is not None:
+                    self._repaint_row(changed)
+
+    def mouseMoveEvent(self, event) -> None:  # noqa: N802
+        super().mouseMoveEvent(event)
+        index = self.indexAt(event.position().toPoint())
+        self._set_hovered(index.row() if index.isValid() else None)
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        super().leaveEvent(event)
+        self._set_hovered(None)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        """The row's actions as a menu: at the mouse, or (Menu key, Shift+F10) at the current row."""
+        if event.reason() == event.Reason.Keyboard:
+            self._menu_at_current()
             return
-        row = self.conversation.row_at(index.row())
+        index = self.indexAt(event.pos())
+        if index.isValid():
+            self.actions_menu(index.row()).exec(self.viewport().mapToGlobal(event.pos()))
+
+    def _menu_at_current(self) -> None:
+        index = self.currentIndex()
+        if index.isValid():
+            rect = self.visualRect(index).intersected(self.viewport().rect())
+            self.actions_menu(index.row()).exec(self.viewport().mapToGlobal(rect.center()))
+
+    def actions_menu(self, number: int) -> QMenu:
+        row = self.conversation.row_at(number)
         menu = QMenu(self)
-        if row.message is not None:
-            message = row.message
-            menu.addAction("Copy message", lambda: self.copy_requested.emit(message.id))
-            menu.addAction("Unpin" if message.pinned else "Pin (never summarize)",
-                           lambda: self.pin_requested.emit(message.id, not message.pinned))
-            if message.role != "system":
-                menu.addAction("Summarize up to here", lambda: self.summarize_up_to_requested.emit(message.id))
-            last_user = self._last_of("user")
-            last_assistant = self._last_of("assistant")
-            if last_user is not None and last_user.message.id == message.id:
-                menu.addAction("Edit and resend", lambda: self.edit_requested.emit(message.id))
-            if last_assistant is not None and last_assistant.message.id == message.id:
-                menu.addAction("Regenerate reply", lambda: self.regenerate_requested.emit(message.id))
-        else:
+        for action in self.row_actions(number):
+            menu.addAction(MENU_LABELS[action], lambda action=action: self.trigger(action, number))
+        if row.record is not None:
             menu.addAction("Show in the inspector", lambda: self.summary_selected.emit(row.record.id))
-        menu.exec(self.viewport().mapToGlobal(point))
+        return menu
 
     def _last_of(self, role: str) -> Row | None:
         for row in reversed(self.conversation.rows()):

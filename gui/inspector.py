@@ -312,7 +312,7 @@ class Inspector(QFrame):
         self.summary_text = QTextEdit()
         self.summary_text.setDocument(SafeDocument(self.summary_text))
         self.summary_text.setReadOnly(True)
-        self.archived_view = ConversationView()
+        self.archived_view = ConversationView(editable=False)
         self.archived_view.setToolTip("The original messages this summary replaced (read-only)")
         self.before_text = QTextEdit()
         self.before_text.setDocument(SafeDocument(self.before_text))

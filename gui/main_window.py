@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QGuiApplication
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
     QMainWindow,
@@ -236,7 +236,6 @@ class MainWindow(QMainWindow):
         self.inspector.message_selected.connect(self._reveal_message)
         conversation.summary_selected.connect(self._select_summary)
         conversation.pin_requested.connect(self.set_pinned)
-        conversation.copy_requested.connect(self._copy_message)
         conversation.edit_requested.connect(lambda _id: self.edit_last())
         conversation.regenerate_requested.connect(lambda _id: self.regenerate())
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
@@ -583,12 +582,6 @@ class MainWindow(QMainWindow):
                              "Unpinned: this message can be summarized again.")
 
         self.chat.set_pinned(message_id, pinned, keep_selected)
-
-    def _copy_message(self, message_id: str) -> None:
-        number = self.conversation.conversation.row_of(message_id)
-        if number is not None:
-            QGuiApplication.clipboard().setText(self.conversation.conversation.row_at(number).message.content)
-            self.status.tell("Message copied.", 3000)
 
     def _select_summary(self, record_id: str) -> None:
         self._show_inspector()

@@ -26,7 +26,7 @@ from PySide6.QtGui import (
     QTextCursor,
     QTextDocument,
 )
-from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate
+from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
 
 from . import theme
 from .conversation_model import Row, RowRole
@@ -46,6 +46,19 @@ TOOL_INDENT = 24
 EXPANDED_TOOL_LINES = 400
 SUMMARY_PREVIEW_LINES = 3
 DOC_CACHE_SIZE = 300
+CHIP_H = 18
+CHIP_GAP = 4
+# The actions a hovered message offers in its header, in the order shown (the view decides which apply).
+ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "pin": "Pin", "unpin": "Unpin",
+                 "summarize": "Summarize up to here"}
+ACTION_TIPS = {
+    "copy": "Copy the message's text (Ctrl+C)",
+    "edit": "Put your message back in the box; sending replaces it and its reply",
+    "regenerate": "Write this reply again; the earlier one is kept as an alternative",
+    "pin": "Always send this message; summaries never take it",
+    "unpin": "Let summaries take this message again",
+    "summarize": "Summarize the messages up to and including this one",
+}
 STREAM_RELAYOUT_MS = 250
 
 def search_pattern(text: str) -> re.Pattern[str] | None:
@@ -76,6 +89,7 @@ class MessageDelegate(QStyledItemDelegate):
 
     copied = Signal(str)
     toggled = Signal(int)
+    action_triggered = Signal(str, int)  # (action, row number): a hover action was clicked
 
     def __init__(self, view: QListView) -> None:
         super().__init__(view)
@@ -87,6 +101,8 @@ class MessageDelegate(QStyledItemDelegate):
         self._relayout.setSingleShot(True)
         self._relayout.timeout.connect(self._emit_size_changes)
         self._width = 0
+        # The row under the mouse: its card shows the actions the view offers for it (view.row_actions).
+        self.hovered: int | None = None
         # Words of the current search, as one pattern matching each word's prefix; their matches are highlighted.
         self.highlight: re.Pattern[str] | None = None
         # The row being streamed: ((key, width), its plain document, the text in it).
@@ -279,7 +295,7 @@ class MessageDelegate(QStyledItemDelegate):
             self._paint_card(painter, option, index, row)
         painter.restore()
 
-    def _card_rect(self, option) -> QRect:
+    def card_rect(self, option) -> QRect:
         inset = self._reading_inset()
         return option.rect.adjusted(MARGIN_X + inset, MARGIN_Y, -MARGIN_X - inset, -MARGIN_Y)
 
@@ -291,7 +307,7 @@ class MessageDelegate(QStyledItemDelegate):
         wanted = body_h + self._chrome(row, hidden)
         self._remember_height(row, index.row(), wanted)
 
-        card = self._card_rect(option)
+        card = self.card_rect(option)
         background = {
             "user": theme.current.user_bubble, "assistant": theme.current.assistant_bubble, "system": theme.current.system_bubble,
             "summary": theme.current.summary_bubble,
@@ -307,15 +323,21 @@ class MessageDelegate(QStyledItemDelegate):
         colour = QColor(theme.current.role_colours.get("summary" if kind == "summary" else row.message.role, theme.current.muted))
         header = QRect(card.left() + PAD_X, card.top() + PAD_Y - 2, card.width() - 2 * PAD_X, HEADER_H)
         painter.setFont(self.header_font)
-        badges = self._badges(row)
         metrics = QFontMetrics(self.header_font)
+        actions = self.action_rects(card, self._view.row_actions(index.row())) if index.row() == self.hovered else []
+        if actions:  # hovered: the actions stand where the time and badges were
+            right_part = header.right() - actions[0][0].left()
+            self._paint_actions(painter, actions)
+        else:
+            badges = self._badges(row)
+            right_part = metrics.horizontalAdvance(badges) if badges else 0
+            painter.setPen(QColor(theme.current.muted))
+            painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, badges)
         # The title gives way to the time and badges on a narrow card: elided, never drawn under them.
-        title_width = header.width() - (metrics.horizontalAdvance(badges) + 12 if badges else 0)
+        title_width = header.width() - (right_part + 12 if right_part else 0)
         title = metrics.elidedText(self._title(row), Qt.TextElideMode.ElideRight, max(0, title_width))
         painter.setPen(colour)
         painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
-        painter.setPen(QColor(theme.current.muted))
-        painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, badges)
 
         painter.translate(card.left() + PAD_X, card.top() + PAD_Y + HEADER_H)
         # Draw only what the viewport shows: a long row costs what is visible, not its whole length.
@@ -335,6 +357,42 @@ class MessageDelegate(QStyledItemDelegate):
             painter.setFont(self.body_font)
             painter.drawText(QRectF(0, body_h, width, self._line_h), Qt.AlignmentFlag.AlignLeft,
                              f"Show all ({hidden} more lines)")
+
+    def action_rects(self, card: QRect, actions: list[str]) -> list[tuple[QRect, str]]:
+        """Where a hovered card's action chips go (viewport coordinates): right-aligned in its header."""
+        metrics = QFontMetrics(self.header_font)
+        top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
+        right = card.right() - PAD_X
+        rects = []
+        for action in reversed(actions):
+            width = metrics.horizontalAdvance(ACTION_LABELS[action]) + 14
+            rects.append((QRect(right - width, top, width, CHIP_H), action))
+            right -= width + CHIP_GAP
+        return rects[::-1]
+
+    def _paint_actions(self, painter: QPainter, actions: list[tuple[QRect, str]]) -> None:
+        for rect, action in actions:
+            painter.setPen(QPen(QColor(theme.current.border)))
+            painter.setBrush(QColor(theme.current.surface))
+            painter.drawRoundedRect(QRectF(rect), 4, 4)
+            painter.setPen(QColor(theme.current.accent))
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, ACTION_LABELS[action])
+
+    def action_at(self, option, index: QModelIndex, position: QPoint) -> str | None:
+        """The hover action under a point of the viewport, if the row is hovered and shows one there."""
+        if index.row() != self.hovered:
+            return None
+        for rect, action in self.action_rects(self.card_rect(option), self._view.row_actions(index.row())):
+            if rect.contains(position):
+                return action
+        return None
+
+    def helpEvent(self, event, view, option, index) -> bool:  # noqa: N802
+        action = self.action_at(option, index, event.pos())
+        if action is None:
+            return super().helpEvent(event, view, option, index)
+        QToolTip.showText(event.globalPos(), ACTION_TIPS[action], view)
+        return True
 
     def _title(self, row: Row) -> str:
         if row.record is not None:
@@ -421,8 +479,12 @@ class MessageDelegate(QStyledItemDelegate):
             return False
         row: Row = index.data(RowRole)
         position = event.position().toPoint()
+        action = self.action_at(option, index, position)
+        if action is not None:
+            self.action_triggered.emit(action, index.row())
+            return True
         if row.kind not in ("tool_call", "tool_result"):
-            card = self._card_rect(option)
+            card = self.card_rect(option)
             local = position - QPoint(card.left() + PAD_X, card.top() + PAD_Y + HEADER_H)
             doc, chips, hidden = self._document(row, self._text_width())
             for rect, code in chips:

@@ -1,0 +1,109 @@
+"""Actions on a message, as a user reaches them: chips in its header while hovered, and its context menu from the
+mouse or the keyboard (Menu key); Ctrl+C copies. Real window, real SQLite file."""
+
+from __future__ import annotations
+
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from PySide6.QtCore import QPoint, Qt, QTimer
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
+
+from tests.gui.test_window import dialogue, idle, open_imported_chat
+
+
+def row_number(view, text_end: str) -> int:
+    rows = view.conversation.rows()
+    return next(i for i, r in enumerate(rows) if r.message is not None and r.message.content.endswith(text_end))
+
+
+def hover(qtbot, view, number: int) -> None:
+    view.scrollTo(view.conversation.index(number))
+    qtbot.mouseMove(view.viewport(), view.visualRect(view.conversation.index(number)).center())
+    qtbot.waitUntil(lambda: view.delegate.hovered == number, timeout=5_000)
+
+
+def chip(view, number: int, action: str) -> QPoint:
+    """Where the hovered row paints the chip of this action."""
+    option = QStyleOptionViewItem()
+    option.rect = view.visualRect(view.conversation.index(number))
+    rects = dict((name, rect) for rect, name in view.delegate.action_rects(view.delegate.card_rect(option),
+                                                                            view.row_actions(number)))
+    return rects[action].center()
+
+
+def click_chip(qtbot, view, number: int, action: str) -> None:
+    hover(qtbot, view, number)
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=chip(view, number, action))
+
+
+def choose_from_popup(text: str, seen: list[list[str]]) -> None:
+    """Once the context menu is up, note its entries and choose one (as a user would)."""
+    menu = QApplication.activePopupWidget()
+    if menu is None:
+        QTimer.singleShot(20, lambda: choose_from_popup(text, seen))
+        return
+    seen.append([action.text() for action in menu.actions()])
+    chosen = next(action for action in menu.actions() if action.text() == text)
+    menu.close()
+    chosen.trigger()
+
+
+def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    window = make_window()
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
+    view = window.conversation
+    last_user, last_reply = row_number(view, "step 14."), row_number(view, "step 15.")
+    assert view.row_actions(last_user) == ["copy", "edit", "pin", "summarize"]
+    assert view.row_actions(last_reply) == ["copy", "regenerate", "pin", "summarize"]
+    assert view.row_actions(row_number(view, "step 13.")) == ["copy", "pin", "summarize"]
+
+    # The header changes while hovered: the chips stand where the time was.
+    index = view.conversation.index(last_reply)
+    view.scrollTo(index)
+    plain = view.viewport().grab(view.visualRect(index)).toImage()
+    hover(qtbot, view, last_reply)
+    qtbot.waitUntil(lambda: view.viewport().grab(view.visualRect(index)).toImage() != plain, timeout=5_000)
+
+    click_chip(qtbot, view, last_reply, "copy")
+    assert QGuiApplication.clipboard().text() == "Migration plan, step 15."
+    assert window.statusBar().currentMessage() == "Message copied."
+
+    click_chip(qtbot, view, last_user, "edit")
+    assert window.composer.text() == "Migration plan, step 14." and "Editing" in window.composer.hint.text()
+    window.cancel_edit()
+
+    third = row_number(view, "step 3.")
+    click_chip(qtbot, view, third, "pin")
+    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[3].pinned, timeout=20_000)
+    third = row_number(view, "step 3.")
+    assert "unpin" in view.row_actions(third)
+
+    # The keyboard: the Menu key opens the current message's menu, with the same actions.
+    view.setFocus()
+    view.setCurrentIndex(view.conversation.index(third))
+    seen: list[list[str]] = []
+    QTimer.singleShot(0, lambda: choose_from_popup("Unpin", seen))
+    qtbot.keyClick(view, Qt.Key.Key_Menu)
+    assert seen == [["Copy message", "Unpin", "Summarize up to here"]]
+    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[3].pinned, timeout=20_000)
+    QGuiApplication.clipboard().clear()
+    view.setCurrentIndex(view.conversation.index(row_number(view, "step 3.")))
+    qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == "Migration plan, step 3."
+
+    click_chip(qtbot, view, row_number(view, "step 9."), "summarize")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    assert window.chat.snapshot.chain[0].covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
+
+
+def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    window = make_window()
+    open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    window.inspector.select_record(window.chat.snapshot.chain[0].id)
+    archive = window.inspector.archived_view
+    assert archive.conversation.rowCount() > 0
+    assert all(archive.row_actions(n) == ["copy"] for n in range(archive.conversation.rowCount()))
