@@ -8,9 +8,9 @@ the field in the window's words, and OK stays disabled until all are valid.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QPushButton,
     QScrollArea,
     QTabWidget,
     QVBoxLayout,
@@ -31,34 +32,13 @@ from PySide6.QtWidgets import (
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.discovery import FoundModel
-from ..core.providers.registry import DEFAULT_MODELS, KINDS
+from ..core.providers.registry import DEFAULT_MODELS, ProviderChoice, check_connection, make_provider
 from ..core.storage.store import ChatSettings
 from .model_picker import BUILT_IN, ModelPicker
+from .workers import Runner
 
 PROVIDER_KEY = "provider"
-
-@dataclass
-class ProviderChoice:
-    kind: str = "local"
-    base_url: str = ""
-    model: str = ""
-    # The local model's weights repacked for CPU-specific kernels (llama.cpp's use_extra_bufts); off by default
-    # because the AMX path crashes on SmolLM2.
-    extra_buffer_types: bool = False
-    # The local model's GGUF file ('' : the built-in SmolLM2).
-    model_path: str = ""
-
-    @classmethod
-    def from_setting(cls, value: Any) -> ProviderChoice:
-        value = value if isinstance(value, dict) else {}
-        return cls(kind=value.get("kind", "local") if value.get("kind") in KINDS else "local",
-                   base_url=value.get("base_url", "") or "", model=value.get("model", "") or "",
-                   extra_buffer_types=value.get("extra_buffer_types") is True,
-                   model_path=value.get("model_path", "") if isinstance(value.get("model_path"), str) else "")
-
-    def to_setting(self) -> dict[str, Any]:
-        return {"kind": self.kind, "base_url": self.base_url, "model": self.model,
-                "extra_buffer_types": self.extra_buffer_types, "model_path": self.model_path}
+LOCAL_PAGE = "Local model"
 
 
 class _FieldSet:
@@ -123,6 +103,8 @@ class _FieldSet:
                 values[field.name] = editor.currentText()
             elif field.kind == "text":
                 values[field.name] = editor.toPlainText()
+            elif field.kind == "line":
+                values[field.name] = editor.text().strip()
             else:
                 try:
                     values[field.name] = field.parse(editor.text())
@@ -167,7 +149,10 @@ def _connect(editor: QWidget, slot) -> None:
 class SettingsDialog(QDialog):
     """Edits the global provider and summarization settings and, when a chat is open, that chat's settings."""
 
+    tested = Signal(bool)  # Test connection has its answer (True: the server answered)
+
     # The schemas the pages are generated from.
+    provider_model = ProviderChoice
     policy_model = SummarizationPolicy
     chat_model = ChatSettings
 
@@ -177,32 +162,42 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
         self._chat_base = chat
+        self._testing = False
         self.tabs = tabs = QTabWidget()
 
-        # Provider
+        # Provider and Local model: one schema (ProviderChoice), its fields on the page they name
+        self._runner = Runner(parent=self)
+        provider_fields = [f for f in setting_fields(self.provider_model) if f.page != LOCAL_PAGE]
+        local_fields = [f for f in setting_fields(self.provider_model) if f.page == LOCAL_PAGE]
+        initial = provider.model_dump()
         provider_page = QWidget()
         provider_form = QFormLayout(provider_page)
-        self.kind = QComboBox()
-        self.kind.addItems(list(KINDS))
-        self.kind.setCurrentText(provider.kind)
-        self.base_url = QLineEdit(provider.base_url)
-        self.base_url.setPlaceholderText("default endpoint (e.g. http://localhost:11434/v1 for Ollama)")
-        self.model = QLineEdit(provider.model)
+        self.provider_fields = _FieldSet(provider_fields, initial, provider_form, self.validate)
+        self.kind = self.provider_fields.editors["kind"]
+        self.base_url = self.provider_fields.editors["base_url"]
+        self.base_url.setPlaceholderText("the provider's own endpoint (e.g. http://localhost:11434/v1 for Ollama)")
+        self.model = self.provider_fields.editors["model"]
         self.api_key = QLineEdit()
         self.api_key.setEchoMode(QLineEdit.EchoMode.Password)
         self.api_key.setPlaceholderText("stored in the OS keyring" + (" (a key is saved)" if key_saved else ""))
+        provider_form.addRow("API key", self.api_key)
+        self.test_button = QPushButton("Test connection")
+        self.test_button.setToolTip("Ask the server for its models with these settings (nothing is saved)")
+        self.test_button.clicked.connect(self.test_connection)
+        self.test_result = QLabel("")
+        self.test_result.setWordWrap(True)
+        test_line = QHBoxLayout()
+        test_line.addWidget(self.test_button)
+        test_line.addWidget(self.test_result, 1)
+        provider_form.addRow("", test_line)
         self.provider_error = QLabel("")
         self.provider_error.setObjectName("error")
         self.provider_error.setWordWrap(True)
+        provider_form.addRow("", self.provider_error)
         note = QLabel("The local model (SmolLM2, offline) is the default. Keys are kept in the OS keyring, "
                       "never in the chat database.")
         note.setObjectName("muted")
         note.setWordWrap(True)
-        provider_form.addRow("Provider", self.kind)
-        provider_form.addRow("Base URL", self.base_url)
-        provider_form.addRow("Model", self.model)
-        provider_form.addRow("API key", self.api_key)
-        provider_form.addRow("", self.provider_error)
         provider_form.addRow(note)
         tabs.addTab(provider_page, "Provider")
 
@@ -211,9 +206,6 @@ class SettingsDialog(QDialog):
         served = (provider.base_url, provider.model) if provider.kind == "openai" and provider.base_url else None
         self.model_picker = ModelPicker(provider.kind == "local", provider.model_path, served)
         self.model_picker.chosen.connect(self._model_picked)
-        self.extra_buffer_types = QCheckBox("Repack weights for this CPU (extra buffer types)")
-        self.extra_buffer_types.setToolTip("Faster on some CPUs; on Intel AMX CPUs it crashes the local model")
-        self.extra_buffer_types.setChecked(provider.extra_buffer_types)
         local_page = QWidget()
         local_layout = QVBoxLayout(local_page)
         local_note = QLabel("Pick the model replies come from: the built-in one, a GGUF file found on this computer "
@@ -223,9 +215,11 @@ class SettingsDialog(QDialog):
         local_note.setWordWrap(True)
         local_layout.addWidget(local_note)
         local_layout.addWidget(self.model_picker, 1)
-        local_layout.addWidget(self.extra_buffer_types)
+        local_form = QFormLayout()
+        self.local_fields = _FieldSet(local_fields, initial, local_form, self.validate)
+        local_layout.addLayout(local_form)
         self.local_page = local_page
-        tabs.addTab(local_page, "Local model")
+        tabs.addTab(local_page, LOCAL_PAGE)
 
         # Summarization
         policy_page = QWidget()
@@ -271,15 +265,52 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(self.buttons)
-        self.kind.currentTextChanged.connect(self.validate)
-        self.base_url.textChanged.connect(self.validate)
-        self.model.textChanged.connect(self.validate)
         self.validate()
 
     # ---- reading the form -----------------------------------------------------------------------------------
+    def _provider_values(self) -> tuple[dict[str, Any], dict[str, str]]:
+        values, errors = self.provider_fields.values()
+        local_values, local_errors = self.local_fields.values()
+        return {**values, **local_values, "model_path": self._model_path}, {**errors, **local_errors}
+
     def provider_choice(self) -> ProviderChoice:
-        return ProviderChoice(self.kind.currentText(), self.base_url.text().strip(), self.model.text().strip(),
-                              self.extra_buffer_types.isChecked(), self._model_path)
+        """The provider settings as they stand (only called once they are valid: OK is disabled until then)."""
+        return self.provider_model.model_validate(self._provider_values()[0])
+
+    def test_connection(self) -> None:
+        """Ask the server these settings name for its models, off the GUI thread; say what it answered."""
+        values, _errors = self._provider_values()
+        key = self.entered_key() or None
+        self._testing = True
+        self.validate()
+        self.test_result.setObjectName("muted")
+        self.test_result.setText(f"Asking {values['base_url'] or 'the ' + values['kind'] + ' API'} for its models…")
+        self._restyle(self.test_result)
+
+        def ask(_job) -> str:
+            provider = make_provider(values["kind"], base_url=values["base_url"] or None,
+                                     model=values["model"] or None, api_key=key)
+            try:
+                return check_connection(provider)
+            finally:
+                provider.close()
+
+        job = self._runner.submit("test the connection", ask)
+        job.succeeded.connect(lambda text: self._tested(text, ok=True))
+        job.failed.connect(lambda error: self._tested(error, ok=False))
+
+    def _tested(self, text: str, ok: bool) -> None:
+        self._testing = False
+        self.test_result.setObjectName("" if ok else "error")
+        self.test_result.setText(text if ok else f"Failed: {text}")
+        self._restyle(self.test_result)
+        self.validate()
+        self.tested.emit(ok)
+
+    @staticmethod
+    def _restyle(label: QLabel) -> None:
+        label.style().unpolish(label)
+        label.style().polish(label)
 
     def _model_picked(self, model: FoundModel) -> None:
         """A GGUF file is run by the local model; an Ollama model is reached through its OpenAI-compatible API."""
@@ -330,12 +361,10 @@ class SettingsDialog(QDialog):
                     else:
                         chat_errors[field] = reason
             errors.update({f"chat.{k}": v for k, v in chat_errors.items()})
-        choice = self.provider_choice()
-        url = choice.base_url
-        if url and not url.startswith(("http://", "https://")):
-            errors["provider"] = f"the base URL must start with http:// or https://, not {url[:30]!r}"
-        if choice.kind == "local" and (url or choice.model):
-            errors["provider"] = "the local model has no base URL or model name to set; choose openai or anthropic"
+        values, provider_errors = self._provider_values()
+        provider_errors.update({k: v for k, v in setting_errors(self.provider_model, values).items()
+                                if k not in provider_errors})
+        errors.update({f"provider.{k}": v for k, v in provider_errors.items()})
         return errors
 
     def validate(self) -> bool:
@@ -348,9 +377,15 @@ class SettingsDialog(QDialog):
                                                  if k.startswith("chat_policy.")})
             self.chat_cross_error.setText(errors.get("chat_policy.", ""))
         self.cross_error.setText(errors.get("", ""))
-        self.provider_error.setText(errors.get("provider", ""))
+        provider_errors = {k.removeprefix("provider."): v for k, v in errors.items() if k.startswith("provider.")}
+        self.provider_fields.show_errors(provider_errors)
+        self.local_fields.show_errors(provider_errors)
+        self.provider_error.setText(provider_errors.get("", ""))
         kind = self.kind.currentText()
-        self.model.setPlaceholderText(DEFAULT_MODELS.get(kind, "SmolLM2-135M-Instruct (built in)"))
+        self.model.setPlaceholderText(DEFAULT_MODELS.get(kind, "the model picked in Local model"))
+        self.test_button.setEnabled(kind != "local" and not provider_errors and not self._testing)
+        self.test_button.setToolTip("Ask the server for its models with these settings (nothing is saved)"
+                                    if kind != "local" else "The local model runs on this computer: no connection")
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(not errors)
         return not errors
 

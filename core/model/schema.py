@@ -2,7 +2,9 @@
 per-chat overrides, the validation messages and the README's settings table.
 
 A setting is a field with a `title` (the label in the window) and a `description` (its help); `json_schema_extra`
-may give a `unit`. A unit starting with "%" marks a fraction shown as a percentage: 0.8 is shown and typed as 80.
+may give a `unit`, a `page` (the settings page it is edited on, when a model's fields are on two) and `line` (true:
+a string edited on one line, such as a URL, not as a block of text). A unit starting with "%" marks a fraction
+shown as a percentage: 0.8 is shown and typed as 80.
 The range comes from the field's ge/gt/le/lt/max_length constraints. Fields without a title are stored but are
 not settings a person edits (a chat's model, provider and base URL are set elsewhere).
 """
@@ -23,9 +25,10 @@ class SettingField:
     name: str
     title: str
     help: str
-    kind: Literal["bool", "choice", "int", "optional_int", "float", "text"]
+    kind: Literal["bool", "choice", "int", "optional_int", "float", "text", "line"]
     default: Any
     unit: str = ""
+    page: str = ""
     choices: tuple[str, ...] = ()
     low: float | None = None
     low_inclusive: bool = True
@@ -92,6 +95,8 @@ def setting_fields(model: type[BaseModel]) -> list[SettingField]:
             continue
         extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
         kind, choices = _kind(info.annotation)
+        if kind == "text" and extra.get("line"):
+            kind = "line"
         bounds: dict[str, Any] = {}
         for rule in info.metadata:
             if isinstance(rule, annotated_types.Ge):
@@ -106,7 +111,8 @@ def setting_fields(model: type[BaseModel]) -> list[SettingField]:
                 bounds.update(max_length=rule.max_length)
         fields.append(SettingField(name=name, title=info.title, help=info.description or "", kind=kind,
                                    default=info.get_default(call_default_factory=True),
-                                   unit=str(extra.get("unit", "")), choices=choices, **bounds))
+                                   unit=str(extra.get("unit", "")), page=str(extra.get("page", "")),
+                                   choices=choices, **bounds))
     return fields
 
 
@@ -140,6 +146,8 @@ def setting_errors(model: type[BaseModel], values: dict[str, Any]) -> dict[str, 
 
 def _reason(field: SettingField, err: dict[str, Any]) -> str:
     kind = err["type"]
+    if kind == "value_error":  # a validator's own words
+        return err["msg"].removeprefix("Value error, ")
     if kind in ("greater_than", "greater_than_equal", "less_than", "less_than_equal", "string_too_long"):
         return f"must be {field.range_text()}"
     if field.kind == "choice":

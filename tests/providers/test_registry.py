@@ -57,3 +57,14 @@ def test_kinds(monkeypatch):
     assert isinstance(make_provider("anthropic", api_key="k"), AnthropicProvider)
     with pytest.raises(ValueError, match="local, openai, anthropic"):
         make_provider("gemini")
+
+
+def test_a_stored_provider_setting_keeps_what_is_still_valid():
+    from precis.core.providers.registry import ProviderChoice
+
+    choice = ProviderChoice(kind="openai", base_url="http://localhost:11434/v1", model="smollm2:135m")
+    assert ProviderChoice.from_setting(choice.to_setting()) == choice
+    # An unknown kind and an address that is not a URL fall back; the model file and loading choice stay.
+    stored = {"kind": "grok", "base_url": "ftp://x", "model_path": "/models/a.gguf", "extra_buffer_types": True}
+    assert ProviderChoice.from_setting(stored) == ProviderChoice(model_path="/models/a.gguf", extra_buffer_types=True)
+    assert ProviderChoice.from_setting("not a dict") == ProviderChoice()
