@@ -94,6 +94,11 @@ class Summarization:
         if not policy.enabled:
             return None, self.armed
         armed = self.armed or ratio < policy.reset_ratio or self.since_summary >= policy.rearm_messages
+        messages = self.archive.messages
+        if messages and messages[-1].tool_calls:
+            # The call's results come next, before the model is asked anything: summarizing now could only take
+            # what precedes the call (a call is never parted from its results), a stretch of two or three messages.
+            return None, armed
         if ratio >= 1.0 and not self.assembler.fits_by_shrinking_old_outputs():
             # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.
             return ("overflow" if self.candidates(policy.min_recent) else None), armed
@@ -219,16 +224,18 @@ class Summarization:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.meter.usage(recall=False)
         if len(chain) >= policy.max_depth:
-            self._merge_oldest(len(chain) - policy.max_depth + 2)
-        elif len(chain) > 1 and (self.summary_cap() < MIN_SUMMARY_ROOM * 4
-                                 or before.floor_ratio >= policy.trigger_ratio):
-            # The chain has used its share, or what no summary removes sits above the trigger: fold the chain into
-            # one summary rather than summarizing a couple of messages at a time.
-            self._merge_oldest(len(chain))
+            self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth")
+        elif len(chain) > 1 and self.summary_cap() < MIN_SUMMARY_ROOM * 4:
+            # The chain has used its share: fold it into one summary rather than summarizing a couple of messages
+            # at a time.
+            self._merge_oldest(len(chain), "merge: the summaries used their share")
+        elif len(chain) > 1 and before.floor_ratio >= policy.trigger_ratio:
+            self._merge_oldest(len(chain), "merge: what no summary removes is above the trigger")
         chain = self.archive.chain  # a merge rebuilds it
         extra = "\n".join(p for p in (policy.extra_instructions, instructions or "") if p) or None
         cap = self.summary_cap()
-        if cap < MIN_SUMMARY_ROOM:
+        marker = cap < MIN_SUMMARY_ROOM
+        if marker:
             draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
                                  key_points=[], facets=Facets(), mode=setup.summarizer.mode)
         else:
@@ -245,7 +252,8 @@ class Summarization:
         parent = chain[-1].id if chain else None
         record = SummaryRecord(
             depth=len(chain) + 1, parent_id=parent, mode=draft.mode,
-            text=fit_text(text, max(cap, 1), counter), key_points=key_points,
+            # The marker stays whole (a dozen tokens): cut to a room under 50 it would say nothing ("[").
+            text=text if marker else fit_text(text, cap, counter), key_points=key_points,
             facets=Facets.model_validate(facets_dump),
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in candidates],
             first_message_id=candidates[0].id, last_message_id=candidates[-1].id,
@@ -288,8 +296,9 @@ class Summarization:
         retention = check_facts(self._facts_of(record), self.meter.context_text())
         record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
 
-    def _merge_oldest(self, count: int) -> SummaryRecord:
-        """At the maximum depth, fold the oldest summaries into one instead of refusing: the chat never stops."""
+    def _merge_oldest(self, count: int, reason: str) -> SummaryRecord:
+        """Fold the oldest summaries into one instead of refusing (at the maximum depth, or when the chain has used
+        its share): the chat never stops."""
         started = time.perf_counter()
         before = self.meter.usage(recall=False)
         children = self.archive.chain[:count]
@@ -300,8 +309,7 @@ class Summarization:
             depth=1, parent_id=children[0].parent_id, mode=children[-1].mode,
             first_message_id=children[0].first_message_id, last_message_id=children[-1].last_message_id,
             text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
-            merged_ids=[c.id for c in children], written_by=RULES, tokens_before=before.total,
-            trigger="merge at maximum depth",
+            merged_ids=[c.id for c in children], written_by=RULES, tokens_before=before.total, trigger=reason,
             usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
         record.tokens = self.setup.counter.count_text(record.text)
         folded = {c.id for c in children}

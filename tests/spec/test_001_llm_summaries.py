@@ -150,6 +150,21 @@ def test_001_a_summary_keeps_to_its_share_of_the_budget():
         assert chain <= 768
 
 
+def test_001_too_little_room_gives_a_marker_not_a_summary():
+    # `if (maxSafeTokens < 50) return '[Summary omitted - insufficient budget]'`. A 1,300-token system prompt in a
+    # budget of 1,792 (window 2,048, 256 for the reply) leaves the summaries half of what is under the trigger:
+    # (1,433 - 1,300 - 4 - 3) / 2 = 63 tokens, less one summary of 30 or so.
+    engine = ContextEngine(Budget(window=2048, reserve_output=256), SummarizationPolicy(mode="rule"), TokenCounter(),
+                           system_prompt="hello world" + " hello world" * 649)
+    messages = turns(12)
+    for message in messages:
+        engine.append(message, auto=False)
+    engine.summarize_now(up_to=messages[1].id)
+    assert engine.summarization.summary_cap() < 50
+    record = engine.summarize_now(up_to=messages[3].id)
+    assert record.text == "[2 earlier messages archived; no room for a summary]"
+
+
 def test_001_a_summary_over_its_cap_is_cut_with_a_mark():
     # `summary.slice(0, charLimit) + '\n[Summary truncated]'`, counted in tokens rather than characters.
     text = " ".join(f"fact{n}" for n in range(200))
