@@ -9,15 +9,21 @@ import time
 
 from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING
+from ..summary.digest import SPEAKER, session_label
 from ..summary.summarize import fit_text
+from ..summary.text_rules import SENTENCE_END
 from .archive import Archive
-from .recall import RecallSearch
+from .recall import RecallSearch, content_words, terms
 from .usage import ContextItem, ContextSetup
 
 # Matches asked of the search function, the least room worth a snippet, one snippet's share of the room.
 RECALL_CANDIDATES = 24
 MIN_RECALL_ROOM = 24
 RECALL_SNIPPET_SHARE = 0.4
+# A recalled message keeps its first sentences (where a reply answers) and those with a word asked about.
+OPENING_SENTENCES = 2
+# The best matches are recalled with the two messages that followed them, the others with one (their reply).
+BEST_MATCHES = 3
 
 
 class Recaller:
@@ -47,40 +53,43 @@ class Recaller:
         return items[:position] + recalled + items[position:]
 
     def _recall(self, query: str, room: int) -> list[ContextItem]:
-        """The best matching archived originals as snippets (speaker, date, message id), each with the message that
-        answered it (in conversation the fact is often in the reply), within `room` tokens, in chat order."""
+        """The best matching archived originals as snippets (speaker, date, message id), within `room` tokens, in
+        chat order: each match with the message that answered it, best match first (in conversation the fact is
+        often in the reply), then while there is room the message after that reply."""
         archive = self.archive
         messages = archive.messages
         snippet_cap = max(int(room * RECALL_SNIPPET_SHARE), MIN_RECALL_ROOM)
-        chosen: dict[int, ContextItem] = {}
-        for message_id in self.search(query, RECALL_CANDIDATES):
-            position = archive.position.get(message_id)
-            if position is None or position in chosen or not archive.is_archived(message_id):
+        hits = [p for p in map(archive.position.get, self.search(query, RECALL_CANDIDATES)) if p is not None]
+        matched, chosen, asked = set(hits), {}, set(content_words(query))
+        # The best matches with the two messages after them, the others with their reply.
+        wanted = [m for rank, p in enumerate(hits) for m in range(p, p + (3 if rank < BEST_MATCHES else 2))]
+        for member in wanted:
+            if (member >= len(messages) or member in chosen or messages[member].role == "system"
+                    or not archive.is_archived(messages[member].id)
+                    or (member not in matched and member - 1 not in chosen)):
                 continue
-            group = [position]
-            reply = position + 1
-            if (reply < len(messages) and reply not in chosen and messages[reply].role != "system"
-                    and archive.is_archived(messages[reply].id)):
-                group.append(reply)
-            for member in group:
-                item = self._snippet(member, min(snippet_cap, room))
-                if item is None:
-                    return [chosen[p] for p in sorted(chosen)]
-                chosen[member] = item
-                room -= item.tokens
+            item = self._snippet(member, min(snippet_cap, room), asked, follows=member - 1 in chosen)
+            if item is None:  # too long for what is left: a shorter one further down may still fit
+                continue
+            chosen[member] = item
+            room -= item.tokens
         return [chosen[p] for p in sorted(chosen)]
 
-    def _snippet(self, position: int, room: int) -> ContextItem | None:
-        """One archived original as a recalled snippet of at most `room` tokens, or None if there is too little."""
+    def _snippet(self, position: int, room: int, asked: set[str], follows: bool = False) -> ContextItem | None:
+        """One archived original as a recalled snippet of at most `room` tokens, or None if there is too little:
+        its opening sentences and those with a word `asked` (stems). One that `follows` the snippet above it in the
+        chat needs no date of its own, nor a speaker the text already names ("Caroline: ...")."""
         counter = self.setup.counter
         original = self.archive.messages[position]
-        header = f"[Recalled from the archive: {original.name or original.role}, {self._date_of(position)}, " \
-                 f"message {original.id[:8]}]"
+        speaker = "" if SPEAKER.match(original.content) else f"{original.name or original.role}, "
+        when = "" if follows else f"{self._date_of(position)}, "
+        header = f"[Recalled: {speaker}{when}message {original.id[:8]}]"
         message = Message(role="system", content=header, id=f"{original.id}~recalled", created_at=original.created_at)
         text_room = room - counter.raw_message_tokens(message) - 1
         if text_room < MIN_RECALL_ROOM // 2:
             return None
-        message = message.with_changes(content=f"{header}\n{fit_text(original.content, text_room, counter)}")
+        text = fit_text(relevant_part(original.content, asked), text_room, counter)
+        message = message.with_changes(content=f"{header}\n{text}")
         tokens = counter.raw_message_tokens(message)
         return ContextItem("recalled", message, original.id, tokens) if tokens <= room else None
 
@@ -93,6 +102,24 @@ class Recaller:
                 continue
             marker = messages[earlier].content.strip()
             if len(marker) <= 120 and any(c.isdigit() for c in marker):
-                return marker.splitlines()[0]
+                return session_label(marker.splitlines()[0])
         created = messages[position].created_at
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
+
+
+def relevant_part(text: str, asked: set[str]) -> str:
+    """The text's first sentences, those with a word asked about and the sentence after each of them (where the
+    answer often is); each run of sentences left out is an "…"."""
+    sentences = [s for s in SENTENCE_END.split(text) if s.strip()]
+    keep = set(range(OPENING_SENTENCES))
+    for n, sentence in enumerate(sentences):
+        if any(said.startswith(word) or word.startswith(said) for said in terms(sentence) if len(said) >= 4
+               for word in asked if len(word) >= 4) or asked & set(terms(sentence)):
+            keep |= {n, n + 1}
+    kept: list[str] = []
+    for n, sentence in enumerate(sentences):
+        if n in keep:
+            kept.append(sentence)
+        elif not kept or kept[-1] != "…":
+            kept.append("…")
+    return " ".join(kept)

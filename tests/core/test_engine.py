@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
 from precis.core.context.policy import SummarizationPolicy, policy_errors
+from precis.core.context.recalling import relevant_part
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ServerError
@@ -203,6 +204,30 @@ def test_recall_puts_the_matching_archived_original_into_the_prompt():
     usage = engine.usage()
     assert 0 < usage.by_kind["recalled"] <= engine.budget.available * engine.policy.recall_ratio
     assert engine.usage(recall=False).by_kind["recalled"] == 0
+
+
+def test_a_recalled_message_keeps_its_opening_the_sentences_asked_about_and_the_one_after_each():
+    text = ("Thanks, Melanie! This is special. It was a long week at work. The weather was grey. "
+            "This necklace is a gift from my grandma in Sweden. It stands for love, faith and strength. "
+            "We ate pasta. The dog barked all night.")
+    assert relevant_part(text, {"necklac", "symbol"}) == (
+        "Thanks, Melanie! This is special. … This necklace is a gift from my grandma in Sweden. It stands for love, "
+        "faith and strength. …")
+
+
+def test_a_recalled_reply_follows_its_match_without_repeating_the_date():
+    engine = engine_with(window=2048, reserve=256)
+    engine.append(Message(role="system", content="You are helpful."))
+    engine.append(Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023"))
+    asked = user("Caroline: What did you call the greyhound you adopted in Lisbon?")
+    engine.append(asked)
+    engine.append(Message(role="assistant", content="Melanie: We called her Biscuit, after the colour."))
+    fill(engine, 12)
+    assert engine.is_archived(asked.id)
+    engine.append(user("What was the greyhound called?"))
+    recalled = [i.message.content for i in engine.recalled()]
+    assert recalled[0].startswith(f"[Recalled: 8 May, 2023, 1:56 pm, message {asked.id[:8]}]\nCaroline: ")
+    assert recalled[1].startswith("[Recalled: message ") and "Biscuit" in recalled[1]
 
 
 def test_recall_is_off_with_its_switch_and_after_the_reply():
