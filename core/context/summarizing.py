@@ -331,16 +331,19 @@ class Summarization:
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
-        the artifact trail and the user's requests get most of the room, then the newest key points (conversation
-        digests: the sentences that tell the most across all of them). It takes at most half the room the chain
-        has without them, so the chain keeps to its share with room to grow."""
-        cap = max(min(self.setup.policy.max_summary_tokens, self.chain_room(len(children)) // 2), MIN_SUMMARY_ROOM)
+        the artifact trail and the user's requests first, then the newest key points in the room left (conversation
+        digests: the sentences that tell the most across all of them). It takes at most two thirds of the room the
+        chain has without them, so the chain keeps to its share with room for the next summary (a half left
+        summaries at 8k a third below their share while the trail of the early work was cut: benchmarks/fidelity)."""
+        room = self.chain_room(len(children)) * 2 // 3
+        cap = max(min(self.setup.policy.max_summary_tokens, room), MIN_SUMMARY_ROOM)
         count = self.setup.counter.count_text
         covered = sum(len(self.archive.covered(c)) for c in children)
         if all(is_digest(c.text) for c in children):
             return merged_digest([c.text for c in children], covered, cap, count)
-        trail = render_artifact_trail(facets, cap * 6 // 10, count)
         header = f"Merged summary of {covered} earlier messages."
+        # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.
+        trail = render_artifact_trail(facets, cap - count(header) - 8, count)
         room = cap - count(header) - count(trail) - 8
         kept: list[str] = []
         for point in reversed(key_points):  # the newest points matter most for what comes next

@@ -79,8 +79,6 @@ able going gonna wanna first start next last keep kept work working look looking
 MAX_INSTRUCTION_WORDS = 20
 INSTRUCTION_MATCH_SHARE = 0.6
 COMMAND_MATCH_CHARS = 60
-# A compact trail groups commands by program on one line: "grep ×3: -r foo src; -n bar x.py (exit 1)".
-GROUP_WINDOW = 4000
 # How far before a file's name its folder may appear ("config/: dev.exs, test.exs") on the same line.
 FOLDER_WINDOW = 300
 # An exit code written next to a command on its line: "cmd (exit 1)", "Command: cmd | Exit: 1".
@@ -148,12 +146,6 @@ def normalize_command(command: str) -> str:
     while (stripped := OUTPUT_TRUNCATION.sub("", text)) != text:
         text = stripped
     return text
-
-
-def command_parts(command: str) -> tuple[str, str]:
-    """A normalized command as its program and the rest: `grep -r foo src` is ('grep', '-r foo src')."""
-    program, _, rest = command.partition(" ")
-    return program, rest
 
 
 def user_text(message: Message) -> str:
@@ -284,9 +276,6 @@ class _Context:
 
     def has_command(self, fact: CommandFact) -> bool:
         """The command (its first 60 characters), with its non-zero exit code where it had one."""
-        return self._verbatim_command(fact) or self._grouped_command(fact)
-
-    def _verbatim_command(self, fact: CommandFact) -> bool:
         probe = fact.command[:COMMAND_MATCH_CHARS]
         if probe not in self.flat:
             return False
@@ -311,26 +300,6 @@ class _Context:
             if mention and int(next(g for g in mention.groups() if g)) == fact.exit_code:
                 return True
             start = self.flat.find(probe, start + 1)
-        return False
-
-    def _grouped_command(self, fact: CommandFact) -> bool:
-        """The command in a group of its program's commands: "grep ×3: -r foo src; -n bar x.py (exit 1)"."""
-        program, rest = command_parts(fact.command)
-        probe = rest[:max(COMMAND_MATCH_CHARS - len(program) - 1, 1)]
-        if not rest or probe not in self.raw:
-            return False
-        pattern = (rf"(?<![\w./-]){re.escape(program)}(?: ×\d+)?: (?:[^\n]{{0,{GROUP_WINDOW}}}?; )?"
-                   rf"{re.escape(probe)}")
-        for match in re.finditer(pattern, self.raw):
-            if not fact.exit_code:
-                return True
-            after = match.end() + (len(rest) - len(probe) if self.raw.startswith(rest, match.end() - len(probe)) else 0)
-            # Its exit code comes before the group's next command.
-            end = min((i for i in (self.raw.find("; ", after), self.raw.find("\n", after)) if i >= 0),
-                      default=len(self.raw))
-            mention = EXIT_MENTION.search(self.raw, after, end)
-            if mention and int(mention.group(1)) == fact.exit_code:
-                return True
         return False
 
     def has_instruction(self, fact: InstructionFact) -> bool:

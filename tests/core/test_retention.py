@@ -203,22 +203,6 @@ def test_compiler_error_codes_are_errors():
     assert check_retention(messages, "build failed: TS2345 in src/a.ts").missing["errors"] == ["E0308"]
 
 
-def test_commands_grouped_by_program_are_recognized_with_their_exit_codes():
-    messages = [*call("Bash", "x", command="grep -r foo src"), *call("Bash", "Exit code 1", command="grep -n bar x.py"),
-                *call("Bash", "ok", command="git status")]
-
-    def missing(text: str) -> list[str]:
-        return check_retention(messages, text).missing["commands"]
-
-    assert missing("- grep: -r foo src; -n bar x.py (exit 1)\n- git status") == []
-    # The exit code belongs to the command it follows, not to its neighbour in the group.
-    assert missing("- grep: -r foo src (exit 1); -n bar x.py\n- git status") == ["grep -n bar x.py (exit 1)"]
-    # The rest of a command without its program (or with the program on another line) is not the command.
-    assert missing("- -r foo src; -n bar x.py (exit 1) git status") == ["grep -r foo src", "grep -n bar x.py (exit 1)"]
-    assert missing("- grep:\n-r foo src; -n bar x.py (exit 1) git status") == ["grep -r foo src",
-                                                                            "grep -n bar x.py (exit 1)"]
-
-
 def test_an_exit_code_on_the_next_line_belongs_to_the_next_command():
     messages = [*call("Bash", "Exit code 1", command="git status"), *call("Bash", "Exit code 1", command="npm test")]
     retention = check_retention(messages, "- `git status`\n- `npm test` (exit 1)")
