@@ -105,7 +105,7 @@ def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, l
     window.actions["edit-last"].trigger()
     assert window.composer.text() == "Name a colour." and "Editing" in window.composer.hint.text()
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)
-    assert window.editing is None and window.composer.text() == ""
+    assert window.sending.editing is None and window.composer.text() == ""
 
     window.actions["edit-last"].trigger()
     window.composer.edit.selectAll()

@@ -51,7 +51,7 @@ def source_file(folder: Path, number: int) -> Path:
 def fill_past_trigger(qtbot, window, folder: Path) -> None:
     """Attach files (read_file tool messages) until an automatic summary happens."""
     for number in range(12):
-        window.attach_files([str(source_file(folder, number))])
+        window.sending.attach_files([str(source_file(folder, number))])
         qtbot.waitUntil(lambda: idle(window), timeout=20_000)
         if window.chat.snapshot.chain:
             return
@@ -251,7 +251,7 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 6, timeout=10_000)
     assert store.load_messages(chat_id)[-1].content.endswith("[cancelled]")
 
-    window.attach_files([str(tmp_path / "notes.txt")])
+    window.sending.attach_files([str(tmp_path / "notes.txt")])
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 8, timeout=20_000)
     read_call, read_result = store.load_messages(chat_id)[6:]
     assert read_call.tool_calls[0].name == "read_file"
@@ -375,7 +375,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
 
 def test_the_menus_and_shortcuts_are_the_command_registry(make_window):
     window = make_window()
-    assert set(window._command_handlers()) == set(commands.REGISTRY)
+    assert set(window.handlers) == set(commands.REGISTRY)
     menus = {action.text().lstrip("&"): action.menu() for action in window.menuBar().actions()}
     for menu_name, registered in commands.menus().items():
         titles = [action.text() for action in menus[menu_name].actions() if not action.isSeparator()]

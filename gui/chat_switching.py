@@ -1,0 +1,156 @@
+"""Which chat the window shows: the chat list, creating, opening, closing and deleting chats, and showing the open
+chat's snapshots (rows, inspector, title)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..core.storage.store import ChatInfo
+from .conversation import build_rows
+from .session import Snapshot
+from .wording import NEW_CHAT_TITLE, title_from
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+
+class ChatSwitcher:
+    """The window's chat switching; the window's widgets and controller are reached through `window`."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.closing = False  # the window is closing: the chat list is no longer refreshed
+
+    def connect(self) -> None:
+        window, chat = self.window, self.window.chat
+        chat.rows_loaded.connect(lambda snap: self.show_rows(snap, scroll_to_end=True))
+        chat.snapshot_changed.connect(self.show_snapshot)
+        chat.chats_changed.connect(self.refresh_chats)
+        chat_list = window.chat_list
+        chat_list.chat_selected.connect(self.open_chat)
+        chat_list.new_requested.connect(self.new_chat)
+        chat_list.rename_requested.connect(lambda chat_id, title: (window.store.rename_chat(chat_id, title),
+                                                                   self.refresh_chats()))
+        chat_list.delete_requested.connect(self.delete_chat)
+        chat_list.search_changed.connect(self.search)
+        chat_list.hit_selected.connect(self.open_hit)
+
+    def refresh_chats(self) -> None:
+        if not self.closing:
+            self.window.chat.store_calls.newest("list the chats", lambda store: store.list_chats(), self._show_chats)
+
+    def _show_chats(self, chats: list[ChatInfo]) -> None:
+        if self.closing:
+            return
+        window = self.window
+        current = window.chat.session.chat_id if window.chat.session else None
+        window.chat_list.set_chats(chats, current)
+        self.update_title()
+        if window.chat.session is None and chats:
+            self.open_chat(chats[0].id)
+
+    def new_chat(self, title: str = NEW_CHAT_TITLE) -> str:
+        chat_id = self.window.store.create_chat(title)
+        self.refresh_chats()
+        self.open_chat(chat_id)
+        self.window.composer.edit.setFocus()
+        return chat_id
+
+    def delete_chat(self, chat_id: str) -> None:
+        window = self.window
+        window.store.delete_chat(chat_id)
+        if window.chat.is_open(chat_id):
+            self.close_chat()
+            window.conversation.conversation.set_rows([])
+        self.refresh_chats()
+        window.status.offer_undo("Chat deleted.", "Undo delete", lambda: (
+            window.store.restore_chat(chat_id), self.refresh_chats(), self.open_chat(chat_id)))
+
+    def open_chat(self, chat_id: str) -> None:
+        window = self.window
+        if window.chat.is_open(chat_id):
+            return
+        self.close_chat()
+        window.feedback.chat_switched()
+        window.sending.editing = None
+        window.chat_list.set_chats(window.chat_list.chats, chat_id)
+        window.composer.set_text(window.store.get_draft(chat_id))
+        window.chat.open(chat_id)
+        self.update_title()
+
+    def close_chat(self) -> None:
+        window = self.window
+        if window.chat.session is None:
+            return
+        window.composer.flush_draft()
+        window.chat.close()
+        window.update_actions()
+        self.update_title()
+
+    def update_title(self) -> None:
+        window = self.window
+        session = window.chat.session
+        chat = next((c for c in window.chat_list.chats if session and c.id == session.chat_id), None)
+        window.setWindowTitle(f"{chat.title} — Precis" if chat else "Precis")
+
+    def title_untitled_chat(self, text: str) -> None:
+        """A chat made with "New chat" takes its title from its first message."""
+        window = self.window
+        chat = next((c for c in window.chat_list.chats if c.id == window.chat.session.chat_id), None)
+        if chat is not None and chat.title == NEW_CHAT_TITLE and window.conversation.conversation.rowCount() == 0:
+            window.store.rename_chat(chat.id, title_from(text))
+            self.refresh_chats()
+
+    def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
+        conversation = self.window.conversation
+        keep_bottom = scroll_to_end or conversation.is_at_bottom()
+        conversation.conversation.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
+        if keep_bottom:
+            conversation.scroll_to_end()
+
+    def show_snapshot(self, snapshot: Snapshot, rebuild_rows: bool) -> None:
+        window = self.window
+        if rebuild_rows:
+            self.show_rows(snapshot)
+        window.inspector.show_snapshot(snapshot)
+        window.update_actions()
+        window.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact)
+        for event in snapshot.events:
+            window.feedback.announce(event)
+        window.snapshot_shown.emit()
+
+    def search(self, text: str) -> None:
+        """Search all chats in the background (the list shows the newest answer) and highlight the words in the
+        conversation and the archive; "" goes back to the chats and clears the highlight."""
+        window = self.window
+        if text:
+            window.chat.store_calls.newest("search", lambda store: store.search(text), window.chat_list.show_hits)
+        else:
+            window.chat.store_calls.forget("search")
+            window.chat_list.show_hits(None)
+        for view in (window.conversation, window.inspector.archived_view):
+            view.set_highlight(text)
+
+    def open_hit(self, hit) -> None:
+        """Open the chat of a search hit at the message; an archived one also in its summary's archive."""
+        window, chat = self.window, self.window.chat
+
+        def reveal(chat_id: str) -> None:
+            if chat_id != hit.chat_id:
+                return
+            chat.chat_opened.disconnect(reveal)
+            record_id = chat.snapshot.hidden.get(hit.message_id) if chat.snapshot else None
+            if record_id is None:
+                window.conversation.reveal(hit.message_id)
+                return
+            window.conversation.reveal(f"summary:{record_id}")
+            window.select_summary(record_id)
+            window.inspector.details.setCurrentWidget(window.inspector.archived_view)
+            window.inspector.archived_view.reveal(hit.message_id)
+
+        chat.chat_opened.connect(reveal)
+        if chat.is_open(hit.chat_id):
+            if chat.snapshot is not None:  # else it is opening: revealed once open
+                reveal(hit.chat_id)
+        else:
+            self.open_chat(hit.chat_id)

@@ -1,0 +1,71 @@
+"""What the window tells the user about work and its results: the status bar, the composer's hint line and the
+inspector's notice, chosen by what happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .composer import Composer
+from .controller import ChatController
+from .inspector import Inspector
+from .status import StatusLine
+
+# Why the engine summarized, in the user's words.
+AUTOMATIC_REASONS = {
+    "overflow": "the chat no longer fit the model's window",
+    "threshold": "the context reached the trigger",
+}
+
+
+class Feedback:
+    """`reported(error)` is called after a failure has been shown (the window's job_failed signal)."""
+
+    def __init__(self, chat: ChatController, status: StatusLine, composer: Composer, inspector: Inspector,
+                 reported: Callable[[str], object]) -> None:
+        self.chat = chat
+        self.status = status
+        self.composer = composer
+        self.inspector = inspector
+        self._reported = reported
+
+    def job_failed(self, error: str) -> None:
+        self.status.failed(error)
+        self._reported(error)
+
+    def model_failed(self, error: str) -> None:
+        self.composer.set_hint("The local model could not load (hover here for why). To chat meanwhile, "
+                               "choose a hosted provider in File → Settings.", error=True, details=error)
+        self._reported(error)
+
+    def hint_error(self, error: str) -> None:
+        self.composer.set_hint(error, error=True)
+
+    def show_context(self) -> None:
+        snapshot = self.chat.snapshot
+        if snapshot is not None and snapshot.usage is not None:
+            usage = snapshot.usage
+            self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
+                                   f"{len(snapshot.chain)} summaries in the chain.")
+
+    def chat_switched(self) -> None:
+        """What was said about the chat just closed no longer applies."""
+        self.status.withdraw_undo()
+        self.composer.set_hint("")
+        self.inspector.hide_notice()
+        self.inspector.result_card.hide()
+
+    def announce(self, event) -> None:
+        """A summary made or undone (an event of a snapshot)."""
+        record = event.record
+        if event.kind == "undone":
+            self.inspector.hide_notice()
+            self.inspector.result_card.hide()
+            self.status.tell(f"Summary undone: {len(record.covered)} messages are back in the context.")
+            return
+        automatic = record.trigger not in ("manual",)
+        self.inspector.result_card.show_record(record, automatic)
+        if automatic:
+            why = AUTOMATIC_REASONS.get(event.reason, event.reason)
+            self.inspector.show_notice(
+                f"Older messages were summarized automatically ({why}): "
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens. The originals are kept.")

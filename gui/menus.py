@@ -1,0 +1,60 @@
+"""The window's menus and shortcuts, built from the command registry (core/commands.py), and the theme menu."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QMainWindow, QMenu
+
+from ..core import commands
+from ..core.storage.store import Store
+from . import theme
+
+Handler = Callable[[str], object]
+
+
+class Menus:
+    """An action per registered command, in its menu, running `handlers[command.name]` ("" as the argument)."""
+
+    def __init__(self, window: QMainWindow, store: Store, save_setting: Callable[[str, object], object],
+                 handlers: dict[str, Handler], restyle: Callable[[], object]) -> None:
+        self.store = store
+        self._save_setting = save_setting  # off the GUI thread
+        self._restyle = restyle  # what repaints in the new colours (views that cache them)
+        self.actions: dict[str, QAction] = {}
+        menus: dict[str, QMenu] = {}
+        for menu_name, registered in commands.menus().items():
+            menus[menu_name] = menu = window.menuBar().addMenu("&" + menu_name)
+            for command in registered:
+                action = QAction(command.title, window)
+                action.setShortcut(command.shortcut)
+                action.setToolTip(command.help)
+                action.triggered.connect(lambda _checked=False, handler=handlers[command.name]: handler(""))
+                menu.addAction(action)
+                window.addAction(action)  # the shortcut works wherever the focus is
+                self.actions[command.name] = action
+        self.actions["inspector"].setCheckable(True)
+        self.actions["inspector"].setChecked(True)
+        self.theme_actions: dict[str, QAction] = {}
+        menus["View"].insertMenu(self.actions["search"], self._theme_menu(window))
+
+    def _theme_menu(self, window: QMainWindow) -> QMenu:
+        """System / Light / Dark; the choice is saved and applied at once."""
+        menu = QMenu("Theme", window)
+        chosen = theme.Appearance.model_validate(self.store.get_setting(theme.APPEARANCE_KEY, {}) or {}).theme
+        theme.choose(chosen)
+        group = QActionGroup(window)
+        for choice, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
+            action = QAction(text, window, checkable=True, checked=choice == chosen)
+            action.triggered.connect(lambda _checked, choice=choice: self.set_theme(choice))
+            group.addAction(action)
+            menu.addAction(action)
+            self.theme_actions[choice] = action
+        return menu
+
+    def set_theme(self, choice: theme.ThemeChoice) -> None:
+        theme.choose(choice)
+        self._save_setting(theme.APPEARANCE_KEY, theme.Appearance(theme=choice).model_dump())
+        self.theme_actions[choice].setChecked(True)
+        self._restyle()

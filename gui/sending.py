@@ -1,0 +1,244 @@
+"""What the composer sends and what comes back: messages and their streamed replies, slash commands and tools,
+edit-and-resend and regenerate (offered back with Undo), and the composer's draft."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core import commands as slash
+from ..core import tools
+from ..core.model.messages import Message
+from .conversation import Row
+from .session import ReplyResult, Snapshot
+from .wording import brief, title_from
+from .workers import Job, StreamBuffer, StreamPump
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """What a regenerate or an edit-and-resend replaced, offered back with an Undo button once the reply is done."""
+
+    text: str  # what happened, for the status bar
+    label: str  # the Undo button's text: what it undoes
+    old: list[Message]
+    new_ids: list[str]
+
+
+class Sender:
+    """The window's sending; its other parts are reached through `window`."""
+
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.store = window.store
+        self.chat = window.chat
+        self.composer = window.composer
+        self.conversation = window.conversation
+        self.inspector = window.inspector
+        self.status = window.status
+        # The last user message being edited in the composer (edit-and-resend), if any.
+        self.editing: Message | None = None
+
+    def connect(self) -> None:
+        self.composer.send_requested.connect(self.submit)
+        self.composer.stop_requested.connect(self.chat.stop)
+        self.composer.attach_requested.connect(self.attach_files)
+        self.composer.draft_changed.connect(self.save_draft)
+        self.composer.cancel_requested.connect(self.cancel_edit)
+
+    def submit(self, text: str) -> None:
+        """What the composer sends: a slash command, or a message to the model. With no chat open, one is
+        created, titled from the text."""
+        if self.chat.session is None:
+            self.window.chats.new_chat(title_from(text))
+        if text.strip() == "/":  # nothing after the slash: nothing to run, and nothing left behind to prefix the next
+            self.clear_composer()
+            self.composer.set_hint(f"Type a command after the slash: {slash.short_help()}")
+            self.composer.hint.setToolTip(slash.help_text())
+            return
+        try:
+            command = slash.parse(text)
+        except slash.SlashError as exc:
+            first = str(exc).splitlines()[0]
+            self.composer.set_hint(f"{first} {slash.short_help()}" if first.endswith("Commands:") else first, error=True)
+            self.composer.hint.setToolTip(slash.help_text())
+            self.composer.edit.selectAll()  # typing replaces the bad command instead of extending it
+            return
+        if command is None:
+            self.send_message(slash.unescape(text))
+            return
+        self.run_command(command)
+
+    def clear_composer(self) -> None:
+        self.composer.set_text("")
+        self.save_draft("")
+        self.composer.set_hint("")
+
+    def send_message(self, text: str) -> None:
+        """Show and save the message, then write the reply. Sent while editing, it replaces the edited message
+        and what came after it (offered back with Undo)."""
+        if self.chat.reply_job is not None:
+            return
+        message = Message(role="user", content=text)
+        self.window.chats.title_untitled_chat(text)
+        replaced = self.tail_from(self.editing) if self.editing is not None else []
+        self.editing = None
+        self.clear_composer()
+        model = self.conversation.conversation
+        if replaced and model.row_of(replaced[0].id) is not None:
+            model.remove_from(model.row_of(replaced[0].id))
+        # While the chat is still loading its rows would replace this one: it is shown once saved instead.
+        loading = self.chat.snapshot is None
+        if not loading:
+            model.append(Row(message=message))
+        self.conversation.scroll_to_end()
+
+        def saved(snapshot: Snapshot) -> None:
+            self.chat.apply(snapshot, rebuild_rows=True if loading else None)
+            self.window.chats.refresh_chats()  # the chat list counts the message while the reply is written
+            self.start_reply(Replaced("Message edited and resent.", "Undo edit", replaced, [message.id])
+                             if replaced else None)
+
+        self.chat.save_message(message, replaced, saved, lambda _error: self.restore_unsent(message))
+
+    def tail_from(self, message: Message) -> list[Message]:
+        """The message and everything after it in the chat (what edit-and-resend replaces)."""
+        messages = self.chat.snapshot.messages if self.chat.snapshot else []
+        ids = [m.id for m in messages]
+        return messages[ids.index(message.id):] if message.id in ids else []
+
+    def edit_last(self) -> None:
+        """Put the last user message back in the composer; sending replaces it and what came after it."""
+        snapshot = self.chat.snapshot
+        if self.chat.reply_job is not None or snapshot is None:
+            return
+        message = next((m for m in reversed(snapshot.messages) if m.role == "user"), None)
+        if message is None:
+            self.composer.set_hint("There is no message of yours to edit.", error=True)
+            return
+        if message.id in snapshot.hidden:
+            self.composer.set_hint("Your last message is inside a summary; undo the summary to edit it.", error=True)
+            return
+        self.editing = message
+        self.composer.set_text(message.content)
+        self.composer.set_hint("Editing your last message: Send replaces it and its reply (Esc cancels).")
+        self.composer.edit.setFocus()
+
+    def cancel_edit(self) -> None:
+        if self.editing is not None:
+            self.editing = None
+            self.composer.set_text(self.store.get_draft(self.chat.session.chat_id) if self.chat.session else "")
+            self.composer.set_hint("Edit cancelled.")
+
+    def regenerate(self) -> None:
+        """Replace the last reply with a new one; the old one comes back with Undo."""
+        snapshot = self.chat.snapshot
+        if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
+            return
+        last = snapshot.messages[-1]
+        if last.role != "assistant":
+            self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
+            return
+        model = self.conversation.conversation
+        if model.row_of(last.id) is not None:
+            model.remove_from(model.row_of(last.id))
+        self.chat.replace_tail("remove the reply", [last.id], [], lambda snap: (
+            self.chat.apply(snap), self.start_reply(Replaced("Reply regenerated.", "Undo regenerate", [last], []))))
+
+    def offer_replaced_back(self, replaced: Replaced, reply: Message) -> None:
+        """After a regenerate or an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
+        session = self.chat.session
+
+        def undo() -> None:
+            if self.chat.session is session:  # another chat is open now: nothing of this one is touched
+                self.chat.replace_tail("put the earlier messages back", [*replaced.new_ids, reply.id],
+                                       replaced.old, self.chat.rebuild,
+                                       lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
+
+        self.status.offer_undo(replaced.text, replaced.label, undo)
+
+    def restore_unsent(self, message: Message) -> None:
+        """A failed send keeps the typed text."""
+        number = self.conversation.conversation.row_of(message.id)
+        if number is not None:
+            self.conversation.conversation.remove_from(number)
+        if not self.composer.text().strip():
+            self.composer.set_text(message.content)
+            self.save_draft(message.content)
+        self.composer.set_hint("Not sent; your text is back in the box.", error=True)
+
+    def start_reply(self, replaced: Replaced | None = None) -> None:
+        """Stream the reply into a placeholder row; `replaced` (what a regenerate or an edit replaced) is offered
+        back with Undo when the reply is done."""
+        placeholder = Message(role="assistant", content="", incomplete=True)
+        model = self.conversation.conversation
+        model.append(Row(message=placeholder, streaming=True))
+        if self.conversation.is_at_bottom():
+            self.conversation.scroll_to_end()
+        buffer = StreamBuffer()
+        pump = StreamPump(buffer, lambda text: model.update_message(placeholder.with_changes(content=text),
+                                                                     streaming=True), self.window)
+
+        def done(result: ReplyResult) -> None:
+            pump.stop()
+            model.update_message(result.message, streaming=False, error=result.problem)
+            stopped_because = getattr(self.chat.provider, "stopped_because", None)  # the local model's process died
+            if result.problem:
+                self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
+                if stopped_because:
+                    self.chat.set_model_state(f"stopped ({stopped_because})", "The model process stopped; the next "
+                                              "message restarts it. The part of the reply that arrived is kept.")
+            elif self.chat.model_state in ("configured", "not loaded yet") or self.chat.model_state.startswith("stopped"):
+                self.chat.set_model_state("ready")  # a reply came back, however the model got loaded
+            self.chat.apply(result.snapshot)
+            if replaced is not None:
+                self.offer_replaced_back(replaced, result.message)
+            self.window.chats.refresh_chats()
+            self.window.reply_finished.emit(result)
+
+        def failed(error: str) -> None:
+            pump.stop()
+            model.update_message(placeholder.with_changes(content=""), streaming=False, error=error)
+
+        job = self.chat.reply(buffer, placeholder, done, failed)
+        self.composer.set_streaming(True)
+        self.inspector.set_busy(True)
+        job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))
+
+    def run_command(self, command: slash.SlashCommand) -> None:
+        self.clear_composer()
+        self.window.handlers[command.name](command.argument)
+
+    def run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]]) -> None:
+        """Run a tool off the GUI thread with a visible Stop; its call and result become messages of the chat."""
+
+        def show(messages: tuple[Message, ...]) -> None:
+            if self.chat.snapshot is not None:  # while loading they are shown once saved
+                for message in messages:
+                    self.conversation.conversation.append(Row(message=message))
+            self.conversation.scroll_to_end()
+
+        job = self.chat.run_tool(label, produce, show, self.window.feedback.hint_error)
+        self.composer.set_streaming(True)
+        job.finished.connect(lambda: self.composer.set_streaming(self.chat.reply_job is not None))
+
+    def attach_files(self, paths: list[str]) -> None:
+        if self.chat.session is None:
+            self.window.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)))
+
+        def read(_job: Job) -> tuple[Message, ...]:
+            return tuple(message for path in paths for message in tools.read_file_messages(path))
+
+        self.run_tool(f"Attaching {len(paths)} file(s)", read)
+
+    def save_draft(self, text: str) -> None:
+        if self.chat.session is not None:
+            try:
+                self.store.set_draft(self.chat.session.chat_id, text)
+            except Exception as exc:  # noqa: BLE001 - the text stays in the box; say why it was not saved
+                self.status.tell(f"Draft not saved: {exc}", 10_000)
