@@ -71,7 +71,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
 
     click_chip(qtbot, view, last_user, "edit")
     assert window.composer.text() == "Migration plan, step 14." and "Editing" in window.composer.hint.text()
-    window.cancel_edit()
+    window.sending.cancel_edit()
 
     third = row_number(view, "step 3.")
     click_chip(qtbot, view, third, "pin")
