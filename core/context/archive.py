@@ -110,7 +110,9 @@ class Archive:
         self.chain.remove(record)
         self._summary_messages.pop(record.id, None)
         if self._visible_cache is not None:
-            back = [self.messages[self.position[mid]] for mid in ids if mid in self.position]
+            # A message pinned while archived is already shown: it comes back once.
+            shown = {m.id for m in self._visible_cache}
+            back = [self.messages[self.position[mid]] for mid in ids if mid in self.position and mid not in shown]
             self._visible_cache = sorted(self._visible_cache + [m for m in back if self.is_visible(m)],
                                          key=lambda m: self.position[m.id])
         self.generation += 1
