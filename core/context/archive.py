@@ -6,6 +6,8 @@ prompt, kept) unless pinned or the chat's opening system message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from .recall import RecallIndex
@@ -17,8 +19,32 @@ def summary_message(record: SummaryRecord, covered_count: int) -> Message:
     return Message(role="system", content=f"{header}\n{record.text}", id=record.id, created_at=record.created_at)
 
 
+def shown_kind(message: Message) -> str:
+    """The kind of item a visible message is in the prompt."""
+    return "system" if message.role == "system" else "tool_output" if message.role == "tool" else "message"
+
+
+class VisibleTally:
+    """Raw tokens of the messages the prompt shows verbatim, by kind, and of the pinned ones among the non-system
+    ones: kept up to date as messages are shown and hidden, so usage is read without walking the history."""
+
+    def __init__(self, tokens: Callable[[Message], int]):
+        self.tokens = tokens
+        self.by_kind = {"system": 0, "message": 0, "tool_output": 0}
+        self.pinned = 0
+
+    def add(self, message: Message, sign: int = 1) -> None:
+        tokens = sign * self.tokens(message)
+        kind = shown_kind(message)
+        self.by_kind[kind] += tokens
+        if message.pinned and kind != "system":
+            self.pinned += tokens
+
+
 class Archive:
-    def __init__(self, recall_index: RecallIndex | None = None):
+    def __init__(self, tokens: Callable[[Message], int], recall_index: RecallIndex | None = None):
+        # Counts a message's tokens (the engine's counter): the tally of what is visible is kept with it.
+        self.tokens = tokens
         self.messages: list[Message] = []
         self.records: list[SummaryRecord] = []
         self.position: dict[str, int] = {}
@@ -31,6 +57,7 @@ class Archive:
         self.recall_index = recall_index
         self._summary_messages: dict[str, Message] = {}
         self._visible_cache: list[Message] | None = None
+        self._tally: VisibleTally | None = None  # of _visible_cache: both are rebuilt together, lazily
         self._coverage: dict[str, list[str]] = {}
         self._first_positions: dict[str, int] = {}
 
@@ -72,7 +99,7 @@ class Archive:
         first_position = {r.id: self.first_position(r) for r in active}
         self.chain = sorted(active, key=lambda r: first_position[r.id])
         self._summary_messages = {}
-        self._visible_cache = None
+        self._forget_visible()
         self.generation += 1
         if self.recall_index is not None:
             self.recall_index.update((m for m in self.hidden_by if m in self.position),
@@ -90,12 +117,16 @@ class Archive:
         """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
         change by that range alone, so summarizing a long chat does not rescan its history each time."""
         ids = [mid for mid in self.covered(record) if mid in self.position]
+        was_visible = [m for m in self.messages_by_ids(ids) if self.is_visible(m)]
         for mid in ids:
             self.hidden_by[mid] = record.id
         first = self.first_position(record)
         index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
         self.chain.insert(index, record)
         if self._visible_cache is not None:
+            for message in was_visible:
+                if not self.is_visible(message):
+                    self._tally.add(message, -1)
             self._visible_cache = [m for m in self._visible_cache if self.is_visible(m)]
         self.generation += 1
         if self.recall_index is not None:
@@ -110,11 +141,12 @@ class Archive:
         self.chain.remove(record)
         self._summary_messages.pop(record.id, None)
         if self._visible_cache is not None:
-            # A message pinned while archived is already shown: it comes back once.
-            shown = {m.id for m in self._visible_cache}
-            back = [self.messages[self.position[mid]] for mid in ids if mid in self.position and mid not in shown]
-            self._visible_cache = sorted(self._visible_cache + [m for m in back if self.is_visible(m)],
-                                         key=lambda m: self.position[m.id])
+            back = [self.messages[self.position[mid]] for mid in ids if mid in self.position]
+            # Messages visible while hidden (pinned, the opening) were already in the set and the tally.
+            back = [m for m in back if self.is_visible(m) and not (m.pinned or self.is_opening(m))]
+            for message in back:
+                self._tally.add(message)
+            self._visible_cache = sorted(self._visible_cache + back, key=lambda m: self.position[m.id])
         self.generation += 1
         if self.recall_index is not None:
             for mid in ids:
@@ -154,7 +186,18 @@ class Archive:
         """Messages the prompt shows verbatim (cached: the hot path appends, it does not rescan the history)."""
         if self._visible_cache is None:
             self._visible_cache = [m for m in self.messages if self.is_visible(m)]
+            self._tally = VisibleTally(self.tokens)
+            for message in self._visible_cache:
+                self._tally.add(message)
         return self._visible_cache
+
+    def visible_tally(self) -> VisibleTally:
+        """Token totals of visible(), kept as it changes."""
+        self.visible()
+        return self._tally
+
+    def _forget_visible(self) -> None:
+        self._visible_cache = self._tally = None
 
     def summary_message(self, record: SummaryRecord) -> Message:
         message = self._summary_messages.get(record.id)
@@ -172,11 +215,12 @@ class Archive:
         self.messages.append(message)
         if self._visible_cache is not None:
             self._visible_cache.append(message)
+            self._tally.add(message)
 
     def set_pinned(self, message_id: str, pinned: bool) -> None:
         position = self.position[message_id]
         self.messages[position] = self.messages[position].with_changes(pinned=pinned)
-        self._visible_cache = None
+        self._forget_visible()
 
     def remove_last(self, message_id: str) -> Message:
         if not self.messages or self.messages[-1].id != message_id:
@@ -185,5 +229,7 @@ class Archive:
             raise ValueError("an archived message cannot be removed")
         message = self.messages.pop()
         del self.position[message_id]
-        self._visible_cache = None
+        if self._visible_cache is not None:  # never hidden, so the newest visible message
+            self._visible_cache.pop()
+            self._tally.add(message, -1)
         return message

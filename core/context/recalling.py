@@ -34,23 +34,28 @@ class Recaller:
         self._cache: tuple[tuple, list[ContextItem]] | None = None
 
     def with_recall(self, items: list[ContextItem]) -> list[ContextItem]:
-        """The items with recalled snippets after the summaries, in the room under both the recall budget and
-        the budget itself (so recall never pushes a prompt over)."""
+        """The items with recalled snippets after the summaries (see recalled)."""
+        recalled = self.recalled(REPLY_PRIMING + sum(i.tokens for i in items))
+        if not recalled:
+            return items
+        position = next((n for n, i in enumerate(items) if i.kind not in ("system", "summary")), len(items))
+        return items[:position] + recalled + items[position:]
+
+    def recalled(self, total: int) -> list[ContextItem]:
+        """Snippets recalled for the pending user message into a prompt of `total` raw tokens, in the room under
+        both the recall budget and the budget itself (so recall never pushes a prompt over)."""
         policy, counter, messages = self.setup.policy, self.setup.counter, self.archive.messages
         if not (policy.recall_enabled and self.archive.hidden_by and messages and messages[-1].role == "user"):
-            return items
-        total = REPLY_PRIMING + sum(i.tokens for i in items)
+            return []
         available = self.setup.budget.available
         room = int(min(available * policy.recall_ratio, available - counter.calibrated(total)) / counter.factor)
         if room < MIN_RECALL_ROOM:
-            return items
+            return []
         pending = messages[-1]
         key = (pending.id, pending.content, self.archive.generation, room)
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, self._recall(pending.content, room))
-        recalled = [ContextItem(i.kind, i.message, i.source_id, i.tokens) for i in self._cache[1]]
-        position = next((n for n, i in enumerate(items) if i.kind not in ("system", "summary")), len(items))
-        return items[:position] + recalled + items[position:]
+        return [ContextItem(i.kind, i.message, i.source_id, i.tokens) for i in self._cache[1]]
 
     def _recall(self, query: str, room: int) -> list[ContextItem]:
         """The best matching archived originals as snippets (speaker, date, message id), within `room` tokens, in

@@ -81,12 +81,17 @@ class UsageMeter:
         self.archive = archive
         self.recaller = recaller
 
+    def _system_prompt(self) -> Message | None:
+        if not self.setup.system_prompt.strip():
+            return None
+        return Message(role="system", content=self.setup.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
+
     def context_messages(self) -> list[tuple[ItemKind, Message, str]]:
         """(kind, message, source id) of everything the prompt holds before trimming, in order."""
         visible = self.archive.visible()
         out: list[tuple[ItemKind, Message, str]] = []
-        if self.setup.system_prompt.strip():
-            prompt = Message(role="system", content=self.setup.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
+        prompt = self._system_prompt()
+        if prompt is not None:
             out.append(("system", prompt, SYSTEM_PROMPT_ID))
         out += [("system", m, m.id) for m in visible if m.role == "system"]
         out += [("summary", self.archive.summary_message(r), r.id) for r in self.archive.chain]
@@ -104,22 +109,23 @@ class UsageMeter:
 
     def usage(self, recall: bool = True) -> UsageReport:
         """Use of the window by kind, before any trimming. The policy acts on it without recall: recalled text
-        only fills room that is free, so it never makes a summary due."""
-        counter, budget = self.setup.counter, self.setup.budget
-        by_kind = {"system": 0, "summaries": 0, "recalled": 0, "messages": 0, "tool_outputs": 0}
-        names = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
-                 "tool_output": "tool_outputs"}
-        raw = floor = REPLY_PRIMING
-        items = self.items()
-        if recall:
-            items = self.recaller.with_recall(items)
-        for item in items:
-            by_kind[names[item.kind]] += item.tokens
-            raw += item.tokens
-            if item.kind in ("system", "summary") or item.message.pinned:
-                floor += item.tokens
+        only fills room that is free, so it never makes a summary due.
+
+        Read from the archive's running tally of visible messages plus the chain and the system prompt (a few
+        items), so asking after every appended message costs the same in a chat of any length."""
+        counter, budget, archive = self.setup.counter, self.setup.budget, self.archive
+        tally = archive.visible_tally()
+        tokens = counter.raw_message_tokens
+        prompt = self._system_prompt()
+        summaries = sum(tokens(archive.summary_message(r)) for r in archive.chain)
+        system = tally.by_kind["system"] + (tokens(prompt) if prompt is not None else 0)
+        raw = REPLY_PRIMING + system + summaries + tally.by_kind["message"] + tally.by_kind["tool_output"]
+        recalled = sum(i.tokens for i in self.recaller.recalled(raw)) if recall else 0
+        by_kind = {"system": system, "summaries": summaries, "recalled": recalled,
+                   "messages": tally.by_kind["message"], "tool_outputs": tally.by_kind["tool_output"]}
+        floor = REPLY_PRIMING + system + summaries + tally.pinned
         by_kind = {k: counter.calibrated(v) for k, v in by_kind.items()}
-        total = counter.calibrated(raw)
+        total = counter.calibrated(raw + recalled)
         available = budget.available
         return UsageReport(by_kind=by_kind, total=total, available=available, window=budget.window,
                            reserve_output=budget.reserve_output, ratio=total / available,

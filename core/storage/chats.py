@@ -62,12 +62,12 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
     policy = effective_policy(store, settings)
     budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
     counter = counter or TokenCounter()
-    messages = store.load_messages(chat_id)
+    messages, stored = store.load_counted_messages(chat_id)
     # Stored counts are tiktoken estimates: an exact (model) tokenizer counts for itself.
-    stored = store.token_counts(chat_id) if not counter.is_exact else {}
-    for message in messages:
-        if message.id in stored:
-            counter.seed(message, stored[message.id])
+    if not counter.is_exact:
+        for message in messages:
+            if message.id in stored:
+                counter.seed(message, stored[message.id])
     engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
                                    system_prompt=settings.system_prompt,
                                    recall_search=lambda query, limit: store.search_archived(chat_id, query, limit))

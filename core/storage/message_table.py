@@ -138,13 +138,18 @@ class MessageTable:
 
     def load_messages(self, chat_id: str) -> list[Message]:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
+        return self.load_counted_messages(chat_id)[0]
+
+    def load_counted_messages(self, chat_id: str) -> tuple[list[Message], dict[str, int]]:
+        """The chat's messages in order and their cached token counts by id, in one read (opening a chat)."""
         with self._read() as session:
             self._chat_row(session, chat_id, deleted_ok=True)
             # Plain driver rows: this is the hot path of opening a long chat.
             rows = session.connection().exec_driver_sql(
-                "SELECT id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete "
-                "FROM message WHERE chat_id = ? ORDER BY seq", (chat_id,))
-            return [_message_from_row(*row) for row in rows.fetchall()]
+                "SELECT id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete, "
+                "token_count FROM message WHERE chat_id = ? ORDER BY seq", (chat_id,)).fetchall()
+        messages = [_message_from_row(*row[:-1]) for row in rows]
+        return messages, {row[0]: row[-1] for row in rows if row[-1] is not None}
 
     def token_counts(self, chat_id: str) -> dict[str, int]:
         """Cached token counts by message id (cleared when a message changes)."""

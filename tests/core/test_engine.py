@@ -12,7 +12,7 @@ from precis.core.context.engine import Budget, ContextEngine, IntegrityError, No
 from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.context.recalling import relevant_part
 from precis.core.model.messages import Message, ToolCall
-from precis.core.model.tokens import TokenCounter
+from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
 from precis.core.providers.base import ServerError
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import (
@@ -720,3 +720,66 @@ def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(st
         assert [m.id for m in engine.assemble(recall=False).messages] == [
             m.id for m in fresh.assemble(recall=False).messages]
         assert [engine.is_archived(m.id) for m in engine.messages] == [fresh.is_archived(m.id) for m in fresh.messages]
+
+
+def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int], int, float]:
+    """Usage by kind, total and floor ratio counted afresh: an engine restored from the same messages and records
+    (so nothing kept step by step is reused), every item of its prompt before trimming counted."""
+    engine = ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
+                                   engine.budget, engine.policy, engine.counter, system_prompt=engine.system_prompt)
+    names = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
+             "tool_output": "tool_outputs"}
+    items = engine.meter.items()
+    if recall:
+        items = engine.recaller.with_recall(items)
+    by_kind = dict.fromkeys(names.values(), 0)
+    raw = floor = REPLY_PRIMING
+    for item in items:
+        by_kind[names[item.kind]] += item.tokens
+        raw += item.tokens
+        if item.kind in ("system", "summary") or item.message.pinned:
+            floor += item.tokens
+    calibrated = engine.counter.calibrated
+    return ({k: calibrated(v) for k, v in by_kind.items()}, calibrated(raw),
+            calibrated(floor) / engine.budget.available)
+
+
+@given(steps=st.lists(st.sampled_from(["user", "assistant", "tool", "system", "pinned", "pin", "unpin", "pin archived",
+                                       "summarize", "undo", "remove", "calibrate", "ask"]), min_size=1, max_size=50),
+       max_depth=st.integers(2, 4), system_prompt=st.sampled_from(["", "Answer briefly."]))
+@example(steps=["user", "assistant"] * 3 + ["summarize", "pin archived", "undo"], max_depth=4, system_prompt="")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, system_prompt):
+    """Usage is read from a running tally (so the policy can ask after every message of a long chat); after any
+    order of messages of every kind, pins, summaries, merges, undos, removals and calibration it equals counting
+    every item of the prompt afresh, with and without recall."""
+    engine = engine_with(window=1024, reserve=128, max_depth=max_depth, keep_recent=2, min_messages=2,
+                         recall_enabled=True, recall_ratio=0.3)
+    engine.system_prompt = system_prompt
+    for n, step in enumerate(steps):
+        text = f"{TOPICS[n % 3]} " + long_text(20 + n % 7, f"u{n}")
+        if step in ("user", "assistant", "system"):
+            engine.append(Message(role=step, content=text))
+        elif step == "ask":  # a question about an archived topic: recall fills free room
+            engine.append(Message(role="user", content=f"what about the {TOPICS[n % 3]}?"), auto=False)
+        elif step == "tool":
+            for message in tool_pair("Bash", {"command": f"make t{n}"}, text):
+                engine.append(message)
+        elif step == "pinned":
+            engine.append(user(text, pinned=True))
+        elif step in ("pin", "unpin") and engine.messages:
+            engine.set_pinned(engine.messages[n % len(engine.messages)].id, step == "pin")
+        elif step == "pin archived" and any(engine.is_archived(m.id) for m in engine.messages):
+            # Visible again while its summary stays: undoing that summary must not count it twice.
+            engine.set_pinned(next(m.id for m in engine.messages if engine.is_archived(m.id)), True)
+        elif step == "summarize" and engine.can_summarize():
+            engine.summarize_now()
+        elif step == "undo" and engine.chain():
+            engine.undo_last()
+        elif step == "remove" and engine.messages and not engine.archived_by(engine.messages[-1].id):
+            engine.remove_last(engine.messages[-1].id)
+        elif step == "calibrate":
+            engine.counter.calibrate(1000, 1100 + 10 * n)
+        for recall in (False, True):
+            usage = engine.usage(recall)
+            assert (usage.by_kind, usage.total, usage.floor_ratio) == recounted_usage(engine, recall)
