@@ -44,6 +44,8 @@ def register(name: str, title: str, help: str, **details) -> Command:
 register("new-chat", "New chat", "start a new chat", shortcut="Ctrl+N", menu="File", slash=False)
 register("import", "Import transcript…", "import a chat file (JSONL, OpenAI JSON, Claude Code session)",
          shortcut="Ctrl+I", menu="File", slash=False)
+register("export", "Export…", "write the chat to a file: Markdown or Precis JSONL (with its summaries) or OpenAI "
+         "chat JSON", needs_chat=True, shortcut="Ctrl+Shift+E", menu="File", slash=False)
 register("settings", "Settings…", "the model, the summarization policy and this chat's overrides",
          shortcut="Ctrl+,", menu="File", slash=False)
 register("quit", "Quit", "close the window (a reply being written keeps what arrived)", shortcut="Ctrl+Q",

@@ -32,6 +32,7 @@ from .chat_switching import ChatSwitcher
 from .composer import Composer
 from .controller import ChatController
 from .conversation import ConversationView
+from .exporting import choose_export
 from .feedback import Feedback
 from .history import show_history, show_text
 from .inspector import ActionState, Inspector
@@ -119,6 +120,7 @@ class MainWindow(QMainWindow):
         return {
             "new-chat": lambda _arg: self.chats.new_chat(),
             "import": lambda _arg: self.choose_import(),
+            "export": lambda _arg: choose_export(self),
             "settings": lambda _arg: self.open_settings(),
             "quit": lambda _arg: self.close(),
             "edit-last": lambda _arg: sending.edit_last(),

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 from datetime import datetime
-from pathlib import Path
 
 import click
 
 from ..context.budget import over_budget
 from ..storage.chats import restore_engine, save_token_counts
-from ..storage.exporters import EXPORT_FORMATS, export_jsonl, export_markdown, export_openai
+from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.store import StoreError, open_store
 from .group import cli, data_dir_option
@@ -80,21 +79,14 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
         with open_store(data_dir) as store:
-            found = store.find_chat(chat)
-            messages = store.load_messages(found.id)
-            if format_ == "jsonl":
-                text = export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id))
-            elif format_ == "openai":
-                text = export_openai(messages, found.settings.system_prompt)
-            else:
-                text = export_markdown(found.title, messages, store.load_records(found.id))
+            text = export_chat(store, store.find_chat(chat).id, format_)
     except StoreError as exc:
         return _fail("export", exc)
     if output:
         try:
-            Path(output).write_text(text, encoding="utf-8")
+            write_export(text, output)
         except OSError as exc:
-            return _fail("export", f"cannot write {output}: {exc.strerror or exc}")
+            return _fail("export", exc)
     else:
         sys.stdout.write(text)
     return 0

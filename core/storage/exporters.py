@@ -3,15 +3,56 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from .interchange import dumps_jsonl
 
+if TYPE_CHECKING:
+    from .store import Store
+
 EXPORT_FORMATS = ("jsonl", "openai", "md")
+# Each format's usual file name ending, and its name in a file dialog.
+EXPORT_SUFFIXES = {"jsonl": ".jsonl", "openai": ".json", "md": ".md"}
+EXPORT_TITLES = {"jsonl": "Precis JSONL, re-importable, with the summaries", "openai": "OpenAI chat JSON",
+                 "md": "Markdown, with the summaries"}
+
+
+def export_chat(store: Store, chat_id: str, format_: str) -> str:
+    """The stored chat in one of EXPORT_FORMATS; JSONL and Markdown carry its summary chain too."""
+    found = store.get_chat(chat_id)
+    messages = store.load_messages(found.id)
+    if format_ == "jsonl":
+        return export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id))
+    if format_ == "openai":
+        return export_openai(messages, found.settings.system_prompt)
+    if format_ == "md":
+        return export_markdown(found.title, messages, store.load_records(found.id))
+    raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
+
+
+def write_export(text: str, path: str | os.PathLike) -> None:
+    """Write `text` to `path` whole or not at all: into a temporary file beside it, then renamed over it, so a
+    failure (a read-only folder, a full disk) leaves no half-written file. Raises OSError naming the path."""
+    target = Path(path)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    except OSError as exc:
+        raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, target)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
 
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),

@@ -1,0 +1,68 @@
+"""File → Export…: the open chat written in one of the command line's export formats, off the GUI thread."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
+
+from ..core.storage.exporters import EXPORT_FORMATS, EXPORT_SUFFIXES, EXPORT_TITLES, export_chat, write_export
+from .workers import Job
+
+if TYPE_CHECKING:
+    from .main_window import MainWindow
+
+# The file dialog's filters, in the order offered; Markdown (for a person to read) first.
+FILTERS = {f"{EXPORT_TITLES[fmt]} (*{EXPORT_SUFFIXES[fmt]})": fmt
+           for fmt in sorted(EXPORT_FORMATS, key=lambda fmt: fmt != "md")}
+
+
+def format_for(path: str, chosen_filter: str) -> str:
+    """The format a file name's ending names (.md, .jsonl, .json), else the one chosen in the dialog."""
+    by_suffix = {suffix: fmt for fmt, suffix in EXPORT_SUFFIXES.items()}
+    return by_suffix.get(Path(path).suffix.lower(), FILTERS.get(chosen_filter, "md"))
+
+
+def file_name_for(title: str, fmt: str) -> str:
+    """A file name from the chat's title: letters, digits, dashes and underscores."""
+    stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:60] or "chat"
+    return stem + EXPORT_SUFFIXES[fmt]
+
+
+def choose_export(window: MainWindow) -> QFileDialog | None:
+    """Ask where to write the open chat (the dialog's filter picks the format) and export it there."""
+    session = window.chat.session
+    if session is None:
+        window.feedback.hint_error("Open a chat to export it.")
+        return None
+    title = next((chat.title for chat in window.chat_list.chats if chat.id == session.chat_id), "chat")
+    dialog = QFileDialog(window, "Export the chat")
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+    dialog.setNameFilters(list(FILTERS))
+    dialog.selectFile(file_name_for(title, "md"))
+    # Choosing another format changes the ending of the name in the box to match.
+    dialog.filterSelected.connect(lambda chosen: dialog.selectFile(
+        Path(dialog.selectedFiles()[0]).with_suffix(EXPORT_SUFFIXES[FILTERS[chosen]]).name))
+    dialog.fileSelected.connect(lambda path: export_to(window, session.chat_id, path,
+                                                       format_for(path, dialog.selectedNameFilter())))
+    dialog.open()
+    return dialog
+
+
+def export_to(window: MainWindow, chat_id: str, path: str, fmt: str) -> Job:
+    """Write the chat to `path` off the GUI thread: whole or not at all; the status bar says where it went, and a
+    failure says why in the composer's hint line."""
+    store = window.store
+
+    def write(_job: Job) -> str:
+        write_export(export_chat(store, chat_id, fmt), path)
+        return path
+
+    return window.chat.run("export", write, f"Exporting to {path}…",
+                           lambda written: window.status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {written}.",
+                                                              15_000),
+                           lambda error: window.feedback.hint_error(f"Export failed: {error}"))
