@@ -44,6 +44,7 @@ SMALL_TALK = re.compile(
     r"see|hear)|glad to hear|that's (?:so |really )?(?:great|awesome|amazing|cool|nice)|sounds (?:great|fun|"
     r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\w+ )?agree)\b",
     re.IGNORECASE)
+IMAGE_WEIGHT = 0.5
 FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split())
 # Tokens added to a sentence's cost when ranking, so that a short sentence with one rare word does not outrank a
 # longer one full of them.
@@ -139,6 +140,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
         lower = [w.lower() for w in words]
         # What the speakers say of themselves ("I've known them for 4 years", "my grandma") carries the facts.
         value += 1.0 * min(sum(1 for w in lower if w in FIRST_PERSON), 3)
+        if s.text.startswith("[") and s.text.endswith("]"):
+            value *= IMAGE_WEIGHT  # "[shares an image: a photo of ...]": what a picture showed, not what was said
         if s.text.endswith("?"):
             value *= 0.3
         elif not any(w in FIRST_PERSON for w in lower) and any(w in ("you", "your", "you're") for w in lower):

@@ -106,3 +106,27 @@ def test_model_output_that_says_nothing_is_dropped():
     clean = without_noise(out)
     assert clean.key_points == ["Melanie paints sunrises at the lake"]
     assert [a.task for a in clean.action_items] == ["Book the camping trip"]
+
+
+def test_folding_a_chain_of_digests_keeps_facts_from_its_first_stretch():
+    """A merge re-ranks the sentences of every digest it folds: the first stretch's facts survive later merges."""
+    policy = SummarizationPolicy(mode="rule", max_depth=2, keep_recent=2, min_recent=2)
+    engine = ContextEngine(Budget(window=4096, reserve_output=256), policy, TokenCounter())
+    engine.append(Message(role="system", content="You are helpful."), auto=False)
+    chatter = ["That sounds like a lovely time, really.", "We mostly stayed home and rested this week.",
+               "The weather has been about the same as always.", "Nothing much else to report from here."]
+    for session in range(4):
+        engine.append(Message(role="system", content=f"Session {session + 1} - 1:00 pm on {session + 3} May, 2023"),
+                      auto=False)
+        if session == 0:
+            engine.append(Message(role="user", content="Caroline: My grandma gave me a necklace in Sweden when I "
+                                                        "was 12."), auto=False)
+        for n in range(16):
+            engine.append(Message(role="assistant" if n % 2 else "user",
+                                  content=f"{'Melanie' if n % 2 else 'Caroline'}: {chatter[n % 4]}"), auto=False)
+        engine.summarize_now()
+    merged = [r for r in engine.chain() if r.merged_ids]
+    assert merged and merged[0].text.startswith("Merged conversation digest")
+    assert "[3 May, 2023, 1:00 pm]\n- Caroline: My grandma gave me a necklace in Sweden when I was 12." in \
+        merged[0].text
+    assert sum(r.tokens for r in engine.chain()) <= engine.budget.available * policy.chain_share
