@@ -87,7 +87,7 @@ def main() -> None:
         window.show()
         app.processEvents()
         # Exact counts need only the model's vocabulary; the weights load on the first reply (about +300 MB).
-        window.chat.provider.count_tokens("warm up")
+        window.chat.model.provider.count_tokens("warm up")
         baseline = rss_mb()
 
         times = []

@@ -36,7 +36,7 @@ def open_window(data_dir: str | None) -> int:
         return app.exec()
     finally:
         window.chat.finish_background_work()  # the window is gone: work under way is saved before the store closes
-        window.chat.stop_model()
+        window.chat.model.stop()
         store.close()
 
 

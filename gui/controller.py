@@ -13,11 +13,12 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
-from ..core.providers.registry import api_key_for, make_provider, save_api_key
+from ..core.providers.registry import api_key_for, save_api_key
 from ..core.storage.chats import GLOBAL_POLICY_KEY
 from ..core.storage.importers import import_file
 from ..core.storage.store import ChatSettings, Store
 from ..core.tools import RUN_TIMEOUT_SECONDS
+from .model_control import ModelControl
 from .session import ChatSession, Snapshot
 from .settings_dialog import PROVIDER_KEY, ProviderChoice
 from .store_calls import StoreCalls
@@ -32,7 +33,8 @@ Failed = Callable[[str], Any] | None
 
 
 class ChatController(QObject):
-    """Owns the runners, the open chat's session and its latest snapshot. `provider` fixes the model (tests)."""
+    """Owns the runners, the open chat's session and its latest snapshot, and the model (`model`; a `provider`
+    given here fixes it, for tests)."""
 
     # A snapshot of the open chat to show; the second value says whether its rows must be rebuilt.
     snapshot_changed = Signal(object, bool)
@@ -42,10 +44,6 @@ class ChatController(QObject):
     work_started = Signal(str)  # a job began; the text says what it does
     work_finished = Signal()  # a job ended; `busy` says whether others still run
     failed = Signal(str)  # a job whose caller does not report its own failure failed
-    model_state_changed = Signal(str, str)  # (state, reason): loading…, ready, unavailable, …
-    model_ready = Signal()
-    model_failed = Signal(str)
-    notice = Signal(str)  # something the user should read in the status bar
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -58,9 +56,7 @@ class ChatController(QObject):
         self.snapshot: Snapshot | None = None
         self.reply_job: Job | None = None
         self.command_job: Job | None = None
-        self.model_state = ""
-        self.provider_fixed = provider is not None
-        self.provider: Provider = provider or make_provider("local")
+        self.model = ModelControl(store, self, provider)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._watch = QTimer(self)
         self._watch.setInterval(WATCH_INTERVAL_MS)
@@ -83,7 +79,7 @@ class ChatController(QObject):
         return self.runner.busy or bool(self.chat_runner and self.chat_runner.busy)
 
     # ---- running work -----------------------------------------------------------------------------------------
-    def _track(self, job: Job, text: str, done: Done = None, failed: Failed = None, report: bool = True) -> Job:
+    def track(self, job: Job, text: str, done: Done = None, failed: Failed = None, report: bool = True) -> Job:
         self.work_started.emit(text)
         if done is not None:
             job.succeeded.connect(done)
@@ -96,98 +92,17 @@ class ChatController(QObject):
 
     def run(self, label: str, fn: Callable[[Job], Any], status: str, done: Done = None, failed: Failed = None) -> Job:
         """Run work that is not the open chat's (loading a model, an import, a tool) on the shared runner."""
-        return self._track(self.runner.submit(label, fn), status, done, failed)
+        return self.track(self.runner.submit(label, fn), status, done, failed)
 
     def run_on_chat(self, label: str, fn: Callable[[Job], Any], done: Done = None, failed: Failed = None) -> Job:
         """Run on the open chat's serial worker (the engine is never used from two threads); failures are shown."""
-        return self._track(self.chat_runner.submit(label, fn), label[0].upper() + label[1:] + "…", done, failed)
-
-    # ---- the model ----------------------------------------------------------------------------------------------
-    def use_configured_provider(self) -> None:
-        """The provider the settings name; a bad configuration falls back to the local model and says why."""
-        if self.provider_fixed:
-            return
-        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
-        try:
-            self.provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                          extra_buffer_types=choice.extra_buffer_types,
-                                          model_path=choice.model_path or None)
-        except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
-            self.notice.emit(f"{choice.kind}: {exc}; using the local model")
-            self.provider = make_provider("local")
-
-    def switch_provider(self, choice: ProviderChoice, done: Callable[[bool], Any]) -> None:
-        """Use the provider `choice` names once it works: built and (a local model) loaded off the GUI thread, then
-        saved and used, and the previous local model's process stopped. One that cannot be built or loaded is
-        reported (`failed`, naming why) and the provider in use stays, in use and saved. `done(switched)` follows."""
-        if self.provider_fixed:
-            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
-            done(False)
-            return
-        previous = self.provider
-
-        def build(_job: Job) -> Provider:
-            provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                     extra_buffer_types=choice.extra_buffer_types, model_path=choice.model_path or None)
-            load = getattr(provider, "load", None)
-            if load is not None:
-                load()
-            return provider
-
-        def built(provider: Provider) -> None:
-            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
-            self.provider = provider
-            close_previous = getattr(previous, "close", None)
-            if close_previous is not None:  # off the GUI thread: a model process takes a moment to stop
-                self.runner.submit("stop the previous model", lambda _job: close_previous(keep=provider))
-            done(True)
-            if getattr(provider, "load", None) is not None:
-                self.set_model_state("ready")
-                self.model_ready.emit()
-
-        def refused(error: str) -> None:
-            self.failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
-            done(False)
-
-        job = self.runner.submit("switch the model", build)
-        self._track(job, f"Loading {choice.kind} · {choice.model_path or choice.model or 'the default model'}…",
-                    built, refused, report=False)
-
-    def set_model_state(self, state: str, reason: str = "") -> None:
-        self.model_state = state
-        self.model_state_changed.emit(state, reason)
-
-    def reset_model_state(self) -> None:
-        # A hosted model is not contacted until the first reply: "configured", not "ready".
-        self.set_model_state("configured" if getattr(self.provider, "load", None) is None else "not loaded yet")
-
-    def load_model(self) -> None:
-        """Load a local model in the background; a hosted one is not contacted until the first reply."""
-        provider = self.provider
-        load = getattr(provider, "load", None)
-        if load is None:
-            self.model_ready.emit()
-            return
-
-        def loaded(_model) -> None:
-            if self.provider is provider:
-                self.set_model_state("ready")
-                self.model_ready.emit()
-
-        def failed(error: str) -> None:
-            if self.provider is provider:
-                self.set_model_state("unavailable", error)
-                self.model_failed.emit(error)
-
-        self.set_model_state("loading…")
-        job = self.runner.submit("load the model", lambda _job: load())
-        self._track(job, f"Loading the local model {provider.model}…", loaded, failed, report=False)
+        return self.track(self.chat_runner.submit(label, fn), label[0].upper() + label[1:] + "…", done, failed)
 
     # ---- chats --------------------------------------------------------------------------------------------------
     def open(self, chat_id: str) -> None:
         """Close the open chat and open this one: its rows first, then its engine, then a summary it is due."""
         self.close()
-        self.session = session = ChatSession(self.store, chat_id, self.provider)
+        self.session = session = ChatSession(self.store, chat_id, self.model.provider)
         self.chat_runner = Runner(max_threads=1, parent=self)
         self.run_on_chat("open the chat", lambda _job: session.load_rows(), self._rows_loaded)
 
@@ -237,13 +152,6 @@ class ChatController(QObject):
         """Wait for closed chats' and cancelled work: only once the window is gone, before the store closes."""
         runners = [self.runner, *self._retired, *([self.chat_runner] if self.chat_runner else [])]
         return self.store_calls.wait(msecs) and all(runner.wait(msecs) for runner in runners)
-
-    def stop_model(self) -> None:
-        """Stop the local model's process once the window is gone: after finish_background_work, since stopping it
-        earlier would turn a summary still being written into a rule fallback."""
-        close_model = getattr(self.provider, "close", None)
-        if close_model is not None:
-            close_model()
 
     def apply(self, snapshot: Snapshot, rebuild_rows: bool | None = None) -> None:
         """Take a snapshot of the open chat; rows are rebuilt when what is archived changed (a summary, an undo).
@@ -314,7 +222,7 @@ class ChatController(QObject):
                                            self.chats_changed.emit()))
 
         self.command_job = job = self.runner.submit(label, produce)
-        self._track(job, label + "  (Stop cancels)", add, failed, report=True)
+        self.track(job, label + "  (Stop cancels)", add, failed, report=True)
         job.finished.connect(lambda: setattr(self, "command_job", None))
         return job
 

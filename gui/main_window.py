@@ -105,13 +105,13 @@ class MainWindow(QMainWindow):
         self.actions = self.menus.actions
         self.theme_actions = self.menus.theme_actions
         self._connect()
-        self.chat.use_configured_provider()
+        self.chat.model.use_configured_provider()
         self._show_provider()
         self._update_centre()
         self.update_actions()
         self.chats.refresh_chats()
         if load_model:
-            self.chat.load_model()
+            self.chat.model.load()
 
     # ---- wiring -----------------------------------------------------------------------------------------------
     def _command_handlers(self) -> dict[str, Callable[[str], object]]:
@@ -148,11 +148,11 @@ class MainWindow(QMainWindow):
         chat.work_started.connect(self.status.working)
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self.feedback.job_failed)
-        chat.notice.connect(self.status.tell)
+        chat.model.notice.connect(self.status.tell)
         chat.store_calls.failed.connect(self.feedback.job_failed)
-        chat.model_state_changed.connect(
-            lambda state, reason: self.status.show_model(chat.provider.name, chat.provider.model, state, reason))
-        chat.model_failed.connect(self.feedback.model_failed)
+        chat.model.state_changed.connect(
+            lambda state, reason: self.status.show_model(chat.model.provider.name, chat.model.provider.model, state, reason))
+        chat.model.failed.connect(self.feedback.model_failed)
         self.chat_list.import_requested.connect(self.choose_import)
         self.inspector.summarize_requested.connect(self.summarize_now)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_error))
@@ -180,8 +180,8 @@ class MainWindow(QMainWindow):
         self.inspector.setVisible(True)
 
     def _show_provider(self) -> None:
-        self.welcome.set_provider(self.chat.provider.name, self.chat.provider.model)
-        self.chat.reset_model_state()
+        self.welcome.set_provider(self.chat.model.provider.name, self.chat.model.provider.model)
+        self.chat.model.reset_state()
 
     def _update_centre(self) -> None:
         """The welcome text until the open chat has a message; the conversation after."""
@@ -282,14 +282,14 @@ class MainWindow(QMainWindow):
 
     def apply_settings(self, dialog: SettingsDialog) -> None:
         """Save what the dialog holds (it only accepts valid values); the provider follows once it works (see
-        ChatController.switch_provider), then the open chat's engine is rebuilt on the new settings."""
+        ModelControl.switch_provider), then the open chat's engine is rebuilt on the new settings."""
         try:
             self.chat.save_settings(dialog.provider_choice(), dialog.entered_key(), dialog.policy_values(),
                                     dialog.chat_settings())
         except Exception as exc:  # noqa: BLE001 - shown to the user; nothing half-applied is kept in memory
             QMessageBox.warning(self, "Settings not saved", str(exc))
             return
-        self.chat.switch_provider(dialog.provider_choice(), self._settings_applied)
+        self.chat.model.switch_provider(dialog.provider_choice(), self._settings_applied)
 
     def _settings_applied(self, switched: bool) -> None:
         if switched:

@@ -187,14 +187,14 @@ class Sender:
         def done(result: ReplyResult) -> None:
             pump.stop()
             model.update_message(result.message, streaming=False, error=result.problem)
-            stopped_because = getattr(self.chat.provider, "stopped_because", None)  # the local model's process died
+            stopped_because = getattr(self.chat.model.provider, "stopped_because", None)  # the local model's process died
             if result.problem:
                 self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
                 if stopped_because:
-                    self.chat.set_model_state(f"stopped ({stopped_because})", "The model process stopped; the next "
+                    self.chat.model.set_state(f"stopped ({stopped_because})", "The model process stopped; the next "
                                               "message restarts it. The part of the reply that arrived is kept.")
-            elif self.chat.model_state in ("configured", "not loaded yet") or self.chat.model_state.startswith("stopped"):
-                self.chat.set_model_state("ready")  # a reply came back, however the model got loaded
+            elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
+                self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
             self.chat.apply(result.snapshot)
             if replaced is not None:
                 self.offer_replaced_back(replaced, result.message)

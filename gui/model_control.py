@@ -1,0 +1,126 @@
+"""The model the chats use: the provider the settings name, loading it off the GUI thread, switching to another once
+it works, its state for the status line, and stopping its process once the window is gone.
+
+Apart from the chat controller because it outlives every chat; its jobs run on the controller's shared runner and
+show in the same status line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, Signal
+
+from ..core.providers.base import Provider
+from ..core.providers.registry import make_provider
+from ..core.storage.store import Store
+from .settings_dialog import PROVIDER_KEY, ProviderChoice
+from .workers import Job
+
+if TYPE_CHECKING:  # the controller creates this part and runs its jobs
+    from .controller import ChatController
+
+
+class ModelControl(QObject):
+    """`provider` fixes the model (tests): the settings then never replace it."""
+
+    state_changed = Signal(str, str)  # (state, reason): loading…, ready, unavailable, …
+    ready = Signal()
+    failed = Signal(str)  # the model did not load
+    notice = Signal(str)  # something the user should read in the status bar
+
+    def __init__(self, store: Store, work: ChatController, provider: Provider | None = None) -> None:
+        super().__init__(work)
+        self.store = store
+        self.work = work
+        self.state = ""
+        self.fixed = provider is not None
+        self.provider: Provider = provider or make_provider("local")
+
+    def use_configured_provider(self) -> None:
+        """The provider the settings name; a bad configuration falls back to the local model and says why."""
+        if self.fixed:
+            return
+        choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
+        try:
+            self.provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
+                                          extra_buffer_types=choice.extra_buffer_types,
+                                          model_path=choice.model_path or None)
+        except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
+            self.notice.emit(f"{choice.kind}: {exc}; using the local model")
+            self.provider = make_provider("local")
+
+    def switch_provider(self, choice: ProviderChoice, done: Callable[[bool], Any]) -> None:
+        """Use the provider `choice` names once it works: built and (a local model) loaded off the GUI thread, then
+        saved and used, and the previous local model's process stopped. One that cannot be built or loaded is
+        reported (`failed`, naming why) and the provider in use stays, in use and saved. `done(switched)` follows."""
+        if self.fixed:
+            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
+            done(False)
+            return
+        previous = self.provider
+
+        def build(_job: Job) -> Provider:
+            provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
+                                     extra_buffer_types=choice.extra_buffer_types, model_path=choice.model_path or None)
+            load = getattr(provider, "load", None)
+            if load is not None:
+                load()
+            return provider
+
+        def built(provider: Provider) -> None:
+            self.store.set_setting(PROVIDER_KEY, choice.to_setting())
+            self.provider = provider
+            close_previous = getattr(previous, "close", None)
+            if close_previous is not None:  # off the GUI thread: a model process takes a moment to stop
+                self.work.runner.submit("stop the previous model", lambda _job: close_previous(keep=provider))
+            done(True)
+            if getattr(provider, "load", None) is not None:
+                self.set_state("ready")
+                self.ready.emit()
+
+        def refused(error: str) -> None:
+            self.work.failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
+            done(False)
+
+        job = self.work.runner.submit("switch the model", build)
+        self.work.track(job, f"Loading {choice.kind} · {choice.model_path or choice.model or 'the default model'}…",
+                        built, refused, report=False)
+
+    def set_state(self, state: str, reason: str = "") -> None:
+        self.state = state
+        self.state_changed.emit(state, reason)
+
+    def reset_state(self) -> None:
+        # A hosted model is not contacted until the first reply: "configured", not "ready".
+        self.set_state("configured" if getattr(self.provider, "load", None) is None else "not loaded yet")
+
+    def load(self) -> None:
+        """Load a local model in the background; a hosted one is not contacted until the first reply."""
+        provider = self.provider
+        load = getattr(provider, "load", None)
+        if load is None:
+            self.ready.emit()
+            return
+
+        def loaded(_model) -> None:
+            if self.provider is provider:
+                self.set_state("ready")
+                self.ready.emit()
+
+        def not_loaded(error: str) -> None:
+            if self.provider is provider:
+                self.set_state("unavailable", error)
+                self.failed.emit(error)
+
+        self.set_state("loading…")
+        job = self.work.runner.submit("load the model", lambda _job: load())
+        self.work.track(job, f"Loading the local model {provider.model}…", loaded, not_loaded, report=False)
+
+    def stop(self) -> None:
+        """Stop the local model's process once the window is gone: after finish_background_work, since stopping it
+        earlier would turn a summary still being written into a rule fallback."""
+        close_model = getattr(self.provider, "close", None)
+        if close_model is not None:
+            close_model()
