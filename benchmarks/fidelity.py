@@ -13,6 +13,10 @@ their output.
 
     python -m benchmarks.fidelity                        # rule mode, 8k and 32k, everything (about a minute)
     python -m benchmarks.fidelity --modes rule,hybrid --transcripts sweagent_1,sweagent_2,sweagent_3
+    python -m benchmarks.fidelity --modes hybrid --summary-seconds 60   # every narrative written, however busy
+
+In llm and hybrid modes the "by model" column counts the summaries a model wrote (the others: the rules, after a
+time limit, or because the trail left no room for a narrative).
 """
 
 from __future__ import annotations
@@ -58,9 +62,11 @@ def precis_command() -> list[str]:
     return [exe]
 
 
-def compact(path: Path, window: int, mode: str, probes: Path | None = None) -> dict:
+def compact(path: Path, window: int, mode: str, probes: Path | None = None, summary_seconds: float | None = None) -> dict:
     """Replay a transcript with `precis compact --json` and return its JSON."""
     args = [*precis_command(), "compact", str(path), "--context-tokens", str(window), "--mode", mode, "--json"]
+    if summary_seconds is not None:
+        args += ["--summary-seconds", str(summary_seconds)]
     if probes is not None:
         args += ["--probes", str(probes)]
     done = subprocess.run(args, capture_output=True, text=True, check=False)
@@ -158,6 +164,7 @@ class TranscriptRow:
     window: str
     mode: str
     summaries: int = 0
+    by_model: int = 0  # summaries a model wrote (llm and hybrid modes)
     archived: int = 0
     kept: dict[str, int] = field(default_factory=dict)
     total: dict[str, int] = field(default_factory=dict)
@@ -169,16 +176,18 @@ class TranscriptRow:
 
     def cells(self) -> list[str]:
         ratio = f"{self.summary_tokens / self.replaced_tokens:.3f}" if self.replaced_tokens else "–"
-        return [self.name, self.window, self.mode, str(self.summaries), str(self.archived), f"{self.fill:.0%}",
+        by_model = str(self.by_model) if self.mode in ("llm", "hybrid") else "–"
+        return [self.name, self.window, self.mode, str(self.summaries), by_model, str(self.archived), f"{self.fill:.0%}",
                 *(pct(self.kept.get(k, 0), self.total.get(k, 0)) for k in KINDS), ratio, f"{self.seconds:.1f}"]
 
 
-def transcript_row(name: str, window: str, mode: str) -> TranscriptRow:
+def transcript_row(name: str, window: str, mode: str, summary_seconds: float | None) -> TranscriptRow:
     path = TRANSCRIPTS_DIR / f"{name}.jsonl"
     originals = read_jsonl(path)
     started = time.perf_counter()
-    result = compact(path, WINDOWS[window], mode)
+    result = compact(path, WINDOWS[window], mode, summary_seconds=summary_seconds)
     row = TranscriptRow(name, window, mode, summaries=result["stats"]["summaries_made"],
+                        by_model=sum(s.get("written_by") not in (None, "", "rules") for s in result["summaries"]),
                         archived=len(result["archived"]), fill=result["stats"]["usage_ratio"],
                         seconds=time.perf_counter() - started)
     archived = [originals[n] for n in sorted(result["archived"])]
@@ -230,6 +239,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--probes", action="store_true",
                         help="also ask each question as a probe (precis compact --probes): the share with recall")
     parser.add_argument("--missing", action="store_true", help="list the transcript facts that were lost")
+    parser.add_argument("--summary-seconds", type=float,
+                        help="time limit of one llm/hybrid summary (default: the app's); past it the rules write it")
     args = parser.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     args.windows = [w for w in args.windows.split(",") if w]
@@ -263,11 +274,12 @@ def main(argv: list[str] | None = None) -> int:
                 line += f"; summaries/replaced median {statistics.median(ratios):.3f}"
             print(line)
         print()
-    transcript_rows = [transcript_row(t, w, m) for t in args.transcripts for w in args.windows for m in args.modes]
+    transcript_rows = [transcript_row(t, w, m, args.summary_seconds)
+                       for t in args.transcripts for w in args.windows for m in args.modes]
     if transcript_rows:
         print("Transcripts: gold facts (benchmarks/gold.py) of every archived message, in the final prompt\n")
         rows = [*transcript_rows, reference_row()] if REFERENCE_TRANSCRIPT in args.transcripts else transcript_rows
-        print(table(["transcript", "window", "mode", "summaries", "archived", "fill", *KINDS,
+        print(table(["transcript", "window", "mode", "summaries", "by model", "archived", "fill", *KINDS,
                      "summaries/replaced", "s"], [r.cells() for r in rows]))
         print()
         print(medians_by_kind(transcript_rows))

@@ -403,6 +403,12 @@ def test_injected_user_messages_are_not_requests():
     assert facets.user_requests[0].startswith("Work on bead spotter-4te.")
 
 
+def test_a_slash_command_the_user_typed_is_a_request_with_its_arguments():
+    # Message 407: `/compact` typed with instructions, as Claude Code records it (tags around the user's words).
+    facets = extract_facets(list(transcript("claudecode_session.jsonl")[405:410]))
+    assert "/compact and continue with the reamining tasks" in facets.user_requests
+
+
 def test_a_capped_trail_drops_identifiers_and_error_lines_before_error_names_and_requests():
     messages = list(transcript("claudecode_session.jsonl")[:405])
     facets = extract_facets(messages)
