@@ -72,6 +72,12 @@ register("inspector", "Context inspector", "show or hide the context inspector",
          menu="View", slash=False)
 register("search", "Search all chats", "full-text search across all chats, archived messages included",
          shortcut="Ctrl+K", menu="View", slash=False)
+register("zoom-in", "Zoom in", "larger text in the conversation and the message box", shortcut="Ctrl+=",
+         menu="View", slash=False)
+register("zoom-out", "Zoom out", "smaller text in the conversation and the message box", shortcut="Ctrl+-",
+         menu="View", slash=False)
+register("zoom-reset", "Actual size", "the conversation's text at the system's size", shortcut="Ctrl+0",
+         menu="View", slash=False)
 register("help", "Commands", "list the commands", shortcut="F1", menu="View")
 
 

@@ -27,6 +27,7 @@ from ..core import tools
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
+from .appearance import AppearanceControl
 from .chat_list import ChatList
 from .chat_switching import ChatSwitcher
 from .composer import Composer
@@ -101,7 +102,9 @@ class MainWindow(QMainWindow):
         self.chats = ChatSwitcher(self)
         self.sending = Sender(self)
         self.handlers = self._command_handlers()
-        self.menus = Menus(self, store, self.chat.store_calls.set_setting, self.handlers, self._restyle)
+        self.appearance = AppearanceControl(store, self.chat.store_calls.set_setting,
+                                            [self.conversation, self.inspector.archived_view], [self.composer.edit])
+        self.menus = Menus(self, self.appearance, self.handlers)
         self.actions = self.menus.actions
         self.theme_actions = self.menus.theme_actions
         self._connect()
@@ -138,6 +141,9 @@ class MainWindow(QMainWindow):
                                                  lambda job: tools.grep_messages(arg, job.cancel_token)),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
+            "zoom-in": lambda _arg: self.appearance.zoom(1),
+            "zoom-out": lambda _arg: self.appearance.zoom(-1),
+            "zoom-reset": lambda _arg: self.appearance.zoom(0),
             "help": lambda _arg: show_text(self, "Commands", "```\n" + slash.help_text() + "\n```"),
         }
 
@@ -169,11 +175,6 @@ class MainWindow(QMainWindow):
         conversation.selectionModel().selectionChanged.connect(self.update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
-
-    def _restyle(self) -> None:
-        """Views that cache colours repaint in the theme just chosen."""
-        for view in (self.conversation, self.inspector.archived_view):
-            view.delegate.restyle()
 
     def _show_inspector(self) -> None:
         self.actions["inspector"].setChecked(True)

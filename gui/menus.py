@@ -8,8 +8,7 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMainWindow, QMenu
 
 from ..core import commands
-from ..core.storage.store import Store
-from . import theme
+from .appearance import AppearanceControl
 
 Handler = Callable[[str], object]
 
@@ -17,11 +16,8 @@ Handler = Callable[[str], object]
 class Menus:
     """An action per registered command, in its menu, running `handlers[command.name]` ("" as the argument)."""
 
-    def __init__(self, window: QMainWindow, store: Store, save_setting: Callable[[str, object], object],
-                 handlers: dict[str, Handler], restyle: Callable[[], object]) -> None:
-        self.store = store
-        self._save_setting = save_setting  # off the GUI thread
-        self._restyle = restyle  # what repaints in the new colours (views that cache them)
+    def __init__(self, window: QMainWindow, appearance: AppearanceControl, handlers: dict[str, Handler]) -> None:
+        self.appearance = appearance
         self.actions: dict[str, QAction] = {}
         menus: dict[str, QMenu] = {}
         for menu_name, registered in commands.menus().items():
@@ -42,19 +38,12 @@ class Menus:
     def _theme_menu(self, window: QMainWindow) -> QMenu:
         """System / Light / Dark; the choice is saved and applied at once."""
         menu = QMenu("Theme", window)
-        chosen = theme.Appearance.model_validate(self.store.get_setting(theme.APPEARANCE_KEY, {}) or {}).theme
-        theme.choose(chosen)
+        chosen = self.appearance.value.theme
         group = QActionGroup(window)
         for choice, text in (("system", "Follow the system"), ("light", "Light"), ("dark", "Dark")):
             action = QAction(text, window, checkable=True, checked=choice == chosen)
-            action.triggered.connect(lambda _checked, choice=choice: self.set_theme(choice))
+            action.triggered.connect(lambda _checked, choice=choice: self.appearance.set_theme(choice))
             group.addAction(action)
             menu.addAction(action)
             self.theme_actions[choice] = action
         return menu
-
-    def set_theme(self, choice: theme.ThemeChoice) -> None:
-        theme.choose(choice)
-        self._save_setting(theme.APPEARANCE_KEY, theme.Appearance(theme=choice).model_dump())
-        self.theme_actions[choice].setChecked(True)
-        self._restyle()

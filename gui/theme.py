@@ -22,6 +22,9 @@ class Appearance(BaseModel):
 
     theme: ThemeChoice = Field("system", title="Theme",
                                description="system follows the desktop's light or dark setting")
+    text_size: float = Field(1.0, ge=0.5, le=3.0, title="Text size", json_schema_extra={"unit": "% of the system's"},
+                           description="of the conversation and the message box; View → Zoom in, Zoom out, "
+                                       "Actual size (Ctrl+=, Ctrl+-, Ctrl+0)")
 
 
 @dataclass(frozen=True)
