@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import click
 
+from ..context.budget import cut_messages
 from ..context.engine import Budget, ContextEngine, Prompt
 from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
@@ -88,6 +89,8 @@ def result_json(result: ReplayResult) -> dict:
         "context": [message_to_record(m) for m in prompt.messages],
         "summaries": summaries,
         "archived": archived_indices(result),
+        # Messages too large for what the budget left them, sent cut short (index into the transcript).
+        "cut": [c.as_json() for c in cut_messages(engine, prompt)],
         "stats": {
             "messages": len(result.originals),
             "context_messages": len(prompt.items),
@@ -125,6 +128,8 @@ def print_report(result: ReplayResult, out) -> None:
               f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",
               file=out)
     print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
+    for cut in cut_messages(engine, prompt):
+        print(f"cut to fit: {cut.describe()}", file=out)
 
 
 @cli.command()
@@ -178,6 +183,8 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str
     except (ProviderError, ValueError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 1
+    for cut in cut_messages(result.engine, result.prompt):  # told whatever the output format
+        print(f"precis compact: {cut.describe()} to fit the {budget.available:,}-token budget", file=sys.stderr)
     probes = [probe(result, q) for q in questions]
     if as_json:
         output = result_json(result)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .engine import ContextEngine
+from .engine import ContextEngine, Prompt
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,35 @@ class OverBudget:
         return [self.sent, self.cut, self.next_message, self.action]
 
 
+@dataclass(frozen=True)
+class CutMessage:
+    """A message of the chat whose text was cut so the prompt fits (it alone is larger than what is left)."""
+
+    index: int  # its position in the chat, from 0
+    role: str
+    tokens_before: int
+    tokens_after: int
+
+    def describe(self) -> str:
+        return f"message {self.index} ({self.role}) cut from {self.tokens_before:,} to {self.tokens_after:,} tokens"
+
+    def as_json(self) -> dict:
+        return {"index": self.index, "role": self.role, "tokens_before": self.tokens_before,
+                "tokens_after": self.tokens_after}
+
+
+def cut_messages(engine: ContextEngine, prompt: Prompt) -> list[CutMessage]:
+    """The chat's messages whose text the prompt carries cut short (tokens calibrated as usage reports them)."""
+    calibrated = engine.counter.calibrated
+    cut = []
+    for item in prompt.items:
+        position = engine.archive.position.get(item.source_id)
+        if item.tokens_before_cut is not None and position is not None:
+            cut.append(CutMessage(position, engine.messages[position].role, calibrated(item.tokens_before_cut),
+                                  calibrated(item.tokens)))
+    return cut
+
+
 def over_budget(engine: ContextEngine) -> OverBudget | None:
     """None while the context fits; otherwise what happens to it, from the prompt the engine would send now."""
     usage = engine.usage()
@@ -29,11 +58,15 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
     prompt = engine.assemble()
     sent_ids = {message.id for message in prompt.messages}
     left_out = [m for m in engine.messages if not engine.is_archived(m.id) and m.id not in sent_ids]
-    shrunk = sum(item.kind == "trimmed" for item in prompt.items)
+    cut_short = cut_messages(engine, prompt)
+    # Tool outputs down to their one line (not the marker for left-out messages, not texts cut short).
+    shrunk = sum(item.kind == "trimmed" and item.tokens_before_cut is None and item.source_id in engine.archive.position
+                 for item in prompt.items)
     sent = (f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent "
             f"({prompt.tokens:,} tokens).")
     cuts = [f"{len(left_out)} oldest messages left out" if left_out else "",
-            f"{shrunk} old tool outputs shrunk to one line" if shrunk else ""]
+            f"{shrunk} old tool outputs shrunk to one line" if shrunk else "",
+            *(c.describe() for c in cut_short)]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
     due = engine.summary_due()
     if due is not None:

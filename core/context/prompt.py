@@ -153,6 +153,8 @@ class PromptAssembler:
         new_tokens = counter.raw_message_tokens(cut)
         if new_tokens < item.tokens:
             total += new_tokens - item.tokens
+            if item.tokens_before_cut is None:
+                item.tokens_before_cut = item.tokens
             item.message, item.tokens = cut, new_tokens
             if item.kind in ("tool_output", "message"):
                 item.kind = "trimmed"

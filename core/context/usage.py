@@ -60,6 +60,8 @@ class ContextItem:
     message: Message
     source_id: str
     tokens: int
+    # Set when the last resort of trimming cut this item's text: its (raw) tokens before the cut.
+    tokens_before_cut: int | None = None
 
 
 @dataclass

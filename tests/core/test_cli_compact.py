@@ -96,3 +96,29 @@ def test_a_raw_claude_code_session_is_read_directly(capsys):
     assert main(["compact", str(raw), "--context-tokens", "8192"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("646 messages replayed into a 8192-token window") and "None" not in out + err
+
+
+def test_a_message_larger_than_the_budget_is_reported_cut_with_its_tokens(tmp_path, capsys):
+    paste = " ".join(f"line{i} status=200 took {i % 90} ms" for i in range(6000))
+    path = tmp_path / "paste.jsonl"
+    path.write_text("\n".join(json.dumps(m) for m in [{"role": "user", "content": "read this log"},
+                                                       {"role": "assistant", "content": "send it"},
+                                                       {"role": "user", "content": paste}]) + "\n")
+    assert main(["compact", str(path), "--context-tokens", "4096", "--json"]) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    [cut] = result["cut"]
+    assert (cut["index"], cut["role"]) == (2, "user")
+    assert cut["tokens_after"] < result["stats"]["budget"] < cut["tokens_before"]
+    sent = next(m["content"] for m in result["context"] if m["content"].startswith("line0 "))
+    assert len(sent) < len(paste)
+    assert (f"message 2 (user) cut from {cut['tokens_before']:,} to {cut['tokens_after']:,} tokens "
+            f"to fit the {result['stats']['budget']:,}-token budget") in captured.err
+    assert main(["compact", str(path), "--context-tokens", "4096"]) == 0
+    assert f"cut to fit: message 2 (user) cut from {cut['tokens_before']:,}" in capsys.readouterr().out
+
+
+def test_nothing_is_reported_cut_when_every_message_fits(capsys):
+    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "8192", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["cut"] == [] and "cut from" not in captured.err

@@ -74,3 +74,23 @@ def test_a_summary_that_saves_almost_nothing_is_not_shown_as_a_success(qtbot, ma
     window.inspector.result_card.show_record(SummaryRecord(tokens_before=1752, tokens_after=380), automatic=False)
     card = window.inspector.result_card.label.text()
     assert "almost nothing" not in card and "Undo last" not in card
+
+
+def test_a_message_larger_than_the_budget_is_named_with_its_tokens_before_and_after_the_cut(qtbot, make_window, store):
+    from precis.core.model.messages import Message
+    from precis.core.storage.store import ChatSettings
+
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+    paste = "Pasted log line with a request id and a status code. " * 600  # far over a 2,048-token window
+    chat_id = store.import_chat("paste", [Message(role="user", content="Please read this log."),
+                                          Message(role="assistant", content="Send it."),
+                                          Message(role="user", content=paste)])
+    store.update_chat_settings(chat_id, ChatSettings(context_window=2048))
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=30_000)
+    engine = window.chat.session.engine
+    before = engine.counter.raw_message_tokens(engine.messages[2])
+    after = next(i.tokens for i in engine.assemble().items if i.source_id == engine.messages[2].id)
+    assert after < engine.budget.available < before
+    assert f"message 2 (user) cut from {before:,} to {after:,} tokens" in window.inspector.over_budget.text()
