@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -70,8 +69,7 @@ class ChatList(QFrame):
         self._search_delay.setInterval(SEARCH_DELAY_MS)
         self._search_delay.timeout.connect(lambda: self.search_changed.emit(self.search.text().strip()))
         self.search.textChanged.connect(self._search_edited)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self.search, self.clear_search,
-                  context=Qt.ShortcutContext.WidgetShortcut)
+        self.search.installEventFilter(self)  # Esc in the box clears the search
         self.list.currentItemChanged.connect(self._current_changed)
         self.list.customContextMenuRequested.connect(self._menu)
         self.chats: list[ChatInfo] = []
@@ -120,6 +118,12 @@ class ChatList(QFrame):
 
     def clear_search(self) -> None:
         self.search.clear()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802
+        if watched is self.search and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape:
+            self.clear_search()
+            return True
+        return super().eventFilter(watched, event)
 
     def focus_search(self) -> None:
         self.search.setFocus()

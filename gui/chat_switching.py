@@ -105,6 +105,7 @@ class ChatSwitcher:
         conversation = self.window.conversation
         keep_bottom = scroll_to_end or conversation.is_at_bottom()
         conversation.conversation.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
+        conversation.conversation.set_versions(snapshot.versions)
         if keep_bottom:
             conversation.scroll_to_end()
 
@@ -112,6 +113,7 @@ class ChatSwitcher:
         window = self.window
         if rebuild_rows:
             self.show_rows(snapshot)
+        window.conversation.conversation.set_versions(snapshot.versions)
         window.inspector.show_snapshot(snapshot)
         window.update_actions()
         window.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact)

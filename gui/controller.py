@@ -184,10 +184,12 @@ class ChatController(QObject):
 
         self.run_on_chat("save the message", save, done, not_saved)
 
-    def reply(self, buffer: StreamBuffer, placeholder: Message, done: Done, failed: Failed) -> Job:
+    def reply(self, buffer: StreamBuffer, placeholder: Message, done: Done, failed: Failed,
+              regenerate: bool = False) -> Job:
+        """Write the reply into `placeholder`; with `regenerate` it is the last reply, written again in place."""
         session = self.session
         self.reply_job = self.run_on_chat("write the reply",
-                                          lambda job: session.reply(buffer, job.cancel_token, placeholder),
+                                          lambda job: session.reply(buffer, job.cancel_token, placeholder, regenerate),
                                           done, failed)
         self.reply_job.finished.connect(lambda: setattr(self, "reply_job", None))
         return self.reply_job
@@ -241,6 +243,11 @@ class ChatController(QObject):
         if self.session is not None:
             session = self.session
             self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, failed)
+
+    def show_version(self, message_id: str, position: int, done: Done) -> None:
+        session = self.session
+        self.run_on_chat("show the other version", lambda _job: session.show_version(message_id, position),
+                         lambda snap: (done(snap), self.apply(snap)))
 
     def set_pinned(self, message_id: str, pinned: bool, done: Done = None) -> None:
         session = self.session

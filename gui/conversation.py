@@ -26,6 +26,7 @@ class ConversationView(QListView):
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
     summarize_up_to_requested = Signal(str)
+    version_requested = Signal(str, int)  # (message id, version position): show another version of a reply
     summary_selected = Signal(str)
     status = Signal(str)
     clear_search_requested = Signal()  # Esc while a search is highlighted
@@ -57,6 +58,8 @@ class ConversationView(QListView):
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.delegate.action_triggered.connect(self.trigger)
+        self.delegate.version_chosen.connect(
+            lambda number, position: self.version_requested.emit(self.conversation.row_at(number).key, position))
         self.clicked.connect(self._clicked)
 
     def set_highlight(self, text: str) -> None:
@@ -197,6 +200,14 @@ class ConversationView(QListView):
         menu = QMenu(self)
         for action in self.row_actions(number):
             menu.addAction(MENU_LABELS[action], lambda action=action: self.trigger(action, number))
+        last = number == self.conversation.rowCount() - 1  # see MessageDelegate.version_rects
+        versions = self.conversation.versions_of(row.key) if self.editable and last and not row.streaming else None
+        if versions is not None:
+            count = len(versions.texts)
+            for text, position in (("Previous version", versions.shown - 1), ("Next version", versions.shown + 1)):
+                if 0 <= position < count:
+                    menu.addAction(f"{text} ({position + 1}/{count})",
+                                   lambda position=position: self.version_requested.emit(row.key, position))
         if row.record is not None:
             menu.addAction("Show in the inspector", lambda: self.summary_selected.emit(row.record.id))
         return menu

@@ -8,6 +8,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
+from ..core.storage.store import Versions
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 
@@ -68,6 +69,7 @@ class ConversationModel(QAbstractListModel):
         super().__init__(parent)
         self._rows: list[Row] = []
         self._index: dict[str, int] = {}
+        self._versions: dict[str, Versions] = {}
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._rows)
@@ -120,6 +122,19 @@ class ConversationModel(QAbstractListModel):
             return
         index = self.index(number)
         self.dataChanged.emit(index, index)
+
+    def set_versions(self, versions: dict[str, Versions]) -> None:
+        """The versions of regenerated replies (from the snapshot); rows whose versions changed are repainted."""
+        previous, self._versions = self._versions, versions
+        for key in previous.keys() | versions.keys():
+            number = self._index.get(key)
+            if number is not None and previous.get(key) != versions.get(key):
+                self.dataChanged.emit(self.index(number), self.index(number))
+
+    def versions_of(self, key: str) -> Versions | None:
+        """A message's versions, if it has more than one (a regenerated reply)."""
+        versions = self._versions.get(key)
+        return versions if versions is not None and len(versions.texts) > 1 else None
 
     def remove_from(self, number: int) -> None:
         """Drop rows from `number` to the end (edit-and-resend, regenerate)."""

@@ -172,6 +172,7 @@ class MainWindow(QMainWindow):
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
         conversation.status.connect(lambda text: self.status.tell(text, 3000))
         conversation.clear_search_requested.connect(self.chat_list.clear_search)
+        conversation.version_requested.connect(self.sending.show_version)
         conversation.selectionModel().selectionChanged.connect(self.update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)

@@ -90,6 +90,7 @@ class MessageDelegate(QStyledItemDelegate):
     copied = Signal(str)
     toggled = Signal(int)
     action_triggered = Signal(str, int)  # (action, row number): a hover action was clicked
+    version_chosen = Signal(int, int)  # (row number, version position): an arrow of "‹ 1/2 ›" was clicked
 
     def __init__(self, view: QListView) -> None:
         super().__init__(view)
@@ -333,6 +334,10 @@ class MessageDelegate(QStyledItemDelegate):
             right_part = metrics.horizontalAdvance(badges) if badges else 0
             painter.setPen(QColor(theme.current.muted))
             painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, badges)
+        switcher = self.version_rects(card, index)
+        if switcher:
+            right_part += switcher[2][0].right() - header.left() - metrics.horizontalAdvance(self._title(row))
+            self._paint_switcher(painter, switcher)
         # The title gives way to the time and badges on a narrow card: elided, never drawn under them.
         title_width = header.width() - (right_part + 12 if right_part else 0)
         title = metrics.elidedText(self._title(row), Qt.TextElideMode.ElideRight, max(0, title_width))
@@ -377,6 +382,39 @@ class MessageDelegate(QStyledItemDelegate):
             painter.drawRoundedRect(QRectF(rect), 4, 4)
             painter.setPen(QColor(theme.current.accent))
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, ACTION_LABELS[action])
+
+    def version_rects(self, card: QRect, index: QModelIndex) -> list[tuple[QRect, str, int | None]]:
+        """"‹ 2/3 ›" after a regenerated reply's title: (rect, text, the version its click shows or None). The
+        arrows work on the last message only: the messages after an older reply answer the version it shows."""
+        row: Row = index.data(RowRole)
+        versions = index.model().versions_of(row.key) if row.message is not None and not row.streaming else None
+        if versions is None:
+            return []
+        switchable = index.row() == index.model().rowCount() - 1
+        metrics = QFontMetrics(self.header_font)
+        left = card.left() + PAD_X + metrics.horizontalAdvance(self._title(row)) + 10
+        top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
+        label = f"{versions.shown + 1}/{len(versions.texts)}"
+        label_w = metrics.horizontalAdvance(label) + 8
+        last = len(versions.texts) - 1
+        previous = versions.shown - 1 if switchable and versions.shown > 0 else None
+        following = versions.shown + 1 if switchable and versions.shown < last else None
+        return [(QRect(left, top, 16, CHIP_H), "‹", previous),
+                (QRect(left + 16, top, label_w, CHIP_H), label, None),
+                (QRect(left + 16 + label_w, top, 16, CHIP_H), "›", following)]
+
+    def _paint_switcher(self, painter: QPainter, parts: list[tuple[QRect, str, int | None]]) -> None:
+        for rect, text, target in parts:
+            arrow = text in ("‹", "›")
+            painter.setPen(QColor(theme.current.accent if arrow and target is not None else theme.current.muted))
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
+
+    def version_at(self, option, index: QModelIndex, position: QPoint) -> int | None:
+        """The version an enabled arrow under this point shows, if any."""
+        for rect, _text, target in self.version_rects(self.card_rect(option), index):
+            if target is not None and rect.contains(position):
+                return target
+        return None
 
     def action_at(self, option, index: QModelIndex, position: QPoint) -> str | None:
         """The hover action under a point of the viewport, if the row is hovered and shows one there."""
@@ -482,6 +520,10 @@ class MessageDelegate(QStyledItemDelegate):
         action = self.action_at(option, index, position)
         if action is not None:
             self.action_triggered.emit(action, index.row())
+            return True
+        version = self.version_at(option, index, position)
+        if version is not None:
+            self.version_chosen.emit(index.row(), version)
             return True
         if row.kind not in ("tool_call", "tool_result"):
             card = self.card_rect(option)

@@ -1,5 +1,6 @@
 """What the composer sends and what comes back: messages and their streamed replies, slash commands and tools,
-edit-and-resend and regenerate (offered back with Undo), and the composer's draft."""
+edit-and-resend (offered back with Undo), regenerate (the earlier reply kept as a version) and the composer's
+draft."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Replaced:
-    """What a regenerate or an edit-and-resend replaced, offered back with an Undo button once the reply is done."""
+    """What an edit-and-resend replaced, offered back with an Undo button once the reply is done."""
 
     text: str  # what happened, for the status bar
     label: str  # the Undo button's text: what it undoes
@@ -136,7 +137,7 @@ class Sender:
             self.composer.set_hint("Edit cancelled.")
 
     def regenerate(self) -> None:
-        """Replace the last reply with a new one; the old one comes back with Undo."""
+        """Write the last reply again in its place; the earlier text stays as a version of it ("‹ 1/2 ›")."""
         snapshot = self.chat.snapshot
         if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
             return
@@ -144,14 +145,16 @@ class Sender:
         if last.role != "assistant":
             self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
             return
+        self.start_reply(regenerate=last)
+
+    def show_version(self, message_id: str, position: int) -> None:
+        """Show another version of a regenerated reply; the one shown is the one sent from now on."""
         model = self.conversation.conversation
-        if model.row_of(last.id) is not None:
-            model.remove_from(model.row_of(last.id))
-        self.chat.replace_tail("remove the reply", [last.id], [], lambda snap: (
-            self.chat.apply(snap), self.start_reply(Replaced("Reply regenerated.", "Undo regenerate", [last], []))))
+        self.chat.show_version(message_id, position, lambda snap: model.update_message(
+            next(m for m in snap.messages if m.id == message_id)))
 
     def offer_replaced_back(self, replaced: Replaced, reply: Message) -> None:
-        """After a regenerate or an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
+        """After an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
         session = self.chat.session
 
         def undo() -> None:
@@ -172,12 +175,16 @@ class Sender:
             self.save_draft(message.content)
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
-    def start_reply(self, replaced: Replaced | None = None) -> None:
-        """Stream the reply into a placeholder row; `replaced` (what a regenerate or an edit replaced) is offered
-        back with Undo when the reply is done."""
-        placeholder = Message(role="assistant", content="", incomplete=True)
+    def start_reply(self, replaced: Replaced | None = None, regenerate: Message | None = None) -> None:
+        """Stream the reply into a placeholder row, or into the last reply's row when regenerating it; `replaced`
+        (what an edit replaced) is offered back with Undo when the reply is done."""
         model = self.conversation.conversation
-        model.append(Row(message=placeholder, streaming=True))
+        if regenerate is None:
+            placeholder = Message(role="assistant", content="", incomplete=True)
+            model.append(Row(message=placeholder, streaming=True))
+        else:
+            placeholder = regenerate.with_changes(content="", incomplete=True)
+            model.update_message(placeholder, streaming=True)
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()
         buffer = StreamBuffer()
@@ -198,14 +205,16 @@ class Sender:
             self.chat.apply(result.snapshot)
             if replaced is not None:
                 self.offer_replaced_back(replaced, result.message)
+            elif regenerate is not None and not result.problem:
+                self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 10_000)
             self.window.chats.refresh_chats()
             self.window.reply_finished.emit(result)
 
         def failed(error: str) -> None:
             pump.stop()
-            model.update_message(placeholder.with_changes(content=""), streaming=False, error=error)
+            model.update_message(regenerate or placeholder, streaming=False, error=error)
 
-        job = self.chat.reply(buffer, placeholder, done, failed)
+        job = self.chat.reply(buffer, placeholder, done, failed, regenerate=regenerate is not None)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
         job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))

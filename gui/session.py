@@ -25,7 +25,7 @@ from ..core.providers.base import (
     StreamInterrupted,
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
-from ..core.storage.store import ChatSettings, Store, attach_engine
+from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
 from .workers import StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
@@ -56,6 +56,8 @@ class Snapshot:
     recalled: list[tuple[str, str]] = field(default_factory=list)
     # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
     over_budget: OverBudget | None = None
+    # message id -> the versions of a regenerated reply (the message holds the one shown)
+    versions: dict[str, Versions] = field(default_factory=dict)
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -79,6 +81,7 @@ class ChatSession:
         self._recalled: list[tuple[str, str]] = []
         self._detach = None
         self.max_reply_tokens = 512
+        self.versions: dict[str, Versions] = {}
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
@@ -91,7 +94,7 @@ class ChatSession:
         """Messages and summaries from the store, fast, before any token is counted (first paint)."""
         engine, _settings = self._restore(TokenCounter())
         return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), None,
-                        engine.policy.model_copy())
+                        engine.policy.model_copy(), versions=self.store.versions(self.chat_id))
 
     def build_engine(self) -> Snapshot:
         engine, settings = self._restore(self._counter())
@@ -101,6 +104,7 @@ class ChatSession:
         self._detach = attach_engine(self.store, self.chat_id, engine)
         engine.subscribe(lambda event: self._events.append(event))
         self.engine = engine
+        self.versions = self.store.versions(self.chat_id)
         snapshot = self.snapshot()
         save_token_counts(self.store, self.chat_id, engine)
         return snapshot
@@ -138,7 +142,7 @@ class ChatSession:
             self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
         return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), engine.usage(),
                         engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
-                        recalled=list(self._recalled), over_budget=over_budget(engine))
+                        recalled=list(self._recalled), over_budget=over_budget(engine), versions=dict(self.versions))
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:
@@ -148,13 +152,21 @@ class ChatSession:
             self.engine.append(message)
         return self.snapshot()
 
-    def reply(self, buffer: StreamBuffer, cancel: CancelToken, placeholder: Message) -> ReplyResult:
+    def reply(self, buffer: StreamBuffer, cancel: CancelToken, placeholder: Message,
+              regenerate: bool = False) -> ReplyResult:
         """Stream the assistant's reply into `buffer`; save it as it arrives; append it to the engine at the end.
 
-        If the server says the prompt is too long (it counts differently from our estimate), summarize once and
-        retry once.
+        With `regenerate`, the placeholder is the last reply emptied: it is written again in its place and the
+        earlier text is kept as a version of it (Snapshot.versions). If the server says the prompt is too long (it
+        counts differently from our estimate), summarize once and retry once.
         """
-        self.store.add_message(self.chat_id, placeholder)
+        if regenerate:
+            if placeholder.id not in self.versions:  # its first regenerate: keep the text it has now
+                self.store.save_version(self.chat_id, self.engine.messages[-1])
+            self.engine.remove_last(placeholder.id)
+            self.store.update_message(self.chat_id, placeholder)
+        else:
+            self.store.add_message(self.chat_id, placeholder)
         problem = None
         text = ""
         for attempt in (1, 2):
@@ -179,7 +191,10 @@ class ChatSession:
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
         final = placeholder.with_changes(content=text, incomplete=problem is not None)
-        self.store.update_message(self.chat_id, final)
+        if regenerate:
+            self.versions[final.id] = self.store.save_version(self.chat_id, final)
+        else:
+            self.store.update_message(self.chat_id, final)
         self.engine.append(final)
         return ReplyResult(final, self.snapshot(), problem)
 
@@ -200,6 +215,18 @@ class ChatSession:
                 raise Cancelled(partial="".join(parts))
         return "".join(parts), usage
 
+    def show_version(self, message_id: str, position: int) -> Snapshot:
+        """Show (and send from now on) another version of the last reply. Only the last: the messages after an
+        older reply answer the version it shows."""
+        message = self.engine.messages[-1] if self.engine.messages else None
+        if message is None or message.id != message_id:
+            raise ValueError("only the last reply can switch versions: the messages after it answer the one shown")
+        shown = self.store.show_version(self.chat_id, message, position)
+        self.engine.remove_last(message_id)
+        self.engine.append(shown, auto=False)
+        self.versions[message_id] = replace(self.versions[message_id], shown=position)
+        return self.snapshot()
+
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
         self.engine.set_pinned(message_id, pinned)
         message = next(m for m in reversed(self.engine.messages) if m.id == message_id)
@@ -214,6 +241,7 @@ class ChatSession:
         """
         for message_id in reversed(remove_ids):
             removed = self.engine.remove_last(message_id)
+            self.versions.pop(message_id, None)  # the store removes them with the message
             try:
                 self.store.remove_last_message(self.chat_id, message_id)
             except Exception:

@@ -110,6 +110,18 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
         "INSERT INTO message_fts(message_fts) VALUES ('rebuild')",
         "CREATE INDEX chat_updated ON chat(updated_at)",
     )),
+    # 3: a regenerated reply keeps its earlier versions; the message row holds the one shown (and sent).
+    (3, (
+        """CREATE TABLE message_version (
+            pk INTEGER PRIMARY KEY,
+            message_pk INTEGER NOT NULL REFERENCES message(pk) ON DELETE CASCADE,
+            position INTEGER NOT NULL,
+            content TEXT NOT NULL,
+            incomplete INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            shown INTEGER NOT NULL DEFAULT 0,
+            UNIQUE (message_pk, position))""",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -6,9 +6,9 @@ runs the migrations; after that SQLite's own locking lets the window and any num
 Every write is one transaction: a crash or a full disk leaves the state before or after it.
 
 One Store API, split by concern: database.py (errors, schema and migrations, opening, the write transaction),
-message_table.py (messages, token counts, search), summary_table.py (summary records, archive marks, attach_engine);
-this module holds the chats, their settings, drafts, global settings and open_store. Every name callers used is still
-importable from here.
+message_table.py (messages, token counts, search), summary_table.py (summary records, archive marks, attach_engine),
+version_table.py (a regenerated reply's versions); this module holds the chats, their settings, drafts, global
+settings and open_store. Every name callers used is still importable from here.
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ from .database import (  # the Store's API names them too
 from .message_table import MessageTable, SearchHit, insert_messages
 from .paths import data_dir as resolve_data_dir
 from .summary_table import SummaryTable, attach_engine
+from .version_table import Versions, VersionTable
 
 log = logging.getLogger("precis.store")
 
@@ -152,7 +153,7 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
 
 # -------------------------------------------------------------------------------------------------- store
 
-class Store(MessageTable, SummaryTable):
+class Store(MessageTable, SummaryTable, VersionTable):
     """All reads and writes of chats. Each method is one transaction on its own session."""
 
     def __init__(self, path: Path, *, read_only: bool = False):
@@ -325,5 +326,5 @@ class Store(MessageTable, SummaryTable):
 
 __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "ChatInfo", "ChatNotFound", "ChatRow",
            "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store", "StoreCorrupt",
-           "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow", "attach_engine", "migrate",
+           "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow", "Versions", "attach_engine", "migrate",
            "open_store"]

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from precis.core.storage.store import Versions
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QStyleOptionViewItem
+
+from tests.gui.test_message_actions import click_chip
+from tests.gui.test_window import idle
 
 pytestmark = pytest.mark.model
 
@@ -15,6 +20,14 @@ def new_chat(window, store, **settings):
     window.refresh_chats()
     window.open_chat(chat_id)
     return chat_id
+
+
+def switcher(view, number: int) -> list:
+    """Where the row paints "‹ n/m ›": the rects of the left arrow, the count and the right arrow."""
+    option = QStyleOptionViewItem()
+    option.rect = view.visualRect(view.conversation.index(number))
+    return [rect for rect, _text, _target in view.delegate.version_rects(view.delegate.card_rect(option),
+                                                                          view.conversation.index(number))]
 
 
 def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, make_window, store, local_provider):
@@ -69,28 +82,43 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
     assert stored[1].incomplete and stored[1].content
 
 
-def test_regenerate_replaces_the_reply_and_undo_brings_the_first_one_back(qtbot, make_window, store, local_provider):
+def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, make_window, store,
+                                                                         local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
-    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as first:
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
     question, old_reply = store.load_messages(chat_id)
-    assert old_reply.id == first.args[0].message.id
+    view = window.conversation
 
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as second:
-        window.actions["regenerate"].trigger()
+        click_chip(qtbot, view, 1, "regenerate")  # the reply's hover action
     new_reply = second.args[0].message
-    assert new_reply.id != old_reply.id and new_reply.content.strip()
-    assert [m.id for m in store.load_messages(chat_id)] == [question.id, new_reply.id]
-    assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, new_reply.id]
-    assert [m.id for m in window.chat.session.engine.messages] == [question.id, new_reply.id]
-    # Nothing is lost silently: the replaced reply comes back with Undo.
-    assert window.status.undo.isVisible()
-    qtbot.mouseClick(window.status.undo, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: [m.id for m in window.chat.snapshot.messages] == [question.id, old_reply.id], timeout=20_000)
-    assert store.load_messages(chat_id) == [question, old_reply]
-    assert [r.message.id for r in window.conversation.conversation.rows()] == [question.id, old_reply.id]
+    assert new_reply.id == old_reply.id and new_reply.content.strip()  # written again in its place
+    assert store.versions(chat_id) == {old_reply.id: Versions((old_reply.content, new_reply.content), 1)}
+    assert view.conversation.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 1)
+    assert "switches back" in window.statusBar().currentMessage() and not window.status.undo.isVisible()
+    assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == new_reply.content
+
+    # "‹ 2/2 ›" in the reply's header: its left arrow shows the first reply again, and sends it from now on.
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    arrow = switcher(view, 1)[0]
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=arrow.center())
+    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(old_reply.id).shown == 0, timeout=20_000)
+    assert [m.content for m in store.load_messages(chat_id)] == [question.content, old_reply.content]
+    assert view.conversation.row_at(1).message.content == old_reply.content
+    assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == old_reply.content
+
+    # Reopened (a new window on the same file), the chat shows the version chosen, with its alternative.
+    window.close()
+    assert window.chat.finish_background_work()
+    reopened = make_window(local_provider)
+    qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
+                    timeout=20_000)
+    model = reopened.conversation.conversation
+    assert model.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 0)
+    assert model.row_at(1).message.content == old_reply.content
 
 
 def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):

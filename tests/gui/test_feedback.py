@@ -41,13 +41,14 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     assert "2 messages" in list_text(window)
     assert window.composer.hint.text() == ""  # the wait is over
 
-    window.composer.set_text("")
+    window.actions["edit-last"].trigger()
+    window.composer.set_text("Tell me about boxing in one sentence")
     with qtbot.waitSignal(window.reply_finished, timeout=120_000):
-        window.actions["regenerate"].trigger()
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     qtbot.wait(300)  # the work has finished; what it did must still be readable
-    assert window.statusBar().currentMessage() == "Reply regenerated."
-    assert window.status.undo.isVisible() and window.status.undo.text() == "Undo regenerate"
+    assert window.statusBar().currentMessage() == "Message edited and resent."
+    assert window.status.undo.isVisible() and window.status.undo.text() == "Undo edit"
 
     other = store.create_chat("another chat")
     window.refresh_chats()
