@@ -120,15 +120,20 @@ def short_help() -> str:
     return " ".join(f"/{command.name}" for command in slash_commands())
 
 
+def is_command(text: str) -> bool:
+    """Whether `text` is a slash command (never sent to the model), not an ordinary message ('//' escapes one)."""
+    stripped = text.strip()
+    return stripped.startswith("/") and not stripped.startswith("//")
+
+
 def parse(text: str) -> SlashCommand | None:
     """The slash command in `text`, None for an ordinary message; raises SlashError with a hint for a bad one.
 
     A line starting with '//' is an escaped slash: an ordinary message (the caller strips one '/').
     """
-    stripped = text.strip()
-    if not stripped.startswith("/") or stripped.startswith("//"):
+    if not is_command(text):
         return None
-    head, _, rest = stripped[1:].partition(" ")
+    head, _, rest = text.strip()[1:].partition(" ")
     name = head.strip().lower()
     argument = rest.strip()
     command = REGISTRY.get(name)

@@ -122,8 +122,13 @@ class Composer(QFrame):
         self.hint.setWordWrap(True)
         self.hint.setTextFormat(Qt.TextFormat.PlainText)  # error text from a server is shown, never rendered
 
+        # The draft's tokens against what is left in the window (gui/draft_count.py keeps it up to date).
+        self.token_count = QLabel("")
+        self.token_count.setObjectName("muted")
+
         buttons = QHBoxLayout()
         buttons.addWidget(self.hint, 1)
+        buttons.addWidget(self.token_count)
         buttons.addWidget(self.attach_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -149,10 +154,8 @@ class Composer(QFrame):
         return self.edit.toPlainText()
 
     def set_text(self, text: str) -> None:
-        """Replace the text without counting it as a new draft."""
-        self.edit.blockSignals(True)
+        """Replace the text without counting it as a new draft to save (its tokens are counted)."""
         self.edit.setPlainText(text)
-        self.edit.blockSignals(False)
         self._draft_timer.stop()
         cursor = self.edit.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
@@ -177,6 +180,13 @@ class Composer(QFrame):
         self.hint.setText(shown)
         tip = details or (text if shown != text.strip() else "")
         self.hint.setToolTip(Qt.convertFromPlainText(tip) if tip else "")
+
+    def show_token_count(self, text: str, level: str = "muted", details: str = "") -> None:
+        """`level`: muted, warning (sending it makes a summary) or error (it would not fit)."""
+        self.token_count.setObjectName(level)
+        self.token_count.setStyleSheet("")  # the style sheet's rule for the new object name applies
+        self.token_count.setText(text)
+        self.token_count.setToolTip(details)
 
     def _submit(self) -> None:
         text = self.text()

@@ -33,6 +33,7 @@ from .chat_switching import ChatSwitcher
 from .composer import Composer
 from .controller import ChatController
 from .conversation import ConversationView
+from .draft_count import DraftCount
 from .exporting import choose_export
 from .feedback import Feedback
 from .history import show_history, show_text
@@ -105,6 +106,7 @@ class MainWindow(QMainWindow):
         self.appearance = AppearanceControl(store, self.chat.store_calls.set_setting,
                                             [self.conversation, self.inspector.archived_view], [self.composer.edit])
         self.menus = Menus(self, self.appearance, self.handlers)
+        self.draft_count = DraftCount(self.composer, self.chat)
         self.actions = self.menus.actions
         self.theme_actions = self.menus.theme_actions
         self._connect()

@@ -50,6 +50,7 @@ class Palette:
     card_border: str
     gauge_track: str
     error_text: str
+    warning_text: str  # a caution short of an error (a draft that will make a summary)
     search_hit: str  # the background of a searched word in the conversation
     role_colours: dict[str, str]
     kind_colours: dict[str, str]
@@ -60,7 +61,7 @@ LIGHT = Palette(
     accent="#2f6fed", accent_hover="#255ed0", code_background="#f1f3f5", selection="#dde7fb", hover="#eef2f7",
     disabled_text="#a0a7b1", user_bubble="#e8f0fe", assistant_bubble="#ffffff", system_bubble="#fff8e1",
     tool_bubble="#f3f4f6", summary_bubble="#efe9fb", card="#f5f1fd", card_border="#d7c8f5", gauge_track="#eceff3",
-    error_text="#c62828", search_hit="#ffe08a",
+    error_text="#c62828", warning_text="#b45309", search_hit="#ffe08a",
     role_colours={"user": "#2f6fed", "assistant": "#0f9d58", "system": "#b7791f", "tool": "#6b7280",
                   "summary": "#7b4bd6"},
     kind_colours={"system": "#b7791f", "summaries": "#7b4bd6", "recalled": "#0f9d8a", "messages": "#2f6fed", "tool_outputs": "#6b7280",
@@ -72,7 +73,7 @@ DARK = Palette(
     accent="#5b8ef5", accent_hover="#7aa4f7", code_background="#2a2e35", selection="#2c3e63", hover="#2a2e35",
     disabled_text="#5f6670", user_bubble="#1f2f4d", assistant_bubble="#23272d", system_bubble="#3a3220",
     tool_bubble="#262a30", summary_bubble="#2e2745", card="#2a2440", card_border="#4a3f70", gauge_track="#2f343b",
-    error_text="#ff7b72", search_hit="#6e5a14",
+    error_text="#ff7b72", warning_text="#e3b341", search_hit="#6e5a14",
     role_colours={"user": "#7aa4f7", "assistant": "#4cc38a", "system": "#e0a84a", "tool": "#9aa3ae",
                   "summary": "#b195f0"},
     kind_colours={"system": "#e0a84a", "summaries": "#9d7bea", "recalled": "#3cc2ad", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
@@ -116,6 +117,7 @@ QPushButton#danger {{ background: #d93025; color: white; border: none; }}
 QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
 QLabel#muted {{ color: {p.muted}; }}
 QLabel#error {{ color: {p.error_text}; }}
+QLabel#warning {{ color: {p.warning_text}; }}
 QLabel#notice {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 6px; padding: 6px 10px; }}
 QFrame#resultCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 8px; }}
 QTableWidget {{ border: 1px solid {p.border}; border-radius: 6px; gridline-color: {p.border};

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .engine import ContextEngine, Prompt
+from .policy import SummarizationPolicy
+from .usage import UsageReport
 
 
 @dataclass(frozen=True)
@@ -83,3 +85,21 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
     else:
         action = "Start a new chat, or choose a larger context window in Settings."
     return OverBudget(sent, cut, next_message, action)
+
+
+@dataclass(frozen=True)
+class DraftFit:
+    """A message not yet sent against the window: its tokens and what sending it would do."""
+
+    tokens: int
+    left: int  # of the budget once it is sent; negative when it would not fit
+    summarizes: bool  # it takes the context to the policy's trigger: older messages are summarized first
+    overflows: bool  # the context would exceed the budget (what no summary makes room for is cut)
+
+
+def draft_fit(usage: UsageReport, policy: SummarizationPolicy, tokens: int) -> DraftFit:
+    """Recalled messages are left out: they only fill room that is free, and give it back to a new message."""
+    after = usage.total - usage.by_kind.get("recalled", 0) + tokens
+    return DraftFit(tokens, usage.available - after,
+                    summarizes=policy.enabled and after >= policy.trigger_ratio * usage.available,
+                    overflows=after > usage.available)

@@ -74,6 +74,10 @@ class TokenCounter:
         self._cache[message.id] = (message.content, tokens, calls)
         return tokens
 
+    def draft_tokens(self, text: str) -> int:
+        """What `text` would cost sent as a message (the composer's draft): counted like one, never cached."""
+        return self.calibrated(MESSAGE_OVERHEAD + self.count_text(text))
+
     def seed(self, message: Message, tokens: int) -> None:
         """Take a count saved earlier for this exact message (same text) instead of tokenizing it again."""
         self._cache[message.id] = (message.content, tokens, len(message.tool_calls))
