@@ -23,13 +23,14 @@ def _open_store(data_dir: str | None):
 @data_dir_option
 def open_window(data_dir: str | None) -> int:
     """Open the window (the default)."""
+    store = _open_store(data_dir)
+    if store is None:
+        return 1
+    _launch_configured_model(store)
     from .app import application
     from .main_window import MainWindow
 
     app = application()
-    store = _open_store(data_dir)
-    if store is None:
-        return 1
     window = MainWindow(store)
     window.show()
     try:
@@ -38,6 +39,14 @@ def open_window(data_dir: str | None) -> int:
         window.chat.finish_background_work()  # the window is gone: work under way is saved before the store closes
         window.chat.model.stop()
         store.close()
+
+
+def _launch_configured_model(store) -> None:
+    """Start the local model's process loading before Qt is imported and the window built, so its model is loaded
+    by the time the window is up (the window's provider, made from the same setting, finds that process)."""
+    from ..core.providers.registry import PROVIDER_KEY, ProviderChoice
+
+    ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY)).launch()
 
 
 def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:

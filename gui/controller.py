@@ -13,14 +13,13 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
-from ..core.providers.registry import api_key_for, save_api_key
+from ..core.providers.registry import PROVIDER_KEY, ProviderChoice, api_key_for, save_api_key
 from ..core.storage.chats import GLOBAL_POLICY_KEY
 from ..core.storage.importers import import_file
 from ..core.storage.store import ChatSettings, Store
 from ..core.tools import RUN_TIMEOUT_SECONDS
 from .model_control import ModelControl
 from .session import ChatSession, Snapshot
-from .settings_dialog import PROVIDER_KEY, ProviderChoice
 from .store_calls import StoreCalls
 from .workers import Job, Runner, StreamBuffer
 

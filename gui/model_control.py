@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject, Signal
 
 from ..core.providers.base import Provider
-from ..core.providers.registry import make_provider
+from ..core.providers.registry import PROVIDER_KEY, ProviderChoice, make_provider
 from ..core.storage.store import Store
-from .settings_dialog import PROVIDER_KEY, ProviderChoice
 from .workers import Job
 
 if TYPE_CHECKING:  # the controller creates this part and runs its jobs
@@ -44,9 +43,7 @@ class ModelControl(QObject):
             return
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         try:
-            self.provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                          extra_buffer_types=choice.extra_buffer_types,
-                                          model_path=choice.model_path or None)
+            self.provider = choice.make()
         except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
             self.notice.emit(f"{choice.kind}: {exc}; using the local model")
             self.provider = make_provider("local")
@@ -62,8 +59,7 @@ class ModelControl(QObject):
         previous = self.provider
 
         def build(_job: Job) -> Provider:
-            provider = make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None,
-                                     extra_buffer_types=choice.extra_buffer_types, model_path=choice.model_path or None)
+            provider = choice.make()
             load = getattr(provider, "load", None)
             if load is not None:
                 load()

@@ -32,12 +32,11 @@ from PySide6.QtWidgets import (
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.discovery import FoundModel
-from ..core.providers.registry import DEFAULT_MODELS, ProviderChoice, check_connection, make_provider
+from ..core.providers.registry import DEFAULT_MODELS, ProviderChoice, check_connection
 from ..core.storage.store import ChatSettings
 from .model_picker import BUILT_IN, ModelPicker
 from .workers import Runner
 
-PROVIDER_KEY = "provider"
 LOCAL_PAGE = "Local model"
 
 
@@ -279,17 +278,16 @@ class SettingsDialog(QDialog):
 
     def test_connection(self) -> None:
         """Ask the server these settings name for its models, off the GUI thread; say what it answered."""
-        values, _errors = self._provider_values()
+        choice = self.provider_choice()  # the button is enabled only while the values are valid
         key = self.entered_key() or None
         self._testing = True
         self.validate()
         self.test_result.setObjectName("muted")
-        self.test_result.setText(f"Asking {values['base_url'] or 'the ' + values['kind'] + ' API'} for its models…")
+        self.test_result.setText(f"Asking {choice.base_url or 'the ' + choice.kind + ' API'} for its models…")
         self._restyle(self.test_result)
 
         def ask(_job) -> str:
-            provider = make_provider(values["kind"], base_url=values["base_url"] or None,
-                                     model=values["model"] or None, api_key=key)
+            provider = choice.make(api_key=key)
             try:
                 return check_connection(provider)
             finally:

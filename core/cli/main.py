@@ -23,8 +23,34 @@ def load_commands() -> click.Group:
     return cli
 
 
+def start_local_model_early() -> None:
+    """`precis` alone opens the window: start the configured local model's process now, ahead of the commands'
+    imports (a second of CPU), so its model loads meanwhile; the window's provider then finds that process. The
+    setting is read with sqlite3 alone because the store's own imports are what this runs ahead of; any trouble is
+    left to the store to report."""
+    import json
+    import sqlite3
+    from contextlib import closing
+
+    from ..providers.registry import PROVIDER_KEY, ProviderChoice
+    from ..storage.paths import DB_NAME, data_dir
+
+    try:
+        path = data_dir() / DB_NAME
+        stored = None
+        if path.exists():
+            with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
+                row = db.execute("SELECT value FROM setting WHERE key = ?", (PROVIDER_KEY,)).fetchone()
+            stored = json.loads(row[0]) if row else None
+        ProviderChoice.from_setting(stored).launch()
+    except (OSError, ValueError, sqlite3.Error):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Bad input (an unknown command or option, a missing argument) exits with 2, as click's usage errors do."""
+    if (sys.argv[1:] if argv is None else argv) == []:
+        start_local_model_early()
     group = load_commands()
     try:
         return int(group.main(args=argv, prog_name="precis", standalone_mode=False) or 0)

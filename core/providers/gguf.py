@@ -8,6 +8,7 @@ tokens, tens of thousands of strings) are skipped, not kept.
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,6 +101,17 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 
 def read_info(path: Path) -> GGUFInfo:
+    """The file's name, architecture, context window and chat template (read once per version of the file: the
+    header of a large vocabulary takes tens of milliseconds to walk)."""
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise NotAModel(f"cannot read the model file {path}: {exc.strerror or exc}") from None
+    return _read_info(path, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _read_info(path: Path, _size: int, _mtime_ns: int) -> GGUFInfo:
     metadata = read_metadata(path)
     architecture = str(metadata.get("general.architecture") or "")
     context = metadata.get(f"{architecture}.context_length")

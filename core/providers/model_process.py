@@ -56,6 +56,7 @@ class ModelProcess:
         self.n_ctx = n_ctx
         self.extra_buffer_types = extra_buffer_types
         self._process: subprocess.Popen | None = None
+        self._ready = False  # the process said its model is loaded
         self._log: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
@@ -66,20 +67,37 @@ class ModelProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
+    def launch(self) -> None:
+        """Start the model process without waiting for its model to load (`start` or the first request waits).
+        Nothing to do when it runs, or while a request holds it."""
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._process is None or (self._ready and self._process.poll() is not None):
+                self._spawn()
+        finally:
+            self._lock.release()
+
     def start(self) -> None:
         """Start the model process and wait until its model is loaded (call off the GUI thread)."""
         with self._lock:
             self._ensure_running()
 
-    def _ensure_running(self) -> subprocess.Popen:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
+    def _spawn(self) -> None:
         self.last_exit = None
+        self._ready = False
         self._log = tempfile.TemporaryFile()
-        process = subprocess.Popen(
+        self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(self.path), str(self.n_ctx), str(int(self.extra_buffer_types))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, bufsize=0)
-        self._process = process
+
+    def _ensure_running(self) -> subprocess.Popen:
+        if self._process is None or (self._ready and self._process.poll() is not None):
+            self._spawn()
+        process = self._process
+        if self._ready:
+            return process
+        # Launched and loading (or failed to load: its one line says why).
         line = process.stdout.readline()
         message = json.loads(line) if line.strip() else {}
         # What the loaded Llama passed to llama.cpp, read back in the child.
@@ -89,6 +107,7 @@ class ModelProcess:
             reason = message.get("error") or f"the model process {exit_description(process.returncode)}"
             self._process = None
             raise ProviderUnavailable(f"cannot load the local model {self.path}: {reason}")
+        self._ready = True
         return process
 
     def stream(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict | None,

@@ -18,6 +18,8 @@ from .base import AuthError, Provider
 
 Kind = Literal["local", "openai", "anthropic"]
 KINDS: tuple[str, ...] = Kind.__args__
+# The store setting holding the ProviderChoice.
+PROVIDER_KEY = "provider"
 KEYRING_SERVICE = "precis"
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
@@ -77,6 +79,16 @@ class ProviderChoice(BaseModel):
 
     def to_setting(self) -> dict[str, Any]:
         return self.model_dump()
+
+    def make(self, api_key: str | None = None) -> Provider:
+        """The provider these settings name (see make_provider)."""
+        return make_provider(self.kind, base_url=self.base_url or None, model=self.model or None, api_key=api_key,
+                             extra_buffer_types=self.extra_buffer_types, model_path=self.model_path or None)
+
+    def launch(self) -> None:
+        """Start loading the local model these settings name in its process, without waiting (app start-up)."""
+        if self.kind == "local":
+            self.make().launch()
 
 
 def _official(kind: str, base_url: str | None) -> bool:

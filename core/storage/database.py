@@ -17,7 +17,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine
 
-DB_NAME = "precis.db"
 LOCK_NAME = "precis.lock"
 BUSY_TIMEOUT_MS = 5000
 WRITE_OPTION = "precis_write"  # a connection's execution option: its transaction is a WriteSession's

@@ -8,6 +8,7 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 ENV_VAR = "PRECIS_HOME"
+DB_NAME = "precis.db"  # the store's SQLite file in the data folder
 
 
 def data_dir(override: str | os.PathLike[str] | None = None) -> Path:

@@ -36,7 +36,6 @@ from ..model.schema import setting_fields
 from ..tools import RUN_TIMEOUT_SECONDS
 from .database import (  # the Store's API names them too
     BUSY_TIMEOUT_MS,
-    DB_NAME,
     LOCK_NAME,
     SCHEMA_VERSION,
     ChangeWatch,
@@ -58,6 +57,7 @@ from .database import (  # the Store's API names them too
     migration_lock,
 )
 from .message_table import MessageTable, SearchHit, insert_messages
+from .paths import DB_NAME
 from .paths import data_dir as resolve_data_dir
 from .summary_table import SummaryTable, attach_engine
 from .version_table import Versions, VersionTable

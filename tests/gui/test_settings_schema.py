@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.schema import setting_errors, setting_fields
+from precis.core.providers.registry import ProviderChoice
 from precis.core.storage.store import ChatSettings
-from precis.gui.settings_dialog import ProviderChoice, SettingsDialog
+from precis.gui.settings_dialog import SettingsDialog
 from precis.gui.settings_table import with_table
 from pydantic import Field
 from PySide6.QtWidgets import QDialogButtonBox, QFormLayout, QLabel

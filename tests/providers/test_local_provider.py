@@ -55,7 +55,7 @@ def test_tool_roles_render_as_text(local_provider):
                 Message("assistant", "", tool_calls=(ToolCall("c1", "ls", {"path": "."}),)),
                 Message("tool", "main.py", tool_call_id="c1", name="ls"),
                 Message("user", "Which file is there?")]
-    prompt = load_vocabulary(local_provider.path).llm.detokenize(local_provider.prompt_tokens(messages), special=True).decode()
+    prompt = load_vocabulary(local_provider.path).model.detokenize(local_provider.prompt_tokens(messages), special=True).decode()
     assert '[called tool ls with {"path": "."}]' in prompt and "[tool ls result]\nmain.py" in prompt
     assert complete(local_provider, messages, max_tokens=8, temperature=0).text
 
