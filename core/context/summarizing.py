@@ -331,18 +331,15 @@ class Summarization:
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
-        the artifact trail and the user's requests first, then the newest key points in the room left. It takes at
-        most two thirds of the room the chain has without them, so the chain keeps to its share with room for the
-        next summary (a half left summaries at 8k a third below their share while the trail of the early work was
-        cut: benchmarks/fidelity). Conversation digests re-rank the sentences of all of them, so folding loses
-        nothing a later merge could keep: they take three quarters, a quarter staying for the next digest."""
-        room = self.chain_room(len(children))
+        the artifact trail and the user's requests first, then the newest key points in the room left (conversation
+        digests re-rank the sentences of all of them). It takes at most three quarters of the room the chain has
+        without them, a quarter staying for the next summary (with half, summaries at 8k ended a third below their
+        share while the trail of the early work was cut: benchmarks/fidelity)."""
         policy, count = self.setup.policy, self.setup.counter.count_text
+        cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
         covered = sum(len(self.archive.covered(c)) for c in children)
         if all(is_digest(c.text) for c in children):
-            cap = max(min(policy.max_summary_tokens, room * 3 // 4), MIN_SUMMARY_ROOM)
             return merged_digest([c.text for c in children], covered, cap, count)
-        cap = max(min(policy.max_summary_tokens, room * 2 // 3), MIN_SUMMARY_ROOM)
         header = f"Merged summary of {covered} earlier messages."
         # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.
         trail = render_artifact_trail(facets, cap - count(header) - 8, count)
