@@ -258,14 +258,15 @@ class ChatController(QObject):
         store = self.store
         return self.run("import", lambda _job: import_file(store, path), f"Importing {path}…", done)
 
-    def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None) -> None:
-        """Save the settings but the provider (raises if they cannot be; switch_provider saves that once it works);
-        then the open chat's engine follows them."""
+    def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None,
+                      chat_id: str | None) -> None:
+        """Save the settings but the provider (raises if they cannot be; switch_provider saves that once it works),
+        `chat` those of the chat `chat_id`; then the open chat's engine follows them. Runs off the GUI thread."""
         if key:
             save_api_key(choice.kind, key, choice.base_url or None)
         self.store.set_setting(GLOBAL_POLICY_KEY, policy)
-        if chat is not None and self.session is not None:
-            self.store.update_chat_settings(self.session.chat_id, chat)
+        if chat is not None and chat_id is not None:
+            self.store.update_chat_settings(chat_id, chat)
 
     def run_timeout(self) -> float:
         """The open chat's /run time limit in seconds (a store read: call it off the GUI thread)."""

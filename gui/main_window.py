@@ -287,13 +287,13 @@ class MainWindow(QMainWindow):
     def apply_settings(self, dialog: SettingsDialog) -> None:
         """Save what the dialog holds (it only accepts valid values); the provider follows once it works (see
         ModelControl.switch_provider), then the open chat's engine is rebuilt on the new settings."""
-        try:
-            self.chat.save_settings(dialog.provider_choice(), dialog.entered_key(), dialog.policy_values(),
-                                    dialog.chat_settings())
-        except Exception as exc:  # noqa: BLE001 - shown to the user; nothing half-applied is kept in memory
-            QMessageBox.warning(self, "Settings not saved", str(exc))
-            return
-        self.chat.model.switch_provider(dialog.provider_choice(), self._settings_applied)
+        choice = dialog.provider_choice()
+        values = (choice, dialog.entered_key(), dialog.policy_values(), dialog.chat_settings(),
+                  self.chat.session.chat_id if self.chat.session else None)
+        # Saved off the GUI thread (a write can wait for another writer); nothing half-applied is kept in memory.
+        self.chat.store_calls.write("save the settings", lambda _store: self.chat.save_settings(*values),
+                                    lambda _saved: self.chat.model.switch_provider(choice, self._settings_applied),
+                                    lambda error: QMessageBox.warning(self, "Settings not saved", error))
 
     def _settings_applied(self, switched: bool) -> None:
         if switched:

@@ -246,8 +246,8 @@ class Sender:
         self.run_tool(f"Attaching {len(paths)} file(s)", read)
 
     def save_draft(self, text: str) -> None:
+        """Saved off the GUI thread (a write can wait for another writer); a failure is told, the text stays."""
         if self.chat.session is not None:
-            try:
-                self.store.set_draft(self.chat.session.chat_id, text)
-            except Exception as exc:  # noqa: BLE001 - the text stays in the box; say why it was not saved
-                self.status.tell(f"Draft not saved: {exc}", 10_000)
+            chat_id = self.chat.session.chat_id
+            self.chat.store_calls.write("save the draft", lambda store: store.set_draft(chat_id, text),
+                                        failed=lambda error: self.status.tell(f"Draft not saved: {error}", 10_000))

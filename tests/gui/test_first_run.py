@@ -16,14 +16,10 @@ from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox
 
 from tests.conftest import SHARED_TRANSCRIPTS
+from tests.gui.test_window import idle
 
 CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
 needs_shared = pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"{CLAUDE_CODE} is missing (../shared)")
-
-
-def idle(window) -> bool:
-    return (not window.chat.runner.busy and window.chat.snapshot is not None and window.chat.chat_runner is not None
-            and not window.chat.chat_runner.busy)
 
 
 def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_off(qtbot, make_window):

@@ -11,12 +11,9 @@ import pytest
 from precis.core.model.messages import Message
 from PySide6.QtCore import Qt
 
+from tests.gui.test_window import idle
+
 pytestmark = pytest.mark.model
-
-
-def idle(window) -> bool:
-    return (not window.chat.runner.busy and window.chat.snapshot is not None and window.chat.chat_runner is not None
-            and not window.chat.chat_runner.busy)
 
 
 def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_restarts_it(

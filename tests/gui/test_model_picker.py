@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
 
 from tests.conftest import free_port
+from tests.gui.test_window import idle
 from tests.stand_in_ollama import MODEL, StandInOllama
 
 COPY_NAME = "smollm2-135m-instruct-q4_1"
@@ -46,11 +47,6 @@ def stand_in_ollama():
     server.listing.set()
     server.shutdown()
     server.server_close()
-
-
-def idle(window) -> bool:
-    return (not window.chat.runner.busy and window.chat.snapshot is not None and window.chat.chat_runner is not None
-            and not window.chat.chat_runner.busy)
 
 
 def rows(picker) -> list[list[str]]:

@@ -18,7 +18,9 @@ from tests.fakes import ScriptedProvider
 
 
 def idle(window) -> bool:
-    return window.chat.snapshot is not None and not window.chat.chat_runner.busy and not window.chat.runner.busy
+    chat = window.chat
+    return (chat.snapshot is not None and not chat.chat_runner.busy and not chat.runner.busy
+            and not chat.store_calls.busy)
 
 
 def open_new_chat(qtbot, window, store, **settings) -> str:
@@ -264,6 +266,7 @@ def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
     chat_id = open_new_chat(qtbot, window, store)
     qtbot.keyClicks(window.composer.edit, "half a thought")
     window.close()
+    assert window.chat.finish_background_work()  # saved off the GUI thread, before the store closes
     assert store.get_draft(chat_id) == "half a thought"
 
 
