@@ -19,12 +19,14 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -237,6 +239,7 @@ class Inspector(QFrame):
         bold = QFont(self.total_label.font())
         bold.setBold(True)
         self.total_label.setFont(bold)
+        self.total_label.setWordWrap(True)  # "16,807 / 7,680 tokens (219%) · window 8,192" at the minimum width
         self.legend = QGridLayout()
         self.legend.setHorizontalSpacing(10)
         self.legend.setVerticalSpacing(2)
@@ -253,6 +256,7 @@ class Inspector(QFrame):
             self.legend.addWidget(value, row, 2)
         self.thresholds = QLabel("")
         self.thresholds.setObjectName("muted")
+        self.thresholds.setWordWrap(True)
         self.recalled = QListWidget()
         self.recalled.setToolTip("Archived messages put back into the prompt for this turn; click to show one")
         self.recalled.setMaximumHeight(90)
@@ -323,9 +327,11 @@ class Inspector(QFrame):
         before_after = QSplitter(Qt.Orientation.Horizontal)
         before_after.addWidget(_titled("Before (originals)", self.before_text))
         before_after.addWidget(_titled("After (what the model sees)", self.after_text))
-        self.details.addTab(self.summary_text, "Summary")
-        self.details.addTab(self.archived_view, "Archived messages")
-        self.details.addTab(before_after, "Before / after")
+        # Short tab names, so all three fit the inspector's narrowest width; the tooltips say more.
+        for widget, name, tip in ((self.summary_text, "Summary", "The summary's text, key points and facts"),
+                                  (self.archived_view, "Archived", "The original messages this summary replaced"),
+                                  (before_after, "Before / after", "The originals beside what the model reads")):
+            self.details.setTabToolTip(self.details.addTab(widget, name), tip)
 
         top = QWidget()
         top_layout = QVBoxLayout(top)
@@ -335,9 +341,26 @@ class Inspector(QFrame):
         top_layout.addWidget(self.total_label)
         top_layout.addWidget(self.gauge)
         top_layout.addWidget(self.over_budget)
-        top_layout.addLayout(self.legend)
-        top_layout.addWidget(self.thresholds)
-        top_layout.addWidget(_titled("Recalled for this turn", self.recalled))
+        # Tokens by kind and the policy's thresholds fold away (▸) to leave room on a short screen.
+        self.breakdown = QWidget()
+        breakdown_layout = QVBoxLayout(self.breakdown)
+        breakdown_layout.setContentsMargins(0, 0, 0, 0)
+        breakdown_layout.setSpacing(6)
+        breakdown_layout.addLayout(self.legend)
+        breakdown_layout.addWidget(self.thresholds)
+        self.breakdown_toggle = QToolButton()
+        self.breakdown_toggle.setText("Tokens by kind")
+        self.breakdown_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.breakdown_toggle.setAutoRaise(True)
+        self.breakdown_toggle.setCheckable(True)
+        self.breakdown_toggle.toggled.connect(self._fold_breakdown)
+        self.breakdown_toggle.setChecked(True)
+        top_layout.addWidget(self.breakdown_toggle)
+        top_layout.addWidget(self.breakdown)
+        # Only while something was recalled for this turn: an empty list would take room from what follows.
+        self.recalled_box = _titled("Recalled for this turn", self.recalled)
+        self.recalled_box.hide()
+        top_layout.addWidget(self.recalled_box)
         top_layout.addWidget(self.notice_box)
         top_layout.addWidget(self.result_card)
         top_layout.addWidget(self.instructions)
@@ -346,11 +369,20 @@ class Inspector(QFrame):
         top_layout.addWidget(chain_title)
         top_layout.addWidget(self.chain)
 
+        # The upper part scrolls when the window is too short for all of it (1000×700 with a notice, a result
+        # card and the over-budget text), instead of clipping its text or making the window taller.
+        top_scroll = QScrollArea()
+        top_scroll.setWidget(top)
+        top_scroll.setWidgetResizable(True)
+        top_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        top_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        top_scroll.setMinimumHeight(160)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(top)
+        splitter.addWidget(top_scroll)
         splitter.addWidget(self.details)
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
+        splitter.setStretchFactor(0, 3)  # the gauge, notices and chain take more than the summary's text
+        splitter.setStretchFactor(1, 2)
+        splitter.setSizes([360, 240])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(14, 12, 14, 12)
         layout.addWidget(splitter)
@@ -363,6 +395,11 @@ class Inspector(QFrame):
         self.chain.itemSelectionChanged.connect(self._selection_changed)
         self._show_record(None)
         self._update_buttons()
+
+    def _fold_breakdown(self, shown: bool) -> None:
+        self.breakdown.setVisible(shown)
+        self.breakdown_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.breakdown_toggle.setToolTip("Hide the tokens by kind" if shown else "Show the tokens by kind")
 
     # ---- state --------------------------------------------------------------------------------------------
     def set_busy(self, busy: bool) -> None:
@@ -424,6 +461,7 @@ class Inspector(QFrame):
             item = QListWidgetItem(snippet.replace("\n", " ")[:120])
             item.setData(Qt.ItemDataRole.UserRole, message_id)
             self.recalled.addItem(item)
+        self.recalled_box.setVisible(bool(snapshot.recalled))
         note = snapshot.over_budget
         self.over_budget.setText("\n".join(note.lines()) if note else "")
         self.over_budget.setVisible(note is not None)
