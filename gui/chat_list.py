@@ -4,6 +4,7 @@ The search waits until typing pauses (SEARCH_DELAY_MS) before it asks for hits; 
 
 from __future__ import annotations
 
+import re
 import time
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
@@ -25,6 +26,12 @@ from ..core.storage.store import ChatInfo, SearchHit
 ChatIdRole = Qt.ItemDataRole.UserRole + 1
 HitRole = Qt.ItemDataRole.UserRole + 2
 SEARCH_DELAY_MS = 200
+_MARKS = re.compile(r"\*\*|__|`")
+
+
+def _snippet_line(snippet: str) -> str:
+    """A hit's snippet as one line of plain words: Markdown's emphasis and code marks dropped, the [hit] kept."""
+    return " ".join(_MARKS.sub("", snippet).split())
 
 
 class ChatList(QFrame):
@@ -102,7 +109,7 @@ class ChatList(QFrame):
         self.list.clear()
         for hit in hits:
             archived = " · archived" if hit.archived_by else ""
-            item = QListWidgetItem(f"{hit.chat_title} · {hit.role}{archived}\n{hit.snippet}")
+            item = QListWidgetItem(f"{hit.chat_title} · {hit.role}{archived}\n{_snippet_line(hit.snippet)}")
             item.setData(HitRole, hit)
             self.list.addItem(item)
         if not hits:

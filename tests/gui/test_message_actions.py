@@ -107,3 +107,43 @@ def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store
     archive = window.inspector.archived_view
     assert archive.conversation.rowCount() > 0
     assert all(archive.row_actions(n) == ["copy"] for n in range(archive.conversation.rowCount()))
+
+
+def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot, make_window, store):
+    chat_id = store.import_chat("Fruit", dialogue(4, "Fruit talk, line"))
+    reply = store.load_messages(chat_id)[-1]
+    store.save_version(chat_id, reply)  # as a regenerate leaves it: two versions, the newer one shown
+    store.save_version(chat_id, reply.with_changes(content="A second answer."))
+    window = make_window()
+    view = window.conversation
+    last = view.conversation.rowCount() - 1
+    assert view.conversation.row_at(last).message.content == "A second answer."
+
+    view.setFocus()
+    view.setCurrentIndex(view.conversation.index(last))
+    seen: list[list[str]] = []
+    QTimer.singleShot(0, lambda: choose_from_popup("Previous version (1/2)", seen))
+    qtbot.keyClick(view, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
+    assert "Previous version (1/2)" in seen[0] and not any(text.startswith("Next") for text in seen[0])
+    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(reply.id).shown == 0, timeout=20_000)
+    assert view.conversation.row_at(last).message.content == "Fruit talk, line 3."
+    assert store.load_messages(chat_id)[-1].content == "Fruit talk, line 3."
+    assert window.chat.session.engine.assemble().messages[-1].content == "Fruit talk, line 3."
+
+
+def test_an_older_regenerated_reply_shows_its_count_but_does_not_switch(qtbot, make_window, store):
+    chat_id = store.import_chat("Fruit", dialogue(6, "Fruit talk, line"))
+    older = store.load_messages(chat_id)[1]
+    store.save_version(chat_id, older)
+    store.save_version(chat_id, older.with_changes(content="A second answer."))
+    window = make_window()
+    view = window.conversation
+    number = view.conversation.row_of(older.id)
+    assert view.conversation.versions_of(older.id).shown == 1  # "‹ 2/2 ›" is painted
+    # The messages after it answer the version it shows: neither its arrows nor its menu switch it.
+    option = QStyleOptionViewItem()
+    option.rect = view.visualRect(view.conversation.index(number))
+    parts = view.delegate.version_rects(view.delegate.card_rect(option), view.conversation.index(number))
+    assert [text for _rect, text, _target in parts] == ["‹", "2/2", "›"]
+    assert all(target is None for _rect, _text, target in parts)
+    assert not [action for action in view.actions_menu(number).actions() if "version" in action.text()]

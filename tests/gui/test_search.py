@@ -17,7 +17,7 @@ from tests.gui.test_window import dialogue, idle
 def sports_chat(store) -> str:
     return store.import_chat("Sports", [
         Message(role="user", content="I started kickboxing last week and my shins hurt."),
-        Message(role="assistant", content="Shin conditioning takes time; ice them and rest a day."),
+        Message(role="assistant", content="Shin conditioning takes **time**;\n\nice them and rest a day."),
         *dialogue(30, "Weekly training plan, day"),
     ])
 
@@ -80,6 +80,10 @@ def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears
     assert hits_shown(window) == 0  # nothing is searched while typing
     qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)  # a word prefix, in any case
     assert "[kickboxing]" in window.chat_list.list.item(0).text()
+    search.setText("time")  # a snippet reads as plain words on one line
+    qtbot.waitUntil(lambda: "takes [time]; ice them" in window.chat_list.list.item(0).text(), timeout=5_000)
+    search.setText("kickbox")
+    qtbot.waitUntil(lambda: "[kickboxing]" in window.chat_list.list.item(0).text(), timeout=5_000)
     window.chat_list.list.setCurrentRow(0)  # the hit, chosen with the keyboard or a click
     qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=20_000)
     view = window.conversation
