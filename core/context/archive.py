@@ -108,10 +108,13 @@ class Archive:
     def add(self, record: SummaryRecord) -> None:
         self.records.append(record)
         self.by_record[record.id] = record
-        if record.merged_ids:
+        children = [self.by_record.get(c) for c in record.merged_ids]
+        if not record.merged_ids:
+            self._hide(record)
+        elif record.covered_ids or not all(c is not None and c in self.chain for c in children):
             self.rebuild()
         else:
-            self._hide(record)
+            self._fold(record, children)
 
     def _hide(self, record: SummaryRecord) -> None:
         """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
@@ -132,6 +135,19 @@ class Archive:
         if self.recall_index is not None:
             for mid in ids:
                 self.recall_index.add(mid, self.messages[self.position[mid]].content)
+
+    def _fold(self, record: SummaryRecord, children: list[SummaryRecord]) -> None:
+        """A merge folds summaries of the chain into one: the same messages stay hidden, so the visible set, its
+        tally and the recall index stay as they are; only which record hides them, and the chain, change."""
+        for mid in self.covered(record):
+            self.hidden_by[mid] = record.id
+        for child in children:
+            self.chain.remove(child)
+            self._summary_messages.pop(child.id, None)
+        first = self.first_position(record)
+        index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
+        self.chain.insert(index, record)
+        self.generation += 1
 
     def release(self, record: SummaryRecord) -> None:
         """Undoing a summary that merged nothing brings back exactly the range it hid."""
@@ -221,6 +237,7 @@ class Archive:
         position = self.position[message_id]
         self.messages[position] = self.messages[position].with_changes(pinned=pinned)
         self._forget_visible()
+        self.generation += 1  # a pinned message is never recalled: what recall found may change
 
     def remove_last(self, message_id: str) -> Message:
         if not self.messages or self.messages[-1].id != message_id:

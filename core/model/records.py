@@ -62,6 +62,7 @@ class Retention(BaseModel):
 
     kept: dict[str, int] = Field(default_factory=dict)
     total: dict[str, int] = Field(default_factory=dict)
+    # The first missing facts of each kind (total - kept says how many there are in all).
     missing: dict[str, list[str]] = Field(default_factory=dict)
 
     def describe(self, limit: int = 5) -> str:
@@ -69,7 +70,8 @@ class Retention(BaseModel):
         missing = [item for items in self.missing.values() for item in items]
         text = ", ".join(parts) if parts else "no facts to keep"
         if missing:
-            more = f" (+{len(missing) - limit} more)" if len(missing) > limit else ""
+            count = sum(n - self.kept.get(kind, 0) for kind, n in self.total.items())
+            more = f" (+{count - limit} more)" if count > limit else ""
             text += "; missing: " + ", ".join(missing[:limit]) + more
         return text
 

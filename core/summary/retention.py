@@ -13,6 +13,7 @@ text plus the messages still sent verbatim):
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -90,6 +91,9 @@ EXIT_MENTION = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|rc)\W{0
 EXIT_CODE_WINDOW = 2000
 ROOT_SHARE = 0.6
 MISSING_ITEM_CHARS = 100
+# Missing facts listed per kind: a merged summary of a long chat may miss thousands, and its record (stored, exported,
+# written by every later merge) must not grow with the chat; the counts stay exact.
+MISSING_LISTED = 20
 
 
 @dataclass(frozen=True)
@@ -344,7 +348,8 @@ def check_facts(facts: TrailFacts, context_text: str) -> Retention:
         kept={kind: sum(ok for _, ok in items) for kind, items in checks.items()},
         total={kind: len(items) for kind, items in checks.items()},
         # A missing fact is shown (`precis context`, the inspector): a secret in it is hidden like everywhere else.
-        missing={kind: [clip(redact(label)[0], MISSING_ITEM_CHARS) for label, ok in items if not ok]
+        missing={kind: [clip(redact(label)[0], MISSING_ITEM_CHARS)
+                        for label in itertools.islice((label for label, ok in items if not ok), MISSING_LISTED)]
                  for kind, items in checks.items()},
     )
 

@@ -722,11 +722,16 @@ def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(st
         assert [engine.is_archived(m.id) for m in engine.messages] == [fresh.is_archived(m.id) for m in fresh.messages]
 
 
+def restored_afresh(engine: ContextEngine) -> ContextEngine:
+    """An engine restored from the same messages and records: nothing kept step by step is reused."""
+    return ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
+                                 engine.budget, engine.policy, engine.counter, system_prompt=engine.system_prompt)
+
+
 def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int], int, float]:
-    """Usage by kind, total and floor ratio counted afresh: an engine restored from the same messages and records
-    (so nothing kept step by step is reused), every item of its prompt before trimming counted."""
-    engine = ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
-                                   engine.budget, engine.policy, engine.counter, system_prompt=engine.system_prompt)
+    """Usage by kind, total and floor ratio counted afresh: every item of the prompt before trimming of an engine
+    restored afresh."""
+    engine = restored_afresh(engine)
     names = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
              "tool_output": "tool_outputs"}
     items = engine.meter.items()
@@ -748,6 +753,7 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
                                        "summarize", "undo", "remove", "calibrate", "ask"]), min_size=1, max_size=50),
        max_depth=st.integers(2, 4), system_prompt=st.sampled_from(["", "Answer briefly."]))
 @example(steps=["user", "assistant"] * 3 + ["summarize", "pin archived", "undo"], max_depth=4, system_prompt="")
+@example(steps=["user"] * 4 + ["summarize", "pin"], max_depth=2, system_prompt="")  # recalled a message pinned since
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, system_prompt):
     """Usage is read from a running tally (so the policy can ask after every message of a long chat); after any
@@ -783,3 +789,7 @@ def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, 
         for recall in (False, True):
             usage = engine.usage(recall)
             assert (usage.by_kind, usage.total, usage.floor_ratio) == recounted_usage(engine, recall)
+        # Merges fold the chain in place: which summary hides each message is what a restore derives.
+        fresh = restored_afresh(engine)
+        assert [r.id for r in engine.chain()] == [r.id for r in fresh.chain()]
+        assert [engine.archived_by(m.id) for m in engine.messages] == [fresh.archived_by(m.id) for m in fresh.messages]
