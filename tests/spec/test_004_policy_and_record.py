@@ -1,7 +1,7 @@
 """Design document 004 (the token-ratio policy and the summary record): the configuration defaults, the
 validation of their relations, the record's fields, and the result a summarization reports (003's result card).
-The policy's transitions (hysteresis, cooldown, emergency, second pass) belong to the engine's tests; see
-tests/spec/README.md for where each is checked."""
+The policy's transitions (hysteresis, cooldown, emergency) belong to the engine's tests, the second pass is
+checked here; see tests/spec/README.md for where each is checked."""
 
 from __future__ import annotations
 
@@ -77,3 +77,32 @@ def test_004_record_names_its_range_size_and_parent_never_a_newer_one():
         if record.parent_id is not None and record.status != "merged":
             parent = by_id[record.parent_id]
             assert position[parent.last_message_id] < position[record.first_message_id]
+
+
+def test_004_a_second_pass_when_the_first_summary_leaves_usage_over_the_trigger():
+    # "If after replacement the active context STILL exceeds threshold: attempt second pass (depth+1)". Precis
+    # chooses how much to take so that one pass reaches the target fill, expecting a summary of a quarter of what it
+    # replaces; a stretch of distinct commands summarizes to far more (each command is kept), and with a target
+    # close to the trigger and a large share for the summaries, the first pass leaves usage over the trigger.
+    from precis.core.context.engine import Budget, ContextEngine
+    from precis.core.model.messages import Message, ToolCall
+    from precis.core.model.tokens import TokenCounter
+
+    policy = SummarizationPolicy(mode="rule", target_ratio=0.7, chain_share=0.6, min_messages=2, cooldown_messages=0)
+    engine = ContextEngine(Budget(window=2100, reserve_output=100), policy, TokenCounter())
+    position = {}
+    for n in range(40):
+        call = ToolCall(id=f"c{n}", name="execute_bash", arguments={
+            "command": f"python scripts/migrate_table_{n}.py --source db_{n}.sqlite --target warehouse_{n}"})
+        for message in (Message(role="assistant", content="", tool_calls=(call,)),
+                        Message(role="tool", name="execute_bash", tool_call_id=call.id, content=f"migrated {n}")):
+            position[message.id] = len(position)
+            if engine.append(message) is not None:
+                break
+        if engine.records:
+            break
+    first, second = engine.records
+    assert (first.trigger, second.trigger) == ("threshold", "second pass")
+    assert first.tokens_after >= 0.8 * 2000 > second.tokens_after
+    assert second.depth == 2 and second.parent_id == first.id
+    assert position[first.last_message_id] < position[second.first_message_id]
