@@ -1,7 +1,7 @@
 """The embedded local model's speed: model-process cold start, time to first token (warm and from a cold app),
 tokens/s with llama.cpp's extra buffer types off (the default) and on, and the median and slowest summary.
 
-Run: python benchmarks/bench_local_model.py [--runs 5]
+Run: python benchmarks/bench_local_model.py [--runs 5] [--cold-only] [--profile]
 Prints medians (goal: first token from a cold app within 1.5 s on 2 cores). The machine must be otherwise idle:
 llama.cpp's threads slow down many times over when other processes compete for the two cores.
 """
@@ -123,6 +123,42 @@ app.exec()
 """
 
 
+# Where a cold app's first token goes, phase by phase (wall and this process's CPU seconds): the app's imports, the
+# model process started, the vocabulary loaded here meanwhile, the wait for the model process to be ready, the first
+# token.
+PROFILE = """
+import resource, sys, time
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+marks = [("python started", float(sys.argv[1]), 0.0)]
+def mark(what):
+    marks.append((what, time.time(), cpu()))
+from precis.core.model.messages import Message
+from precis.core.providers.local import LocalProvider, load_vocabulary
+mark("precis imported")
+provider = LocalProvider()
+provider.launch()
+mark("model process started")
+load_vocabulary(provider.path)
+mark("vocabulary loaded here")
+provider.process.start()
+mark("model process ready")
+for chunk in provider.stream_chat([Message("user", "Name a colour.")], max_tokens=4, temperature=0):
+    if chunk.text:
+        break
+mark("first token")
+for (_, t0, c0), (what, t1, c1) in zip(marks, marks[1:]):
+    print(f"  {what:26} +{t1 - t0:5.2f} s  (CPU here {c1 - c0:4.2f} s)")
+print(f"  {'total':26} {marks[-1][1] - marks[0][1]:6.2f} s")
+"""
+
+
+def profile_cold_app() -> None:
+    print(f"cold app, phase by phase (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):")
+    subprocess.run([sys.executable, "-c", PROFILE, repr(time.time())], check=True)
+
+
 def cold_first_token(script: str) -> dict[str, float]:
     """Seconds from starting a fresh Python to each line the script prints ("first": the first token)."""
     start = time.perf_counter()
@@ -173,9 +209,13 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--summaries-only", action="store_true", help="only the summary times")
     parser.add_argument("--cold-only", action="store_true", help="only the first token from a cold app and window")
+    parser.add_argument("--profile", action="store_true", help="where a cold app's first token goes, phase by phase")
     args = parser.parse_args()
     if args.summaries_only:
         print(summary_times(LocalProvider()))
+        return
+    if args.profile:
+        profile_cold_app()
         return
     cold_figures(3)
     if args.cold_only:
