@@ -5,6 +5,7 @@ Finding the matches is recall.py's (or the store's index); this module chooses, 
 
 from __future__ import annotations
 
+import string
 import time
 
 from ..model.messages import Message
@@ -13,7 +14,7 @@ from ..summary.digest import SPEAKER, session_label
 from ..summary.summarize import fit_text
 from ..summary.text_rules import SENTENCE_END
 from .archive import Archive
-from .recall import RecallSearch, content_words, terms
+from .recall import RecallSearch, content_words
 from .usage import ContextItem, ContextSetup
 
 # Matches asked of the search function, the least room worth a snippet, one snippet's share of the room.
@@ -22,6 +23,7 @@ MIN_RECALL_ROOM = 24
 RECALL_SNIPPET_SHARE = 0.4
 # A recalled message keeps its first sentences (where a reply answers) and those with a word asked about.
 OPENING_SENTENCES = 2
+NOT_LETTERS = str.maketrans({c: " " for c in string.punctuation + "\n\t"})
 # The best matches are recalled with the two messages that followed them, the others with one (their reply).
 BEST_MATCHES = 3
 
@@ -65,10 +67,12 @@ class Recaller:
         messages = archive.messages
         snippet_cap = max(int(room * RECALL_SNIPPET_SHARE), MIN_RECALL_ROOM)
         hits = [p for p in map(archive.position.get, self.search(query, RECALL_CANDIDATES)) if p is not None]
-        matched, chosen, asked = set(hits), {}, set(content_words(query))
+        matched, chosen, asked = set(hits), {}, asked_starts(content_words(query))
         # The best matches with the two messages after them, the others with their reply.
         wanted = [m for rank, p in enumerate(hits) for m in range(p, p + (3 if rank < BEST_MATCHES else 2))]
         for member in wanted:
+            if room < 2 * MIN_RECALL_ROOM:  # too little for a header and a sentence
+                break
             if (member >= len(messages) or member in chosen or messages[member].role == "system"
                     or not archive.is_archived(messages[member].id)
                     or (member not in matched and member - 1 not in chosen)):
@@ -80,9 +84,9 @@ class Recaller:
             room -= item.tokens
         return [chosen[p] for p in sorted(chosen)]
 
-    def _snippet(self, position: int, room: int, asked: set[str], follows: bool = False) -> ContextItem | None:
+    def _snippet(self, position: int, room: int, asked: tuple[str, ...], follows: bool = False) -> ContextItem | None:
         """One archived original as a recalled snippet of at most `room` tokens, or None if there is too little:
-        its opening sentences and those with a word `asked` (stems). One that `follows` the snippet above it in the
+        its opening sentences and those with a word `asked` about. One that `follows` the snippet above it in the
         chat needs no date of its own, nor a speaker the text already names ("Caroline: ...")."""
         counter = self.setup.counter
         original = self.archive.messages[position]
@@ -112,14 +116,22 @@ class Recaller:
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
 
 
-def relevant_part(text: str, asked: set[str]) -> str:
+def asked_starts(asked: list[str]) -> tuple[str, ...]:
+    """Each word asked about as the start of a word (" remind" meets "reminds" and "reminder"): a stem cut by up to
+    two letters; words shorter than four letters only whole (" art " is not " start")."""
+    return tuple(f" {w[:max(4, len(w) - 2)]}" if len(w) >= 4 else f" {w} " for w in asked)
+
+
+def relevant_part(text: str, asked: tuple[str, ...]) -> str:
     """The text's first sentences, those with a word asked about and the sentence after each of them (where the
-    answer often is); each run of sentences left out is an "…"."""
+    answer often is); each run left out is an "…"."""
     sentences = [s for s in SENTENCE_END.split(text) if s.strip()]
+    if len(sentences) <= OPENING_SENTENCES or not asked:
+        return text
     keep = set(range(OPENING_SENTENCES))
     for n, sentence in enumerate(sentences):
-        if any(said.startswith(word) or word.startswith(said) for said in terms(sentence) if len(said) >= 4
-               for word in asked if len(word) >= 4) or asked & set(terms(sentence)):
+        words = f" {sentence.lower().translate(NOT_LETTERS)} "
+        if any(start in words for start in asked):
             keep |= {n, n + 1}
     kept: list[str] = []
     for n, sentence in enumerate(sentences):

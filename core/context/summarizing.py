@@ -339,6 +339,8 @@ class Summarization:
         cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
         covered = sum(len(self.archive.covered(c)) for c in children)
         if all(is_digest(c.text) for c in children):
+            # Never larger than the digests it folds: each took at most its share of what it replaced.
+            cap = min(cap, max(sum(c.tokens for c in children), MIN_SUMMARY_ROOM))
             return merged_digest([c.text for c in children], covered, cap, count)
         header = f"Merged summary of {covered} earlier messages."
         # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.

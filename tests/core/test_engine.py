@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
 from precis.core.context.policy import SummarizationPolicy, policy_errors
-from precis.core.context.recalling import relevant_part
+from precis.core.context.recalling import asked_starts, relevant_part
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
 from precis.core.providers.base import ServerError
@@ -210,7 +210,7 @@ def test_a_recalled_message_keeps_its_opening_the_sentences_asked_about_and_the_
     text = ("Thanks, Melanie! This is special. It was a long week at work. The weather was grey. "
             "This necklace is a gift from my grandma in Sweden. It stands for love, faith and strength. "
             "We ate pasta. The dog barked all night.")
-    assert relevant_part(text, {"necklac", "symbol"}) == (
+    assert relevant_part(text, asked_starts(["necklac", "symbol"])) == (
         "Thanks, Melanie! This is special. … This necklace is a gift from my grandma in Sweden. It stands for love, "
         "faith and strength. …")
 
