@@ -58,6 +58,9 @@ class ConversationView(QListView):
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.delegate.action_triggered.connect(self.trigger)
+        # Row numbers change with the rows: the chips come back when the mouse next moves.
+        for changed in (self.conversation.modelReset, self.conversation.rowsRemoved):
+            changed.connect(lambda *_args: self._set_hovered(None))
         self.delegate.version_chosen.connect(
             lambda number, position: self.version_requested.emit(self.conversation.row_at(number).key, position))
         self.clicked.connect(self._clicked)

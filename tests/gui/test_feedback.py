@@ -30,7 +30,8 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=20_000)
     # While the reply streams: the list counts the sent message, and Enter says why nothing is sent.
-    assert f"{title_from(first)}\n1 message ·" in list_text(window)
+    qtbot.waitUntil(lambda: f"{title_from(first)}\n1 message ·" in list_text(window), timeout=5_000)  # listed off the GUI thread
+    assert window.composer.stop_button.isVisible()
     qtbot.keyClicks(window.composer.edit, "and boxing?")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     assert "reply is being written" in window.composer.hint.text()
