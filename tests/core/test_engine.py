@@ -434,6 +434,8 @@ def test_llm_summary_uses_the_model_json_and_adds_user_instructions():
     record = engine.summarize_now(instructions="Focus on the config loader.")
     assert record.mode == "llm" and not record.fallback_used
     assert "parse_config" in record.text and "use TOML" in record.text
+    # The structured fields are the model's (hybrid asks it for the story only; the rules give its decisions).
+    assert record.facets.decisions == ["use TOML"] and record.facets.action_items[0].task == "review the loader"
     system = provider.calls[0][0].content
     assert "Do not invent" in system  # the default prompt is kept ...
     assert "Focus on the config loader." in system and "Mention ticket numbers." in system  # ... and extended
