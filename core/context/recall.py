@@ -110,4 +110,5 @@ class RecallIndex:
                 length = self._lengths[message_id]
                 scores[message_id] += idf * tf * (self.K1 + 1) / (
                     tf + self.K1 * (1 - self.B + self.B * length / average))
-        return heapq.nlargest(limit, scores, key=scores.__getitem__)
+        # Ties go by id, not by the order messages were indexed in: a chat restored afresh recalls the same.
+        return heapq.nlargest(limit, scores, key=lambda m: (scores[m], m))
