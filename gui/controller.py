@@ -159,7 +159,8 @@ class ChatController(QObject):
         if not self.is_open(snapshot.chat_id):
             return
         previous, self.snapshot = self.snapshot, snapshot
-        changed = previous is None or previous.hidden != snapshot.hidden or bool(snapshot.events)
+        changed = (previous is None or previous.partial or previous.hidden != snapshot.hidden
+                   or bool(snapshot.events))
         self.snapshot_changed.emit(snapshot, changed if rebuild_rows is None else rebuild_rows)
 
     def rebuild(self, snapshot: Snapshot) -> None:

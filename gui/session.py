@@ -30,6 +30,8 @@ from .workers import StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
+# How many of a chat's last messages are painted before the rest is read (several screens' worth).
+FIRST_ROWS = 150
 
 log = logging.getLogger("precis.gui")
 
@@ -58,6 +60,8 @@ class Snapshot:
     over_budget: OverBudget | None = None
     # message id -> the versions of a regenerated reply (the message holds the one shown)
     versions: dict[str, Versions] = field(default_factory=dict)
+    # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
+    partial: bool = False
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -91,10 +95,21 @@ class ChatSession:
                               counter=counter, summarizer=summarizer)
 
     def load_rows(self) -> Snapshot:
-        """Messages and summaries from the store, fast, before any token is counted (first paint)."""
-        engine, _settings = self._restore(TokenCounter())
-        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), None,
-                        engine.policy.model_copy(), versions=self.store.versions(self.chat_id))
+        """What the window paints first: the chat's last FIRST_ROWS messages with the summaries that archived
+        them, read straight from the store (no engine, nothing counted). `partial`: the whole chat comes with the
+        engine (build_engine), a moment later."""
+        store, chat_id = self.store, self.chat_id
+        messages = store.load_last_messages(chat_id, FIRST_ROWS)
+        active = [r for r in store.load_records(chat_id) if r.status == "active"]
+        archived_by = store.archived_by(chat_id) if active else {}
+        active_ids = {r.id for r in active}
+        # As the engine's rule (Archive.is_archived): a pinned message is never hidden. (The chat's opening, also
+        # never hidden, is not among the last rows of a chat long enough to have summaries.)
+        hidden = {m.id: archived_by[m.id] for m in messages
+                  if archived_by.get(m.id) in active_ids and not m.pinned}
+        settings = store.get_chat(chat_id).settings
+        return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
+                        versions=store.versions(chat_id), partial=True)
 
     def build_engine(self) -> Snapshot:
         engine, settings = self._restore(self._counter())

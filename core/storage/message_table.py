@@ -45,6 +45,10 @@ def message_values(chat_id: str, message: Message) -> dict[str, Any]:
     }
 
 
+# The columns _message_from_row takes, in its order.
+MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete"
+
+
 def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
                       name: str | None, created_at: float, pinned: int, incomplete: int) -> Message:
     calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
@@ -140,14 +144,23 @@ class MessageTable:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
         return self.load_counted_messages(chat_id)[0]
 
+    def load_last_messages(self, chat_id: str, count: int) -> list[Message]:
+        """The chat's last `count` messages in order: what a window paints first on opening a long chat."""
+        with self._read() as session:
+            self._chat_row(session, chat_id, deleted_ok=True)
+            rows = session.connection().exec_driver_sql(
+                f"SELECT {MESSAGE_COLUMNS} FROM message WHERE chat_id = ? ORDER BY seq DESC LIMIT ?",
+                (chat_id, count)).fetchall()
+        return [_message_from_row(*row) for row in reversed(rows)]
+
     def load_counted_messages(self, chat_id: str) -> tuple[list[Message], dict[str, int]]:
         """The chat's messages in order and their cached token counts by id, in one read (opening a chat)."""
         with self._read() as session:
             self._chat_row(session, chat_id, deleted_ok=True)
             # Plain driver rows: this is the hot path of opening a long chat.
             rows = session.connection().exec_driver_sql(
-                "SELECT id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete, "
-                "token_count FROM message WHERE chat_id = ? ORDER BY seq", (chat_id,)).fetchall()
+                f"SELECT {MESSAGE_COLUMNS}, token_count FROM message WHERE chat_id = ? ORDER BY seq",
+                (chat_id,)).fetchall()
         messages = [_message_from_row(*row[:-1]) for row in rows]
         return messages, {row[0]: row[-1] for row in rows if row[-1] is not None}
 

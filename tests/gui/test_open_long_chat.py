@@ -1,0 +1,45 @@
+"""Opening a long chat paints its last rows first, read straight from the store; the whole chat follows."""
+
+from __future__ import annotations
+
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.gui.session import FIRST_ROWS
+
+from tests.gui.test_window import dialogue, idle
+
+
+def keys(rows) -> tuple[list[str], set[str]]:
+    """(message keys in order, summary keys) of conversation rows."""
+    return [r.key for r in rows if r.message is not None], {r.key for r in rows if r.record is not None}
+
+
+def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    history = dialogue(600, "Notes on the kickboxing gym's timetable, item")
+    history[-5] = history[-5].with_changes(pinned=True)  # pinned: shown, never archived
+    chat_id = store.import_chat("long chat", history, settings={"context_window": 4096})
+    other = store.create_chat("other")
+    window = make_window()
+    window.open_chat(chat_id)  # opened past its trigger: summarized now, so the next opening has summaries
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
+    full_messages, full_summaries = keys(window.conversation.conversation.rows())
+    hidden = window.chat.snapshot.hidden
+    assert hidden and history[-5].id not in hidden
+
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    first = []
+    window.chat.rows_loaded.connect(lambda _snapshot: first.append(window.conversation.conversation.rows()))
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: bool(first), timeout=20_000)
+
+    # First: the last rows only, as the whole chat shows them (archived messages inside their summaries).
+    tail_messages, tail_summaries = keys(first[0])
+    stored = [m.id for m in store.load_messages(chat_id)]
+    assert len(first[0]) <= FIRST_ROWS < len(stored)
+    assert tail_messages == full_messages[-len(tail_messages):]
+    assert tail_summaries <= full_summaries and not set(tail_messages) & set(hidden)
+    assert tail_messages[-1] == stored[-1]
+    # Then the whole chat, once its engine is built.
+    qtbot.waitUntil(lambda: idle(window) and keys(window.conversation.conversation.rows()) == (
+        full_messages, full_summaries), timeout=60_000)
