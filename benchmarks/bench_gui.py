@@ -116,9 +116,10 @@ def main() -> None:
     app = application()
     with tempfile.TemporaryDirectory() as home:
         store = open_store(home)
-        # Opening a chat this far past its window summarizes it; rule mode keeps the model's weights (about 300 MB,
-        # loaded for the first reply anyway) out of what this measures: the chat itself.
-        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+        # Rule mode keeps the model's weights (about 300 MB, loaded for the first reply anyway) out of what this
+        # measures: the chat itself.
+        # First paint is measured with automatic summaries off (every opening the same), then they are turned on.
+        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
         chat_id = store.import_chat("10k", ten_thousand_messages())
         window = MainWindow(store, load_model=False)
         window.resize(1400, 900)
@@ -134,11 +135,6 @@ def main() -> None:
 
         def idle() -> bool:
             return window.chat.snapshot is not None and not window.chat.busy
-
-        # The first opening summarizes the chat (it is far past its window): the stall while that runs.
-        summary_stall = heartbeat.stall_ms(lambda: window.open_chat(chat_id), idle)
-        print(f"longest GUI-thread stall while opening it and summarizing {MESSAGES:,} messages: "
-              f"{summary_stall:.0f} ms (goal < 50 ms)")
 
         times, whole = [], []
         for _ in range(3):
@@ -163,6 +159,15 @@ def main() -> None:
         print(f"open {MESSAGES:,}-message chat to first paint: median {statistics.median(times) * 1000:.0f} ms "
               f"(runs {', '.join(f'{t * 1000:.0f}' for t in times)}; goal < 300 ms); the whole chat in: median "
               f"{statistics.median(whole) * 1000:.0f} ms (runs {', '.join(f'{t * 1000:.0f}' for t in whole)})")
+
+        # Opened again with automatic summaries on, the chat is summarized (it is far past its window).
+        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+        window.open_chat(store.create_chat("empty"))
+        while not idle():
+            app.processEvents()
+        summary_stall = heartbeat.stall_ms(lambda: window.open_chat(chat_id), idle)
+        print(f"longest GUI-thread stall while opening it and summarizing {MESSAGES:,} messages: "
+              f"{summary_stall:.0f} ms (goal < 50 ms)")
         # Scroll through it once so rows get measured and rendered, then read memory.
         bar = window.conversation.verticalScrollBar()
         for value in range(0, bar.maximum(), max(1, bar.maximum() // 50)):
