@@ -15,7 +15,7 @@ from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import is_digest, merged_digest
 from ..summary.redact import redact, redact_obj
-from ..summary.retention import TrailFacts, check_facts, collect_facts, union_facts
+from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
 from .archive import Archive
@@ -404,10 +404,15 @@ class Summarization:
 
 
 def merge_facets(all_facets: list[Facets]) -> Facets:
-    """Union of facets, earlier ones first: merging keeps what previous summaries recorded."""
+    """Union of facets, earlier ones first: merging keeps what previous summaries recorded, up to MERGED_ENTRIES of
+    each kind (the first and the newest), so that a merge costs the same however long the chat; `dropped` says how
+    many entries each kind left out."""
     merged: dict[str, dict[str, dict | str]] = {}
+    dropped: dict[str, int] = {}
     for facets in all_facets:
-        for name, values in facets.model_dump().items():
+        for name, count in facets.dropped.items():
+            dropped[name] = dropped.get(name, 0) + count
+        for name, values in facets.model_dump(exclude={"dropped"}).items():
             bucket = merged.setdefault(name, {})
             for value in values:
                 if name == "commands":  # the same command run in both stretches: one entry, counts added
@@ -418,4 +423,9 @@ def merge_facets(all_facets: list[Facets]) -> Facets:
                 else:
                     key = json.dumps(value, sort_keys=True)
                 bucket.setdefault(key, value)
-    return Facets.model_validate({name: list(bucket.values()) for name, bucket in merged.items()})
+    kept: dict[str, list] = {}
+    for name, bucket in merged.items():
+        kept[name] = bounded(list(bucket.values()))
+        if over := len(bucket) - len(kept[name]):
+            dropped[name] = dropped.get(name, 0) + over
+    return Facets.model_validate({**kept, "dropped": dropped})

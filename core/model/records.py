@@ -50,6 +50,8 @@ class Facets(BaseModel):
     tool_usage: list[ToolUsage] = Field(default_factory=list)
     participants: list[str] = Field(default_factory=list)
     user_requests: list[str] = Field(default_factory=list)
+    # How many entries of each kind a merged record left out to stay bounded (the originals stay in the archive).
+    dropped: dict[str, int] = Field(default_factory=dict)
 
 
 class CoveredMessage(BaseModel):

@@ -94,6 +94,10 @@ MISSING_ITEM_CHARS = 100
 # Missing facts listed per kind: a merged summary of a long chat may miss thousands, and its record (stored, exported,
 # written by every later merge) must not grow with the chat; the counts stay exact.
 MISSING_LISTED = 20
+# The most entries of each kind a merged record keeps (facets and the facts its retention check looks for), so a
+# merge costs the same however long the chat: more than a merged summary renders (at most max_summary_tokens, 4,000
+# by default, and every entry takes a few tokens). The originals stay in the archive.
+MERGED_ENTRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,8 @@ class TrailFacts:
     errors: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)
     instructions: list[InstructionFact] = field(default_factory=list)
+    # How many facts of each kind a merged stretch left out (bounded): counted in the check's totals, as not kept.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def labels(self) -> dict[str, list[str]]:
         return {"files": list(self.files),
@@ -316,16 +322,26 @@ class _Context:
         return present >= INSTRUCTION_MATCH_SHARE * len(fact.words)
 
 
+def bounded(items: list[Any]) -> list[Any]:
+    """At most MERGED_ENTRIES of `items` (oldest first): the first, often what the whole chat is about, and the
+    newest, which matter most for what comes next."""
+    if len(items) <= MERGED_ENTRIES:
+        return items
+    return [items[0], *items[len(items) - MERGED_ENTRIES + 1:]]
+
+
 def union_facts(parts: Iterable[TrailFacts]) -> TrailFacts:
-    """The facts of several stretches together (a merged summary's), without re-reading their messages."""
+    """The facts of several stretches together (a merged summary's), without re-reading their messages, bounded
+    (MERGED_ENTRIES of each kind) so that checking a merge costs the same however long the chat."""
     parts = list(parts)
-    return TrailFacts(
-        files=_dedupe(f for p in parts for f in p.files),
-        commands=_dedupe(c for p in parts for c in p.commands),
-        errors=_dedupe(e for p in parts for e in p.errors),
-        identifiers=_dedupe(i for p in parts for i in p.identifiers)[:MAX_IDENTIFIERS],
-        instructions=_dedupe(i for p in parts for i in p.instructions),
-    )
+    union = {"files": _dedupe(f for p in parts for f in p.files),
+             "commands": _dedupe(c for p in parts for c in p.commands),
+             "errors": _dedupe(e for p in parts for e in p.errors),
+             "identifiers": _dedupe(i for p in parts for i in p.identifiers)[:MAX_IDENTIFIERS],
+             "instructions": _dedupe(i for p in parts for i in p.instructions)}
+    kept = {kind: bounded(items) for kind, items in union.items()}
+    dropped = {kind: sum(p.dropped.get(kind, 0) for p in parts) + len(union[kind]) - len(kept[kind]) for kind in union}
+    return TrailFacts(**kept, dropped={kind: n for kind, n in dropped.items() if n})
 
 
 def check_retention(covered: list[Message], context_text: str) -> Retention:
@@ -346,7 +362,7 @@ def check_facts(facts: TrailFacts, context_text: str) -> Retention:
     }
     return Retention(
         kept={kind: sum(ok for _, ok in items) for kind, items in checks.items()},
-        total={kind: len(items) for kind, items in checks.items()},
+        total={kind: len(items) + facts.dropped.get(kind, 0) for kind, items in checks.items()},
         # A missing fact is shown (`precis context`, the inspector): a secret in it is hidden like everywhere else.
         missing={kind: [clip(redact(label)[0], MISSING_ITEM_CHARS)
                         for label in itertools.islice((label for label, ok in items if not ok), MISSING_LISTED)]

@@ -641,6 +641,29 @@ def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
     assert [(c.command, c.count) for c in merged.commands] == [("pytest", 5), ("make", 1)]
 
 
+def test_a_merge_keeps_a_bounded_trail_saying_how_much_it_left_out():
+    """However long the chat, a merged record keeps at most MERGED_ENTRIES of each kind (the first request and the
+    newest), says how many it dropped, and its retention check counts the dropped facts as not kept."""
+    from precis.core.context.summarizing import merge_facets
+    from precis.core.model.records import Facets
+    from precis.core.summary.retention import MERGED_ENTRIES, InstructionFact, TrailFacts, check_facts, union_facts
+
+    stretches = [Facets(user_requests=[f"request {n}" for n in range(start, start + 700)], files_read=["a.py"])
+                 for start in (0, 700, 1400)]
+    merged = merge_facets(stretches[:2])
+    assert len(merged.user_requests) == MERGED_ENTRIES and merged.dropped == {"user_requests": 400}
+    again = merge_facets([merged, stretches[2]])
+    assert again.user_requests[0] == "request 0" and again.user_requests[-1] == "request 2099"
+    assert len(again.user_requests) == MERGED_ENTRIES and again.dropped == {"user_requests": 1100}
+    assert again.files_read == ["a.py"]
+
+    facts = union_facts([TrailFacts(instructions=[InstructionFact(f"deploy bay {n}", (f"bay{n}",))
+                                                  for n in range(start, start + 700)]) for start in (0, 700)])
+    assert len(facts.instructions) == MERGED_ENTRIES and facts.dropped == {"instructions": 400}
+    retention = check_facts(facts, "bay0 bay1399")
+    assert retention.total["instructions"] == 1400 and retention.kept["instructions"] == 2
+
+
 # ----- one policy: target fill, re-arm, second pass, the chain's share, the floor -------------------------------
 
 def test_rearms_after_enough_new_messages_even_above_the_reset_ratio():
