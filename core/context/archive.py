@@ -85,7 +85,10 @@ class Archive:
         """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
         first = self._first_positions.get(record.id)
         if first is None:
-            first = min((self.position.get(i, 0) for i in self.covered(record)), default=0)
+            # A merge's from its children's: not a scan of everything it covers, which grows with every merge.
+            children = [self.by_record[c] for c in record.merged_ids if c in self.by_record]
+            first = min([*(self.position.get(i, 0) for i in record.covered_ids),
+                         *map(self.first_position, children)], default=0)
             self._first_positions[record.id] = first
         return first
 
