@@ -77,9 +77,16 @@ class _Runnable(QRunnable):
             result = self._fn(job)
         except Exception as exc:  # noqa: BLE001 - every failure is reported to the user, none is swallowed
             log.warning("%s failed: %s", job.label, "".join(traceback.format_exception_only(exc)).strip())
-            job._outcome.emit(False, str(exc) or type(exc).__name__)
+            self._hand_over(False, str(exc) or type(exc).__name__)
         else:
-            job._outcome.emit(True, result)
+            self._hand_over(True, result)
+
+    def _hand_over(self, ok: bool, value: Any) -> None:
+        try:
+            self._job._outcome.emit(ok, value)
+        except RuntimeError:
+            # The window (and with it the job's Qt side) was closed while this ran: nobody is left to tell.
+            log.info("%s finished after its window closed", self._job.label)
 
 
 class Runner(QObject):
