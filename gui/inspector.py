@@ -335,7 +335,7 @@ class Inspector(QFrame):
 
         top = QWidget()
         top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.setContentsMargins(0, 0, 8, 0)  # the numbers keep clear of the scroll bar beside them
         top_layout.setSpacing(6)
         top_layout.addLayout(head)
         top_layout.addWidget(self.total_label)
