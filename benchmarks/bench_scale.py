@@ -8,7 +8,9 @@ grow with the load of a shared machine), the growth from the smallest size, and 
 of times, scaled to a factor of two in size).
 
 Goals: opening a 100,000-message chat to its prompt under 2 s; every step at most 2.2x per doubling (linear).
-Run: python benchmarks/bench_scale.py [SIZES...] [--repeat N]   (the default sizes take several minutes)
+Also printed: the peak resident memory of this process after each step (its high-water mark so far).
+Run: python benchmarks/bench_scale.py [SIZES...] [--repeat N] [--steps import,search,...]
+(the default sizes and every step take several minutes; import always runs, as the other steps need the chat)
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import itertools
 import json
 import math
 import os
+import resource
 import shutil
 import statistics
 import tempfile
@@ -64,12 +67,19 @@ def run(*argv: str) -> str:
 class Timing:
     wall: float  # seconds on the clock
     cpu: float  # seconds of this process's CPU: what the step costs, whatever else the machine is doing
+    peak_mb: float = 0.0  # this process's peak resident memory after the step (a high-water mark: never falls)
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux, bytes on macOS.
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (2**20 if os.uname().sysname == "Darwin" else 2**10)
 
 
 def timed(step: Callable[[], object]) -> Timing:
     wall, cpu = time.perf_counter(), time.process_time()
     step()
-    return Timing(time.perf_counter() - wall, time.process_time() - cpu)
+    return Timing(time.perf_counter() - wall, time.process_time() - cpu, peak_rss_mb())
 
 
 def open_to_prompt(data: str, chat_id: str) -> None:
@@ -78,8 +88,8 @@ def open_to_prompt(data: str, chat_id: str) -> None:
         engine.assemble()
 
 
-def measure(count: int, folder: Path) -> dict[str, Timing]:
-    """One run of every step on a fresh data folder."""
+def measure(count: int, folder: Path, steps: tuple[str, ...]) -> dict[str, Timing]:
+    """One run of the chosen steps (and the import they need) on a fresh data folder."""
     source, transcript = chat_files(folder, count)
     data = str(folder / f"data-{count}")
     shutil.rmtree(data, ignore_errors=True)
@@ -90,14 +100,20 @@ def measure(count: int, folder: Path) -> dict[str, Timing]:
         nonlocal chat_id
         chat_id = run("--data-dir", data, "import", str(source)).strip()
 
-    times["import"] = timed(do_import)
-    # `context` first: it saves the token counts a reopened chat then reuses, as the window does after a first paint.
-    times["context"] = timed(lambda: run("--data-dir", data, "context", chat_id))
-    times["open to prompt"] = timed(lambda: open_to_prompt(data, chat_id))
-    times["compact"] = timed(lambda: run("compact", str(transcript), "--mode", "rule", "--json"))
-    times["search"] = timed(lambda: run("--data-dir", data, "search", "parcel bay 42"))
-    times["export"] = timed(lambda: run("--data-dir", data, "export", chat_id, "--format", "jsonl",
-                                        "-o", str(folder / f"export-{count}.jsonl")))
+    # `context` before opening: it saves the token counts a reopened chat then reuses, as the window does after a
+    # first paint.
+    actions: dict[str, Callable[[], object]] = {
+        "import": do_import,
+        "context": lambda: run("--data-dir", data, "context", chat_id),
+        "open to prompt": lambda: open_to_prompt(data, chat_id),
+        "compact": lambda: run("compact", str(transcript), "--mode", "rule", "--json"),
+        "search": lambda: run("--data-dir", data, "search", "parcel bay 42"),
+        "export": lambda: run("--data-dir", data, "export", chat_id, "--format", "jsonl",
+                              "-o", str(folder / f"export-{count}.jsonl")),
+    }
+    for step, action in actions.items():
+        if step == "import" or step in steps:
+            times[step] = timed(action)
     return times
 
 
@@ -109,7 +125,8 @@ def per_doubling(t_small: float, t_large: float, n_small: int, n_large: int) -> 
     return (t_large / t_small) ** (math.log(2) / math.log(n_large / n_small))
 
 
-def print_table(results: dict[int, dict[str, Timing]], sizes: tuple[int, ...], kind: str) -> float:
+def print_table(results: dict[int, dict[str, Timing]], sizes: tuple[int, ...], steps: tuple[str, ...],
+                kind: str) -> float:
     """Medians of one kind of time per step and size, the growth from the smallest size and per doubling;
     returns the worst growth per doubling."""
     smallest = sizes[0]
@@ -117,7 +134,7 @@ def print_table(results: dict[int, dict[str, Timing]], sizes: tuple[int, ...], k
           + "   x from " + f"{smallest:,}: " + " ".join(f"{n / smallest:g}x" for n in sizes[1:])
           + "   per doubling")
     worst = 0.0
-    for step in STEPS:
+    for step in steps:
         value = {n: getattr(results[n][step], kind) for n in sizes}
         growth = [value[n] / value[smallest] for n in sizes[1:]]
         doubling = [per_doubling(value[a], value[b], a, b) for a, b in itertools.pairwise(sizes)]
@@ -127,23 +144,25 @@ def print_table(results: dict[int, dict[str, Timing]], sizes: tuple[int, ...], k
     return worst
 
 
-def main_bench(sizes: tuple[int, ...], repeat: int) -> None:
+def main_bench(sizes: tuple[int, ...], repeat: int, steps: tuple[str, ...]) -> None:
     print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
           f"on {os.cpu_count()} CPUs; {repeat} runs per size")
     results: dict[int, dict[str, Timing]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for count in sizes:
-            runs = [measure(count, Path(tmp)) for _ in range(repeat)]
-            results[count] = {step: median_timing(runs, step) for step in STEPS}
+            runs = [measure(count, Path(tmp), steps) for _ in range(repeat)]
+            results[count] = {step: median_timing(runs, step) for step in steps}
             print(f"{count:>7} messages: " + ", ".join(
-                f"{s} {results[count][s].wall:.2f} s ({results[count][s].cpu:.2f} CPU)" for s in STEPS), flush=True)
-    worst = print_table(results, sizes, "wall")
-    worst_cpu = print_table(results, sizes, "cpu")
+                f"{s} {results[count][s].wall:.2f} s ({results[count][s].cpu:.2f} CPU, peak {runs[-1][s].peak_mb:.0f} MB)"
+                for s in steps), flush=True)
+    worst = print_table(results, sizes, steps, "wall")
+    worst_cpu = print_table(results, sizes, steps, "cpu")
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     largest = sizes[-1]
-    opened = results[largest]["open to prompt"]
-    print(f"open {largest:,} messages to the prompt: {opened.wall:.2f} s, {opened.cpu:.2f} s CPU "
-          f"(goal < {OPEN_GOAL_S} s) {'ok' if opened.wall < OPEN_GOAL_S else 'MISSED'}")
+    if "open to prompt" in steps:
+        opened = results[largest]["open to prompt"]
+        print(f"open {largest:,} messages to the prompt: {opened.wall:.2f} s, {opened.cpu:.2f} s CPU "
+              f"(goal < {OPEN_GOAL_S} s) {'ok' if opened.wall < OPEN_GOAL_S else 'MISSED'}")
     print(f"worst growth per doubling: {worst:.2f}x wall, {worst_cpu:.2f}x CPU (goal <= {DOUBLING_GOAL}x) "
           f"{'ok' if worst_cpu <= DOUBLING_GOAL else 'MISSED'}")
 
@@ -152,5 +171,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES), help="chat lengths in messages")
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (the median is printed)")
+    parser.add_argument("--steps", default=",".join(STEPS),
+                        help=f"comma-separated steps to measure, of: {', '.join(STEPS)} (default: all)")
     args = parser.parse_args()
-    main_bench(tuple(args.sizes), args.repeat)
+    chosen = tuple(s.strip() for s in args.steps.split(","))
+    if unknown := [s for s in chosen if s not in STEPS]:
+        parser.error(f"unknown step(s) {', '.join(unknown)}; choose from {', '.join(STEPS)}")
+    main_bench(tuple(args.sizes), args.repeat, tuple(s for s in STEPS if s in chosen))
