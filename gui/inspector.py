@@ -150,7 +150,7 @@ class ResultCard(QFrame):
         if record.fallback_used:
             why = escape(record.fallback_reason or "the model could not summarize")
             said = (f"Your instructions could not be followed: the rules summarized instead ({why})"
-                    if record.instructions else f"Fallback used: {why}")
+                    if record.instructions else escape(fallback_sentence(record)))
             lines.append(f"<span style='color:{theme.current.error_text}'>{said}</span>")
         if failed:
             lines.append("Undo last brings the messages back as they were.")
@@ -160,6 +160,11 @@ class ResultCard(QFrame):
             (["Files modified:", *facets.files_modified] if facets.files_modified else [])
             + (["Commands:", *(c.command for c in facets.commands)] if facets.commands else [])))
         self.show()
+
+
+def fallback_sentence(record: SummaryRecord) -> str:
+    """'Fell back to rules: the model took longer than 6 s, the summary's time limit'."""
+    return record.fallback[:1].upper() + record.fallback[1:]
 
 
 def _cut(text: str, limit: int) -> str:
@@ -557,6 +562,8 @@ def record_markdown(record: SummaryRecord) -> str:
     facets = record.facets
     parts = ["#### Summary text (what the model reads)", summary_markdown(record.text),
              "#### Facts kept with it"]
+    if record.fallback_used:  # first, where it is seen: why the rules wrote it and not the model
+        parts.insert(1, f"**{markdown_literal(fallback_sentence(record))}**")
     if record.key_points:
         parts.append("**Key points**\n\n" + "\n".join(f"- {markdown_literal(p)}" for p in record.key_points))
     listed = (

@@ -123,7 +123,7 @@ def print_report(result: ReplayResult, out) -> None:
     for record in engine.records:
         covered = len(engine.archived_messages(record.id))
         retention = f" | trail coverage: {record.retention.describe()}" if record.retention else ""
-        fallback = " (fell back to rules)" if record.fallback_used else ""
+        fallback = f" ({record.fallback})" if record.fallback_used else ""
         print(f"  [{record.status}] depth {record.depth} {record.mode}{fallback}: {covered} messages, "
               f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",
               file=out)

@@ -128,7 +128,7 @@ def context(chat: str, data_dir: str | None) -> int:
     print(f"summary chain: {len(chain) or 'none'}")
     for record in chain:
         covered = len(engine.archived_messages(record.id))
-        fallback = ", fallback to rules" if record.fallback_used else ""
+        fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
         print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "
               f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger}){kept}")

@@ -32,7 +32,7 @@ def _range(record: SummaryRecord, position: dict[str, int]) -> str:
 
 
 def _how(record: SummaryRecord) -> str:
-    how = record.mode + (" (fell back to rules)" if record.fallback_used else "")
+    how = record.mode + (f" ({record.fallback})" if record.fallback_used else "")
     how += f", written by {record.writer}"
     cost = f", summarizer used {record.summarizer_tokens:,} tokens" if record.summarizer_tokens else ""
     asked = f", instructions: {record.instructions}" if record.instructions else ""

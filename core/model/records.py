@@ -165,6 +165,14 @@ class SummaryRecord(BaseModel):
         """Who wrote it, for display (records saved before it was recorded may not say)."""
         return self.written_by or "a model (not recorded)"
 
+    @property
+    def fallback(self) -> str:
+        """'' or why the rules wrote it in the model's place: 'fell back to rules: the model took longer than 6 s,
+        the summary's time limit'."""
+        if not self.fallback_used:
+            return ""
+        return f"fell back to rules: {self.fallback_reason or 'the model could not summarize'}"
+
     def result(self) -> SummaryResult:
         return SummaryResult(len(self.covered), 1, self.tokens_before, self.tokens_after)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from html import escape
+
 from precis.core.model.messages import Message
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.gui.inspector import CHAIN_COLUMNS
 from PySide6.QtCore import Qt
 
+from tests.fakes import ScriptedProvider
 from tests.gui.test_window import dialogue, idle, open_imported_chat
 
 
@@ -73,3 +77,22 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     summary_row = window.conversation.conversation.row_of(f"summary:{window.chat.snapshot.hidden[fact.id]}")
     current = window.conversation.currentIndex().row()
     assert current in (summary_row, window.conversation.conversation.row_of(fact.id))
+
+
+def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_window, store):
+    # A scripted model: its narrative is the markup the embedded model once wrote for LoCoMo ("#1", "<br>"), which a
+    # real model does not write on demand.
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "hybrid", "keep_recent": 4})
+    window = make_window(ScriptedProvider(replies=["#1. <br>. ]["]))
+    open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
+    summarize(qtbot, window)
+    [record] = window.chat.snapshot.chain
+    assert record.fallback_used and "punctuation, numbering or markup" in record.fallback_reason
+    why = f"Fell back to rules: {record.fallback_reason}"
+    inspector = window.inspector
+    inspector.chain.selectRow(0)
+    # Where the user reads the summary, before its text; on the result card; in the chain's Fallback cell.
+    assert inspector.summary_text.toPlainText().splitlines()[1] == why
+    assert escape(why) in inspector.result_card.label.text()
+    fallback_cell = inspector.chain.item(0, [h for h, _tip in CHAIN_COLUMNS].index("Fallback"))
+    assert (fallback_cell.text(), fallback_cell.toolTip()) == ("yes", record.fallback_reason)

@@ -76,3 +76,19 @@ def test_records_saved_before_the_writer_was_recorded_say_what_is_known():
     old_model = SummaryRecord.model_validate_json('{"mode": "hybrid", "text": "The user asked."}')
     assert old_rule.writer == "rules" and old_fallback.writer == "rules"
     assert old_model.writer == "a model (not recorded)"
+
+
+def test_history_and_context_say_why_a_summary_fell_back_to_the_rules(tmp_path, capsys):
+    data = tmp_path / "data"
+    chat = _chat(data)
+    with open_store(data) as store:
+        covered = store.load_messages(chat)[:4]
+        fell_back = SummaryRecord(mode="rule", text="Summary of 4 messages", fallback_used=True,
+                                  fallback_reason="the model took longer than 6 s, the summary's time limit",
+                                  covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered])
+        store.save_summary(chat, fell_back, [m.id for m in covered])
+    why = "fell back to rules: the model took longer than 6 s, the summary's time limit"
+    assert main(["--data-dir", str(data), "history", "cache work"]) == 0
+    assert f"rule ({why}), written by rules" in capsys.readouterr().out
+    assert main(["--data-dir", str(data), "context", "cache work"]) == 0
+    assert f"rule, {why}" in capsys.readouterr().out
