@@ -72,6 +72,9 @@ class ChatController(QObject):
         if session is not None and self.chat_runner is not None:
             job = self.chat_runner.submit("look for changes made elsewhere", lambda _job: session.reload_if_changed())
             job.succeeded.connect(lambda snapshot: snapshot is not None and self.apply(snapshot, rebuild_rows=True))
+            # Quiet, but counted: queued behind a reply, it is the chat's last work, and the reply's status goes
+            # only when the chat is no longer busy.
+            job.finished.connect(self.work_finished.emit)
 
     @property
     def busy(self) -> bool:

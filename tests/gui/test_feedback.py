@@ -3,6 +3,8 @@ commands that complete, never linger and never reach the model, and new chats ti
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui.wording import NEW_CHAT_TITLE, title_from
@@ -104,3 +106,19 @@ def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_wind
     window.submit("/unpin")
     qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[-1].pinned, timeout=20_000)
     assert window.statusBar().currentMessage().startswith("Unpinned:")
+
+
+def test_the_status_bar_stops_saying_work_runs_once_the_chats_work_is_done(qtbot, make_window, store):
+    """A change picked up from the store while a reply runs (the reply's own messages are one) queues a quiet look
+    behind it: the reply's "Write the reply…" and its progress bar still go when both are done."""
+    window = make_window()
+    open_imported_chat(qtbot, window, store, dialogue(4, "Harbour schedule, item"))
+    release = threading.Event()
+    window.chat.run_on_chat("write the reply", lambda _job: release.wait(20))
+    assert window.statusBar().currentMessage() == "Write the reply…" and window.status.progress.isVisibleTo(window)
+    with qtbot.waitSignal(window.chat.chats_changed, timeout=10_000):
+        store.create_chat("made elsewhere")  # as another Precis on this data folder would
+    release.set()
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: not window.status.progress.isVisibleTo(window), timeout=5_000)
+    assert window.statusBar().currentMessage() == ""
