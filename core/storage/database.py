@@ -121,6 +121,12 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             shown INTEGER NOT NULL DEFAULT 0,
             UNIQUE (message_pk, position))""",
     )),
+    # 4: new messages are indexed for search by insert_messages, one statement for all the rows it inserts. The row
+    # trigger made FTS5 write its pending terms out at every statement, one tiny segment per message (importing
+    # 100,000 messages: 6.3 s of 7 s).
+    (4, (
+        "DROP TRIGGER message_fts_insert",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

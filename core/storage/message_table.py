@@ -76,7 +76,8 @@ _INSERT_SQL = (f"INSERT INTO message ({', '.join(_INSERT_COLUMNS)}) "
 def insert_messages(session: Session, chat_id: str, messages: Iterable[Message], first_seq: int,
                     archived_by: Mapping[str, str] | None = None) -> None:
     """Insert messages at seq first_seq, first_seq+1, ... within the session's transaction: plain driver rows in
-    batches (the search index follows through its trigger)."""
+    batches, then all of them into the search index in one statement (the only place messages are added, so the
+    only place they are indexed; changes and deletions reach the index through triggers)."""
     archived_by = archived_by or {}
     connection = session.connection()
     numbered = enumerate(messages, start=first_seq)
@@ -86,6 +87,8 @@ def insert_messages(session: Session, chat_id: str, messages: Iterable[Message],
             values = {**message_values(chat_id, message), "seq": seq, "archived_by": archived_by.get(message.id)}
             rows.append(tuple(values[c] for c in _INSERT_COLUMNS))
         connection.exec_driver_sql(_INSERT_SQL, rows)
+    connection.exec_driver_sql("INSERT INTO message_fts(rowid, content) "
+                               "SELECT pk, content FROM message WHERE chat_id = ? AND seq >= ?", (chat_id, first_seq))
 
 
 class MessageTable:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.message_table import INSERT_BATCH
 from precis.core.storage.store import (
     DB_NAME,
     SCHEMA_VERSION,
@@ -263,6 +264,27 @@ def test_summary_and_undo_persist_records_and_archive_marks(tmp_path):
         # Search covers archived messages and says which summary hides them.
         hits = {h.message_id: h.archived_by for h in store.search("lemurs")}
         assert hits[msgs[0].id] == first.id and hits[msgs[5].id] is None and len(hits) == 6
+
+
+def test_every_imported_and_appended_message_is_found_once(tmp_path):
+    count = INSERT_BATCH * 2 + 1  # more than one batch of inserted rows
+    imported = [Message(role="user", content=f"crate k{i}z left the dock") for i in range(count)]
+    appended = [Message(role="assistant", content=f"crate k{count + i}z arrived") for i in range(3)]
+    with open_store(tmp_path) as store:
+        chat = store.import_chat("dock", imported)
+        other = store.import_chat("other", [Message(role="user", content="an unrelated crate")])
+        store.add_messages(chat, appended)
+        hits = store.search("crate", limit=2 * count)
+        expected = [*imported, *appended, *store.load_messages(other)]
+        assert sorted(h.message_id for h in hits) == sorted(m.id for m in expected)
+        for message in (imported[0], imported[INSERT_BATCH], imported[-1], appended[-1]):
+            word = message.content.split()[1]
+            assert [h.message_id for h in store.search(word)] == [message.id]
+    # The index holds each message once: FTS5 compares it with the message table (an extra copy would outlive a
+    # deletion as a stale hit).
+    conn = sqlite3.connect(tmp_path / DB_NAME)
+    conn.execute("INSERT INTO message_fts(message_fts, rank) VALUES ('integrity-check', 1)")
+    conn.close()
 
 
 def test_search_handles_punctuation_and_skips_deleted_chats(tmp_path):
