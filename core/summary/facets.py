@@ -8,7 +8,7 @@ from ..model.messages import Message
 from ..model.records import CommandRun, Facets, ToolUsage
 from .decisions import extract_decisions
 from .redact import redact_obj
-from .retention import MAX_IDENTIFIERS, collect_facts, normalize_command, user_text
+from .retention import MAX_IDENTIFIERS, collect_facts, user_text
 from .text_rules import one_line_field
 from .tool_output import ERROR_TAG, Analysis, analyze
 
@@ -49,8 +49,10 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
             elif a.kind in ("write_file", "edit_file"):
                 files_modified.setdefault(a.subject.path, None)
         if a.kind == "shell" and a.subject.command:
-            # Normalized as the retention check reads commands: `mix test 2>&1 | tail -5` is `mix test`.
-            key = (one_line_field(normalize_command(a.subject.command), 300), a.outcome.exit_code if a.has_result else None)
+            # As run, output plumbing and all (`mix test 2>&1 | tail -5`): it is what the agent typed and what a
+            # reader searches for, and it says how much of the output the agent saw. The trail-coverage check, which
+            # drops the plumbing, still finds it. Identical runs are one entry, counted.
+            key = (one_line_field(a.subject.command, 300), a.outcome.exit_code if a.has_result else None)
             commands[key] = commands.get(key, 0) + 1
         if a.outcome.failed and len(errors) < MAX_ERRORS:
             error = one_line_field(ERROR_TAG.sub("", a.outcome.error), 200)

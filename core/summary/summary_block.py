@@ -7,7 +7,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.messages import Message
@@ -28,6 +28,7 @@ COMMAND_LIMIT = 120
 
 # A narrative's sentences drop after the key points and before any part of the trail (commands turn dense at 0.5).
 NARRATIVE_DROP_RANK = 0.25
+TRAIL_RANK = 3.0
 
 # Key point priorities: what a reader most needs when the originals are gone.
 _FAILED, _DECISION_POINT, _CHANGE, _STATEMENT, _ROUTINE = 4, 3, 2, 2, 1
@@ -115,6 +116,13 @@ class _Section:
     dense: Callable[[list[Any]], list[str]] | None = None
     dense_rank: float = 0.5
     is_dense: bool = False
+    total: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.total = len(self.items)
+
+    def kept_share(self) -> float:
+        return len(self.items) / self.total if self.total else 1.0
 
     def lines(self) -> list[str]:
         if self.is_dense and self.dense is not None:
@@ -155,8 +163,10 @@ def _trail_sections(facets: Facets) -> list[_Section]:
         _Section("Decisions", list(facets.decisions), drop_rank=4.5),
         _Section("Files under", [root.rstrip("/")] if root else [], drop_rank=5, inline=True),
         _Section("Files modified", _grouped(facets.files_modified, root), drop_rank=4),
-        _Section("Files read", _grouped(only_read, root), drop_rank=2),
-        _Section("Commands", list(facets.commands), drop_rank=3, show=_command_line, dense=_command_starts),
+        # Files read and commands share a rank: of the two, the one that has lost the smaller share loses next, so
+        # a long command list does not wipe out every file read (nor the reverse).
+        _Section("Files read", _grouped(only_read, root), drop_rank=TRAIL_RANK),
+        _Section("Commands", list(facets.commands), drop_rank=TRAIL_RANK, show=_command_line, dense=_command_starts),
         _Section("Errors", [e.removeprefix(root) for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
         _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True),
         # A model's entities can be empty or punctuation: only names are shown.
@@ -168,7 +178,8 @@ def _trail_sections(facets: Facets) -> list[_Section]:
 def render_artifact_trail(facets: Facets, max_tokens: int | None = None,
                           count_tokens: Callable[[str], int] | None = None) -> str:
     """The user's requests and the artifact trail of `facets` as text; with a cap, the least needed parts go
-    first (identifiers, then error lines, files only read, commands (made dense first), ...; requests last)."""
+    first (identifiers, then error lines, then files only read and commands (made dense first) by turns, ...;
+    requests last)."""
     sections = _trail_sections(facets)
     if max_tokens is None or count_tokens is None:
         text = _render("", sections)
@@ -180,16 +191,16 @@ def render_artifact_trail(facets: Facets, max_tokens: int | None = None,
 def _shrink_one(sections: list[_Section], count_tokens: Callable[[str], int]) -> int | None:
     """Take the cheapest loss: make a section dense or drop its least needed item. Returns the estimated tokens
     saved, or None when nothing is left to remove."""
-    steps: list[tuple[float, int, _Section, bool]] = []
+    steps: list[tuple[float, float, int, _Section, bool]] = []
     for position, section in enumerate(sections):
         if not section.items:
             continue
-        steps.append((section.drop_rank, position, section, False))
+        steps.append((section.drop_rank, -section.kept_share(), position, section, False))
         if section.dense is not None and not section.is_dense:
-            steps.append((section.dense_rank, position, section, True))
+            steps.append((section.dense_rank, 0.0, position, section, True))
     if not steps:
         return None
-    _, _, section, densify = min(steps, key=lambda step: step[:2])
+    *_, section, densify = min(steps, key=lambda step: step[:3])
     if densify:
         before = count_tokens("\n".join(section.lines()))
         section.is_dense = True
@@ -233,8 +244,8 @@ def rule_summary(
 
     Returns (text, key points present in the text, facets). Under budget pressure key points go first (oldest
     side), then the narrative's sentences (hybrid: a model's story of the stretch, its last sentences first), then
-    the commands are grouped by program, then identifiers, files only read, error lines, commands, files modified
-    and error names drop; user requests go last. So a narrative only ever takes room the trail does not need.
+    the commands are made dense, then identifiers, error lines, files only read and commands (by turns), files
+    modified and error names drop; user requests go last. So a narrative only ever takes room the trail does not need.
     Below 50 tokens of room the block is a one-line marker.
     """
     pairs = analyze_calls(messages)

@@ -14,7 +14,7 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.facets import extract_facets
-from precis.core.summary.retention import check_retention, normalize_command
+from precis.core.summary.retention import check_retention
 from precis.core.summary.summary_block import render_artifact_trail, rule_summary
 from precis.core.summary.tool_kinds import canonical_tool
 from precis.core.summary.tool_output import one_line
@@ -357,7 +357,7 @@ def test_exception_name_deep_in_a_covered_output_is_in_the_rule_summary():
 
 def test_every_distinct_command_of_a_stretch_is_in_the_summary_with_its_count():
     messages = list(transcript("claudecode_session.jsonl")[:405])
-    commands = {normalize_command(c.arguments["command"]) for m in messages for c in m.tool_calls if c.name == "Bash"}
+    commands = {" ".join(c.arguments["command"].split()) for m in messages for c in m.tool_calls if c.name == "Bash"}
     assert len(commands) > 40
     text, _, facets = rule_summary(messages, max_tokens=4000, count_tokens=COUNT)
     assert {run.command[:200] for run in facets.commands} == {c[:200] for c in commands}
@@ -368,14 +368,34 @@ def test_every_distinct_command_of_a_stretch_is_in_the_summary_with_its_count():
     assert "(exit 0)" not in text and "(exit 1)" in text
 
 
-def test_commands_are_counted_as_the_retention_check_normalizes_them():
-    messages = [*bash(1, "mix test 2>&1 | tail -50", "ok"), *bash(2, "mix  test | head -20", "ok"),
-                *bash(3, "mix test", "Exit code 2\n1 test, 1 failure")]
+def test_commands_are_kept_as_run_and_identical_runs_counted():
+    # The output plumbing stays: it is what the agent typed (and how much output it saw); only spacing is collapsed.
+    messages = [*bash(1, "mix test 2>&1 | tail -50", "ok"), *bash(2, "mix  test 2>&1  | tail -50", "ok"),
+                *bash(3, "mix test | head -20", "ok"), *bash(4, "mix test", "Exit code 2\n1 test, 1 failure")]
     facets = extract_facets(messages)
-    assert [(c.command, c.count, c.exit_code) for c in facets.commands] == [("mix test", 2, 0), ("mix test", 1, 2)]
+    assert [(c.command, c.count, c.exit_code) for c in facets.commands] == [
+        ("mix test 2>&1 | tail -50", 2, 0), ("mix test | head -20", 1, 0), ("mix test", 1, 2)]
     trail = render_artifact_trail(facets)
-    assert "`mix test` ×2\n- `mix test` (exit 2)" in trail
+    assert "`mix test 2>&1 | tail -50` ×2\n- `mix test | head -20`\n- `mix test` (exit 2)" in trail
     assert check_retention(messages, trail).missing["commands"] == []
+
+
+def test_short_of_room_a_long_command_list_and_the_files_read_lose_alike():
+    # Forty commands and four files read in folders of their own: cut to half, both lists keep most of theirs
+    # (before, every file read went before the first command).
+    messages = [m for i in range(40) for m in bash(i, f"grep -rn pattern_{i} lib/", "x")]
+    for i in range(4):
+        call = ToolCall(id=f"read-{i}", name="Read", arguments={"file_path": f"/p/dir_{i}/module_{i}.ex"})
+        messages += [Message(role="assistant", tool_calls=(call,)),
+                     Message(role="tool", name="Read", tool_call_id=call.id, content="defmodule X do\nend")]
+    facets = extract_facets(messages)
+    room = COUNT(render_artifact_trail(facets)) // 2
+    trail = render_artifact_trail(facets, room, COUNT)
+    assert COUNT(trail) <= room
+    files_kept = sum(f"module_{i}.ex" in trail for i in range(4))
+    commands_kept = sum(f"pattern_{i} " in trail for i in range(40))
+    assert files_kept >= 2 and 0 < commands_kept < 40
+    assert abs(files_kept / 4 - commands_kept / 40) <= 0.25
 
 
 def test_short_of_room_commands_keep_their_starts_before_any_is_dropped():
