@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from html import escape
@@ -103,15 +104,50 @@ class TokenGauge(QWidget):
         painter.setBrush(QColor(theme.current.kind_colours["reserve_output"]))
         painter.drawRect(QRectF(bar.right() - reserve_w, bar.top(), reserve_w, bar.height()))
         painter.restore()
-        # Marks where the policy acts: summarization triggers at one, re-arms below another and brings usage down
-        # to the target; the dotted floor is what no summary can remove.
-        for ratio, colour, style in ((usage.floor_ratio, theme.LEVEL_NEAR, Qt.PenStyle.DotLine),
-                                     (self.policy.target_ratio, theme.LEVEL_OK, Qt.PenStyle.DashLine),
-                                     (self.policy.reset_ratio, theme.LEVEL_NEAR, Qt.PenStyle.SolidLine),
-                                     (self.policy.trigger_ratio, theme.LEVEL_OVER, Qt.PenStyle.SolidLine)):
-            mark = bar.left() + usage.available * min(ratio, 1.0) * scale
-            painter.setPen(QPen(QColor(colour), 2, style))
-            painter.drawLine(int(mark), 1, int(mark), self.height() - 1)
+        for mark in gauge_marks(usage, self.policy):
+            x = self.mark_x(mark.ratio)
+            painter.setPen(QPen(QColor(mark.colour), 2, mark.style))
+            painter.drawLine(int(x), 1, int(x), self.height() - 1)
+
+    def mark_x(self, ratio: float) -> float:
+        """Where a share of the budget is on the bar (the bar is the whole window, the reserve at its end)."""
+        usage = self.usage
+        return 1 + (self.width() - 2) * usage.available * min(ratio, 1.0) / usage.window
+
+
+@dataclass(frozen=True)
+class GaugeMark:
+    ratio: float
+    colour: str
+    style: Qt.PenStyle
+    glyph: str  # how the legend draws the line: solid, dashed or dotted
+    label: str
+
+
+def gauge_marks(usage: UsageReport, policy: SummarizationPolicy) -> list[GaugeMark]:
+    """Where the policy acts, as lines on the gauge: the floor no summary can remove, the target a summary brings
+    usage down to, where summaries re-arm, and the trigger."""
+    return [GaugeMark(usage.floor_ratio, theme.current.muted, Qt.PenStyle.DotLine, "┊",
+                      f"floor {usage.floor_ratio:.0%}"),
+            GaugeMark(policy.target_ratio, theme.LEVEL_OK, Qt.PenStyle.DashLine, "┆",
+                      f"down to {policy.target_ratio:.0%}"),
+            GaugeMark(policy.reset_ratio, theme.LEVEL_NEAR, Qt.PenStyle.SolidLine, "│",
+                      f"re-arms below {policy.reset_ratio:.0%}"),
+            GaugeMark(policy.trigger_ratio, theme.LEVEL_OVER, Qt.PenStyle.SolidLine, "│",
+                      f"summarizes at {policy.trigger_ratio:.0%}")]
+
+
+MARK_MEANINGS = ("the floor: the system prompt, pinned messages and the summaries, which no summary removes",
+                 "the target: a summary takes the oldest messages needed to bring usage down to it",
+                 "summaries re-arm once usage falls below it (or after enough new messages)",
+                 "the trigger: at this share of the budget older messages are summarized")
+
+
+def marks_legend(usage: UsageReport, policy: SummarizationPolicy) -> str:
+    """The gauge's lines in words, each after its line drawn in its colour: '│ summarizes at 80% · ┆ down to 50%'."""
+    marks = list(reversed(gauge_marks(usage, policy)))  # the trigger first: what the user meets first
+    return " · ".join(f"<span style='color:{m.colour}'><b>{m.glyph}</b></span>&nbsp;{escape(m.label)}"
+                      for m in marks)
 
 
 class ResultCard(QFrame):
@@ -262,10 +298,19 @@ class Inspector(QFrame):
         self.thresholds = QLabel("")
         self.thresholds.setObjectName("muted")
         self.thresholds.setWordWrap(True)
+        self.thresholds.setTextFormat(Qt.TextFormat.RichText)
         self.recalled = QListWidget()
-        self.recalled.setToolTip("Archived messages put back into the prompt for this turn; click to show one")
-        self.recalled.setMaximumHeight(90)
-        self.recalled.itemClicked.connect(lambda item: self.message_selected.emit(item.data(Qt.ItemDataRole.UserRole)))
+        self.recalled.setToolTip("Archived messages put back into the prompt for your last message; click one to "
+                                 "see it among the messages its summary replaced")
+        # Each snippet on up to a few wrapped lines (when and who first): a one-line list showed only its header.
+        self.recalled.setObjectName("recalled")
+        self.recalled.setAlternatingRowColors(True)  # where one snippet ends and the next begins
+        self.recalled.setWordWrap(True)
+        self.recalled.setResizeMode(QListWidget.ResizeMode.Adjust)
+        self.recalled.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.recalled.setMaximumHeight(150)
+        self.recalled.itemClicked.connect(self._recalled_chosen)
+        self.recalled.itemActivated.connect(self._recalled_chosen)
         # Over the budget: what is sent, what is cut, what the next message does, what to do.
         self.over_budget = QLabel("")
         self.over_budget.setObjectName("error")
@@ -363,7 +408,8 @@ class Inspector(QFrame):
         top_layout.addWidget(self.breakdown_toggle)
         top_layout.addWidget(self.breakdown)
         # Only while something was recalled for this turn: an empty list would take room from what follows.
-        self.recalled_box = _titled("Recalled for this turn", self.recalled)
+        self.recalled_box = _titled("Recalled for your last message", self.recalled)
+        self.recalled_title = self.recalled_box.findChild(QLabel)
         self.recalled_box.hide()
         top_layout.addWidget(self.recalled_box)
         top_layout.addWidget(self.notice_box)
@@ -457,16 +503,20 @@ class Inspector(QFrame):
             for kind, label in self._legend_values.items():
                 value = usage.reserve_output if kind == "reserve_output" else usage.by_kind.get(kind, 0)
                 label.setText(f"{value:,}")
-            self.thresholds.setText(
-                f"Summarizes at {policy.trigger_ratio:.0%} down to {policy.target_ratio:.0%}, re-arms below "
-                f"{policy.reset_ratio:.0%}; floor {usage.floor_ratio:.0%}"
-                + ("" if policy.enabled else " · automatic summaries are off"))
+            self.thresholds.setText(marks_legend(usage, policy)
+                                    + ("" if policy.enabled else " · automatic summaries are off"))
+            self.gauge.setToolTip("Lines on the gauge, as shares of the budget:\n" + "\n".join(
+                f"{mark.glyph} {mark.label}: {meaning}"
+                for mark, meaning in zip(gauge_marks(usage, policy), MARK_MEANINGS, strict=True)))
         self.recalled.clear()
         for message_id, snippet in snapshot.recalled:
-            item = QListWidgetItem(snippet.replace("\n", " ")[:120])
+            item = QListWidgetItem(recalled_label(snippet))
             item.setData(Qt.ItemDataRole.UserRole, message_id)
+            item.setToolTip(snippet)  # all of it, as the model reads it
             self.recalled.addItem(item)
-        self.recalled_box.setVisible(bool(snapshot.recalled))
+        count = len(snapshot.recalled)
+        self.recalled_title.setText(f"Recalled for your last message: {count} archived message{'s' * (count != 1)}")
+        self.recalled_box.setVisible(bool(count))
         note = snapshot.over_budget
         self.over_budget.setText("\n".join(note.lines()) if note else "")
         self.over_budget.setVisible(note is not None)
@@ -507,6 +557,17 @@ class Inspector(QFrame):
         if current != self._shown:
             self._show_record(current)
 
+    def _recalled_chosen(self, item: QListWidgetItem) -> None:
+        """Show a recalled message where it is kept: its summary selected in the chain, the Archived tab open at
+        it (and the conversation at the summary, or at the message if it is no longer archived)."""
+        message_id = item.data(Qt.ItemDataRole.UserRole)
+        record_id = self._snapshot.hidden.get(message_id) if self._snapshot else None
+        if record_id is not None:
+            self.select_record(record_id)
+            self.details.setCurrentWidget(self.archived_view)
+            self.archived_view.reveal(message_id)
+        self.message_selected.emit(message_id)
+
     def selected_record_id(self) -> str | None:
         rows = self.chain.selectionModel().selectedRows() if self.chain.selectionModel() else []
         return self._records[rows[0].row()].id if rows and rows[0].row() < len(self._records) else None
@@ -544,6 +605,20 @@ class Inspector(QFrame):
 
     def hide_notice(self) -> None:
         self.notice_box.hide()
+
+
+RECALLED_LABEL_CHARS = 140
+_RECALL_HEADER = re.compile(r"\[Recalled: (?P<where>.*?),? ?message \w+\]")
+
+
+def recalled_label(snippet: str) -> str:
+    """A recalled snippet for the list: when and who, then the start of its text ("8 May, 2023, 1:56 pm · Caroline:
+    I went to a LGBTQ support group…"), without the bracketed header the model reads."""
+    header, _, body = snippet.partition("\n")
+    match = _RECALL_HEADER.fullmatch(header)
+    where = match["where"] if match else header
+    text = _cut(body, RECALLED_LABEL_CHARS)
+    return f"{where} · {text}" if where else text
 
 
 def _titled(title: str, widget: QWidget) -> QWidget:

@@ -122,6 +122,9 @@ QLabel#notice {{ background: {p.card}; border: 1px solid {p.card_border}; border
 QFrame#resultCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 8px; }}
 QTableWidget {{ border: 1px solid {p.border}; border-radius: 6px; gridline-color: {p.border};
     background: {p.surface}; alternate-background-color: {p.window}; }}
+QListWidget#recalled {{ border: 1px solid {p.border}; border-radius: 6px; background: {p.surface};
+    alternate-background-color: {p.window}; }}
+QListWidget#recalled::item {{ padding: 3px 4px; }}
 QHeaderView::section {{ background: {p.window}; color: {p.text}; border: none; border-bottom: 1px solid {p.border};
     padding: 4px; }}
 QTabWidget::pane {{ border: 1px solid {p.border}; border-radius: 6px; }}

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.gui import theme
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel
 
 from tests.gui.test_window import dialogue, idle
@@ -45,3 +47,27 @@ def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window
     # The three detail tabs' names fit side by side.
     bar = inspector.details.tabBar()
     assert sum(bar.tabRect(i).width() for i in range(bar.count())) <= inspector.details.width()
+
+
+def mark_drawn(gauge, ratio: float, colour: str) -> bool:
+    """Whether the gauge shows a line of `colour` at `ratio` of the budget, above the bar (where only lines are)."""
+    image = gauge.grab().toImage()
+    x = int(gauge.mark_x(ratio))
+    wanted = QColor(colour)
+    return any(max(abs(c.red() - wanted.red()), abs(c.green() - wanted.green()), abs(c.blue() - wanted.blue())) < 40
+               for c in (image.pixelColor(column, row) for column in (x - 1, x) for row in range(1, 5)))
+
+
+def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what_each_line_is(qtbot, make_window,
+                                                                                              store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "target_ratio": 0.3, "trigger_ratio": 0.9})
+    chat_id = store.import_chat("chat", dialogue(40, "We compared the ferry timetables, point"))
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=20_000)
+    gauge = window.inspector.gauge
+    assert mark_drawn(gauge, 0.3, theme.LEVEL_OK) and mark_drawn(gauge, 0.9, theme.LEVEL_OVER)
+    assert not mark_drawn(gauge, 0.5, theme.LEVEL_OK)  # not at the default target
+    legend = window.inspector.thresholds.text()
+    assert "summarizes at 90%" in legend and "down to 30%" in legend and "re-arms below 70%" in legend
+    assert "the target: a summary takes the oldest messages needed to bring usage down to it" in gauge.toolTip()

@@ -66,17 +66,26 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
     fact = history[0]
     assert window.chat.snapshot.hidden.get(fact.id)
-    recalled = window.inspector.recalled
-    assert recalled.count() >= 1 and "Marguerite" in recalled.item(0).text()
+    inspector = window.inspector
+    recalled = inspector.recalled
+    assert recalled.count() >= 1 and inspector.recalled_box.isVisible()
+    item = recalled.item(0)
+    # Who and the text, readable in the list (not the bracketed header the model reads); all of it in the tooltip.
+    assert "Our lighthouse keeper Marguerite retires in October." in item.text() and "[Recalled" not in item.text()
+    assert item.toolTip().startswith("[Recalled: ") and item.toolTip().endswith(fact.content)
     assert window.chat.snapshot.usage.by_kind["recalled"] > 0
     shown: list[str] = []
-    window.inspector.message_selected.connect(shown.append)
-    item = recalled.item(0)
+    inspector.message_selected.connect(shown.append)
+    inspector.details.setCurrentIndex(0)
     qtbot.mouseClick(recalled.viewport(), Qt.MouseButton.LeftButton, pos=recalled.visualItemRect(item).center())
     assert shown == [fact.id]
-    summary_row = window.conversation.conversation.row_of(f"summary:{window.chat.snapshot.hidden[fact.id]}")
-    current = window.conversation.currentIndex().row()
-    assert current in (summary_row, window.conversation.conversation.row_of(fact.id))
+    # The conversation shows the summary that holds it; the inspector that summary's archived messages, at it.
+    record_id = window.chat.snapshot.hidden[fact.id]
+    assert window.conversation.currentIndex().row() == window.conversation.conversation.row_of(f"summary:{record_id}")
+    assert inspector.selected_record_id() == record_id
+    assert inspector.details.currentWidget() is inspector.archived_view
+    archived = inspector.archived_view
+    assert archived.currentIndex().row() == archived.conversation.row_of(fact.id)
 
 
 def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_window, store):
