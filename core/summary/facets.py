@@ -48,7 +48,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
                 files_read.setdefault(a.subject.path, None)
             elif a.kind in ("write_file", "edit_file"):
                 files_modified.setdefault(a.subject.path, None)
-        if a.kind == "shell" and a.subject.command:
+        if a.subject.command:
             # As run, output plumbing and all (`mix test 2>&1 | tail -5`): it is what the agent typed and what a
             # reader searches for, and it says how much of the output the agent saw. The trail-coverage check, which
             # drops the plumbing, still finds it. Identical runs are one entry, counted.

@@ -36,13 +36,19 @@ def _first_arg(args: dict[str, Any], keys: Iterable[str]) -> str:
     return ""
 
 
+def typed_command(tool: str, args: dict[str, Any]) -> str:
+    """The line an agent typed when its tools are commands in its shell, its editor's too (SWE-agent: `open f.py
+    100`, `create f.py`, `edit 1:1` and the new text): a `command` argument that starts with the tool's own name.
+    '' otherwise (a shell tool's command is its subject anyway; an editor's `command` such as "view" is a verb)."""
+    command = args.get("command")
+    words = command.split(maxsplit=1) if isinstance(command, str) else []
+    return command if words and words[0].lower() == tool.lower() else ""
+
+
 def _argv(tool: str, args: dict[str, Any]) -> list[str]:
     """SWE-agent's command-line tools (`open f.py 100`, `search_dir foo src`): the words after the tool's name."""
-    command = args.get("command")
-    if not isinstance(command, str):
-        return []
-    first_line = command.split("\n", 1)[0].strip()
-    if not first_line.split(maxsplit=1) or first_line.split(maxsplit=1)[0].lower() != tool.lower():
+    first_line = typed_command(tool, args).split("\n", 1)[0].strip()
+    if not first_line:
         return []
     try:
         words = shlex.split(first_line)

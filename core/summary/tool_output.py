@@ -9,12 +9,12 @@ secrets in outputs or arguments never reach a line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model.messages import Message, ToolCall
 from .redact import redact
 from .text_rules import exit_code_in, one_line_field
-from .tool_fields import KIND_RULES, Subject, ToolUse, call_arguments, lines_of
+from .tool_fields import KIND_RULES, Subject, ToolUse, call_arguments, lines_of, typed_command
 from .tool_kinds import refined_kind
 
 # SWE-agent appends its state after every observation.
@@ -135,6 +135,8 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
     rule = KIND_RULES[kind]
     output, open_file, process_exit = _split_status(result.content if result is not None else "")
     subject = rule.subject(tool, args, open_file, output)
+    if not subject.command and (typed := typed_command(tool, args)):
+        subject = replace(subject, command=typed)  # an editor command typed in the agent's shell was run too
 
     if result is None:
         outcome = _NO_RESULT

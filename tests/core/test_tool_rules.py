@@ -269,6 +269,17 @@ def test_facets_of_a_sweagent_run():
     assert all(len(r) <= 300 for r in facets.user_requests)
 
 
+def test_commands_typed_in_a_sweagent_shell_are_commands_run_editor_commands_too():
+    facets = extract_facets(list(transcript("sweagent_1.jsonl")))
+    commands = [c.command for c in facets.commands]
+    assert "create printenv.pl" in commands  # SWE-agent's editor commands are lines typed in its shell
+    assert any(c.startswith('edit 1:1 #!/usr/bin/perl print "Content-type') for c in commands)
+    assert "printenv.pl" in " ".join(facets.files_modified)  # and still the files they changed
+    # An editor tool's `command` argument is a verb, not a command line.
+    view = tool("str_replace_editor", "1\tprint(1)", command="view", path="/p/a.py")
+    assert extract_facets(conversation(view)).commands == []
+
+
 def test_facets_of_a_claude_code_session():
     facets = extract_facets(list(transcript("claudecode_session.jsonl")[:405]))
     runs = {c.command: c for c in facets.commands}
