@@ -4,8 +4,10 @@ The summarizers build their artifact trail with precis.core.summary.retention; g
 would measure agreement with the trail's format. These rules are written separately, from the interchange
 format alone (../shared/transcripts/README.md), so a summary is graded by what it says, not how.
 
-Kinds: files read or changed, commands with their outcome, error names, the user's requests and corrections,
-and the state of the task at the cut (the last files touched and the last command before it).
+Kinds: files read or changed, commands with their outcome, error names (the errors the session hit: in the
+output of commands run; a file read, viewed or edited shows its text, and a `rescue ArgumentError` there is not an
+error), the user's requests and corrections, and the state of the task at the cut (the last files touched and the
+last command before it).
 """
 
 from __future__ import annotations
@@ -84,9 +86,11 @@ def gold_facts(messages: list[dict]) -> list[Fact]:
 
     last_files: list[str] = []
     last_command: str | None = None
+    ran_command = False  # whether the latest call ran a command (its result is that command's output)
     for n, message in enumerate(messages):
         role = message.get("role")
         if role == "assistant" and message.get("tool_args"):
+            ran_command = command_of(message) is not None
             for name in files_of(message):
                 add(Fact("files", name, (name,)))
                 last_files = [f for f in last_files if f != name][-2:] + [name]
@@ -98,7 +102,7 @@ def gold_facts(messages: list[dict]) -> list[Fact]:
                 prefix = command[:COMMAND_PREFIX]
                 needles = (prefix,) if not code or code.group(1) == "0" else (prefix, code.group(1))
                 add(Fact("commands", prefix + (f" (exit {code.group(1)})" if code else ""), needles))
-        elif role == "tool":
+        elif role == "tool" and ran_command:
             for name in ERROR.findall(message.get("content") or ""):
                 add(Fact("errors", name, (name,)))
         elif role == "user":

@@ -40,6 +40,14 @@ def test_a_failed_command_is_kept_only_with_its_outcome():
     assert kept["commands"] == 0 and missing["errors"] == ["ImportError"] and kept["files"] == 1
 
 
+def test_errors_are_those_of_commands_run_not_names_in_a_file_read():
+    messages = [{"role": "assistant", "content": "", "name": "Read", "tool_args": {"file_path": "/p/app.ex"}},
+                {"role": "tool", "name": "Read", "content": "  rescue\n    ArgumentError -> :error"},
+                {"role": "assistant", "content": "", "name": "Bash", "tool_args": {"command": "mix test"}},
+                {"role": "tool", "name": "Bash", "content": "** (BadMapError) expected a map\nExit code 1"}]
+    assert [f.label for f in gold_facts(messages) if f.kind == "errors"] == ["BadMapError"]
+
+
 def test_answers_match_without_case_or_punctuation():
     assert normalize_answer("7 May, 2023.") in normalize_answer("Caroline went on 7 may 2023 to the group")
     assert normalize_answer("May") not in normalize_answer("she maybe went")
