@@ -18,7 +18,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import Field, Session, SQLModel, create_engine
 
 LOCK_NAME = "precis.lock"
-BUSY_TIMEOUT_MS = 5000
+# How long a write waits for another writer (the window, another `precis` command) before giving up. Writes run off
+# the GUI thread, so waiting costs the window nothing; a long import elsewhere takes seconds.
+BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "precis_write"  # a connection's execution option: its transaction is a WriteSession's
 
 
@@ -296,10 +298,12 @@ def migrate(path: Path) -> int:
 
 
 def _readonly_uri(path: Path) -> str:
-    """A read-only SQLite URI. In a folder we cannot write, WAL's side files cannot be made either: then the file
-    is opened as immutable (nobody can be writing it through this folder)."""
+    """A read-only SQLite URI. In a folder we cannot write, WAL's side files cannot be made: if they are there (a
+    window open elsewhere, or one that crashed) SQLite reads the changes still in the WAL through them; if not, the
+    file is opened as immutable (nobody can be writing it through this folder)."""
+    wal_files = all(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
     writable_folder = os.access(path.parent, os.W_OK)
-    return f"{path.as_uri()}?mode=ro" + ("" if writable_folder else "&immutable=1")
+    return f"{path.as_uri()}?mode=ro" + ("" if writable_folder or wal_files else "&immutable=1")
 
 
 def make_engine(path: Path, read_only: bool) -> Engine:
@@ -365,13 +369,18 @@ class ChangeWatch:
 class WriteSession:
     """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError."""
 
-    def __init__(self, engine: Engine, what: str):
+    def __init__(self, engine: Engine, what: str, path: Path):
         self._session = Session(engine, expire_on_commit=False)
         self._what = what
+        self._path = path
 
     def __enter__(self) -> Session:
-        self._session.begin()
-        self._session.connection(execution_options={WRITE_OPTION: True})
+        try:
+            self._session.begin()
+            self._session.connection(execution_options={WRITE_OPTION: True})
+        except DBAPIError as err:  # another writer kept the write lock past the busy timeout
+            self._session.close()
+            raise write_error(self._what, err, self._path) from None
         return self._session
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
@@ -381,17 +390,20 @@ class WriteSession:
                     self._session.commit()
                 except DBAPIError as err:
                     self._session.rollback()
-                    raise write_error(self._what, err) from None
+                    raise write_error(self._what, err, self._path) from None
             else:
                 self._session.rollback()
                 if isinstance(exc, DBAPIError):
-                    raise write_error(self._what, exc) from None
+                    raise write_error(self._what, exc, self._path) from None
         finally:
             self._session.close()
 
 
-def write_error(what: str, err: DBAPIError) -> StoreError:
+def write_error(what: str, err: DBAPIError, path: Path) -> StoreError:
     reason = str(err.orig) if err.orig is not None else str(err)
+    if "locked" in reason or "busy" in reason:
+        return StoreLocked(f"could not {what}: {path} is busy (another program kept it locked for over "
+                           f"{BUSY_TIMEOUT_MS // 1000} s). Nothing was changed; try again.")
     if "malformed" in reason or "not a database" in reason:
         return StoreCorrupt(f"could not {what}: the database is damaged ({reason}); nothing was changed")
     return StoreWriteError(f"could not {what}: {reason}. Nothing was changed; earlier data is safe.")

@@ -200,7 +200,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
     def _write(self, what: str) -> WriteSession:
         if self.read_only:
             raise StoreWriteError(f"could not {what}: {self.path} is read-only. Nothing was changed.")
-        return WriteSession(self.engine, what)
+        return WriteSession(self.engine, what, self.path)
 
     def _read(self) -> Session:
         return Session(self.engine)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
+from precis.core.storage import database
 from precis.core.storage.store import DB_NAME, StoreCorrupt, open_store
 
 from tests.conftest import TRANSCRIPTS
@@ -97,6 +99,31 @@ def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
     assert time.monotonic() - started > 1.0  # it waited for the other writer rather than failing
 
 
+def test_a_writer_kept_waiting_past_the_busy_timeout_is_told_which_file_is_busy(tmp_path, monkeypatch, capsys):
+    data = tmp_path / "data"
+    open_store(data).close()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, sys
+        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        print("locked", flush=True)
+        sys.stdin.readline()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 300)  # the real wait is 30 s
+        code = main(["--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl"))])
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"could not import the chat: {data / DB_NAME} is busy" in err and "try again" in err
+    assert "Traceback" not in err and "k.jsonl" not in err
+    with open_store(data) as store:
+        assert store.list_chats() == []
+
+
 def test_five_concurrent_imports_all_succeed(tmp_path):
     data = tmp_path / "data"
     source = TRANSCRIPTS[0]
@@ -155,6 +182,22 @@ def test_reading_commands_work_on_a_read_only_folder(tmp_path):
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert str(data / DB_NAME) in result.stderr and "read-only" in result.stderr
     assert "k.jsonl" not in result.stderr
+
+
+def test_a_read_only_folder_shows_what_is_still_in_the_wal(tmp_path):
+    """A window that crashed (or is open on another machine's mount) leaves committed chats in precis.db-wal."""
+    data = tmp_path / "data"
+    precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")), "--title", "checkpointed")
+    crashed = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        import os, signal
+        from precis.core.storage.store import open_store
+        open_store({str(data)!r}).import_chat("only in the wal", [])
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert crashed.returncode == -signal.SIGKILL and (data / f"{DB_NAME}-wal").stat().st_size > 0
+    result = read_only_run(data, "--data-dir", str(data), "chats")
+    assert result.returncode == 0, result.stderr
+    assert "only in the wal" in result.stdout and "checkpointed" in result.stdout
 
 
 def test_a_new_store_in_a_read_only_folder_names_the_lock_file(tmp_path):
