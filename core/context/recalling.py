@@ -40,7 +40,9 @@ class Recaller:
         recalled = self.recalled(REPLY_PRIMING + sum(i.tokens for i in items))
         if not recalled:
             return items
-        position = next((n for n, i in enumerate(items) if i.kind not in ("system", "summary")), len(items))
+        # After the chain (or the system prompt): before the verbatim messages and the session markers among them.
+        position = next((n for n, i in enumerate(items) if i.kind not in ("system", "summary")
+                         or (i.kind == "system" and self.archive.position.get(i.source_id, 0) > 0)), len(items))
         return items[:position] + recalled + items[position:]
 
     def recalled(self, total: int) -> list[ContextItem]:

@@ -95,9 +95,12 @@ class UsageMeter:
         prompt = self._system_prompt()
         if prompt is not None:
             out.append(("system", prompt, SYSTEM_PROMPT_ID))
-        out += [("system", m, m.id) for m in visible if m.role == "system"]
+        opening = [m for m in visible[:1] if self.archive.is_opening(m)]
+        out += [("system", m, m.id) for m in opening]
         out += [("summary", self.archive.summary_message(r), r.id) for r in self.archive.chain]
-        out += [("tool_output" if m.role == "tool" else "message", m, m.id) for m in visible if m.role != "system"]
+        # A later system message (a session or date marker) stays where it is: it dates the messages after it.
+        out += [("system" if m.role == "system" else "tool_output" if m.role == "tool" else "message", m, m.id)
+                for m in visible[len(opening):]]
         return out
 
     def items(self) -> list[ContextItem]:

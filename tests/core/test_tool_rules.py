@@ -280,6 +280,13 @@ def test_commands_typed_in_a_sweagent_shell_are_commands_run_editor_commands_too
     assert extract_facets(conversation(view)).commands == []
 
 
+def test_a_skill_the_client_loaded_is_a_file_read_not_a_request():
+    messages = list(transcript("claudecode_session.jsonl")[26:30])  # Skill call, "Base directory for this skill: ..."
+    facets = extract_facets(messages)
+    assert "/home/USER/.claude/plugins/cache/elixir/elixir/1.2.0/skills/hex-docs-search/SKILL.md" in facets.files_read
+    assert not any(r.startswith("Base directory") for r in facets.user_requests)
+
+
 def test_facets_of_a_claude_code_session():
     facets = extract_facets(list(transcript("claudecode_session.jsonl")[:405]))
     runs = {c.command: c for c in facets.commands}
