@@ -13,7 +13,7 @@ from typing import Literal
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING
-from ..summary.digest import is_digest, merged_digest
+from ..summary.digest import is_conversation, is_digest, merged_digest
 from ..summary.redact import redact, redact_obj
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
@@ -142,14 +142,25 @@ class Summarization:
     def chain_room(self, leaving: int = 0) -> int:
         """Tokens the summaries may still take together, if the oldest `leaving` summaries of the chain were folded
         away: the chain's share of the budget, and never more than half the room that the system prompt and pinned
-        messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing)."""
+        messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing).
+        Where the summaries are conversation digests, the conversation's share, of that room too when it is more
+        than half (its tail is short messages, not tool outputs that must fit whole)."""
         fixed = REPLY_PRIMING + sum(i.tokens for i in self.meter.items()
                                     if i.kind == "system" or (i.kind != "summary" and i.message.pinned))
         available = self.setup.budget.available
         policy = self.setup.policy
-        share = int(min(available * policy.chain_share, (available * policy.trigger_ratio - fixed) / 2))
+        talk = self.is_talk()
+        chain_share = policy.conversation_chain_share if talk else policy.chain_share
+        of_room = max(0.5, chain_share / policy.trigger_ratio) if talk else 0.5
+        share = int(min(available * chain_share, (available * policy.trigger_ratio - fixed) * of_room))
         tokens = self.setup.counter.raw_message_tokens
         return share - sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain[leaving:])
+
+    def is_talk(self) -> bool:
+        """Whether the chain holds conversation digests (people talking); before the first summary, whether the
+        messages in the window are conversation."""
+        chain = self.archive.chain
+        return is_digest(chain[-1].text) if chain else is_conversation(self.archive.visible())
 
     def summary_cap(self) -> int:
         """A summary's cap grows with the room the chain has left, up to max_summary_tokens."""

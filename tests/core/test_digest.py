@@ -2,7 +2,7 @@
 
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
-from precis.core.model.messages import Message
+from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.summary.digest import conversation_digest, is_conversation, merged_digest, session_label
 from precis.core.summary.summarize import LLMActionItem, LLMSummaryOut, says_something, without_noise
@@ -129,4 +129,30 @@ def test_folding_a_chain_of_digests_keeps_facts_from_its_first_stretch():
     assert merged and merged[0].text.startswith("Merged conversation digest")
     assert "[3 May, 2023, 1:00 pm]\n- Caroline: My grandma gave me a necklace in Sweden when I was 12." in \
         merged[0].text
-    assert sum(r.tokens for r in engine.chain()) <= engine.budget.available * policy.chain_share
+    assert sum(r.tokens for r in engine.chain()) <= engine.budget.available * policy.conversation_chain_share
+
+
+def test_conversation_digests_take_their_own_share_of_the_budget_and_tool_traffic_keeps_the_chains():
+    """Where the summaries are conversation digests the chain may take conversation_chain_share; tool traffic keeps
+    chain_share; neither more than its share of what the system prompt leaves under the trigger."""
+    policy = SummarizationPolicy(mode="rule", chain_share=0.3, conversation_chain_share=0.5)
+    talk_engine = ContextEngine(Budget(window=8192, reserve_output=512), policy, TokenCounter())
+    for m in talk():
+        talk_engine.append(m, auto=False)
+    assert talk_engine.summarization.is_talk()
+    assert 7680 * 0.49 < talk_engine.summarization.summary_cap() <= 7680 * 0.5  # the session markers take a little
+    tools = ContextEngine(Budget(window=8192, reserve_output=512), policy, TokenCounter())
+    tools.append(Message(role="user", content="Run the tests please."), auto=False)
+    tools.append(Message(role="assistant", content="", tool_calls=(ToolCall(id="c1", name="Bash",
+                                                                             arguments={"command": "pytest"}),)),
+                 auto=False)
+    tools.append(Message(role="tool", content="3 passed", tool_call_id="c1", name="Bash"), auto=False)
+    assert not tools.summarization.is_talk()
+    assert tools.summarization.summary_cap() == int(7680 * 0.3)
+    # A large system prompt: the conversation's chain keeps to its share of what is left under the trigger.
+    crowded = ContextEngine(Budget(window=8192, reserve_output=512), policy, TokenCounter())
+    crowded.append(Message(role="system", content="rule " * 3000), auto=False)
+    for m in talk():
+        crowded.append(m, auto=False)
+    fixed = crowded.usage().by_kind["system"]
+    assert crowded.summarization.summary_cap() <= (7680 * 0.8 - fixed) * 0.5 / 0.8 + 1

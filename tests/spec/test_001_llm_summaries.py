@@ -136,9 +136,11 @@ def test_001_a_summary_keeps_to_its_share_of_the_budget():
     # share, 30% by default (max depth 3 x 10%): a budget of 7,680 (window 8,192, 512 for the reply) allows 2,304.
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
     assert engine.summarization.summary_cap() == 2304
-    # The document's 10% a summary is the setting chain_share=0.10: 768 tokens for the summaries together.
+    # The document's 10% a summary is the setting chain_share=0.10: 768 tokens for the summaries together (and
+    # conversation_chain_share=0.10 where they are conversation digests, as these plain turns make).
     engine = ContextEngine(Budget(window=8192, reserve_output=512),
-                           SummarizationPolicy(mode="rule", chain_share=0.10), TokenCounter())
+                           SummarizationPolicy(mode="rule", chain_share=0.10, conversation_chain_share=0.10),
+                           TokenCounter())
     assert engine.summarization.summary_cap() == 768
     for stretch in range(3):
         for message in turns(40, topic=f"module{stretch}"):
