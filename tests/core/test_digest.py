@@ -96,6 +96,25 @@ def test_session_markers_are_summarized_with_their_stretch():
     assert session_label("Session 3 - 1:14 pm on 25 May, 2023") == "25 May, 2023, 1:14 pm"
 
 
+def test_a_session_marker_kept_verbatim_dates_the_messages_after_it_in_the_prompt():
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    later = [Message(role="system", content="Session 3 - 1:14 pm on 25 May, 2023"),
+             Message(role="user", content="Caroline: I'm researching adoption agencies this week."),
+             Message(role="assistant", content="Melanie: That's wonderful, Caroline!"),
+             Message(role="system", content="Session 4 - 10:37 am on 27 June, 2023"),
+             Message(role="user", content="Caroline: Where did you say you painted the lake sunrise?")]
+    for m in [Message(role="system", content="You are helpful."), *talk(), *later]:
+        engine.append(m, auto=False)
+    engine.summarize_now(up_to=engine.messages[6].id)  # the first two sessions
+    contents = [i.message.content for i in engine.assemble().items]
+    assert contents[0] == "You are helpful."
+    # Each kept marker stands just before the messages it dates, not hoisted with the system prompt.
+    assert contents[-5:] == [m.content for m in later]
+    # What is recalled (here the sunrise, from the summarized sessions) comes after the summary, before the dates.
+    kinds = [i.kind for i in engine.assemble().items]
+    assert kinds[:2] == ["system", "summary"] and kinds.index("recalled") < contents.index(later[0].content)
+
+
 def test_model_output_that_says_nothing_is_dropped():
     for noise in ("#1", "<br>Your passion is amazing!", "][, due", "1.", "---"):
         assert not says_something(noise), noise
