@@ -4,6 +4,8 @@ what the trail shows is what that check counts."""
 
 from __future__ import annotations
 
+import re
+
 from ..model.messages import Message
 from ..model.records import CommandRun, Facets, ToolUsage
 from .decisions import extract_decisions
@@ -16,6 +18,7 @@ MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30
 REQUEST_LIMIT = 300
 ROLE_ORDER = ("system", "user", "assistant", "tool")
+SKILL_FOLDER = re.compile(r"Base directory for this skill: (\S+)")
 
 
 def analyze_calls(messages: list[Message]) -> list[tuple[int, Analysis]]:
@@ -61,6 +64,12 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
                 error = f"{one_line_field(a.subject.target, 200)}: {error}"
             if error:
                 errors.setdefault(error, None)
+    for message in messages:
+        # A skill Claude Code loaded comes as a "user" message, which is not the user's words: what was read is the
+        # skill's SKILL.md in the folder it names, where a resumed model can read it again.
+        skill = SKILL_FOLDER.match(message.content) if message.role == "user" else None
+        if skill:
+            files_read.setdefault(skill.group(1).rstrip("/") + "/SKILL.md", None)
     tool_usage = []
     for tool, uses in sorted(usage.items(), key=lambda item: (-len(item[1]), item[0])):
         notable: dict[str, None] = {}
