@@ -20,6 +20,8 @@ class Row:
     message: Message | None = None
     record: SummaryRecord | None = None
     expanded: bool = False
+    # The chat's opening system message, its system prompt; a later one (a session or date marker) is conversation.
+    opening: bool = False
     # Set while a reply streams into this row.
     streaming: bool = False
     error: str | None = None
@@ -52,7 +54,7 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
     for message in messages:
         record_id = archived_by.get(message.id)
         if record_id is None or record_id not in records:
-            rows.append(Row(message=message))
+            rows.append(Row(message=message, opening=not rows and message.role == "system"))
         elif record_id not in shown:
             shown.add(record_id)
             rows.append(Row(record=records[record_id]))

@@ -336,11 +336,11 @@ class MessageDelegate(QStyledItemDelegate):
             painter.drawText(header, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, badges)
         switcher = self.version_rects(card, index)
         if switcher:
-            right_part += switcher[2][0].right() - header.left() - metrics.horizontalAdvance(self._title(row))
+            right_part += switcher[2][0].right() - header.left() - metrics.horizontalAdvance(self.title(row))
             self._paint_switcher(painter, switcher)
         # The title gives way to the time and badges on a narrow card: elided, never drawn under them.
         title_width = header.width() - (right_part + 12 if right_part else 0)
-        title = metrics.elidedText(self._title(row), Qt.TextElideMode.ElideRight, max(0, title_width))
+        title = metrics.elidedText(self.title(row), Qt.TextElideMode.ElideRight, max(0, title_width))
         painter.setPen(colour)
         painter.drawText(header, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
 
@@ -392,7 +392,7 @@ class MessageDelegate(QStyledItemDelegate):
             return []
         switchable = index.row() == index.model().rowCount() - 1
         metrics = QFontMetrics(self.header_font)
-        left = card.left() + PAD_X + metrics.horizontalAdvance(self._title(row)) + 10
+        left = card.left() + PAD_X + metrics.horizontalAdvance(self.title(row)) + 10
         top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
         label = f"{versions.shown + 1}/{len(versions.texts)}"
         label_w = metrics.horizontalAdvance(label) + 8
@@ -432,13 +432,15 @@ class MessageDelegate(QStyledItemDelegate):
         QToolTip.showText(event.globalPos(), ACTION_TIPS[action], view)
         return True
 
-    def _title(self, row: Row) -> str:
+    @staticmethod
+    def title(row: Row) -> str:
+        """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
         if row.record is not None:
             record = row.record
             count = len(record.covered)
             return (f"SUMMARY · depth {record.depth} · {count} messages · "
                     f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.mode}")
-        return {"user": "You", "assistant": "Assistant", "system": "System prompt"}.get(
+        return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
             row.message.role, row.message.role.title())
 
     def _badges(self, row: Row) -> str:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from precis.core.model.messages import Message
+from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui import theme
 from PySide6.QtGui import QColor, QPalette
 
-from tests.gui.test_window import dialogue, open_imported_chat
+from tests.gui.test_window import dialogue, idle, open_imported_chat
 
 
 def contrast(a: str | QColor, b: str | QColor) -> float:
@@ -92,3 +94,26 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
     assert doc.size().width() <= width + 1
     [(chip, code)] = chips
     assert code == long_line and width - CODE_CHIP_GUTTER <= chip.left() and chip.right() <= width
+
+
+def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, make_window, store):
+    """A session marker is conversation (summarized with its stretch): headed "System", not "System prompt"."""
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 2})
+    history = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023"),
+               *dialogue(8, "Caroline: We talked about the lake, point"),
+               Message(role="system", content="Session 2 - 6:10 pm on 22 December, 2022"),
+               *dialogue(8, "Melanie: We planned the camping trip, point")]
+    window = make_window()
+    open_imported_chat(qtbot, window, store, history)
+    view = window.conversation
+
+    def titles(conversation) -> dict[str, str]:
+        return {row.message.content: view.delegate.title(row) for row in conversation.rows() if row.message}
+
+    shown = titles(view.conversation)
+    assert shown[history[0].content] == "System prompt" and shown[history[9].content] == "System"
+    window.conversation.summarize_up_to_requested.emit(history[12].id)  # past the second marker
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    assert titles(view.conversation)[history[0].content] == "System prompt"
+    window.inspector.chain.selectRow(0)
+    assert titles(window.inspector.archived_view.conversation)[history[9].content] == "System"
