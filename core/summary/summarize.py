@@ -245,8 +245,10 @@ def says_something(text: str) -> bool:
 
 
 def without_noise(out: LLMSummaryOut) -> LLMSummaryOut:
-    """The model's lists without the items that say nothing."""
+    """The model's narrative and lists without the sentences and items that say nothing ("1.", "<br>", "**")."""
+    sentences = (p.strip() for p in SENTENCE_END.split(out.narrative))
     return out.model_copy(update={
+        "narrative": " ".join(s for s in sentences if s and says_something(s)),
         "key_points": [p for p in out.key_points if says_something(p)],
         "decisions": [d for d in out.decisions if says_something(d)],
         "unresolved_questions": [q for q in out.unresolved_questions if says_something(q)],

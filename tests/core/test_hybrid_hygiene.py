@@ -1,0 +1,38 @@
+"""Model output hygiene in hybrid summaries: the model's sentences that say nothing are dropped one by one, and a
+narrative left with nothing falls back to the rules, the record saying why."""
+
+from __future__ import annotations
+
+from precis.core.model.messages import Message
+from precis.core.model.tokens import TokenCounter
+from precis.core.summary.summarize import HybridSummarizer, SummaryRequest
+from precis.core.tools import run_command_messages
+
+from tests.fakes import ScriptedProvider
+
+# Scripted replies: the markup and numbering a small model sometimes writes, which it does not write on demand.
+
+
+def stretch() -> list[Message]:
+    assistant, result = run_command_messages("echo cache ready")
+    return [Message(role="user", content="Add caching to the API client."),
+            Message(role="assistant", content="I will add an in-process LRU cache to the client."), assistant, result]
+
+
+def summarize(reply: str):
+    return HybridSummarizer(ScriptedProvider([reply])).summarize(
+        SummaryRequest(stretch(), max_tokens=600, counter=TokenCounter()))
+
+
+def test_sentences_that_say_nothing_are_dropped_from_the_models_story():
+    draft = summarize("#1. The user asked for caching of the API client. <br>. **. 2. The cache is ready.")
+    assert not draft.fallback_used
+    story = draft.text.split("What happened:\n", 1)[1]
+    assert story.splitlines() == ["- The user asked for caching of the API client.", "- The cache is ready."]
+
+
+def test_a_story_of_markup_and_numbering_only_falls_back_to_the_rules_and_says_why():
+    draft = summarize("#1. <br>. ][. 2.")
+    assert draft.fallback_used and draft.mode == "rule"
+    assert draft.fallback_reason == "the model's narrative was punctuation, numbering or markup only"
+    assert "What happened" not in draft.text and "`echo cache ready`" in draft.text
