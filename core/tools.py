@@ -18,6 +18,7 @@ from .model.messages import Message, ToolCall, new_id
 from .providers.base import CancelToken
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
+KEPT_TAIL_CHARS = 2_000  # of a longer output, its last characters are kept with its start
 # /run waits this long by default: a chat should not hang for minutes on a command that never ends.
 RUN_TIMEOUT_SECONDS = 60.0
 # After the shell exits, how long output from processes it left behind is still read.
@@ -40,10 +41,13 @@ def tool_exchange(tool: str, arguments: dict, output: str) -> tuple[Message, Mes
 
 
 def _cap(text: str) -> str:
+    """At most MAX_TOOL_OUTPUT_CHARS of a tool's output: the middle goes, so the end (why a command stopped, its
+    exit code, /grep's count) is always kept."""
     if len(text) <= MAX_TOOL_OUTPUT_CHARS:
         return text
     dropped = len(text) - MAX_TOOL_OUTPUT_CHARS
-    return text[:MAX_TOOL_OUTPUT_CHARS] + f"\n[... {dropped} more characters not kept]"
+    head = MAX_TOOL_OUTPUT_CHARS - KEPT_TAIL_CHARS
+    return f"{text[:head]}\n[... {dropped} characters not kept ...]\n{text[-KEPT_TAIL_CHARS:]}"
 
 
 def format_command_output(output: str, exit_code: int | None) -> str:

@@ -22,8 +22,9 @@ from ..providers.registry import KINDS, make_provider
 from ..storage.chats import restore_engine
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
-from ..tools import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
+from ..tools import RUN_TIMEOUT_SECONDS, ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from .group import cli, data_dir_option
+from .store import exit_code
 
 QUIT_COMMANDS = ("/quit", "/exit")
 
@@ -158,7 +159,9 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
                 "context_window": window, "reserve_output": args.max_tokens,
                 "summarization": {"mode": args.summaries}})
         engine, _ = restore_engine(store, chat_id, default_window=window, counter=counter, summarizer=summarizer)
-        attach_engine(store, chat_id, engine)
+        # A summary that cannot be saved (a full disk) is told; the chat goes on with it in memory.
+        attach_engine(store, chat_id, engine, on_error=lambda exc: print(f"precis chat: {exc}", file=err, flush=True))
+        run_timeout = store.get_chat(chat_id).settings.run_timeout
         engine.subscribe(lambda event: print(describe_event(event), file=out, flush=True))
 
         def keep(message: Message) -> None:
@@ -168,11 +171,11 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
         print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
               f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
               "resumes.", file=out)
-        return _turns(engine, provider, args, stdin, out, err, keep)
+        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout)
 
 
 def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO,
-           keep: Callable[[Message], None]) -> int:
+           keep: Callable[[Message], None], run_timeout: float) -> int:
     while True:
         out.write("you> ")
         out.flush()
@@ -195,15 +198,16 @@ def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: 
             print(exc, file=out)
             continue
         if command is not None:
-            print(run_slash(engine, command.name, command.argument, keep), file=out)
+            print(run_slash(engine, command.name, command.argument, keep, run_timeout), file=out)
             continue
         keep(Message("user", text.removeprefix("/")))  # "//x" sends "/x"
         chat_turn(engine, provider, args, out, err, keep)
 
 
-def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[Message], None]) -> str:
+def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[Message], None],
+              run_timeout: float = RUN_TIMEOUT_SECONDS) -> str:
     """A slash command of the registry in the terminal chat; returns what to print. Commands that act on a
-    selection in the window (pin, unpin) say so."""
+    selection in the window (pin, unpin) say so; /run stops after the chat's time limit (`run_timeout`)."""
     try:
         if name == "context":
             usage = engine.usage()
@@ -221,7 +225,7 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
             return help_text()
         if name in ("run", "grep"):
             if name == "run":
-                messages = run_command_messages(argument)
+                messages = run_command_messages(argument, timeout=run_timeout)
             else:
                 pattern, path = grep_argument(argument)
                 messages = tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path))
@@ -262,4 +266,4 @@ def chat(message: str | None, provider: str, base_url: str | None, model: str | 
         return 2
     except StoreError as exc:
         print(f"precis chat: {exc}", file=sys.stderr)
-        return 1
+        return exit_code(exc)

@@ -11,7 +11,7 @@ from ..context.budget import over_budget
 from ..storage.chats import restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
-from ..storage.store import StoreError, open_store
+from ..storage.store import ChatNotFound, MessageNotFound, StoreError, open_store
 from .group import cli, data_dir_option
 
 DEFAULT_WINDOW = 8192
@@ -23,9 +23,14 @@ STORE_FAILED = 1
 BAD_INPUT = 2
 
 
-def _fail(command: str, message: object, code: int = STORE_FAILED) -> int:
+def exit_code(error: object) -> int:
+    """A chat or message named on the command line that does not exist is bad input; other store errors are not."""
+    return BAD_INPUT if isinstance(error, (ChatNotFound, MessageNotFound)) else STORE_FAILED
+
+
+def _fail(command: str, message: object, code: int | None = None) -> int:
     print(f"precis {command}: {message}", file=sys.stderr)
-    return code
+    return exit_code(message) if code is None else code
 
 
 def _when(ts: float) -> str:

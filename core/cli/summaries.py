@@ -19,6 +19,14 @@ from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, _when
 SNIPPET_CHARS = 70
 
 
+def _saving(store, chat_id: str, engine) -> list[StoreError]:
+    """Save the engine's summaries as they are made (attach_engine); the engine swallows a listener's errors, so
+    failed saves (a read-only or full store) are collected here for the command to report."""
+    failures: list[StoreError] = []
+    attach_engine(store, chat_id, engine, on_error=failures.append)
+    return failures
+
+
 def _snippet(message: Message) -> str:
     text = " ".join(message.content.split()) or f"({message.role} tool call)"
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
@@ -53,10 +61,14 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
         with open_store(data_dir) as store:
             chat = store.find_chat(chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
-            attach_engine(store, chat.id, engine)
+            failures = _saving(store, chat.id, engine)
             record = engine.summarize_now(instructions, up_to=up_to)
+            if failures:
+                raise failures[0]
     except NothingToSummarize as exc:
         return _fail("summarize", exc, BAD_INPUT)
+    except KeyError as exc:  # --up-to names no message of the chat
+        return _fail("summarize", exc.args[0], BAD_INPUT)
     except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
         return _fail("summarize", exc)
     result = record.result()
@@ -75,8 +87,10 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
         with open_store(data_dir) as store:
             chat = store.find_chat(chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
-            attach_engine(store, chat.id, engine)
+            failures = _saving(store, chat.id, engine)
             record = engine.undo_last()
+            if failures:
+                raise failures[0]
     except NothingToUndo as exc:
         return _fail("undo-summary", exc, BAD_INPUT)
     except (StoreError, ValueError, IntegrityError) as exc:

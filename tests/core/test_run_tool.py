@@ -69,3 +69,12 @@ def test_a_detached_background_process_does_not_hold_the_result(tmp_path):
 def test_run_messages_carry_the_stop_note():
     _, result = tools.run_command_messages("echo partial; sleep 30", timeout=1)
     assert result.content.startswith("partial\n[timed out after 1 s")
+
+
+def test_a_capped_run_message_still_says_why_it_stopped():
+    """The message the chat keeps is capped too: its end (the stop note and exit line) survives the cap."""
+    _, result = tools.run_command_messages("yes 0123456789abcdefghij", timeout=20)
+    assert len(result.content) <= tools.MAX_TOOL_OUTPUT_CHARS + 100
+    assert result.content.startswith("0123456789abcdefghij\n")
+    assert "[output passed 200,000 bytes; the command was stopped]" in result.content[-300:]
+    assert "characters not kept" in result.content

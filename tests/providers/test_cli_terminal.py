@@ -4,6 +4,7 @@ the terminal, and the chat is stored and resumable."""
 from __future__ import annotations
 
 import io
+import time
 
 from precis.core.cli.chat import TerminalText
 from precis.core.cli.main import main
@@ -52,3 +53,18 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         "My favourite colour is blue.", "Noted: blue.", "What is my favourite colour?"]
     with open_store(data) as store:
         assert len(store.load_messages(chat.id)) == 4 and len(store.list_chats()) == 1
+
+
+def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypatch, capsys, tmp_path):
+    data = str(tmp_path / "data")
+    with open_store(data) as store:
+        chat = store.create_chat("slow tools", {"run_timeout": 1})
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr("sys.stdin", io.StringIO("/run echo before; sleep 30\n"))
+    started = time.monotonic()
+    assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
+                 "--chat", chat]) == 0
+    assert time.monotonic() - started < 15  # the chat's 1 s, not the 60 s default
+    assert "before\n[timed out after 1 s; the command was stopped]" in capsys.readouterr().out
+    with open_store(data) as store:
+        assert store.load_messages(chat)[-1].content.startswith("before\n[timed out after 1 s")

@@ -52,7 +52,7 @@ def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
     code, _, err = run(capsys, "--data-dir", data, "import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
     code, _, err = run(capsys, "--data-dir", data, "export", "nope")
-    assert code == 1 and "no chat" in err
+    assert code == 2 and "no chat" in err
     with open_store(data) as store:
         assert store.list_chats() == []
 
@@ -86,6 +86,20 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
     assert code == 2 and "'pdf' is not one of" in err
     code, _, err = run(capsys, "search", "x", "--limit", "many")
     assert code == 2 and "'many' is not a valid integer" in err
+
+
+def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp_path, capsys):
+    data = str(tmp_path / "data")
+    source = tmp_path / "k.jsonl"
+    source.write_text("".join(f'{{"role": "user", "content": "note {i} about kiwis"}}\n' for i in range(12)))
+    run(capsys, "--data-dir", data, "import", str(source))
+    for argv in (["export", "nosuch"], ["context", "nosuch"], ["history", "nosuch"], ["summarize", "nosuch"],
+                 ["undo-summary", "nosuch"], ["chat", "--chat", "nosuch", "--provider", "openai", "--base-url",
+                                             "http://127.0.0.1:9/v1", "--model", "m"]):
+        code, _, err = run(capsys, "--data-dir", data, *argv)
+        assert code == 2 and "no chat with id or title 'nosuch'" in err, (argv, err)
+    code, _, err = run(capsys, "--data-dir", data, "summarize", "k", "--up-to", "m-missing")
+    assert code == 2 and "no message m-missing" in err and "Traceback" not in err
 
 
 def test_json_nested_too_deep_is_a_clear_error_naming_file_and_line(tmp_path, capsys):

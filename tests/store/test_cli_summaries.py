@@ -49,7 +49,7 @@ def test_nothing_to_undo_or_summarize_is_bad_input(tmp_path, capsys):
         store.create_chat("empty")
     assert main(["--data-dir", str(data), "undo-summary", "empty"]) == 2
     assert main(["--data-dir", str(data), "summarize", "empty"]) == 2
-    assert main(["--data-dir", str(data), "history", "nope"]) == 1
+    assert main(["--data-dir", str(data), "history", "nope"]) == 2
     err = capsys.readouterr().err
     assert "precis undo-summary:" in err and "precis summarize:" in err and "no chat with id or title 'nope'" in err
 

@@ -184,6 +184,20 @@ def test_reading_commands_work_on_a_read_only_folder(tmp_path):
     assert "k.jsonl" not in result.stderr
 
 
+def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path):
+    """The summary is made, but it cannot be saved: the command says so and fails (it printed success before)."""
+    data = tmp_path / "data"
+    chat_id = precis("--data-dir", str(data), "import", str(TRANSCRIPTS[0])).stdout.strip()
+    for argv in (["summarize", chat_id], ["undo-summary", chat_id]):
+        if argv[0] == "undo-summary":  # something to undo, summarized while the folder was writable
+            assert precis("--data-dir", str(data), "summarize", chat_id).returncode == 0
+        result = read_only_run(data, "--data-dir", str(data), *argv)
+        assert result.returncode == 1, (argv, result.stdout, result.stderr)
+        assert f"{data / DB_NAME} is read-only" in result.stderr and "Traceback" not in result.stderr
+    with open_store(data) as store:
+        assert len(store.load_records(chat_id)) == 1  # only the summary made while it was writable
+
+
 def test_a_read_only_folder_shows_what_is_still_in_the_wal(tmp_path):
     """A window that crashed (or is open on another machine's mount) leaves committed chats in precis.db-wal."""
     data = tmp_path / "data"
