@@ -95,7 +95,8 @@ class MainWindow(QMainWindow):
         # The chat gets most of the width; the inspector its minimum at 1000 px (View → Context inspector hides it).
         centre.setMinimumWidth(400)
         self.splitter.setCollapsible(1, False)
-        self.splitter.setSizes([190, 850, 360])
+        # On a wider window each column grows in proportion: the inspector's chain (eight columns) fits from 1600 px.
+        self.splitter.setSizes([190, 800, 410])
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self.statusBar())
 

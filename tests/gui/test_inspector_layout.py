@@ -71,3 +71,17 @@ def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what
     legend = window.inspector.thresholds.text()
     assert "summarizes at 90%" in legend and "down to 30%" in legend and "re-arms below 70%" in legend
     assert "the target: a summary takes the oldest messages needed to bring usage down to it" in gauge.toolTip()
+
+
+def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    chat_id = store.import_chat("long chat", dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
+                                settings={"context_window": 2048})
+    window = make_window()
+    window.resize(1920, 1080)
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.chain.rowCount() >= 1, timeout=60_000)
+    chain = window.inspector.chain
+    qtbot.waitUntil(lambda: chain.viewport().width() > 400)
+    widths = sum(chain.columnWidth(column) for column in range(chain.columnCount()))
+    assert widths <= chain.viewport().width() and chain.horizontalScrollBar().maximum() == 0
