@@ -105,3 +105,26 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     assert escape(why) in inspector.result_card.label.text()
     fallback_cell = inspector.chain.item(0, [h for h, _tip in CHAIN_COLUMNS].index("Fallback"))
     assert (fallback_cell.text(), fallback_cell.toolTip()) == ("yes", record.fallback_reason)
+
+
+def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4, "recall_ratio": 0.05})
+    history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
+               *dialogue(40, "Budget review, item")[1:],
+               Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
+    window = make_window()
+
+    def open_and_summarize(settings: dict) -> None:
+        chat_id = store.import_chat("lighthouse", history, settings={"summarization": settings})
+        window.refresh_chats()
+        window.open_chat(chat_id)
+        qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == chat_id, timeout=20_000)
+        window.conversation.summarize_up_to_requested.emit(history[19].id)
+        qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+
+    open_and_summarize({})  # the global 5%
+    usage = window.chat.snapshot.usage
+    assert 0 < usage.by_kind["recalled"] <= usage.available * 0.05 and window.inspector.recalled_box.isVisible()
+    open_and_summarize({"recall_enabled": False})  # this chat's own switch
+    assert window.chat.snapshot.usage.by_kind["recalled"] == 0 and not window.chat.snapshot.recalled
+    assert window.inspector.recalled_box.isHidden()
