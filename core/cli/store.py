@@ -84,16 +84,16 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
         with open_store(data_dir) as store:
-            text = export_chat(store, store.find_chat(chat).id, format_)
+            pieces = export_chat(store, store.find_chat(chat).id, format_)
     except StoreError as exc:
         return _fail("export", exc)
     if output:
         try:
-            write_export(text, output)
+            write_export(pieces, output)
         except OSError as exc:
             return _fail("export", exc)
     else:
-        sys.stdout.write(text)
+        sys.stdout.writelines(pieces)
     return 0
 
 

@@ -1,19 +1,23 @@
-"""Exporting a chat: interchange JSONL (re-importable as the same messages), OpenAI chat JSON, and Markdown."""
+"""Exporting a chat: interchange JSONL (re-importable as the same messages), OpenAI chat JSON, and Markdown.
+
+Each format is made piece by piece (a message or a line at a time) and written as it is made, so exporting a long
+chat never holds its whole text, nor a second copy of it, in memory."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
-from .interchange import dumps_jsonl
+from .interchange import jsonl_lines
 
 if TYPE_CHECKING:
     from .store import Store
@@ -25,22 +29,24 @@ EXPORT_TITLES = {"jsonl": "Precis JSONL, re-importable, with the summaries", "op
                  "md": "Markdown, with the summaries"}
 
 
-def export_chat(store: Store, chat_id: str, format_: str) -> str:
-    """The stored chat in one of EXPORT_FORMATS; JSONL and Markdown carry its summary chain too."""
+def export_chat(store: Store, chat_id: str, format_: str) -> Iterator[str]:
+    """The stored chat in one of EXPORT_FORMATS, as pieces of text to write one after another; JSONL and Markdown
+    carry its summary chain too. Everything is read from the store before this returns."""
+    if format_ not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
     found = store.get_chat(chat_id)
     messages = store.load_messages(found.id)
     if format_ == "jsonl":
         return export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id))
     if format_ == "openai":
         return export_openai(messages, found.settings.system_prompt)
-    if format_ == "md":
-        return export_markdown(found.title, messages, store.load_records(found.id))
-    raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
+    return export_markdown(found.title, messages, store.load_records(found.id))
 
 
-def write_export(text: str, path: str | os.PathLike) -> None:
-    """Write `text` to `path` whole or not at all: into a temporary file beside it, then renamed over it, so a
-    failure (a read-only folder, a full disk) leaves no half-written file. Raises OSError naming the path."""
+def write_export(pieces: Iterable[str], path: str | os.PathLike) -> None:
+    """Write the pieces of an export to `path` whole or not at all: into a temporary file beside it, then renamed
+    over it, so a failure (a read-only folder, a full disk) leaves no half-written file. Raises OSError naming the
+    path."""
     target = Path(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
@@ -48,37 +54,46 @@ def write_export(text: str, path: str | os.PathLike) -> None:
         raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+            file.writelines(pieces)
         os.replace(temporary, target)
-    except OSError as exc:
+    except BaseException as exc:  # a failure while the pieces are made, too, leaves no partial file behind
         Path(temporary).unlink(missing_ok=True)
-        raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        if isinstance(exc, OSError):
+            raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
+        raise
 
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
-                 archived_by: Mapping[str, str] | None = None) -> str:
+                 archived_by: Mapping[str, str] | None = None) -> Iterator[str]:
     """The whole chat: every original message, archived ones included, with ids, the summary records and which
     summary archived each message, so an import gives back the same chat."""
-    return dumps_jsonl(messages, records, archived_by)
+    return jsonl_lines(messages, records, archived_by)
 
 
-def export_openai(messages: Sequence[Message], system_prompt: str = "") -> str:
-    out: list[dict] = []
+def export_openai(messages: Sequence[Message], system_prompt: str = "") -> Iterator[str]:
+    """{"messages": [...]} laid out as json.dumps(..., indent=1) lays it out, made one message at a time."""
+    items: Iterable[dict] = (_openai_message(m) for m in messages)
     if system_prompt and not (messages and messages[0].role == "system"):
-        out.append({"role": "system", "content": system_prompt})
-    for m in messages:
-        item: dict = {"role": m.role, "content": m.content}
-        if m.tool_calls:
-            item["tool_calls"] = [{"id": c.id, "type": "function",
-                                   "function": {"name": c.name,
-                                                "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                                  for c in m.tool_calls]
-        if m.role == "tool":
-            item["tool_call_id"] = m.tool_call_id
-            if m.name:
-                item["name"] = m.name
-        out.append(item)
-    return json.dumps({"messages": out}, ensure_ascii=False, indent=1) + "\n"
+        items = itertools.chain([{"role": "system", "content": system_prompt}], items)
+    yield '{\n "messages": ['
+    n = -1
+    for n, item in enumerate(items):
+        # Newlines in the text are escaped in JSON: the only line breaks are the layout's, indented one level more.
+        yield ("," if n else "") + "\n  " + json.dumps(item, ensure_ascii=False, indent=1).replace("\n", "\n  ")
+    yield "]\n}\n" if n < 0 else "\n ]\n}\n"
+
+
+def _openai_message(m: Message) -> dict:
+    item: dict = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        item["tool_calls"] = [{"id": c.id, "type": "function",
+                               "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
+                              for c in m.tool_calls]
+    if m.role == "tool":
+        item["tool_call_id"] = m.tool_call_id
+        if m.name:
+            item["name"] = m.name
+    return item
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -116,7 +131,7 @@ def _message_md(m: Message) -> str:
     return "\n\n".join(parts)
 
 
-def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord]) -> str:
+def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord]) -> Iterator[str]:
     """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers."""
     after: dict[str, list[SummaryRecord]] = {}
     position = {m.id: i for i, m in enumerate(messages)}
@@ -126,10 +141,12 @@ def export_markdown(title: str, messages: Sequence[Message], records: Sequence[S
         covered = [position[c.id] for c in record.covered if c.id in position]
         anchor = messages[max(covered)].id if covered else (messages[-1].id if messages else "")
         after.setdefault(anchor, []).append(record)
-    blocks = [f"# {title}"]
+    yield f"# {title}"
     for m in messages:
-        blocks.append(_message_md(m))
-        blocks.extend(_summary_md(r) for r in after.get(m.id, []))
+        yield "\n\n" + _message_md(m)
+        for record in after.get(m.id, []):
+            yield "\n\n" + _summary_md(record)
     if not messages:
-        blocks.extend(_summary_md(r) for r in after.get("", []))
-    return "\n\n".join(blocks) + "\n"
+        for record in after.get("", []):
+            yield "\n\n" + _summary_md(record)
+    yield "\n"

@@ -188,16 +188,20 @@ def split_multi_calls(message: Message) -> list[Message]:
     return [first, *rest]
 
 
-def dumps_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
-                archived_by: Mapping[str, str] | None = None) -> str:
-    """Messages as interchange lines; with their summary records and archive marks, the whole chat."""
+# json.dumps(line, ensure_ascii=False), without building an encoder for every line.
+_LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
+def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
+                archived_by: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Messages as interchange lines (each ending in a newline), made one at a time; with their summary records
+    and archive marks, the whole chat."""
     archived_by = archived_by or {}
     position = {m.id: i for i, m in enumerate(messages)}
     anchored: dict[int, list[SummaryRecord]] = defaultdict(list)
     for record in records:
         covered = [position[c.id] for c in record.covered if c.id in position]
         anchored[max(covered, default=len(messages) - 1)].append(record)
-    lines = []
     for i, message in enumerate(messages):
         parts = split_multi_calls(message)
         for n, part in enumerate(parts):
@@ -206,5 +210,4 @@ def dumps_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = 
                 line["archived_by"] = archived_by[message.id]
             if n == len(parts) - 1 and anchored.get(i):
                 line["summaries"] = [r.model_dump(mode="json") for r in anchored[i]]
-            lines.append(json.dumps(line, ensure_ascii=False))
-    return "\n".join(lines) + ("\n" if lines else "")
+            yield _LINE_ENCODER.encode(line) + "\n"

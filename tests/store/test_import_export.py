@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message, tool_name_of
-from precis.core.storage.exporters import export_jsonl, export_markdown, export_openai
+from precis.core.storage.exporters import export_jsonl, export_markdown, export_openai, write_export
 from precis.core.storage.importers import ImportFailed, detect_format, import_file, parse_file
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import open_store
@@ -36,11 +36,11 @@ def test_every_shared_transcript_round_trips_through_import_and_export(store, tm
     stored = store.load_messages(chat)
     assert shape(stored) == shape(original)
     exported = tmp_path / "export.jsonl"
-    exported.write_text(export_jsonl(stored), encoding="utf-8")
+    exported.write_text("".join(export_jsonl(stored)), encoding="utf-8")
     again = store.load_messages(import_file(store, exported).chat_id)
     assert again == stored  # ids, times and flags too
     openai = tmp_path / "export.json"
-    openai.write_text(export_openai(stored), encoding="utf-8")
+    openai.write_text("".join(export_openai(stored)), encoding="utf-8")
     assert shape(store.load_messages(import_file(store, openai).chat_id)) == shape(stored)
 
 
@@ -97,7 +97,7 @@ def test_openai_chat_json_with_tool_calls_and_a_bare_list(store, tmp_path):
         assert messages[1].content == "list files"
         assert [c.arguments for c in messages[2].tool_calls] == [{"command": "ls"}, {"raw": "not json"}]
         assert [(m.tool_call_id, m.name) for m in messages[3:5]] == [("call_2", "bash"), ("call_1", "bash")]
-        exported = json.loads(export_openai(messages))["messages"]
+        exported = json.loads("".join(export_openai(messages)))["messages"]
         assert exported[2]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command": "ls"}'}
 
 
@@ -142,7 +142,7 @@ def test_unknown_format_is_refused(store, tmp_path):
 def test_markdown_export_shows_summaries_as_such(store):
     chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages, records = store.load_messages(chat), store.load_records(chat)
-    text = export_markdown("Session", messages, records)
+    text = "".join(export_markdown("Session", messages, records))
     assert text.startswith("# Session\n")
     assert text.count("> **Summary** (depth 1, 404 messages, llm, 142431 →") == 1
     assert "> This session is being continued" in text
@@ -200,3 +200,19 @@ def test_non_utf8_bytes_are_counted_with_their_first_line(tmp_path, capsys):
     clean.write_bytes(b'{"role": "user", "content": "caf\xc3\xa9 \xef\xbf\xbd"}\n')
     assert main(["--data-dir", str(tmp_path / "data"), "import", str(clean)]) == 0
     assert "UTF-8" not in capsys.readouterr().err
+
+
+def test_an_export_that_fails_while_it_is_made_leaves_the_earlier_file_alone(tmp_path):
+    """An export is written as it is made; the failure is injected into the making (a fake piece-maker), since a
+    real format does not fail on demand."""
+    target = tmp_path / "chat.md"
+    target.write_text("the earlier export\n", encoding="utf-8")
+
+    def pieces():
+        yield "# half a chat\n"
+        raise RuntimeError("the making failed")
+
+    with pytest.raises(RuntimeError, match="the making failed"):
+        write_export(pieces(), target)
+    assert target.read_text(encoding="utf-8") == "the earlier export\n"
+    assert list(tmp_path.glob("*chat.md*")) == [target]
