@@ -34,7 +34,7 @@ from pathlib import Path
 
 import tiktoken
 
-from benchmarks.gold import KINDS, check, gold_facts, normalize_answer
+from benchmarks.gold import KINDS, check, gold_facts, normalize_answer, normalized_words, squash
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 TRANSCRIPTS_DIR = SHARED / "transcripts"
@@ -191,7 +191,15 @@ def transcript_row(name: str, window: str, mode: str, summary_seconds: float | N
                         archived=len(result["archived"]), fill=result["stats"]["usage_ratio"],
                         seconds=time.perf_counter() - started)
     archived = [originals[n] for n in sorted(result["archived"])]
-    row.kept, row.total, row.missing = check(gold_facts(archived), context_text(result["context"]))
+    facts = gold_facts(archived)
+    row.kept, row.total, row.missing = check(facts, context_text(result["context"]))
+    # Why each lost fact was lost: some summary had it and a later merge left it out, or no summary ever had it
+    # (it did not fit the first summary of its stretch, or the summarizer does not keep that kind of fact).
+    texts = [(squash(s["text"]), normalized_words(s["text"])) for s in result["summaries"]]
+    for kind, labels in row.missing.items():
+        merged_away = {f.label for f in facts if f.kind == kind and any(f.kept_in(*t) for t in texts)}
+        row.missing[kind] = [f"{label} [{'merged away' if label in merged_away else 'in no summary'}]"
+                             for label in labels]
     _, row.summary_tokens, row.replaced_tokens = summary_part(result, originals)
     return row
 
@@ -238,7 +246,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--transcripts", default=",".join(transcripts), help="comma-separated, or ''")
     parser.add_argument("--probes", action="store_true",
                         help="also ask each question as a probe (precis compact --probes): the share with recall")
-    parser.add_argument("--missing", action="store_true", help="list the transcript facts that were lost")
+    parser.add_argument("--missing", action="store_true",
+                        help="list the transcript facts that were lost, each with where: merged away or in no summary")
     parser.add_argument("--summary-seconds", type=float,
                         help="time limit of one llm/hybrid summary (default: the app's); past it the rules write it")
     args = parser.parse_args(argv)
@@ -285,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         print(medians_by_kind(transcript_rows))
         if args.missing:
             for r in rows:
-                lost = "; ".join(f"{k}: {', '.join(v[:6])}" for k, v in r.missing.items() if v)
+                lost = "; ".join(f"{k}: {', '.join(v[:6])}" + (f" (+{len(v) - 6} more)" if len(v) > 6 else "")
+                                 for k, v in r.missing.items() if v)
                 print(f"- missing in {r.name} {r.window} {r.mode}: {lost or 'nothing'}")
     return 0
 
