@@ -627,6 +627,7 @@ def _titled(title: str, widget: QWidget) -> QWidget:
     layout.setContentsMargins(0, 0, 0, 0)
     label = QLabel(title)
     label.setObjectName("muted")
+    label.setWordWrap(True)  # at the inspector's narrowest a long title would widen the panel past its edge
     layout.addWidget(label)
     layout.addWidget(widget)
     return box

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from precis.core.model.messages import Message
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui import theme
 from PySide6.QtGui import QColor
@@ -85,3 +86,26 @@ def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(
     qtbot.waitUntil(lambda: chain.viewport().width() > 400)
     widths = sum(chain.columnWidth(column) for column in range(chain.columnCount()))
     assert widths <= chain.viewport().width() and chain.horizontalScrollBar().maximum() == 0
+
+
+def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(qtbot, make_window, store):
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
+               *dialogue(40, "Budget review, item")[1:],
+               Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
+    chat_id = store.import_chat("lighthouse", history)
+    window = make_window()
+    window.resize(1000, 700)
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=20_000)
+    window.conversation.summarize_up_to_requested.emit(history[19].id)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.recalled.count() > 0, timeout=20_000)
+    inspector = window.inspector
+    viewport = inspector.gauge.parentWidget().parentWidget()  # the upper part's scroll viewport
+    qtbot.waitUntil(lambda: inspector.recalled_box.isVisible() and viewport.width() < 320)
+    # Every label ends inside the panel: none widens it past its right edge (the numbers there would be cut).
+    for label in inspector.gauge.parentWidget().findChildren(QLabel):
+        if label.isVisible() and label.text():
+            right = label.mapTo(viewport, label.rect().topRight()).x()
+            assert right <= viewport.width(), f"past the inspector's edge at 1000×700: {label.text()!r}"
+            assert not cut_off(label), f"cut off at 1000×700: {label.text()!r}"
