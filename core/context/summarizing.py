@@ -14,7 +14,7 @@ from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
 from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import is_conversation, is_digest, merged_digest
-from ..summary.redact import redact, redact_obj
+from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
@@ -254,12 +254,12 @@ class Summarization:
                 messages=candidates, max_tokens=cap, counter=counter, instructions=extra,
                 preserve_error_details=policy.preserve_error_details,
                 abort_on_failure=policy.abort_on_failure))
-        text, n_text = redact(draft.text)
-        key_points, n_points = redact_obj(draft.key_points)
-        facets_dump, n_facets = redact_obj(draft.facets.model_dump())
-        # Secrets found in the originals: the summarizer may already have dropped them, the count still tells.
-        in_originals = sum(redact(m.content)[1] + redact_obj([c.arguments for c in m.tool_calls])[1]
-                           for m in candidates)
+        # Secrets found in the originals: the summarizer may already have dropped them, the count still tells; and
+        # their values are hidden wherever the summary repeats them without the label that gave them away.
+        in_originals, known = secrets_in([(m.content, [c.arguments for c in m.tool_calls]) for m in candidates])
+        text, n_text = redact(draft.text, known)
+        key_points, n_points = redact_obj(draft.key_points, known)
+        facets_dump, n_facets = redact_obj(draft.facets.model_dump(), known)
         parent = chain[-1].id if chain else None
         record = SummaryRecord(
             depth=len(chain) + 1, parent_id=parent, mode=draft.mode,

@@ -138,8 +138,40 @@ _MAYBE_SECRET = re.compile(
     r"|[A-Za-z0-9/+]{40}", re.IGNORECASE)
 
 
-def redact(text: str) -> tuple[str, int]:
-    """Replace every secret in `text` by `[REDACTED:<kind>]`; return the new text and how many were replaced."""
+class KnownSecrets:
+    """Secret values found where they were labelled (`password=hunter2x`), to hide wherever they appear bare
+    (`I used hunter2x`): a summary may repeat a value without the label that gave it away. Built by secrets_in."""
+
+    def __init__(self, kinds: dict[str, str]):
+        self.kinds = kinds
+        alternatives = "|".join(re.escape(value) for value in sorted(kinds, key=len, reverse=True))
+        # Anywhere, inside longer words too: `-pS3cret42` or `S3cret42x` still gives the value away.
+        self.pattern = re.compile(alternatives) if kinds else None
+
+    def hide(self, text: str) -> tuple[str, int]:
+        if self.pattern is None:
+            return text, 0
+        return self.pattern.subn(lambda m: _MARK.format(self.kinds[m.group(0)]), text)
+
+
+def _worth_remembering(value: str) -> bool:
+    """A value distinctive enough to hide wherever it appears: not a short or ordinary word (`required`, `admin`)
+    that would blank out ordinary text, nor a PEM armour line."""
+    letters_only = value.isalpha()
+    return (len(value) >= 6 and any(c.isalnum() for c in value) and not value.startswith("-")
+            and (not letters_only or len(value) >= 12))
+
+
+def _remember(found: dict[str, str], hidden: str, kind: str) -> None:
+    hidden = hidden.strip().strip("\"'")
+    # A multi-line secret (a private key block) is remembered line by line: a reply may quote one line of it.
+    pieces = hidden.split() if "\n" in hidden else [hidden]
+    for piece in pieces:
+        if len(piece) >= 16 if len(pieces) > 1 else _worth_remembering(piece):
+            found.setdefault(piece, kind)
+
+
+def _redact(text: str, found: dict[str, str] | None) -> tuple[str, int]:
     if not text or not _MAYBE_SECRET.search(text):
         return text, 0
     total = 0
@@ -148,7 +180,11 @@ def redact(text: str) -> tuple[str, int]:
         def replace(match: re.Match[str]) -> str:
             nonlocal total
             out = replacement(match) if callable(replacement) else replacement
-            total += out != match.group(0)  # an entropy rule may leave a match as it was
+            if out != match.group(0):  # an entropy rule may leave a match as it was
+                total += 1
+                if found is not None:  # the mark ends the replacement; what it stands for follows the kept name
+                    mark = out.rindex("[REDACTED:")
+                    _remember(found, match.group(0)[mark:], out[mark + len("[REDACTED:"):-1])
             return out
         return replace
 
@@ -160,29 +196,50 @@ def redact(text: str) -> tuple[str, int]:
     return text, total
 
 
-def redact_obj(obj: Any) -> tuple[Any, int]:
+def redact(text: str, known: KnownSecrets | None = None) -> tuple[str, int]:
+    """Replace every secret in `text` by `[REDACTED:<kind>]`; return the new text and how many were replaced.
+    `known` secrets (from the messages a summary covers) are hidden too wherever they appear."""
+    text, total = _redact(text, None)
+    if known is not None:
+        text, more = known.hide(text)
+        total += more
+    return text, total
+
+
+def secrets_in(obj: Any) -> tuple[int, KnownSecrets]:
+    """How many secrets the strings in `obj` hold (counted as redact_obj counts them), and their values."""
+    found: dict[str, str] = {}
+    count = _walk(obj, lambda text: _redact(text, found))[1]
+    return count, KnownSecrets(found)
+
+
+def redact_obj(obj: Any, known: KnownSecrets | None = None) -> tuple[Any, int]:
     """Redact every string inside lists, tuples, dicts (keys kept) and pydantic models; return (copy, count).
 
     A pydantic model comes back as the same model type, validated from its redacted dump.
     """
+    return _walk(obj, lambda text: redact(text, known))
+
+
+def _walk(obj: Any, redact_text: Callable[[str], tuple[str, int]]) -> tuple[Any, int]:
     if isinstance(obj, str):
-        return redact(obj)
+        return redact_text(obj)
     if isinstance(obj, dict):
         total = 0
         out: dict[Any, Any] = {}
         for key, value in obj.items():
-            out[key], n = redact_obj(value)
+            out[key], n = _walk(value, redact_text)
             total += n
         return out, total
     if isinstance(obj, (list, tuple)):
         items = []
         total = 0
         for value in obj:
-            new, n = redact_obj(value)
+            new, n = _walk(value, redact_text)
             items.append(new)
             total += n
         return (tuple(items) if isinstance(obj, tuple) else items), total
     if hasattr(obj, "model_dump") and hasattr(type(obj), "model_validate"):
-        dumped, total = redact_obj(obj.model_dump())
+        dumped, total = _walk(obj.model_dump(), redact_text)
         return type(obj).model_validate(dumped), total
     return obj, 0

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.model.records import CommandRun, Facets
-from precis.core.summary.redact import redact, redact_obj
+from precis.core.summary.redact import redact, redact_obj, secrets_in
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
 ANTHROPIC = "sk-ant-api03-" + "AbCdEfGhIj0123456789" * 3
@@ -126,3 +126,23 @@ def test_redact_obj_walks_nested_structures_and_models():
 
     nested, count = redact_obj({"a": [f"key {OPENAI}", ("x", 3)], "b": None})
     assert nested == {"a": ["key [REDACTED:openai_key]", ("x", 3)], "b": None} and count == 1
+
+
+def test_a_secret_repeated_without_its_label_is_hidden_too():
+    """The label gives a password away once; a summary may repeat the value alone ('I used hunter2x')."""
+    count, known = secrets_in([("login with DB_PASSWORD=hunter2hunter2 please", [{"command": "sshpass -p Xq9vLm2z ssh h"}]),
+                               ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi\n"
+                                "-----END RSA PRIVATE KEY-----", [])])
+    assert count == 3
+    text, hidden = redact("I used hunter2hunter2 and Xq9vLm2z; the key began MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi.",
+                          known)
+    assert text == "I used [REDACTED:password] and [REDACTED:password]; the key began [REDACTED:private_key]."
+    assert hidden == 3
+    assert redact("-phunter2hunter2 again", known) == ("-p[REDACTED:password] again", 1)
+    assert redact("hunter2 and hunter3hunter2 are other words", known)[1] == 0
+
+
+@pytest.mark.parametrize("value", ["required", "admin", "********", "$DB_PASS", "<your-key>"])
+def test_ordinary_values_are_not_hidden_everywhere(value):
+    _, known = secrets_in(f"password: {value}")
+    assert redact(f"the {value} field", known) == (f"the {value} field", 0)
