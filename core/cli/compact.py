@@ -121,7 +121,7 @@ def print_report(result: ReplayResult, out) -> None:
     print("by kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()), file=out)
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
-        covered = len(engine.archived_messages(record.id))
+        covered = engine.archive.covered_count(record)
         retention = f" | trail coverage: {record.retention.describe()}" if record.retention else ""
         fallback = f" ({record.fallback})" if record.fallback_used else ""
         print(f"  [{record.status}] depth {record.depth} {record.mode}{fallback}: {covered} messages, "

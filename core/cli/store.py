@@ -132,7 +132,7 @@ def context(chat: str, data_dir: str | None) -> int:
     chain = engine.chain()
     print(f"summary chain: {len(chain) or 'none'}")
     for record in chain:
-        covered = len(engine.archived_messages(record.id))
+        covered = engine.archive.covered_count(record)
         fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
         print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "

@@ -49,7 +49,11 @@ class Archive:
         self.records: list[SummaryRecord] = []
         self.position: dict[str, int] = {}
         self.by_record: dict[str, SummaryRecord] = {}
-        self.hidden_by: dict[str, str] = {}  # message id -> id of the active top-level record covering it
+        # The archive map in two steps, so that a merge changes neither what is hidden nor a map entry per message:
+        # message id -> the record whose own range holds it (for each message hidden now), and record id -> the
+        # record of the chain it is folded into (itself when it is in the chain), for every record under the chain.
+        self.covered_by: dict[str, str] = {}
+        self.chain_record: dict[str, str] = {}
         self.chain: list[SummaryRecord] = []
         # Bumped whenever the archived set changes (recall caches its matches per generation).
         self.generation = 0
@@ -58,7 +62,7 @@ class Archive:
         self._summary_messages: dict[str, Message] = {}
         self._visible_cache: list[Message] | None = None
         self._tally: VisibleTally | None = None  # of _visible_cache: both are rebuilt together, lazily
-        self._coverage: dict[str, list[str]] = {}
+        self._counts: dict[str, int] = {}
         self._first_positions: dict[str, int] = {}
 
     def load(self, messages: list[Message], records: list[SummaryRecord]) -> None:
@@ -69,17 +73,32 @@ class Archive:
         self.by_record = {r.id: r for r in self.records}
         self.rebuild()
 
+    def folded(self, record: SummaryRecord) -> list[SummaryRecord]:
+        """The record and every record merged into it, through merges."""
+        out, stack = [], [record]
+        while stack:
+            current = stack.pop()
+            out.append(current)
+            stack.extend(self.by_record[c] for c in current.merged_ids if c in self.by_record)
+        return out
+
     def covered(self, record: SummaryRecord) -> list[str]:
-        """Ids of the originals a record stands for, through merges (fixed once the record exists: cached)."""
-        ids = self._coverage.get(record.id)
-        if ids is None:
-            ids = list(record.covered_ids)
-            for child_id in record.merged_ids:
-                child = self.by_record.get(child_id)
-                if child is not None:
-                    ids.extend(self.covered(child))
-            self._coverage[record.id] = ids
-        return ids
+        """Ids of the originals a record stands for, through merges (gathered when asked: a merge copies none)."""
+        return [mid for r in self.folded(record) for mid in r.covered_ids]
+
+    def covered_count(self, record: SummaryRecord) -> int:
+        """How many originals a record stands for, through merges (fixed once the record exists: cached)."""
+        count = self._counts.get(record.id)
+        if count is None:
+            count = len(record.covered_ids) + sum(self.covered_count(self.by_record[c])
+                                                  for c in record.merged_ids if c in self.by_record)
+            self._counts[record.id] = count
+        return count
+
+    def holder(self, message_id: str) -> str | None:
+        """Id of the record of the chain that hides the message, if one does."""
+        record_id = self.covered_by.get(message_id)
+        return None if record_id is None else self.chain_record[record_id]
 
     def first_position(self, record: SummaryRecord) -> int:
         """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
@@ -94,18 +113,16 @@ class Archive:
 
     def rebuild(self) -> None:
         """Derive the chain and the archive map from record statuses (restore, merges and their undo)."""
-        self.hidden_by = {}
         active = [r for r in self.records if r.status == "active"]
-        for record in active:
-            for mid in self.covered(record):
-                self.hidden_by[mid] = record.id
+        self.chain_record = {r.id: record.id for record in active for r in self.folded(record)}
+        self.covered_by = {mid: r.id for r in self.records if r.id in self.chain_record for mid in r.covered_ids}
         first_position = {r.id: self.first_position(r) for r in active}
         self.chain = sorted(active, key=lambda r: first_position[r.id])
         self._summary_messages = {}
         self._forget_visible()
         self.generation += 1
         if self.recall_index is not None:
-            self.recall_index.update((m for m in self.hidden_by if m in self.position),
+            self.recall_index.update((m for m in self.covered_by if m in self.position),
                                      lambda mid: self.messages[self.position[mid]].content)
 
     def add(self, record: SummaryRecord) -> None:
@@ -122,10 +139,11 @@ class Archive:
     def _hide(self, record: SummaryRecord) -> None:
         """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
         change by that range alone, so summarizing a long chat does not rescan its history each time."""
-        ids = [mid for mid in self.covered(record) if mid in self.position]
+        ids = [mid for mid in record.covered_ids if mid in self.position]
         was_visible = [m for m in self.messages_by_ids(ids) if self.is_visible(m)]
         for mid in ids:
-            self.hidden_by[mid] = record.id
+            self.covered_by[mid] = record.id
+        self.chain_record[record.id] = record.id
         first = self.first_position(record)
         index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
         self.chain.insert(index, record)
@@ -141,9 +159,10 @@ class Archive:
 
     def _fold(self, record: SummaryRecord, children: list[SummaryRecord]) -> None:
         """A merge folds summaries of the chain into one: the same messages stay hidden, so the visible set, its
-        tally and the recall index stay as they are; only which record hides them, and the chain, change."""
-        for mid in self.covered(record):
-            self.hidden_by[mid] = record.id
+        tally and the recall index stay as they are; only which record hides them, and the chain, change (a step
+        per folded record, none per message)."""
+        for folded in self.folded(record):
+            self.chain_record[folded.id] = record.id
         for child in children:
             self.chain.remove(child)
             self._summary_messages.pop(child.id, None)
@@ -154,9 +173,10 @@ class Archive:
 
     def release(self, record: SummaryRecord) -> None:
         """Undoing a summary that merged nothing brings back exactly the range it hid."""
-        ids = [mid for mid in self.covered(record) if self.hidden_by.get(mid) == record.id]
+        ids = [mid for mid in record.covered_ids if self.covered_by.get(mid) == record.id]
         for mid in ids:
-            del self.hidden_by[mid]
+            del self.covered_by[mid]
+        del self.chain_record[record.id]
         self.chain.remove(record)
         self._summary_messages.pop(record.id, None)
         if self._visible_cache is not None:
@@ -194,7 +214,7 @@ class Archive:
         return message.role == "system" and self.position.get(message.id) == 0
 
     def is_visible(self, message: Message) -> bool:
-        return message.id not in self.hidden_by or message.pinned or self.is_opening(message)
+        return message.id not in self.covered_by or message.pinned or self.is_opening(message)
 
     def is_archived(self, message_id: str) -> bool:
         """True if the message is replaced by a summary in the prompt (pinned and system messages never are)."""
@@ -221,7 +241,7 @@ class Archive:
     def summary_message(self, record: SummaryRecord) -> Message:
         message = self._summary_messages.get(record.id)
         if message is None:
-            message = summary_message(record, len(self.covered(record)))
+            message = summary_message(record, self.covered_count(record))
             self._summary_messages[record.id] = message
         return message
 
@@ -245,7 +265,7 @@ class Archive:
     def remove_last(self, message_id: str) -> Message:
         if not self.messages or self.messages[-1].id != message_id:
             raise ValueError("only the newest message can be removed")
-        if message_id in self.hidden_by:
+        if message_id in self.covered_by:
             raise ValueError("an archived message cannot be removed")
         message = self.messages.pop()
         del self.position[message_id]

@@ -59,7 +59,7 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
         return None
     prompt = engine.assemble()
     sent_ids = {message.id for message in prompt.messages}
-    left_out = [m for m in engine.messages if not engine.is_archived(m.id) and m.id not in sent_ids]
+    left_out = [m for m in engine.archive.visible() if m.id not in sent_ids]
     cut_short = cut_messages(engine, prompt)
     # Tool outputs down to their one line (not the marker for left-out messages, not texts cut short).
     shrunk = sum(item.kind == "trimmed" and item.tokens_before_cut is None and item.source_id in engine.archive.position

@@ -83,7 +83,7 @@ class ContextEngine:
         return list(self.archive.chain)
 
     def archived_by(self, message_id: str) -> str | None:
-        return self.archive.hidden_by.get(message_id)
+        return self.archive.holder(message_id)
 
     def archived_messages(self, record_id: str) -> list[Message]:
         return self.archive.archived_messages(record_id)

@@ -64,22 +64,26 @@ class PromptAssembler:
     def fits_by_shrinking_old_outputs(self) -> bool:
         """Whether the prompt fits once tool outputs before the last min_recent messages shrink to one line (the
         cheapest stage, which assemble() applies first): until then an overflow needs no summary."""
-        items = self.meter.items()
-        total = self._shrink_tool_outputs(items, REPLY_PRIMING + sum(i.tokens for i in items),
-                                          self.setup.policy.min_recent)
+        total = self.meter.raw_total()
+        if self.meter.archive.visible_tally().by_kind["tool_output"]:  # else there is nothing to shrink
+            items = self.meter.items()
+            total = self._shrink_tool_outputs(items, total, self.setup.policy.min_recent)
         return self.setup.counter.calibrated(total) <= self.setup.budget.available
 
     def _shrink_tool_outputs(self, items: list[ContextItem], total: int, tail: int) -> int:
         """Shrink tool outputs to their one-line summaries, oldest first, until the prompt fits, sparing the
         last `tail` messages; returns the new total."""
         counter = self.setup.counter
+        outputs = [i for i in items if i.kind == "tool_output" and not i.message.pinned]
+        if not outputs:  # nothing to shrink: a long chat of plain messages is not walked again
+            return total
         conversation = [i for i in items if i.kind in ("message", "tool_output")]
         tail_ids = {i.source_id for i in conversation[len(conversation) - tail:]} if tail else set()
         calls = {c.id: c for i in conversation for c in i.message.tool_calls}
-        for item in items:
+        for item in outputs:
             if counter.calibrated(total) <= self.setup.budget.available:
                 break
-            if item.kind != "tool_output" or item.message.pinned or item.source_id in tail_ids:
+            if item.source_id in tail_ids:
                 continue
             trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
             new_tokens = counter.raw_message_tokens(trimmed)
@@ -117,7 +121,8 @@ class PromptAssembler:
             if counter.calibrated(total + note_tokens) <= available:
                 break
             # A result never appears without its call, so a call leaves with all its results.
-            group = [item, *(r for call in item.message.tool_calls for r in results_of[call.id])]
+            calls = item.message.tool_calls
+            group = [item, *(r for call in calls for r in results_of[call.id])] if calls else (item,)
             for member in group:
                 if id(member) not in dropped:
                     dropped.add(id(member))

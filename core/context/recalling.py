@@ -49,7 +49,7 @@ class Recaller:
         """Snippets recalled for the pending user message into a prompt of `total` raw tokens, in the room under
         both the recall budget and the budget itself (so recall never pushes a prompt over)."""
         policy, counter, messages = self.setup.policy, self.setup.counter, self.archive.messages
-        if not (policy.recall_enabled and self.archive.hidden_by and messages and messages[-1].role == "user"):
+        if not (policy.recall_enabled and self.archive.covered_by and messages and messages[-1].role == "user"):
             return []
         available = self.setup.budget.available
         room = int(min(available * policy.recall_ratio, available - counter.calibrated(total)) / counter.factor)

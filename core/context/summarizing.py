@@ -12,7 +12,6 @@ from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
-from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import is_conversation, is_digest, merged_digest
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
@@ -79,7 +78,7 @@ class Summarization:
         for record in archive.chain:
             if record.retention is None:  # e.g. a summary imported from another tool
                 self.check_retention(record)
-        last = max((archive.position.get(mid, -1) for mid in archive.hidden_by), default=-1)
+        last = max((archive.position.get(mid, -1) for mid in archive.covered_by), default=-1)
         self.since_summary = len(archive.messages) - 1 - last if archive.chain else len(archive.messages)
 
     # ----- when -----------------------------------------------------------------------------------------------
@@ -145,8 +144,7 @@ class Summarization:
         messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing).
         Where the summaries are conversation digests, the conversation's share, of that room too when it is more
         than half (its tail is short messages, not tool outputs that must fit whole)."""
-        fixed = REPLY_PRIMING + sum(i.tokens for i in self.meter.items()
-                                    if i.kind == "system" or (i.kind != "summary" and i.message.pinned))
+        fixed = self.meter.fixed_raw()
         available = self.setup.budget.available
         policy = self.setup.policy
         talk = self.is_talk()
@@ -172,12 +170,12 @@ class Summarization:
         policy = self.setup.policy
         conversation = [m for m in self.archive.visible() if m.role != "system"]
         target = policy.target_ratio * self.setup.budget.available
-        tokens = {i.source_id: i.tokens for i in self.meter.items()}
-        total = REPLY_PRIMING + sum(tokens.values())
+        tokens = self.setup.counter.raw_message_tokens
+        total = self.meter.raw_total()
         cap = self.summary_cap()
 
         def reaches_target(keep: int) -> bool:
-            taken = sum(tokens.get(m.id, 0) for m in self.candidates(keep))
+            taken = sum(map(tokens, self.candidates(keep)))  # every candidate is visible: an item of the prompt
             return self.setup.counter.calibrated(
                 total - taken + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
 
@@ -201,12 +199,12 @@ class Summarization:
         policy = self.setup.policy
         keep = policy.keep_recent
         cap = self.summary_cap()
-        items = self.meter.items()
-        fixed = REPLY_PRIMING + sum(i.tokens for i in items if i.kind in ("system", "summary"))
-        conversation = [i for i in items if i.kind not in ("system", "summary")]
+        tokens = self.setup.counter.raw_message_tokens
+        # The prompt without recall, less the candidates outside its system items (later system messages, such
+        # as session dates, are candidates too).
+        total = self.meter.raw_total()
         while keep > policy.min_recent:
-            candidates = {m.id for m in self.candidates(keep)}
-            after = fixed + cap + sum(i.tokens for i in conversation if i.source_id not in candidates)
+            after = total + cap - sum(tokens(m) for m in self.candidates(keep) if m.role != "system")
             if self.setup.counter.calibrated(after) <= self.setup.budget.available:
                 break
             keep -= 1
@@ -348,7 +346,7 @@ class Summarization:
         share while the trail of the early work was cut: benchmarks/fidelity)."""
         policy, count = self.setup.policy, self.setup.counter.count_text
         cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
-        covered = sum(len(self.archive.covered(c)) for c in children)
+        covered = sum(map(self.archive.covered_count, children))
         if all(is_digest(c.text) for c in children):
             # Never larger than the digests it folds: each took at most its share of what it replaced.
             cap = min(cap, max(sum(c.tokens for c in children), MIN_SUMMARY_ROOM))

@@ -108,6 +108,27 @@ class UsageMeter:
         tokens = self.setup.counter.raw_message_tokens
         return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self.context_messages()]
 
+    def _system_tokens(self) -> int:
+        """Raw tokens of the system prompt and the visible system messages."""
+        prompt = self._system_prompt()
+        return self.archive.visible_tally().by_kind["system"] + (
+            self.setup.counter.raw_message_tokens(prompt) if prompt is not None else 0)
+
+    def _summary_tokens(self) -> int:
+        tokens = self.setup.counter.raw_message_tokens
+        return sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain)
+
+    def raw_total(self) -> int:
+        """Raw tokens of items() with the reply's priming: the prompt before trimming and recall, from the tally."""
+        tally = self.archive.visible_tally()
+        return (REPLY_PRIMING + self._system_tokens() + self._summary_tokens() + tally.by_kind["message"]
+                + tally.by_kind["tool_output"])
+
+    def fixed_raw(self) -> int:
+        """Raw tokens no summary can remove but the chain itself: the reply's priming, the system prompt and
+        messages, and the pinned messages (from the tally: asking costs the same in a chat of any length)."""
+        return REPLY_PRIMING + self._system_tokens() + self.archive.visible_tally().pinned
+
     def context_text(self) -> str:
         """Everything the model sees, as one text (for retention checks)."""
         return retention_context_text(message for _, message, _ in self.context_messages())
@@ -118,12 +139,9 @@ class UsageMeter:
 
         Read from the archive's running tally of visible messages plus the chain and the system prompt (a few
         items), so asking after every appended message costs the same in a chat of any length."""
-        counter, budget, archive = self.setup.counter, self.setup.budget, self.archive
-        tally = archive.visible_tally()
-        tokens = counter.raw_message_tokens
-        prompt = self._system_prompt()
-        summaries = sum(tokens(archive.summary_message(r)) for r in archive.chain)
-        system = tally.by_kind["system"] + (tokens(prompt) if prompt is not None else 0)
+        counter, budget = self.setup.counter, self.setup.budget
+        tally = self.archive.visible_tally()
+        system, summaries = self._system_tokens(), self._summary_tokens()
         raw = REPLY_PRIMING + system + summaries + tally.by_kind["message"] + tally.by_kind["tool_output"]
         recalled = sum(i.tokens for i in self.recaller.recalled(raw)) if recall else 0
         by_kind = {"system": system, "summaries": summaries, "recalled": recalled,

