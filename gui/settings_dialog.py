@@ -136,6 +136,18 @@ def _editor(field: SettingField, value: Any) -> QWidget:
     return editor
 
 
+DIALOG_SIZE = (660, 620)
+
+
+def _scrolled(page: QWidget) -> QScrollArea:
+    """A page of many fields that scrolls, so the dialog fits a short screen (1000×700) with OK in reach."""
+    scroll = QScrollArea()
+    scroll.setWidgetResizable(True)
+    scroll.setFrameShape(QFrame.Shape.NoFrame)
+    scroll.setWidget(page)
+    return scroll
+
+
 def _connect(editor: QWidget, slot) -> None:
     if isinstance(editor, QCheckBox):
         editor.toggled.connect(slot)
@@ -229,7 +241,7 @@ class SettingsDialog(QDialog):
         self.cross_error.setObjectName("error")
         self.cross_error.setWordWrap(True)
         policy_form.addRow("", self.cross_error)
-        tabs.addTab(policy_page, "Summarization")
+        tabs.addTab(_scrolled(policy_page), "Summarization")
 
         # This chat: its own settings, and summarization fields it overrides
         self.chat_fields = None
@@ -252,11 +264,7 @@ class SettingsDialog(QDialog):
             self.chat_cross_error.setObjectName("error")
             self.chat_cross_error.setWordWrap(True)
             overrides_form.addRow("", self.chat_cross_error)
-            scroll = QScrollArea()
-            scroll.setWidgetResizable(True)
-            scroll.setFrameShape(QFrame.Shape.NoFrame)
-            scroll.setWidget(overrides_page)
-            tabs.addTab(scroll, "This chat: summarization")
+            tabs.addTab(_scrolled(overrides_page), "This chat: summarization")
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self._accept)
@@ -264,6 +272,8 @@ class SettingsDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
         layout.addWidget(self.buttons)
+        # Wide enough for the tab names, as tall as a 1000×700 screen allows (the long pages scroll).
+        self.resize(max(self.sizeHint().width(), DIALOG_SIZE[0]), DIALOG_SIZE[1])
         self.validate()
 
     # ---- reading the form -----------------------------------------------------------------------------------

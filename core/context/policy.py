@@ -32,11 +32,11 @@ class SummarizationPolicy(BaseModel):
         "rule: files, commands and errors kept by rules; llm: the model writes the summary; hybrid: both"))
     summarizer: SummarizerChoice = Field("chat", title="Summaries written by", description=(
         "chat: the chat's own model; local: the embedded model; other: the provider and model below"))
-    summarizer_provider: str = Field("", max_length=20, title="…other provider",
+    summarizer_provider: str = Field("", max_length=20, json_schema_extra={"line": True}, title="…other provider",
                                      description=f"With “other”: one of {', '.join(KINDS)}")
-    summarizer_model: str = Field("", max_length=200, title="…other model",
+    summarizer_model: str = Field("", max_length=200, json_schema_extra={"line": True}, title="…other model",
                                   description="With “other”: the model's name (empty: the provider's default)")
-    summarizer_base_url: str = Field("", max_length=2000, title="…other server address",
+    summarizer_base_url: str = Field("", max_length=2000, json_schema_extra={"line": True}, title="…other server address",
                                      description="With “other”: the server's address (empty: the provider's own)")
     summary_seconds: float = Field(DEADLINE_SECONDS, ge=1.0, le=600.0, title="Summary time limit", json_schema_extra={"unit": "s"},
                                    description="A model that has not finished its summary by then is stopped and the "

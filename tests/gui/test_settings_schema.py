@@ -14,7 +14,7 @@ from precis.core.storage.store import ChatSettings
 from precis.gui.settings_dialog import SettingsDialog
 from precis.gui.settings_table import with_table
 from pydantic import Field
-from PySide6.QtWidgets import QDialogButtonBox, QFormLayout, QLabel
+from PySide6.QtWidgets import QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QTabWidget
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -95,3 +95,15 @@ def test_a_percentage_typed_is_the_fraction_stored_and_shown_back(percent):
     assert abs(stored - percent / 100) < 1e-12
     assert field.shown(stored) == str(percent)
     assert field.parse(f"{percent} %") == stored
+
+
+def test_the_dialog_fits_a_1000_by_700_screen_and_short_texts_are_one_line(qtbot):
+    dialog = SettingsDialog(ProviderChoice(), {}, ChatSettings(), key_saved=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    # Every page's fields are reachable (the long ones scroll) with OK on screen; the tab names are not cut.
+    assert dialog.height() <= 660 and dialog.minimumSizeHint().height() <= 660
+    tabs = dialog.findChild(QTabWidget)
+    assert sum(tabs.tabBar().tabRect(i).width() for i in range(tabs.count())) <= tabs.width()
+    for name in ("summarizer_provider", "summarizer_model", "summarizer_base_url"):
+        assert isinstance(dialog.policy_fields.editors[name], QLineEdit), name
