@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..core.cli.group import cli, data_dir_option
+from ..core.cli.store import BAD_INPUT
 
 
 def _open_store(data_dir: str | None):
@@ -92,7 +93,7 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
                 chat_id = store.find_chat(chat).id
             except ChatNotFound as exc:
                 print(f"precis screenshot: {exc}", file=sys.stderr)
-                return 1
+                return BAD_INPUT
         # The screenshot shows stored chats: the model is not loaded for it.
         window = MainWindow(store, provider=LocalProvider(), load_model=False)
         if theme_choice:

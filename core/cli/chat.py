@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -25,35 +24,9 @@ from ..summary.summarize import make_summarizer
 from ..tools import RUN_TIMEOUT_SECONDS, ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from .group import cli, data_dir_option
 from .store import exit_code
+from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
-
-# Terminal control a server's text must not reach the terminal with: OSC (title, clipboard via OSC 52, links), CSI
-# (clear screen, cursor moves, colours), DCS/PM/APC strings, other escapes, and C0/C1 controls but tab and newline.
-_TERMINAL_CONTROL = re.compile(
-    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[ -/]*[0-~]"
-    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# An escape sequence still arriving at the end of a chunk: held back until its end comes (or the reply ends).
-_UNFINISHED_ESCAPE = re.compile(r"\x9b[0-?]*[ -/]*\Z|\x1b(?:\][^\x07\x1b]*|\[[0-?]*[ -/]*|[PX^_][^\x1b]*|[ -/]*)?(?:\x1b)?\Z")
-
-
-class TerminalText:
-    """Model text made safe to print, chunk by chunk: control sequences split across chunks are removed too."""
-
-    def __init__(self) -> None:
-        self._pending = ""
-
-    def feed(self, text: str) -> str:
-        text = self._pending + text
-        unfinished = _UNFINISHED_ESCAPE.search(text)
-        cut = unfinished.start() if unfinished else len(text)
-        self._pending = text[cut:]
-        return _TERMINAL_CONTROL.sub("", text[:cut])
-
-    def end(self) -> str:
-        rest, self._pending = self._pending, ""
-        return _TERMINAL_CONTROL.sub("", rest)
-
 
 @dataclass
 class Reply:

@@ -11,6 +11,7 @@ import click
 
 from . import __path__ as CLI_PATH
 from .group import cli
+from .terminal import guarded_terminal
 
 # Each module registers its commands on `cli` when imported: every module of this package, and the window's.
 GUI_COMMANDS = "precis.gui.cli_gui"
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         start_local_model_early()
     group = load_commands()
     try:
-        return int(group.main(args=argv, prog_name="precis", standalone_mode=False) or 0)
+        with guarded_terminal():
+            return int(group.main(args=argv, prog_name="precis", standalone_mode=False) or 0)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code

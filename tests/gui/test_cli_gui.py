@@ -22,3 +22,9 @@ def test_screenshot_size_is_checked_before_anything_opens(tmp_path, capsys):
     assert main(["screenshot", str(tmp_path / "x.png"), "--size", "10x10"]) == 2
     assert "out of range" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_screenshot_of_a_chat_that_does_not_exist_is_bad_input(qapp, tmp_path, capsys):
+    assert main(["screenshot", str(tmp_path / "x.png"), "--chat", "nosuch", "--data-dir", str(tmp_path / "d")]) == 2
+    assert "no chat with id or title 'nosuch'" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()

@@ -4,13 +4,21 @@ the terminal, and the chat is stored and resumable."""
 from __future__ import annotations
 
 import io
+import json
+import os
+import pty
+import subprocess
+import sys
 import time
+from pathlib import Path
 
-from precis.core.cli.chat import TerminalText
 from precis.core.cli.main import main
+from precis.core.cli.terminal import TerminalText
 from precis.core.storage.store import open_store
 
 from tests.providers.scripted_server import FINISH, delta, stream
+
+ROOT = Path(__file__).resolve().parents[2]
 
 HOSTILE = ["Hi", "\x1b]52;c;ZWNobyBwd25lZA==\x07", " the\x1b]0;owned title\x07re", "\x1b[2J\x1b[H", "\x1b[3",
            "1mred\x1b[0m", "\rover\x9b2Jwrite\x1b", "]52;c;aGk=\x1b\\", " done"]
@@ -68,3 +76,42 @@ def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypa
     assert "before\n[timed out after 1 s; the command was stopped]" in capsys.readouterr().out
     with open_store(data) as store:
         assert store.load_messages(chat)[-1].content.startswith("before\n[timed out after 1 s")
+
+
+def run_on_a_terminal(*argv: str) -> str:
+    """`precis ARGV` in its own process with a pseudo-terminal as standard output and error: what the user sees."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=follower, stderr=follower)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed its side
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, seen
+    return seen.decode()
+
+
+def test_no_command_prints_a_stored_chats_control_sequences_to_a_terminal(tmp_path):
+    """A chat imported (or replied) with escape sequences in a title and a message: search, chats, history and a
+    Markdown export shown on a terminal never pass them on; written to a file the export keeps the text exact."""
+    data = str(tmp_path / "data")
+    source = tmp_path / "hostile.jsonl"
+    hostile = "kiwi \x1b]52;c;ZWNobyBwd25lZA==\x07fruit \x1b]0;owned\x07\x1b[2J\x9b31mred\x1b[0m"
+    source.write_text("\n".join(json.dumps({"role": role, "content": hostile}) for role in ("user", "assistant")))
+    imported = subprocess.run([sys.executable, "-m", "precis.core.cli.main", "--data-dir", data, "import",
+                               str(source), "--title", "title \x1b]0;set\x07here"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    chat = imported.stdout.strip()
+    for argv in (["search", "kiwi"], ["chats"], ["history", chat, "--full"], ["export", chat, "--format", "md"]):
+        shown = run_on_a_terminal("--data-dir", data, *argv)
+        assert "\x1b" not in shown and "\x9b" not in shown and "\x07" not in shown, (argv, shown)
+        assert "kiwi" in shown or "title here" in shown, (argv, shown)
+    assert main(["--data-dir", data, "export", chat, "--format", "md", "-o", str(tmp_path / "chat.md")]) == 0
+    assert hostile in (tmp_path / "chat.md").read_text()

@@ -1,0 +1,78 @@
+"""What reaches a terminal carries no control sequences: text from a server, a chat file or a stored chat (a reply, a
+title, a search hit) could otherwise set the window title, write the clipboard (OSC 52) or clear the screen."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TextIO
+
+# Terminal control no text from elsewhere may reach the terminal with: OSC (title, clipboard via OSC 52, links), CSI
+# (clear screen, cursor moves, colours), DCS/PM/APC strings, other escapes, and C0/C1 controls but tab and newline.
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]|\x1b[PX^_][^\x1b]*\x1b\\|\x1b[ -/]*[0-~]"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# An escape sequence still arriving at the end of a chunk: held back until its end comes (or the reply ends).
+_UNFINISHED_ESCAPE = re.compile(r"\x9b[0-?]*[ -/]*\Z|\x1b(?:\][^\x07\x1b]*|\[[0-?]*[ -/]*|[PX^_][^\x1b]*|[ -/]*)?(?:\x1b)?\Z")
+
+
+class TerminalText:
+    """Text made safe to print, chunk by chunk: control sequences split across chunks are removed too."""
+
+    def __init__(self) -> None:
+        self._pending = ""
+
+    def feed(self, text: str) -> str:
+        text = self._pending + text
+        unfinished = _UNFINISHED_ESCAPE.search(text)
+        cut = unfinished.start() if unfinished else len(text)
+        self._pending = text[cut:]
+        return _TERMINAL_CONTROL.sub("", text[:cut])
+
+    def end(self) -> str:
+        rest, self._pending = self._pending, ""
+        return _TERMINAL_CONTROL.sub("", rest)
+
+
+class TerminalStream:
+    """A terminal's text stream that drops control sequences from everything written to it."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+        self._text = TerminalText()
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._text.feed(text))
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def end(self) -> None:
+        self._stream.write(self._text.end())
+        self._stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def guarded_terminal() -> Iterator[None]:
+    """While a command runs, its standard output and error, when they are a terminal, go through TerminalStream. A
+    pipe or a file gets the text as it is (`precis export ID > chat.md` keeps the chat exactly)."""
+    saved = sys.stdout, sys.stderr
+    guards = []
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and stream.isatty():
+            guards.append(TerminalStream(stream))
+            setattr(sys, name, guards[-1])
+    try:
+        yield
+    finally:
+        for guard in guards:
+            guard.end()
+        sys.stdout, sys.stderr = saved
