@@ -9,6 +9,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.storage.store import Versions
+from .wording import fallback_sentence
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 
@@ -84,6 +85,8 @@ class ConversationModel(QAbstractListModel):
             return row
         if role == Qt.ItemDataRole.DisplayRole:
             return row.message.content if row.message is not None else row.record.text
+        if role == Qt.ItemDataRole.ToolTipRole and row.record is not None and row.record.fallback_used:
+            return fallback_sentence(row.record)  # what the card's "fallback" badge means
         return None
 
     def rows(self) -> list[Row]:

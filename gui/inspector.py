@@ -39,6 +39,7 @@ from ..core.model.records import SummaryRecord
 from . import theme
 from .conversation import ConversationView, Row
 from .markdown import SafeDocument, markdown_literal, summary_markdown
+from .wording import fallback_sentence
 
 KIND_LABELS = {
     "system": "System prompt",
@@ -196,11 +197,6 @@ class ResultCard(QFrame):
             (["Files modified:", *facets.files_modified] if facets.files_modified else [])
             + (["Commands:", *(c.command for c in facets.commands)] if facets.commands else [])))
         self.show()
-
-
-def fallback_sentence(record: SummaryRecord) -> str:
-    """'Fell back to rules: the model took longer than 6 s, the summary's time limit'."""
-    return record.fallback[:1].upper() + record.fallback[1:]
 
 
 def _cut(text: str, limit: int) -> str:

@@ -1,6 +1,8 @@
-"""Short texts made from long ones: chat titles, one-line errors."""
+"""Short texts made from long ones: chat titles, one-line errors, why a summary fell back."""
 
 from __future__ import annotations
+
+from ..core.model.records import SummaryRecord
 
 NEW_CHAT_TITLE = "New chat"
 TITLE_CHARS = 48
@@ -20,3 +22,8 @@ def brief(text: str) -> str:
     """The first line of a message, cut to BRIEF_CHARS."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= BRIEF_CHARS else line[:BRIEF_CHARS - 1] + "…"
+
+
+def fallback_sentence(record: SummaryRecord) -> str:
+    """'Fell back to rules: the model took longer than 6 s, the summary's time limit'."""
+    return record.fallback[:1].upper() + record.fallback[1:]

@@ -105,6 +105,10 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     assert escape(why) in inspector.result_card.label.text()
     fallback_cell = inspector.chain.item(0, [h for h, _tip in CHAIN_COLUMNS].index("Fallback"))
     assert (fallback_cell.text(), fallback_cell.toolTip()) == ("yes", record.fallback_reason)
+    # And on the summary's card in the conversation, whose header says "fallback".
+    conversation = window.conversation.conversation
+    card = conversation.index(conversation.row_of(f"summary:{record.id}"))
+    assert card.data(Qt.ItemDataRole.ToolTipRole) == why
 
 
 def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_window, store):
