@@ -92,3 +92,15 @@ def test_history_and_context_say_why_a_summary_fell_back_to_the_rules(tmp_path, 
     assert f"rule ({why}), written by rules" in capsys.readouterr().out
     assert main(["--data-dir", str(data), "context", "cache work"]) == 0
     assert f"rule, {why}" in capsys.readouterr().out
+
+
+def test_context_counts_what_the_pending_question_recalls_as_its_own_kind(tmp_path, capsys):
+    data = tmp_path / "data"
+    chat = _chat(data)
+    with open_store(data) as store:
+        store.add_messages(chat, [Message(role="user", content="Which cache did we decide on for module 1?")])
+    assert main(["--data-dir", str(data), "summarize", "cache work"]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(data), "context", "cache work"]) == 0
+    recalled = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("recalled"))
+    assert int(recalled.split()[1]) > 0, recalled
