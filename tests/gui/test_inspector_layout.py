@@ -18,14 +18,20 @@ def cut_off(label: QLabel) -> bool:
     return label.fontMetrics().horizontalAdvance(label.text()) > label.width() + 1
 
 
-def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window, store):
+def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
+    """A window of this size on a long chat that opening summarizes (a 2,048-token window)."""
     store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
     chat_id = store.import_chat("long chat", dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
                                 settings={"context_window": 2048})
     window = make_window()
-    window.resize(1000, 700)
+    window.resize(width, height)
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: idle(window) and window.inspector.notice_box.isVisible(), timeout=60_000)
+    return window
+
+
+def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window, store):
+    window = open_summarized_chat(qtbot, make_window, store, 1000, 700)
     qtbot.waitUntil(lambda: window.size().width() == 1000 and window.size().height() == 700)
     inspector = window.inspector
     assert "summarized automatically" in inspector.notice.text()
@@ -75,13 +81,7 @@ def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what
 
 
 def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
-    chat_id = store.import_chat("long chat", dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
-                                settings={"context_window": 2048})
-    window = make_window()
-    window.resize(1920, 1080)
-    window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.inspector.chain.rowCount() >= 1, timeout=60_000)
+    window = open_summarized_chat(qtbot, make_window, store, 1920, 1080)
     chain = window.inspector.chain
     qtbot.waitUntil(lambda: chain.viewport().width() > 400)
     widths = sum(chain.columnWidth(column) for column in range(chain.columnCount()))
