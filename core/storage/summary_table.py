@@ -83,34 +83,33 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
                   on_error: Callable[[StoreError], None] | None = None) -> Callable[[], None]:
     """Persist every summarization, merge and undo of `engine`, each in one transaction.
 
-    The engine's records (status, depth, ...) and which record hides each message are compared with what was last
-    saved, and only the differences are written. The engine swallows listener errors, so a failed save (disk
-    full) goes to `on_error` for the caller to show; without one it is raised into the engine's log.
-    Returns a function that detaches.
+    The engine's records (status, depth, ...) are compared with what was last saved, and only the differences are
+    written, with which record now hides each message the event's records cover (a summary's own range, a merge's
+    or an undone merge's whole range): no event looks at the rest of the chat. The engine swallows listener
+    errors, so a failed save (disk full) goes to `on_error` for the caller to show; without one it is raised into
+    the engine's log. Returns a function that detaches.
     """
     # What can change on a saved record is its status and its place in the chain; new records are new ids.
     def mark(record: SummaryRecord) -> tuple:
         return record.status, record.depth, record.parent_id
 
     saved_records = {r.id: mark(r) for r in engine.records}
-    saved_archive = {m.id: engine.archived_by(m.id) for m in engine.messages}
+    unsaved: set[str] = set()  # messages of events whose save failed: written with the next one
 
-    def on_event(_event: Any) -> None:
+    def on_event(event: Any) -> None:
         changed = {r.id: (r, mark(r)) for r in engine.records if saved_records.get(r.id) != mark(r)}
-        changed.setdefault(_event.record.id, (_event.record, mark(_event.record)))
-        archive = {}
-        for m in engine.messages:
-            holder = engine.archived_by(m.id)
-            if saved_archive.get(m.id) != holder:
-                archive[m.id] = holder
+        changed.setdefault(event.record.id, (event.record, mark(event.record)))
+        touched = unsaved | set(engine.archive.covered(event.record))
+        archive = {mid: engine.archived_by(mid) for mid in touched}
         try:
             store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive)
         except StoreError as exc:
+            unsaved.update(touched)
             if on_error is None:
                 raise
             on_error(exc)
             return
+        unsaved.clear()
         saved_records.update({rid: m for rid, (_record, m) in changed.items()})
-        saved_archive.update(archive)
 
     return engine.subscribe(on_event)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.messages import Message
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import StoreWriteError, attach_engine, open_store
 from sqlalchemy import event
@@ -79,3 +80,37 @@ def test_a_failed_save_is_reported_not_swallowed(tmp_path):
     assert len(errors) == 1 and isinstance(errors[0], StoreWriteError)
     assert store.load_records(chat) == [] and store.archived_by(chat) == {}
     store.close()
+
+
+def test_what_a_failed_save_left_out_is_written_with_the_next_one(tmp_path):
+    """Each event writes only the archive marks of the range it changed: the range of one that failed to save is
+    written with the next event, so the store ends up as the engine is (a full disk injected as above)."""
+    messages = read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl"))
+    store = open_store(tmp_path)
+    chat = store.create_chat("live")
+    store.add_messages(chat, messages)
+    engine = restore(store, chat)
+    errors = []
+    attach_engine(store, chat, engine, on_error=errors.append)
+
+    def cap(dbapi_conn, _record):
+        dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+    event.listen(store.engine, "connect", cap)
+    store.engine.dispose()
+    first = engine.summarize_now()
+    assert len(errors) == 1
+    event.remove(store.engine, "connect", cap)
+    store.engine.dispose()
+    more = [Message(role="user" if n % 2 == 0 else "assistant", content=f"then step {n} of the fix") for n in range(8)]
+    store.add_messages(chat, more)
+    for message in more:
+        engine.append(message, auto=False)
+    engine.summarize_now()
+    assert len(errors) == 1
+    live = state(engine)
+    assert any(rid == first.id for rid in live[3].values())
+    assert store.archived_by(chat) == {mid: rid for mid, rid in live[3].items() if rid}
+    store.close()
+    with open_store(tmp_path) as store:
+        assert state(restore(store, chat)) == live
