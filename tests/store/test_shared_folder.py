@@ -242,16 +242,26 @@ def test_a_damaged_database_is_copied_aside_once(tmp_path):
     assert str(copies[0]) in str(info.value)
 
 
-def test_a_full_disk_during_the_copy_leaves_no_partial_file(tmp_path, monkeypatch):
-    """The full disk is injected: the copy writes part of the file, then fails with ENOSPC as a full disk does."""
-    open_store(tmp_path).close()
-    damage(tmp_path / DB_NAME)
-
-    def copy_until_full(src, dst, **_kw):
-        Path(dst).write_bytes(Path(src).read_bytes()[:100])
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(shutil, "copy2", copy_until_full)
-    with pytest.raises(StoreCorrupt, match="could not be copied aside \\(No space left on device\\)"):
-        open_store(tmp_path)
-    assert list(tmp_path.glob(f"{DB_NAME}.corrupt-*")) == []
+def test_a_full_disk_during_the_copy_leaves_no_partial_file(tmp_path):
+    """A real full disk: the damaged file sits on a tmpfs (in a mount namespace) with room for less than a copy."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs unshare for a small file system")
+    source = tmp_path / "source"
+    assert precis("--data-dir", str(source), "import", str(TRANSCRIPTS[0])).returncode == 0
+    db = source / DB_NAME
+    db.write_bytes(db.read_bytes()[:100] + b"garbage!" * 1500 + db.read_bytes()[12_100:])  # a damaged real store
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    size_kb = db.stat().st_size // 1024 + 48  # the file and SQLite's 32 kB side file fit, a copy does not
+    command = " ".join([sys.executable, "-m", "precis.core.cli.main", "--data-dir", f"'{disk}'", "chats"])
+    result = subprocess.run(
+        ["unshare", "-rm", "sh", "-c",
+         f"mount -t tmpfs -o size={size_kb}k tmpfs '{disk}' && cp '{db}' '{disk}/' && {command}; "
+         f"code=$?; ls -a '{disk}'; exit $code"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    if "mount:" in result.stderr:
+        pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert (f"{disk / DB_NAME} is damaged and could not be copied aside (No space left on device); "
+            "the file was not changed") in result.stderr
+    assert ".corrupt-" not in result.stdout and "precis.db\n" in result.stdout  # no partial copy; the file stays
