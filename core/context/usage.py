@@ -54,7 +54,7 @@ class ContextSetup:
     system_prompt: str = ""
 
 
-@dataclass
+@dataclass(slots=True)  # one per visible message of a long chat: made fast
 class ContextItem:
     kind: ItemKind
     message: Message

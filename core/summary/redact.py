@@ -8,20 +8,14 @@ alone: no pattern matches bare hex.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.discord import DiscordBotTokenDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
-from detect_secrets.plugins.mailchimp import MailchimpDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
-from detect_secrets.plugins.twilio import TwilioKeyDetector
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
 
 _MARK = "[REDACTED:{}]"
 
@@ -107,12 +101,20 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
 ]
 
 
-_ENTROPY = Base64HighEntropyString()  # detect-secrets' entropy measure and its default limit for base64 text
+# detect-secrets is loaded when a text first looks as if it may hold a secret, not when Precis starts (its import
+# takes a quarter of a second, a good part of opening a chat).
+
+@functools.cache
+def _entropy() -> Base64HighEntropyString:
+    """detect-secrets' entropy measure and its default limit for base64 text."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    return Base64HighEntropyString()
 
 
 def _if_random(match: re.Match[str], kind: str) -> str:
-    token = match.group(0)
-    return _MARK.format(kind) if _ENTROPY.calculate_shannon_entropy(token) > _ENTROPY.entropy_limit else token
+    token, entropy = match.group(0), _entropy()
+    return _MARK.format(kind) if entropy.calculate_shannon_entropy(token) > entropy.entropy_limit else token
 
 
 # An AWS secret access key on its own: 40 base64 characters, mixed case and digits, random by detect-secrets'
@@ -121,13 +123,22 @@ _AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0
                          r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _RULES.append((_AWS_SECRET, lambda m: _if_random(m, "aws_secret_key")))
 
-# detect-secrets' token formats that no rule above covers, each with the kind it is reported as.
-_DETECTORS: list[tuple[RegexBasedDetector, str]] = [
-    (GitLabTokenDetector(), "gitlab_token"), (PypiTokenDetector(), "pypi_token"),
-    (SendGridDetector(), "sendgrid_key"), (TwilioKeyDetector(), "twilio_key"), (MailchimpDetector(), "mailchimp_key"),
-    (DiscordBotTokenDetector(), "discord_token"), (SquareOAuthDetector(), "square_token"),
-    (AzureStorageKeyDetector(), "azure_key"),
-]
+@functools.cache
+def _detectors() -> list[tuple[RegexBasedDetector, str]]:
+    """detect-secrets' token formats that no rule above covers, each with the kind it is reported as."""
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.discord import DiscordBotTokenDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.mailchimp import MailchimpDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+    from detect_secrets.plugins.twilio import TwilioKeyDetector
+
+    return [(GitLabTokenDetector(), "gitlab_token"), (PypiTokenDetector(), "pypi_token"),
+            (SendGridDetector(), "sendgrid_key"), (TwilioKeyDetector(), "twilio_key"),
+            (MailchimpDetector(), "mailchimp_key"), (DiscordBotTokenDetector(), "discord_token"),
+            (SquareOAuthDetector(), "square_token"), (AzureStorageKeyDetector(), "azure_key")]
 
 # One quick scan for anything any rule could match; most texts (paths, commands, prose) have none of these.
 _MAYBE_SECRET = re.compile(
@@ -190,7 +201,7 @@ def _redact(text: str, found: dict[str, str] | None) -> tuple[str, int]:
 
     for pattern, replacement in _RULES:
         text = pattern.sub(counted(replacement), text)
-    for detector, kind in _DETECTORS:
+    for detector, kind in _detectors():
         for pattern in detector.denylist:  # whole matches: the plugins' own findall yields only their groups
             text = pattern.sub(counted(_MARK.format(kind)), text)
     return text, total
