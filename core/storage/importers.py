@@ -248,7 +248,8 @@ class _ClaudeCodeReader:
         self.source = source
         self.messages: list[Message] = []
         self.records: list[SummaryRecord] = []
-        self.archived_by: dict[str, str] = {}
+        # messages[:archived] came before the newest compaction: its record hides them all.
+        self.archived = 0
         self.call_names: dict[str, str] = {}
         self.seen_ids: set[str] = set()
         self.title: str | None = None
@@ -323,8 +324,8 @@ class _ClaudeCodeReader:
 
     def add_compaction(self, text: str, created: float | None) -> None:
         """Claude Code's own summary of everything before it becomes a summary record archiving that."""
-        covered = [m for m in self.messages if m.id not in self.archived_by]
-        previous = [r for r in self.records if r.status == "active"]
+        covered = self.messages[self.archived:]
+        previous = self.records[-1:]  # each compaction folds in the one before, the only active record
         record = SummaryRecord(
             mode="llm", text=text, trigger=f"claude-code compaction ({self.compaction.get('trigger', 'auto')})",
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered],
@@ -333,8 +334,7 @@ class _ClaudeCodeReader:
             **({"created_at": created} if created is not None else {}))
         for r in previous:
             r.status = "merged"
-        self.archived_by = {mid: record.id for mid in self.archived_by}
-        self.archived_by.update({m.id: record.id for m in covered})
+        self.archived = len(self.messages)
         self.records.append(record)
         self.compaction = {}
 
@@ -345,7 +345,8 @@ def parse_claude_code(path: Path, data: bytes) -> ParsedChat:
         reader.read_line(number, raw)
     messages = reader.messages
     return ParsedChat(title=reader.title or _title_from(messages, path.stem), messages=messages,
-                      records=reader.records, archived_by=reader.archived_by)
+                      records=reader.records,
+                      archived_by={m.id: reader.records[-1].id for m in messages[:reader.archived]})
 
 
 PARSERS = {"jsonl": parse_interchange, "openai": parse_openai, "claude-code": parse_claude_code}

@@ -159,6 +159,29 @@ def test_parse_does_not_need_a_store_and_keeps_titles(tmp_path):
     assert parse_file(path).title == path.stem
 
 
+def test_each_claude_code_compaction_folds_in_the_one_before(store, tmp_path):
+    """A session compacted three times: three records in a chain, each covering what came since the one before;
+    the newest (active) hides every message before it; what followed stays visible."""
+    lines = []
+    for i in range(8):
+        if i in (2, 4, 6):
+            lines += [{"type": "system", "subtype": "compact_boundary", "compactMetadata": {"preTokens": 100 * i}},
+                      {"type": "user", "uuid": f"c{i}", "isCompactSummary": True,
+                       "message": {"role": "user", "content": f"This session is being continued ... part {i}"}}]
+        kind = ("user", "assistant")[i % 2]
+        lines.append({"type": kind, "uuid": f"m{i}", "message": {"role": kind, "content": f"message {i}"}})
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    chat = import_file(store, path).chat_id
+    messages = store.load_messages(chat)
+    assert [m.id for m in messages] == [f"m{i}" for i in range(8)]
+    records = store.load_records(chat)
+    assert [(r.status, r.tokens_before, [c.id for c in r.covered]) for r in records] == [
+        ("merged", 200, ["m0", "m1"]), ("merged", 400, ["m2", "m3"]), ("active", 600, ["m4", "m5"])]
+    assert [r.merged_ids for r in records] == [[], [records[0].id], [records[1].id]]
+    assert store.archived_by(chat) == {f"m{i}": records[2].id for i in range(6)}
+
+
 @pytest.mark.parametrize("path", [*TRANSCRIPTS, CLAUDE_CODE_RAW], ids=lambda p: p.name)
 def test_export_then_import_gives_back_the_whole_chat(tmp_path, capsys, path):
     """Messages, the summary chain and the archive survive `precis export --format jsonl` and `precis import`."""
