@@ -147,14 +147,19 @@ def print_table(results: dict[int, dict[str, Timing]], sizes: tuple[int, ...], s
 def main_bench(sizes: tuple[int, ...], repeat: int, steps: tuple[str, ...]) -> None:
     print(f"load average at the start: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
           f"on {os.cpu_count()} CPUs; {repeat} runs per size")
-    results: dict[int, dict[str, Timing]] = {}
+    runs: dict[int, list[dict[str, Timing]]] = {count: [] for count in sizes}
     with tempfile.TemporaryDirectory() as tmp:
-        for count in sizes:
-            runs = [measure(count, Path(tmp), steps) for _ in range(repeat)]
-            results[count] = {step: median_timing(runs, step) for step in steps}
-            print(f"{count:>7} messages: " + ", ".join(
-                f"{s} {results[count][s].wall:.2f} s ({results[count][s].cpu:.2f} CPU, peak {runs[-1][s].peak_mb:.0f} MB)"
-                for s in steps), flush=True)
+        # Round after round of every size, so a burst of load on a shared machine falls on all sizes alike rather
+        # than on the repeats of one.
+        for _ in range(repeat):
+            for count in sizes:
+                runs[count].append(measure(count, Path(tmp), steps))
+    results = {count: {step: median_timing(runs[count], step) for step in steps} for count in sizes}
+    for count in sizes:
+        # The peak from the first round: the sizes grow within it, and the high-water mark never falls.
+        print(f"{count:>7} messages: " + ", ".join(
+            f"{s} {results[count][s].wall:.2f} s ({results[count][s].cpu:.2f} CPU, peak {runs[count][0][s].peak_mb:.0f} MB)"
+            for s in steps))
     worst = print_table(results, sizes, steps, "wall")
     worst_cpu = print_table(results, sizes, steps, "cpu")
     print(f"\nload average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
