@@ -22,6 +22,7 @@ LOCK_NAME = "precis.lock"
 # the GUI thread, so waiting costs the window nothing; a long import elsewhere takes seconds.
 BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "precis_write"  # a connection's execution option: its transaction is a WriteSession's
+NO_WAIT_OPTION = "precis_no_wait"  # ... and it gives up at once if another program is writing
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -327,7 +328,17 @@ def make_engine(path: Path, read_only: bool) -> Engine:
     def _on_begin(conn: Connection) -> None:
         # A write takes the write lock at once, waiting up to the busy timeout for another writer: a read that
         # later turns into a write (merge, get then update) would instead fail at once with "database is locked".
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITE_OPTION) else "BEGIN")
+        options = conn.get_execution_options()
+        if not options.get(WRITE_OPTION):
+            conn.exec_driver_sql("BEGIN")
+        elif options.get(NO_WAIT_OPTION):
+            conn.exec_driver_sql("PRAGMA busy_timeout=0")
+            try:
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            finally:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        else:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
 
@@ -367,17 +378,19 @@ class ChangeWatch:
 
 
 class WriteSession:
-    """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError."""
+    """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError. It
+    waits for another writer up to the busy timeout, or not at all (`wait=False`, for what is only a cache)."""
 
-    def __init__(self, engine: Engine, what: str, path: Path):
+    def __init__(self, engine: Engine, what: str, path: Path, *, wait: bool = True):
         self._session = Session(engine, expire_on_commit=False)
         self._what = what
         self._path = path
+        self._wait = wait
 
     def __enter__(self) -> Session:
         try:
             self._session.begin()
-            self._session.connection(execution_options={WRITE_OPTION: True})
+            self._session.connection(execution_options={WRITE_OPTION: True, NO_WAIT_OPTION: not self._wait})
         except DBAPIError as err:  # another writer kept the write lock past the busy timeout
             self._session.close()
             raise write_error(self._what, err, self._path) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -16,7 +17,9 @@ from sqlmodel import Session, select, update
 
 from ..context.recall import fts_or_query
 from ..model.messages import Message, ToolCall
-from .database import MESSAGE, MessageNotFound, MessageRow
+from .database import MESSAGE, MessageNotFound, MessageRow, StoreError
+
+log = logging.getLogger("precis.store")
 
 
 @dataclass(frozen=True)
@@ -176,10 +179,15 @@ class MessageTable:
             return dict(rows.fetchall())
 
     def save_token_counts(self, chat_id: str, counts: Mapping[str, int]) -> None:
-        with self._write("save token counts") as session:
-            session.connection().execute(
-                update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
-                .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
+        """Cache counts for the next opening. Only a cache: when another program is writing, or the store cannot be
+        written (read-only, full), it is skipped at once, never waited for or failed on (counted again next time)."""
+        try:
+            with self._write("save token counts", wait=False) as session:
+                session.connection().execute(
+                    update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
+                    .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
+        except StoreError as exc:
+            log.info("token counts not cached: %s", exc)
 
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
         """Messages of all chats with a word starting with each word of `query` (archived ones too), best first."""

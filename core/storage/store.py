@@ -197,10 +197,10 @@ class Store(MessageTable, SummaryTable, VersionTable):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self, what: str) -> WriteSession:
+    def _write(self, what: str, *, wait: bool = True) -> WriteSession:
         if self.read_only:
             raise StoreWriteError(f"could not {what}: {self.path} is read-only. Nothing was changed.")
-        return WriteSession(self.engine, what, self.path)
+        return WriteSession(self.engine, what, self.path, wait=wait)
 
     def _read(self) -> Session:
         return Session(self.engine)

@@ -99,6 +99,36 @@ def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
     assert time.monotonic() - started > 1.0  # it waited for the other writer rather than failing
 
 
+def test_reading_commands_are_not_held_up_by_a_writer(tmp_path):
+    """Another process is in the middle of a write (a long import, the window saving a summary) for as long as the
+    commands run: every reading command answers, `context` too (its token-count cache is skipped, not waited for)."""
+    data = tmp_path / "data"
+    chat_id = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl"))).stdout.strip()
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, sys
+        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE chat SET title = title")
+        print("writing", flush=True)
+        sys.stdin.readline()
+        conn.execute("COMMIT")
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "writing"
+        for argv in (["chats"], ["search", "kiwis"], ["export", chat_id], ["context", chat_id]):
+            result = precis("--data-dir", str(data), *argv)
+            assert result.returncode == 0 and result.stderr == "", (argv, result.stderr)
+        assert holder.poll() is None  # the write was still under way throughout
+    finally:
+        holder.kill()
+        holder.wait()
+    with sqlite3.connect(data / DB_NAME) as conn:  # nothing cached while the other process wrote
+        assert conn.execute("SELECT count(*) FROM message WHERE token_count IS NOT NULL").fetchone() == (0,)
+    assert precis("--data-dir", str(data), "context", chat_id).returncode == 0
+    with sqlite3.connect(data / DB_NAME) as conn:  # and cached once it was free
+        assert conn.execute("SELECT count(*) FROM message WHERE token_count IS NOT NULL").fetchone() == (4,)
+
+
 def test_a_writer_kept_waiting_past_the_busy_timeout_is_told_which_file_is_busy(tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
     open_store(data).close()
