@@ -194,12 +194,16 @@ def action_items(out: LLMSummaryOut) -> list[ActionItem]:
 # words with digits, camelCase / CamelCase names.
 SPECIFIC_TOKEN = re.compile(
     r"https?://[^\s)\]]+|`[^`\n]+`|[\w.~-]*/[\w./~-]+|\b\w*\d\w*\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b")
+# A capitalized word after a sentence's first: a name (Melissa, Redis), which a small model invents for people and
+# things the transcript never mentions. The first word is capitalized anyway, so it is not read as a name.
+NAME = re.compile(r"(?<=[\s(\"'“])[A-Z][a-z]{2,}\b")
 # Pieces of the request itself that a small model may echo back.
 SCAFFOLDING = ("older messages cut", "assistant:", "user:", "system:", "tool result", "transcript to summarize")
 
 
 def is_grounded(text: str, source: str) -> bool:
-    """No specific token of `text` is missing from `source` (both compared in lower case), and no scaffolding."""
+    """No specific token or name of `text` is missing from `source` (both compared in lower case), and no
+    scaffolding."""
     lowered = text.lower()
     if any(marker in lowered for marker in SCAFFOLDING):
         return False
@@ -207,7 +211,8 @@ def is_grounded(text: str, source: str) -> bool:
         token = token.strip("`.,:;()[]{}\"'").lower()
         if len(token) >= 3 and token not in source:
             return False
-    return True
+    first = text.split(maxsplit=1)
+    return not any(name.lower() not in source for name in NAME.findall(first[1] if len(first) > 1 else ""))
 
 
 def ground(out: LLMSummaryOut, source: str) -> tuple[LLMSummaryOut, int]:

@@ -36,3 +36,9 @@ def test_a_story_of_markup_and_numbering_only_falls_back_to_the_rules_and_says_w
     assert draft.fallback_used and draft.mode == "rule"
     assert draft.fallback_reason == "the model's narrative was punctuation, numbering or markup only"
     assert "What happened" not in draft.text and "`echo cache ready`" in draft.text
+
+
+def test_a_sentence_naming_someone_the_transcript_never_mentions_is_dropped():
+    # The embedded model wrote "3) Sarah (Melissa): Hey Caroline?" of a LoCoMo talk between Caroline and Melanie.
+    draft = summarize("The user asked for caching of the API client. Then Melissa reviewed it with Sarah.")
+    assert "caching of the API client" in draft.text and "Melissa" not in draft.text
