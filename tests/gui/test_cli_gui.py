@@ -28,3 +28,13 @@ def test_screenshot_of_a_chat_that_does_not_exist_is_bad_input(qapp, tmp_path, c
     assert main(["screenshot", str(tmp_path / "x.png"), "--chat", "nosuch", "--data-dir", str(tmp_path / "d")]) == 2
     assert "no chat with id or title 'nosuch'" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_the_window_opens_on_a_relative_precis_home(qapp, tmp_path, monkeypatch, capsys):
+    """A relative PRECIS_HOME (`path.as_uri()` refused it) opens the window: rendered here to a picture."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PRECIS_HOME", "relhome")
+    (tmp_path / "k.jsonl").write_text('{"role": "user", "content": "kiwis"}\n')
+    assert main(["import", "k.jsonl"]) == 0
+    assert main(["screenshot", "shot.png", "--size", "800x600"]) == 0
+    assert (tmp_path / "shot.png").stat().st_size > 0 and (tmp_path / "relhome" / "precis.db").exists()
