@@ -249,15 +249,31 @@ def says_something(text: str) -> bool:
     return sum(c.isalpha() for c in plain) >= MIN_LETTERS and len(re.findall(r"[A-Za-z]{2,}", plain)) >= 2
 
 
+# Stray punctuation a small model starts a sentence or item with (", The server responded ...").
+LEADING_PUNCTUATION = re.compile(r"^[\s,;:.)\]}>|•·–—-]+")
+
+
+def whole_sentences(text: str) -> str:
+    """Text up to its last full sentence: a reply stopped by its token or length cap ends mid-sentence."""
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", text)]
+    return text[:ends[-1]] if ends else text
+
+
 def without_noise(out: LLMSummaryOut) -> LLMSummaryOut:
-    """The model's narrative and lists without the sentences and items that say nothing ("1.", "<br>", "**")."""
-    sentences = (p.strip() for p in SENTENCE_END.split(out.narrative))
+    """The model's narrative and lists without the sentences and items that say nothing ("1.", "<br>", "**"), without
+    stray punctuation in front, and the narrative without a last sentence cut off."""
+
+    def clean(items: list[str]) -> list[str]:
+        return [item for item in (LEADING_PUNCTUATION.sub("", i) for i in items) if says_something(item)]
+
+    sentences = [p.strip() for p in SENTENCE_END.split(whole_sentences(out.narrative.strip()))]
+    actions = [a.model_copy(update={"task": LEADING_PUNCTUATION.sub("", a.task)}) for a in out.action_items]
     return out.model_copy(update={
-        "narrative": " ".join(s for s in sentences if s and says_something(s)),
-        "key_points": [p for p in out.key_points if says_something(p)],
-        "decisions": [d for d in out.decisions if says_something(d)],
-        "unresolved_questions": [q for q in out.unresolved_questions if says_something(q)],
-        "action_items": [a for a in out.action_items if says_something(a.task)],
+        "narrative": " ".join(clean(sentences)),
+        "key_points": clean(out.key_points),
+        "decisions": clean(out.decisions),
+        "unresolved_questions": clean(out.unresolved_questions),
+        "action_items": [a for a in actions if says_something(a.task)],
     })
 
 
@@ -457,10 +473,7 @@ class HybridSummarizer(LLMSummarizer):
         return narrative_request(request, window, output_tokens, counter)
 
     def _parse(self, reply: str) -> LLMSummaryOut:
-        text = " ".join(reply.split())
-        # Cut at the reply's last full sentence: a reply stopped by its token cap ends mid-sentence.
-        ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)", text)]
-        text = clip(text[:ends[-1]] if ends else text, NARRATIVE_CHARS)
+        text = clip(whole_sentences(" ".join(reply.split())), NARRATIVE_CHARS)
         if not text:
             self.attempts.append("empty")
             raise SummaryFallback("the model's narrative was empty")

@@ -1,11 +1,12 @@
-"""Model output hygiene in hybrid summaries: the model's sentences that say nothing are dropped one by one, and a
-narrative left with nothing falls back to the rules, the record saying why."""
+"""Model output hygiene (hybrid and LLM summaries): the model's sentences and items that say nothing are dropped one
+by one, stray punctuation in front and a last sentence cut off go, and a narrative left with nothing falls back to
+the rules, the record saying why."""
 
 from __future__ import annotations
 
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
-from precis.core.summary.summarize import HybridSummarizer, SummaryRequest
+from precis.core.summary.summarize import HybridSummarizer, LLMSummaryOut, SummaryRequest, without_noise
 from precis.core.tools import run_command_messages
 
 from tests.fakes import ScriptedProvider
@@ -42,3 +43,12 @@ def test_a_sentence_naming_someone_the_transcript_never_mentions_is_dropped():
     # The embedded model wrote "3) Sarah (Melissa): Hey Caroline?" of a LoCoMo talk between Caroline and Melanie.
     draft = summarize("The user asked for caching of the API client. Then Melissa reviewed it with Sarah.")
     assert "caching of the API client" in draft.text and "Melissa" not in draft.text
+
+
+def test_stray_punctuation_in_front_and_a_sentence_cut_off_at_the_end_go():
+    # What the embedded model wrote in llm mode of sweagent_1 at 8k (the JSON string stopped by its length cap).
+    out = LLMSummaryOut(narrative=", This worked as expected, and we didn't get any error. On the other hand,",
+                        key_points=["- The server echoes the input back", "#1"])
+    clean = without_noise(out)
+    assert clean.narrative == "This worked as expected, and we didn't get any error."
+    assert clean.key_points == ["The server echoes the input back"]
