@@ -10,13 +10,22 @@ from ..core.cli.group import cli, data_dir_option
 from ..core.cli.store import BAD_INPUT
 
 
-def _open_store(data_dir: str | None):
+def _open_store(data_dir: str | None, *, in_a_box: bool = False):
+    """The store, or None once the reason was told: on stderr, and with `in_a_box` in a message box too (someone
+    who started the app from a menu has no terminal to read it in)."""
     from ..core.storage.store import StoreError, open_store
 
     try:
         return open_store(data_dir)
     except StoreError as exc:
         print(f"precis: {exc}", file=sys.stderr)
+        if in_a_box:
+            from PySide6.QtWidgets import QMessageBox
+
+            from .app import application
+
+            application()
+            QMessageBox.critical(None, "Precis cannot open its chats", str(exc))
         return None
 
 
@@ -24,7 +33,7 @@ def _open_store(data_dir: str | None):
 @data_dir_option
 def open_window(data_dir: str | None) -> int:
     """Open the window (the default)."""
-    store = _open_store(data_dir)
+    store = _open_store(data_dir, in_a_box=True)
     if store is None:
         return 1
     _launch_configured_model(store)

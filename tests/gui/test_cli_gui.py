@@ -4,6 +4,18 @@ from __future__ import annotations
 
 import pytest
 from precis.core.cli.main import main
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+
+def close_the_message_box(shown: list[str], tries: int = 200) -> None:
+    """Read and close the message box the window's command shows (it waits for the user); look for 10 s at most."""
+    box = QApplication.activeModalWidget()
+    if isinstance(box, QMessageBox):
+        shown.append(box.text())
+        box.close()
+    elif tries:
+        QTimer.singleShot(50, lambda: close_the_message_box(shown, tries - 1))
 
 
 @pytest.mark.parametrize("argv", [["--data-dir", "DIR"], ["--data-dir", "DIR", "open"], ["open", "--data-dir", "DIR"]])
@@ -12,8 +24,23 @@ def test_the_window_is_the_default_command_and_takes_the_data_dir(qapp, tmp_path
     # this path shows the window's command ran, on the folder given.
     data = tmp_path / "not-a-folder"
     data.write_text("")
+    shown: list[str] = []
+    close_the_message_box(shown)
     assert main([str(data) if arg == "DIR" else arg for arg in argv]) == 1
     assert f"cannot create the data folder {data}" in capsys.readouterr().err
+
+
+def test_a_damaged_store_is_told_in_a_message_box_too(qapp, tmp_path, capsys):
+    """Started from a menu there is no terminal: why the window cannot open, and where the copy went, is shown."""
+    data = tmp_path / "data"
+    assert main(["--data-dir", str(data), "chats"]) == 0
+    (data / "precis.db").write_bytes(b"SQLite format 3\x00" + bytes(200) + b"garbage" * 1000)
+    shown: list[str] = []
+    close_the_message_box(shown)
+    assert main(["--data-dir", str(data)]) == 1
+    [text] = shown
+    assert f"{data / 'precis.db'} is damaged" in text and "A copy was saved as" in text
+    assert text in capsys.readouterr().err
 
 
 def test_screenshot_size_is_checked_before_anything_opens(tmp_path, capsys):
