@@ -8,7 +8,10 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,6 +33,32 @@ def precis(*argv: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.
 def small_chat(path: Path, n: int = 4) -> Path:
     path.write_text("".join(f'{{"role": "user", "content": "note {i} about kiwis"}}\n' for i in range(n)))
     return path
+
+
+@contextmanager
+def another_process_writing(data: Path) -> Iterator[subprocess.Popen]:
+    """Another process in the middle of a write transaction on the store (a long import, the window saving a
+    summary) until release(holder) or the end of the block."""
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sqlite3, sys
+        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("UPDATE chat SET title = title")
+        print("writing", flush=True)
+        sys.stdin.readline()
+        conn.execute("COMMIT")
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "writing"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def release(holder: subprocess.Popen) -> None:
+    holder.stdin.write("\n")
+    holder.stdin.flush()
 
 
 def test_commands_run_while_another_process_holds_the_store(tmp_path):
@@ -82,19 +111,10 @@ def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(
 def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
     data = tmp_path / "data"
     open_store(data).close()
-    # Another process holds the write lock for a second (what a long save in the window does).
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sqlite3, time
-        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        print("locked", flush=True)
-        time.sleep(1.5)
-        conn.execute("COMMIT")
-    """)], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "locked"
-    started = time.monotonic()
-    result = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
-    holder.wait()
+    with another_process_writing(data) as holder:
+        threading.Timer(1.5, release, (holder,)).start()  # a second and a half of writing elsewhere
+        started = time.monotonic()
+        result = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - started > 1.0  # it waited for the other writer rather than failing
 
@@ -104,24 +124,11 @@ def test_reading_commands_are_not_held_up_by_a_writer(tmp_path):
     commands run: every reading command answers, `context` too (its token-count cache is skipped, not waited for)."""
     data = tmp_path / "data"
     chat_id = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl"))).stdout.strip()
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sqlite3, sys
-        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("UPDATE chat SET title = title")
-        print("writing", flush=True)
-        sys.stdin.readline()
-        conn.execute("COMMIT")
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "writing"
+    with another_process_writing(data) as holder:
         for argv in (["chats"], ["search", "kiwis"], ["export", chat_id], ["context", chat_id]):
             result = precis("--data-dir", str(data), *argv)
             assert result.returncode == 0 and result.stderr == "", (argv, result.stderr)
         assert holder.poll() is None  # the write was still under way throughout
-    finally:
-        holder.kill()
-        holder.wait()
     with sqlite3.connect(data / DB_NAME) as conn:  # nothing cached while the other process wrote
         assert conn.execute("SELECT count(*) FROM message WHERE token_count IS NOT NULL").fetchone() == (0,)
     assert precis("--data-dir", str(data), "context", chat_id).returncode == 0
@@ -132,20 +139,9 @@ def test_reading_commands_are_not_held_up_by_a_writer(tmp_path):
 def test_a_writer_kept_waiting_past_the_busy_timeout_is_told_which_file_is_busy(tmp_path, monkeypatch, capsys):
     data = tmp_path / "data"
     open_store(data).close()
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sqlite3, sys
-        conn = sqlite3.connect({str(data / DB_NAME)!r}, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        print("locked", flush=True)
-        sys.stdin.readline()
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with another_process_writing(data):
         monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 300)  # the real wait is 30 s
         code = main(["--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl"))])
-    finally:
-        holder.kill()
-        holder.wait()
     err = capsys.readouterr().err
     assert code == 1, err
     assert f"could not import the chat: {data / DB_NAME} is busy" in err and "try again" in err
