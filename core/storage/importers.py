@@ -7,6 +7,7 @@ only a fully parsed file reaches the store, in one transaction, so a chat is nev
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -124,36 +125,58 @@ def parse_interchange(path: Path, data: bytes) -> ParsedChat:
 
 # ------------------------------------------------------------------------------------------------ OpenAI
 
-def _items_with_lines(text: str, source: str) -> list[tuple[Any, int]]:
-    """The messages of an OpenAI chat file, each with the line it starts on."""
+def _items_with_lines(text: str, source: str) -> Iterator[tuple[Any, int]]:
+    """The messages of an OpenAI chat file, one at a time, each with the line it starts on.
+
+    The whole file is parsed once to check it, then let go: each message is parsed again as the array is walked to
+    find its line, so a long chat's parsed form is never held beside the messages made of it."""
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(source, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise TranscriptError(source, 1, NESTED_TOO_DEEP) from None
-    if isinstance(document, dict):
+    in_object = isinstance(document, dict)
+    if in_object:
         if not isinstance(document.get("messages"), list):
             raise TranscriptError(source, 1, "field 'messages' must be a list of messages")
-        items = document["messages"]
-        start = text.index("[", text.index('"messages"'))
+        start = _messages_key(text, text.index("{") + 1)
     elif isinstance(document, list):
-        items = document
         start = text.index("[")
     else:
         raise TranscriptError(source, 1, "expected {\"messages\": [...]} or a list of messages")
-    # Walk the array again with raw_decode to learn where each element starts.
+    del document
     # Lines are counted from the previous element on, so the walk stays linear in the file's length.
-    decoder, pos, lines = json.JSONDecoder(), start + 1, []
-    line, counted_to = 1, 0
-    for _ in items:
-        while text[pos] in " \t\r\n,":
-            pos += 1
+    pos, line, counted_to = start + 1, 1, 0
+    while text[pos := _skip_between(text, pos)] != "]":
         line += text.count("\n", counted_to, pos)
         counted_to = pos
-        lines.append(line)
-        pos = decoder.raw_decode(text, pos)[1]
-    return list(zip(items, lines, strict=True))
+        item, pos = _DECODER.raw_decode(text, pos)
+        yield item, line
+    if in_object and (again := _messages_key(text, pos + 1)) >= 0:
+        raise TranscriptError(source, line + text.count("\n", counted_to, again),
+                              "field 'messages' appears more than once; keep one list of messages")
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _skip_between(text: str, pos: int) -> int:
+    """The position after the white space, commas and colons from `pos` on (between values of valid JSON)."""
+    while text[pos] in " \t\r\n,:":
+        pos += 1
+    return pos
+
+
+def _messages_key(text: str, pos: int) -> int:
+    """Where the value of the next key "messages" of the valid JSON object being read at `pos` starts; -1 if none."""
+    while text[pos := _skip_between(text, pos)] != "}":
+        key, pos = _DECODER.raw_decode(text, pos)
+        pos = _skip_between(text, pos)
+        if key == "messages":
+            return pos
+        pos = _DECODER.raw_decode(text, pos)[1]
+    return -1
 
 
 def _openai_content(value: Any, source: str, line: int) -> str:

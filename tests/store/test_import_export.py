@@ -101,6 +101,22 @@ def test_openai_chat_json_with_tool_calls_and_a_bare_list(store, tmp_path):
         assert exported[2]["tool_calls"][0]["function"] == {"name": "bash", "arguments": '{"command": "ls"}'}
 
 
+def test_openai_chat_json_whose_other_fields_mention_messages(store, tmp_path):
+    """The chat's own "messages" array is read, not the first place the word appears (a title quoting it, a nested
+    "messages" key); the top-level key given twice is refused, naming the line of the second."""
+    path = tmp_path / "chat.json"
+    head = '{"title": "\\"messages\\": [", "meta": {"messages": [0]},\n "messages": [\n  {"role": "user", "content": "kept"},\n'
+    path.write_text(head + '  {"role": "robot"}\n]}\n', encoding="utf-8")
+    with pytest.raises(ImportFailed, match=r"chat.json, line 4: field 'role'"):
+        import_file(store, path)
+    path.write_text(head + '  {"role": "assistant", "content": "too"}\n]}\n', encoding="utf-8")
+    chat = import_file(store, path).chat_id
+    assert [(m.role, m.content) for m in store.load_messages(chat)] == [("user", "kept"), ("assistant", "too")]
+    path.write_text(head + '  {"role": "assistant", "content": "too"}\n],\n "messages": []}\n', encoding="utf-8")
+    with pytest.raises(ImportFailed, match=r"chat.json, line 6: field 'messages' appears more than once"):
+        import_file(store, path)
+
+
 @pytest.mark.parametrize("fmt, text, line, field", [
     ("jsonl", '{"role": "user", "content": "ok"}\n{"role": "robot", "content": "x"}\n', 2, "role"),
     ("jsonl", '{"role": "user", "content": "ok"}\n\n{"role": "user", "content": 5}\n', 3, "content"),
