@@ -6,6 +6,7 @@ prompt, kept) unless pinned or the chat's opening system message.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 
 from ..model.messages import Message
@@ -48,6 +49,8 @@ class Archive:
         self.messages: list[Message] = []
         self.records: list[SummaryRecord] = []
         self.position: dict[str, int] = {}
+        # Where the system messages stand, in order: the marker dating any message is found by bisection.
+        self.system_positions: list[int] = []
         self.by_record: dict[str, SummaryRecord] = {}
         # The archive map in two steps, so that a merge changes neither what is hidden nor a map entry per message:
         # message id -> the record whose own range holds it (for each message hidden now), and record id -> the
@@ -69,6 +72,7 @@ class Archive:
         """Take persisted originals and records (in creation order); their statuses say which are active."""
         self.messages = list(messages)
         self.position = {m.id: i for i, m in enumerate(self.messages)}
+        self.system_positions = [i for i, m in enumerate(self.messages) if m.role == "system"]
         self.records = list(records)
         self.by_record = {r.id: r for r in self.records}
         self.rebuild()
@@ -208,6 +212,11 @@ class Archive:
     def messages_by_ids(self, ids: list[str]) -> list[Message]:
         return [self.messages[self.position[i]] for i in ids if i in self.position]
 
+    def marker_before(self, message_id: str) -> Message | None:
+        """The latest system message before this one (the session or date marker it falls under, if any)."""
+        at = bisect_left(self.system_positions, self.position[message_id])
+        return self.messages[self.system_positions[at - 1]] if at else None
+
     def is_opening(self, message: Message) -> bool:
         """The chat's first message when it is a system message: the system prompt, never summarized. Later system
         messages (session or date markers) are conversation: summarized with their stretch, their date kept."""
@@ -251,6 +260,8 @@ class Archive:
         if message.id in self.position:
             raise ValueError(f"message {message.id} is already in this conversation")
         self.position[message.id] = len(self.messages)
+        if message.role == "system":
+            self.system_positions.append(len(self.messages))
         self.messages.append(message)
         if self._visible_cache is not None:
             self._visible_cache.append(message)
@@ -269,6 +280,8 @@ class Archive:
             raise ValueError("an archived message cannot be removed")
         message = self.messages.pop()
         del self.position[message_id]
+        if message.role == "system":
+            self.system_positions.pop()
         if self._visible_cache is not None:  # never hidden, so the newest visible message
             self._visible_cache.pop()
             self._tally.add(message, -1)

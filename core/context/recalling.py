@@ -10,7 +10,7 @@ import time
 
 from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING
-from ..summary.digest import SPEAKER, session_label
+from ..summary.digest import SPEAKER, session_date
 from ..summary.summarize import fit_text
 from ..summary.text_rules import SENTENCE_END
 from .archive import Archive
@@ -105,16 +105,12 @@ class Recaller:
         return ContextItem("recalled", message, original.id, tokens) if tokens <= room else None
 
     def _date_of(self, position: int) -> str:
-        """The session header the message falls under (a short system message with a date or number in it), else
-        its own timestamp."""
-        messages = self.archive.messages
-        for earlier in range(position - 1, max(position - 400, 0) - 1, -1):
-            if messages[earlier].role != "system":
-                continue
-            marker = messages[earlier].content.strip()
-            if len(marker) <= 120 and any(c.isdigit() for c in marker):
-                return session_label(marker.splitlines()[0])
-        created = messages[position].created_at
+        """The date of the session marker the message falls under, else its own timestamp."""
+        message = self.archive.messages[position]
+        marker = self.archive.marker_before(message.id)
+        if date := session_date(marker.content) if marker else "":
+            return date
+        created = message.created_at
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
 
 

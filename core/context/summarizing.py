@@ -12,7 +12,7 @@ from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
-from ..summary.digest import is_conversation, is_digest, merged_digest
+from ..summary.digest import is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
@@ -248,10 +248,11 @@ class Summarization:
             draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
                                  key_points=[], facets=Facets(), mode=setup.summarizer.mode)
         else:
+            session = self.archive.marker_before(candidates[0].id)
             draft = setup.summarizer.summarize(SummaryRequest(
                 messages=candidates, max_tokens=cap, counter=counter, instructions=extra,
                 preserve_error_details=policy.preserve_error_details,
-                abort_on_failure=policy.abort_on_failure))
+                abort_on_failure=policy.abort_on_failure, date=session_date(session.content) if session else ""))
         # Secrets found in the originals: the summarizer may already have dropped them, the count still tells; and
         # their values are hidden wherever the summary repeats them without the label that gave them away.
         in_originals, known = secrets_in([(m.content, [c.arguments for c in m.tool_calls]) for m in candidates])

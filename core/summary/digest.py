@@ -79,6 +79,13 @@ def session_label(content: str) -> str:
     return text[:60]
 
 
+def session_date(content: str) -> str:
+    """The date a system message gives the messages after it when it is a session or date marker (short, with a
+    number in it: "Session 2 - 6:10 pm on 22 December, 2022"), else "" (a system prompt dates nothing)."""
+    marker = content.strip()
+    return session_label(marker.splitlines()[0]) if len(marker) <= 120 and any(c.isdigit() for c in marker) else ""
+
+
 @dataclass
 class Sentence:
     order: int
@@ -168,12 +175,12 @@ def choose(sentences: list[Sentence], room: int, count_tokens: Callable[[str], i
     return sorted(chosen, key=lambda s: s.order)
 
 
-def sentences_of(messages: list[Message]) -> list[Sentence]:
-    """Every sentence that says something, with its session date and speaker; a repeated message becomes one line
-    with its count."""
+def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
+    """Every sentence that says something, with its session date (`date` until the stretch's first marker) and
+    speaker; a repeated message becomes one line with its count."""
     repeats = Counter(" ".join(m.content.split()) for m in messages if m.role in ("user", "assistant"))
     seen: set[str] = set()
-    date, out, turn = "", [], 0
+    out, turn = [], 0
     for m in messages:
         if m.role == "system":
             date = session_label(m.content)
@@ -227,10 +234,11 @@ def fitted(header: str, chosen: list[Sentence], max_tokens: int, count_tokens: C
     return text
 
 
-def conversation_digest(messages: list[Message], max_tokens: int,
-                        count_tokens: Callable[[str], int]) -> tuple[str, list[str]]:
-    """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all."""
-    sentences = sentences_of(messages)
+def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
+                        date: str = "") -> tuple[str, list[str]]:
+    """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
+    the session's where the stretch starts (its marker was before the stretch)."""
+    sentences = sentences_of(messages, date)
     spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
     room = min(max_tokens, max(int(spoken * DIGEST_SHARE), MIN_DIGEST))
     people = list(dict.fromkeys(s.speaker for s in sentences))

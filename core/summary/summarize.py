@@ -64,6 +64,9 @@ class SummaryRequest:
     instructions: str | None = None
     preserve_error_details: bool = True
     abort_on_failure: bool = False
+    # The session date in effect where the stretch starts, when its marker came before it (the chat's opening
+    # message, or a stretch already summarized).
+    date: str = ""
 
 
 class Summarizer(Protocol):
@@ -98,7 +101,8 @@ class RuleSummarizer:
             facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
             decisions = "Decisions:\n" + "\n".join(f"- {d}" for d in facets.decisions) if facets.decisions else ""
             room = request.max_tokens - (request.counter.count_text(decisions) + 2 if decisions else 0)
-            text, key_points = conversation_digest(request.messages, max(room, 1), request.counter.count_text)
+            text, key_points = conversation_digest(request.messages, max(room, 1), request.counter.count_text,
+                                                    request.date)
             text = fit_text("\n\n".join(p for p in (text, decisions) if p), request.max_tokens, request.counter)
             return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="rule")
         text, key_points, facets = rule_summary(
@@ -497,7 +501,7 @@ class HybridSummarizer(LLMSummarizer):
         if is_conversation(request.messages):
             # The dated digest of both speakers takes the trail's place, the narrative the rest.
             facets = facets_of(request.messages, analyze_calls(request.messages))
-            digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count)
+            digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count, request.date)
             narrative = fit_text(out.narrative.strip(), max(request.max_tokens - count(digest) - 8, 16),
                                  request.counter)
             text = fit_text("\n\n".join(p for p in (digest, narrative) if p), request.max_tokens, request.counter)

@@ -96,6 +96,23 @@ def test_session_markers_are_summarized_with_their_stretch():
     assert session_label("Session 3 - 1:14 pm on 25 May, 2023") == "25 May, 2023, 1:14 pm"
 
 
+def test_a_stretch_is_dated_by_the_session_marker_before_it():
+    # LoCoMo-style: the chat opens with its first session's marker, which stays as the system prompt; the summary
+    # of the stretch after it still dates its facts. A plain system prompt dates nothing.
+    for opening, date in (("Session 1 - 1:56 pm on 8 May, 2023", "8 May, 2023, 1:56 pm"), ("You are helpful.", "")):
+        engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"),
+                               TokenCounter())
+        for m in [Message(role="system", content=opening), *talk()[1:4]]:
+            engine.append(m, auto=False)
+        record = engine.summarize_now(up_to=engine.messages[-1].id)
+        assert engine.assemble().items[0].message.content == opening
+        body = record.text.split("\n", 1)[1]
+        if date:
+            assert record.text.splitlines()[0].endswith(date) and body.startswith(f"[{date}]")
+        else:
+            assert "[" not in body and "helpful" not in record.text
+
+
 def test_a_session_marker_kept_verbatim_dates_the_messages_after_it_in_the_prompt():
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
     later = [Message(role="system", content="Session 3 - 1:14 pm on 25 May, 2023"),
