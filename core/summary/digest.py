@@ -2,7 +2,9 @@
 sentences that tell the most (rare words of the conversation, names, numbers, dates, titles, preferences), whole,
 ranked by what they tell per token and fitted to the cap, each under its session's date and its speaker, in the
 order they were said. Greetings, thanks and reactions are stripped from a sentence's start, never from inside it.
-Repeated messages collapse into one line with a count. Merging digests re-ranks the lines of all of them."""
+Repeated messages collapse into one line with a count. After each session's lines, a "Mentioned:" line indexes the
+names, dates, numbers and rare words of its sentences that did not fit. Merging digests re-ranks the lines of all of
+them and re-indexes what the merge drops with what their indexes held."""
 
 from __future__ import annotations
 
@@ -52,7 +54,16 @@ SHORT_SENTENCE = 8
 # Words encoded as one token numbered below this are everyday words (see rarity).
 COMMON_RANK = 4000
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
+# The share of a digest's room for its sessions' "Mentioned:" lines: the names, numbers, dates and rare words of
+# sentences that did not fit, as an index (entity memories keep one), so that what was said once is still there.
+MENTION_SHARE = 0.15
+MENTIONED = "Mentioned: "
+# Words rarer than this (see rarity) are indexed on their own.
+RARE = 0.9
 QUOTED = re.compile(r"[\"“']([A-Z][^\"”']{2,60})[\"”']")
+TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d[\d,.:/]*%?")
+CONNECTORS = frozenset(("of", "the", "and", "&", "de"))
+MAX_PHRASE = 3  # words in an indexed run of rare words ("adoption agencies")
 
 
 def is_conversation(messages: list[Message]) -> bool:
@@ -175,6 +186,85 @@ def choose(sentences: list[Sentence], room: int, count_tokens: Callable[[str], i
     return sorted(chosen, key=lambda s: s.order)
 
 
+def terms_of(text: str, skip: set[str]) -> list[str]:
+    """The names, dates, numbers with their nouns and runs of rare words of a sentence, as said ("Grand Canyon",
+    "7 May 2023", "4 years", "adoption agencies"), without the words in `skip` (the speakers' names)."""
+    found = list(TOKEN.finditer(text))
+    words = [m.group(0).rstrip(".,:/-") for m in found]
+    joined = [n > 0 and not text[found[n - 1].end():found[n].start()].strip() for n in range(len(words))]
+    lower = [re.sub(r"['’]s$", "", w.lower()) for w in words]  # "Charlotte's" is a name, "I've" is not
+    dropped = STOP_WORDS | WHEN | skip
+
+    def plain(n: int) -> bool:  # a word that can stand in an indexed run: no pronoun, contraction or stop word
+        return "'" not in lower[n] and "’" not in lower[n] and lower[n] not in dropped
+
+    def name(n: int) -> bool:
+        return n > 0 and len(words[n]) > 1 and words[n][0].isupper() and plain(n)  # a sentence's first word is capitalized anyway
+
+    terms, n = [], 0
+    while n < len(words):
+        end = n + 1
+        if words[n][0].isdigit() or lower[n] in MONTHS:
+            while end < len(words) and joined[end] and end - n < 3 and (
+                    words[end][0].isdigit() or lower[end] in MONTHS or (end == n + 1 and plain(end))):
+                end += 1
+            if words[n][0].isdigit() or end > n + 1:
+                terms.append(" ".join(words[n:end]))
+        elif name(n):
+            while end < len(words) and joined[end] and (name(end) or (
+                    lower[end] in CONNECTORS and end + 1 < len(words) and joined[end + 1] and name(end + 1))):
+                end += 1
+            terms.append(re.sub(r"['’]s$", "", " ".join(words[n:end])))
+        elif n > 0 and plain(n) and words[n].isalpha() and len(words[n]) > 3:  # a first word is often "Gotta"
+            while end < len(words) and end - n < MAX_PHRASE and joined[end] and plain(end) and not name(end):
+                end += 1
+            if any(rarity(w) >= RARE for w in lower[n:end]):
+                terms.append(" ".join(words[n:end]))
+        n = end
+    return terms
+
+
+def salience(term: str) -> float:
+    """What an indexed term tells: names, numbers and dates count most, then words by how rare they are."""
+    words = term.split()
+    value = sum(rarity(w.lower()) for w in words if w.isalpha())
+    value += 2.0 * any(w[0].isdigit() or w.lower() in MONTHS for w in words)
+    value += 2.0 * (term[0].isupper())
+    return value / (len(words) + 1)
+
+
+def mentioned(candidates: list[tuple[str, str]], kept: str, room: int,
+              count_tokens: Callable[[str], int]) -> dict[str, list[str]]:
+    """Per session date, the most salient of `candidates` ((date, term), in the order said) that the kept text does
+    not already hold, deduplicated, fitted to `room` tokens with their "Mentioned:" lines."""
+    have = " " + " ".join(WORD.findall(kept.lower())) + " "
+    seen: set[str] = set()
+    unique = []
+    for date, term in candidates:
+        key = " ".join(WORD.findall(term.lower()))
+        if key and key not in seen and f" {key} " not in have:
+            seen.add(key)
+            unique.append((date, term))
+    by_date: dict[str, list[str]] = {}
+    used = 0
+    for date, term in sorted(unique, key=lambda c: -salience(c[1])):
+        cost = count_tokens(term) + 1 if date in by_date else count_tokens(MENTIONED + term) + 1
+        if used + cost > room:
+            continue
+        by_date.setdefault(date, []).append(term)
+        used += cost
+    return by_date
+
+
+def indexed(sentences: list[Sentence], chosen: list[Sentence], extra: list[tuple[str, str]], room: int,
+            count_tokens: Callable[[str], int]) -> dict[str, list[str]]:
+    """The "Mentioned:" terms of the sentences not chosen (and of `extra`: earlier digests' index lines)."""
+    skip = {w.lower() for s in sentences for w in s.speaker.split()}
+    kept = {id(s) for s in chosen}
+    candidates = extra + [(s.date, t) for s in sentences if id(s) not in kept for t in terms_of(s.text, skip)]
+    return mentioned(candidates, " ".join(s.text for s in chosen), room, count_tokens)
+
+
 def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     """Every sentence that says something, with its session date (`date` until the stretch's first marker) and
     speaker; a repeated message becomes one line with its count."""
@@ -216,22 +306,32 @@ def lines_of(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
     return groups
 
 
-def render(header: str, chosen: Iterable[Sentence]) -> str:
-    lines, current = [header], None
-    for group in lines_of(chosen):
-        if group[0].date and group[0].date != current:
-            current = group[0].date
-            lines.append(f"[{current}]")
-        lines.append(line_of(group))
+def render(header: str, chosen: Iterable[Sentence], index: dict[str, list[str]] | None = None) -> str:
+    """The header, then per session its date, its kept lines and its "Mentioned:" line."""
+    groups = lines_of(chosen)
+    index = index or {}
+    dates = list(dict.fromkeys([g[0].date for g in groups] + list(index)))
+    lines = [header]
+    for date in dates:
+        if date:
+            lines.append(f"[{date}]")
+        lines += [line_of(g) for g in groups if g[0].date == date]
+        if index.get(date):
+            lines.append(MENTIONED + "; ".join(index[date]))
     return "\n".join(lines)
 
 
-def fitted(header: str, chosen: list[Sentence], max_tokens: int, count_tokens: Callable[[str], int]) -> str:
-    text = render(header, chosen)
+def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
+           count_tokens: Callable[[str], int], extra: list[tuple[str, str]] = ()) -> tuple[str, list[Sentence]]:
+    """The digest of the best sentences in `room` less the index's share, and the index of the rest."""
+    index_room = int(room * MENTION_SHARE)
+    chosen = choose(sentences, room - index_room, count_tokens)
+    index = indexed(sentences, chosen, list(extra), index_room, count_tokens)
+    text = render(header, chosen, index)
     while count_tokens(text) > max_tokens and chosen:  # the estimate of the date lines was short
         chosen.remove(min(chosen, key=lambda s: s.score))
-        text = render(header, chosen)
-    return text
+        text = render(header, chosen, index)
+    return text, chosen
 
 
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
@@ -246,8 +346,7 @@ def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: 
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
     if dates:
         header += f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
-    chosen = choose(sentences, room - count_tokens(header) - 1, count_tokens)
-    text = fitted(header, chosen, max_tokens, count_tokens)
+    text, chosen = fitted(header, sentences, room - count_tokens(header) - 1, max_tokens, count_tokens)
     return text, [line_of(group).removeprefix("- ") for group in lines_of(chosen)]
 
 
@@ -257,18 +356,19 @@ LINE = re.compile(r"^- ([^:\n]{1,40}): (.+?)(?: \(×(\d+)\))?$")
 def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
     """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
     them, re-ranked together, under their dates and speakers, in the order they were said."""
-    sentences, date = [], ""
+    sentences, date, index = [], "", []
     for turn, line in enumerate(line for text in texts for line in text.splitlines()):
         if line.startswith("[") and line.endswith("]"):
             date = line[1:-1]
+        elif line.startswith(MENTIONED):
+            index += [(date, term) for term in line.removeprefix(MENTIONED).split("; ")]
         elif match := LINE.match(line):
             speaker, said, repeats = match.groups()
             parts = [said] if repeats else [p for p in SENTENCE_END.split(said) if p.strip()]
             sentences += [Sentence(len(sentences) + n, date, speaker, part, turn, int(repeats or 1))
                           for n, part in enumerate(parts)]
     header = f"{HEADERS[1]} of {covered} earlier messages"
-    chosen = choose(sentences, max_tokens - count_tokens(header) - 1, count_tokens)
-    return fitted(header, chosen, max_tokens, count_tokens)
+    return fitted(header, sentences, max_tokens - count_tokens(header) - 1, max_tokens, count_tokens, index)[0]
 
 
 def line_of(group: list[Sentence]) -> str:

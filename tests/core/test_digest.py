@@ -64,13 +64,32 @@ def test_merged_digests_rank_the_lines_of_every_stretch_together_under_their_dat
     first = stretch("8 May, 2023", "I adopted a guinea pig named Oscar in March.")
     second = stretch("20 July, 2023", "Melanie's favorite book is \"Charlotte's Web\" by E. B. White.")
     texts = [conversation_digest(part, 400, COUNT)[0] for part in (first, second)]
-    merged = merged_digest(texts, len(first) + len(second), 80, COUNT)
-    assert COUNT(merged) <= 80 and "rested" not in merged
+    merged = merged_digest(texts, len(first) + len(second), 90, COUNT)
+    assert COUNT(merged) <= 90 and "stayed in" not in merged
     assert merged.startswith("Merged conversation digest of")
     assert "[8 May, 2023, 1:00 pm]\n- Caroline: I adopted a guinea pig named Oscar in March." in merged
     assert "[20 July, 2023, 1:00 pm]\n- Caroline: Melanie's favorite book is \"Charlotte's Web\"" in merged
     # A merge of merges reads its own format back.
-    assert merged_digest([merged], 99, 80, COUNT).split("\n", 1)[1] == merged.split("\n", 1)[1]
+    assert merged_digest([merged], 99, 90, COUNT).split("\n", 1)[1] == merged.split("\n", 1)[1]
+
+
+def test_a_name_said_once_in_a_sentence_that_did_not_fit_is_still_in_the_digest():
+    said = ["I adopted a guinea pig named Oscar in March.", "My favorite book is Charlotte's Web, I read it at 9.",
+            "We went camping at Lake Tahoe with my 3 kids.",
+            "Yesterday after work I was walking home along the street when I saw my old friend Bartholomew there "
+            "for a little while and we talked about the weather and things."]
+    messages = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023")]
+    messages += [Message(role="user" if n % 2 == 0 else "assistant",
+                         content=f"{'Caroline' if n % 2 == 0 else 'Melanie'}: {line}") for n, line in enumerate(said)]
+    text, _ = conversation_digest(messages, 120, COUNT)
+    assert COUNT(text) <= 120
+    assert "walking home" not in text  # the long sentence that tells little did not fit ...
+    assert "Oscar" in text and "Lake Tahoe" in text
+    mentioned = [line for line in text.splitlines() if line.startswith("Mentioned: ")]
+    assert len(mentioned) == 1 and "Bartholomew" in mentioned[0]  # ... but the name it told is indexed
+    assert text.index("[8 May, 2023, 1:56 pm]") < text.index("Lake Tahoe") < text.index("Mentioned: ")
+    # Merging digests reads the index back.
+    assert "Bartholomew" in merged_digest([text], len(messages), 120, COUNT)
 
 
 def test_repeated_messages_collapse_into_one_line_with_a_count():
@@ -163,8 +182,9 @@ def test_folding_a_chain_of_digests_keeps_facts_from_its_first_stretch():
         engine.summarize_now()
     merged = [r for r in engine.chain() if r.merged_ids]
     assert merged and merged[0].text.startswith("Merged conversation digest")
-    assert "[3 May, 2023, 1:00 pm]\n- Caroline: My grandma gave me a necklace in Sweden when I was 12." in \
-        merged[0].text
+    # Under its session's date, as a line or, where the repeated lines took the room, in its "Mentioned:" index.
+    first_session = merged[0].text.split("[3 May, 2023, 1:00 pm]\n", 1)[1].split("\n[", 1)[0]
+    assert all(fact in first_session for fact in ("grandma", "necklace", "Sweden", "12"))
     assert sum(r.tokens for r in engine.chain()) <= engine.budget.available * policy.conversation_chain_share
 
 
