@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
 from ..model.messages import Message, ToolCall
-from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..model.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
 from ..summary.summarize import fit_text
 from ..summary.tool_output import one_line
 from .recalling import Recaller
@@ -42,7 +43,7 @@ class PromptAssembler:
         texts are cut.
         """
         counter, budget = self.setup.counter, self.setup.budget
-        items = self.meter.items()
+        items, left_out_at = self._items()
         if recall:
             items = self.recaller.with_recall(items)
         available = budget.available
@@ -55,11 +56,45 @@ class PromptAssembler:
 
         for tail in (self.setup.policy.keep_recent, 0):
             total = self._shrink_tool_outputs(items, total, tail)
-        if over():
-            total = self._drop_oldest(items, total)
+        if over() or left_out_at is not None:
+            total = self._drop_oldest(items, total, left_out_at)
         if over():
             total = self._cut_longest(items, total)
         return Prompt(items, counter.calibrated(total), budget)
+
+    def _items(self) -> tuple[list[ContextItem], int | None]:
+        """The prompt's items before trimming, and None; or, in a chat far longer than the budget, the items without
+        the oldest messages that trimming would leave out whatever it did, and where the note saying so goes.
+
+        What trimming does is fixed then: if the newest messages alone, at the fewest tokens a message can take,
+        are over the budget, no shrinking makes the prompt fit and leaving out messages, oldest first, goes past
+        every one before them. So the same prompt is assembled from those newest ones, with the protected messages
+        before them (pinned, session markers) and without the others, whatever the chat's length."""
+        policy, counter = self.setup.policy, self.setup.counter
+        conversation = self.meter.conversation()
+        newest = math.ceil(self.setup.budget.available / (MESSAGE_OVERHEAD * counter.factor)) + 1
+        # The recent tail (which trimming spares) is among them too.
+        tail = max(policy.keep_recent, policy.min_recent)
+        cut = len(conversation) - newest - tail
+        if cut <= 0 or sum(m.role != "system" for m in conversation[cut:]) < tail:
+            return self.meter.items(), None
+        while True:  # never between a tool call and its results (they leave together)
+            kept_calls = {c.id for m in conversation[cut:] for c in m.tool_calls}
+            answered = {m.tool_call_id for m in conversation[cut:] if m.tool_call_id and m.tool_call_id not in kept_calls}
+            earlier = next((n for n, m in enumerate(conversation[:cut]) if any(c.id in answered for c in m.tool_calls)),
+                           None) if answered else None
+            if earlier is None:
+                break
+            cut = earlier
+        older = conversation[:cut]
+        first = next((n for n, m in enumerate(older) if not m.pinned and m.role != "system"), None)
+        if first is None:  # nothing there can be left out
+            return self.meter.items(), None
+        # A call left out takes its results, even pinned ones.
+        leaving = {c.id for m in older if not m.pinned for c in m.tool_calls}
+        protected = [m for m in older if m.role == "system" or (m.pinned and m.tool_call_id not in leaving)]
+        head = len(self.meter.head())
+        return self.meter.items(protected + conversation[cut:]), head + first
 
     def fits_by_shrinking_old_outputs(self) -> bool:
         """Whether the prompt fits once tool outputs before the last min_recent messages shrink to one line (the
@@ -100,14 +135,15 @@ class PromptAssembler:
             self._trimmed[message.id] = cached
         return cached
 
-    def _drop_oldest(self, items: list[ContextItem], total: int) -> int:
-        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits."""
+    def _drop_oldest(self, items: list[ContextItem], total: int, left_out_at: int | None = None) -> int:
+        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits;
+        `left_out_at`: older ones are left out already (_items), and the note saying so goes there."""
         counter = self.setup.counter
         available = self.setup.budget.available
         conversation = [i for i in items if i.kind in ("message", "tool_output", "trimmed")]
         droppable = [i for i in conversation[:max(len(conversation) - self.setup.policy.min_recent, 0)]
                      if not i.message.pinned]
-        if not droppable:
+        if not droppable and left_out_at is None:
             return total
         results_of: dict[str, list[ContextItem]] = defaultdict(list)
         for item in conversation:
@@ -127,7 +163,7 @@ class PromptAssembler:
                 if id(member) not in dropped:
                     dropped.add(id(member))
                     total -= member.tokens
-        position = items.index(droppable[0])
+        position = items.index(droppable[0]) if left_out_at is None else left_out_at
         items[:] = [i for i in items if id(i) not in dropped]
         items.insert(position, ContextItem("trimmed", note, note.id, note_tokens))
         return total + note_tokens

@@ -9,7 +9,7 @@ from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING, TokenCounter
 from ..summary.retention import context_text as retention_context_text
 from ..summary.summarize import Summarizer
-from .archive import Archive
+from .archive import Archive, shown_kind
 from .policy import SummarizationPolicy
 
 if TYPE_CHECKING:  # recall builds ContextItems from this module
@@ -88,25 +88,35 @@ class UsageMeter:
             return None
         return Message(role="system", content=self.setup.system_prompt, id=SYSTEM_PROMPT_ID, created_at=0.0)
 
-    def context_messages(self) -> list[tuple[ItemKind, Message, str]]:
-        """(kind, message, source id) of everything the prompt holds before trimming, in order."""
+    def head(self) -> list[tuple[ItemKind, Message, str]]:
+        """(kind, message, source id) of what comes before the conversation: the system prompt, the chat's opening
+        system message and the summaries."""
         visible = self.archive.visible()
         out: list[tuple[ItemKind, Message, str]] = []
         prompt = self._system_prompt()
         if prompt is not None:
             out.append(("system", prompt, SYSTEM_PROMPT_ID))
-        opening = [m for m in visible[:1] if self.archive.is_opening(m)]
-        out += [("system", m, m.id) for m in opening]
+        out += [("system", m, m.id) for m in visible[:1] if self.archive.is_opening(m)]
         out += [("summary", self.archive.summary_message(r), r.id) for r in self.archive.chain]
-        # A later system message (a session or date marker) stays where it is: it dates the messages after it.
-        out += [("system" if m.role == "system" else "tool_output" if m.role == "tool" else "message", m, m.id)
-                for m in visible[len(opening):]]
         return out
 
-    def items(self) -> list[ContextItem]:
-        """The prompt's items before trimming, each with its (uncalibrated) token count."""
+    def conversation(self) -> list[Message]:
+        """The visible messages after the chat's opening, in order (a later system message, a session or date
+        marker, stays where it is: it dates the messages after it)."""
+        visible = self.archive.visible()
+        return visible[1:] if visible and self.archive.is_opening(visible[0]) else visible
+
+    def context_messages(self) -> list[tuple[ItemKind, Message, str]]:
+        """(kind, message, source id) of everything the prompt holds before trimming, in order."""
+        return self.head() + [(shown_kind(m), m, m.id) for m in self.conversation()]
+
+    def items(self, conversation: list[Message] | None = None) -> list[ContextItem]:
+        """The prompt's items before trimming, each with its (uncalibrated) token count; `conversation` in place of
+        the visible conversation if given."""
         tokens = self.setup.counter.raw_message_tokens
-        return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self.context_messages()]
+        return [ContextItem(kind, m, source, tokens(m)) for kind, m, source in self.head()] + [
+            ContextItem(shown_kind(m), m, m.id, tokens(m)) for m in (
+                self.conversation() if conversation is None else conversation)]
 
     def _system_tokens(self) -> int:
         """Raw tokens of the system prompt and the visible system messages."""

@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
 from precis.core.context.policy import SummarizationPolicy, policy_errors
@@ -181,6 +181,49 @@ def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_k
 
 
 TOPICS = ("lighthouse keeper", "violin recital", "marathon training")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(steps=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "tools", "pinned", "pinned call",
+                                                 "pinned result", "system"]), st.integers(1, 60)),
+                      min_size=110, max_size=170),
+       window=st.sampled_from([300, 500]), keep=st.integers(2, 8), opening=st.booleans(),
+       summarized=st.booleans())
+def test_a_chat_far_past_its_window_is_sent_as_trimming_all_of_it_would_send(steps, window, keep, opening,
+                                                                              summarized):
+    """The prompt of a chat far longer than its budget is assembled without the messages trimming is sure to leave
+    out (so opening one of 100,000 messages does not make an item of each): it is the prompt trimming every one of
+    them gives, with pinned messages, session markers, tool calls and their results where they are."""
+    engine = ContextEngine(Budget(window=window, reserve_output=50),
+                           SummarizationPolicy(mode="rule", enabled=False, keep_recent=keep), TokenCounter())
+    if opening:
+        engine.append(Message(role="system", content="Answer briefly."), auto=False)
+    for n, (kind, words) in enumerate(steps):
+        text = long_text(words, f"s{n}w")
+        if kind in ("tool", "tools", "pinned call", "pinned result"):
+            call, result = tool_pair("Bash", {"command": f"make target{n}"}, text)
+            results = [result, result.with_changes(id=f"{result.id}b")] if kind == "tools" else [result]
+            messages = [call.with_changes(pinned=kind == "pinned call"),
+                        *(r.with_changes(pinned=kind == "pinned result") for r in results)]
+        elif kind == "system":
+            messages = [Message(role="system", content=f"Session {n}")]
+        else:
+            messages = [Message(role="user" if kind == "pinned" else kind, content=text, pinned=kind == "pinned")]
+        for message in messages:
+            engine.append(message, auto=False)
+    if summarized:
+        engine.summarize_now(up_to=engine.messages[len(engine.messages) // 5].id)
+    assembler = engine.assembler
+    prompt = engine.assemble()
+    assume(assembler._items()[1] is not None)  # the newest messages alone are over this budget
+    assembler._items = lambda: (engine.meter.items(), None)  # every message an item, as trimming started before
+    whole = engine.assemble()
+    assert prompt.tokens == whole.tokens
+    def sent(p):  # the left-out note is made anew each time (its created_at differs)
+        return [(i.kind, i.source_id, i.tokens, i.message.role, i.message.content, i.message.tool_calls)
+                for i in p.items]
+
+    assert sent(prompt) == sent(whole)
 
 
 def archived_fact_engine(**policy) -> tuple[ContextEngine, Message]:
