@@ -54,9 +54,10 @@ class Archive:
         self.by_record: dict[str, SummaryRecord] = {}
         # The archive map in two steps, so that a merge changes neither what is hidden nor a map entry per message:
         # message id -> the record whose own range holds it (for each message hidden now), and record id -> the
-        # record of the chain it is folded into (itself when it is in the chain), for every record under the chain.
+        # merge it was folded into (itself for a record of the chain), for every record under the chain: the chain
+        # record hiding a message is at the end of that path (shortened as it is followed).
         self.covered_by: dict[str, str] = {}
-        self.chain_record: dict[str, str] = {}
+        self.folded_into: dict[str, str] = {}
         self.chain: list[SummaryRecord] = []
         # Bumped whenever the archived set changes (recall caches its matches per generation).
         self.generation = 0
@@ -102,7 +103,16 @@ class Archive:
     def holder(self, message_id: str) -> str | None:
         """Id of the record of the chain that hides the message, if one does."""
         record_id = self.covered_by.get(message_id)
-        return None if record_id is None else self.chain_record[record_id]
+        return None if record_id is None else self._chain_record(record_id)
+
+    def _chain_record(self, record_id: str) -> str:
+        into = self.folded_into
+        top = record_id
+        while into[top] != top:
+            top = into[top]
+        while into[record_id] != top:  # the next look is one step
+            into[record_id], record_id = top, into[record_id]
+        return top
 
     def first_position(self, record: SummaryRecord) -> int:
         """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
@@ -118,8 +128,11 @@ class Archive:
     def rebuild(self) -> None:
         """Derive the chain and the archive map from record statuses (restore, merges and their undo)."""
         active = [r for r in self.records if r.status == "active"]
-        self.chain_record = {r.id: record.id for record in active for r in self.folded(record)}
-        self.covered_by = {mid: r.id for r in self.records if r.id in self.chain_record for mid in r.covered_ids}
+        self.folded_into = {record.id: record.id for record in active}
+        for record in active:
+            for merge in self.folded(record):
+                self.folded_into.update((c, merge.id) for c in merge.merged_ids if c in self.by_record)
+        self.covered_by = {mid: r.id for r in self.records if r.id in self.folded_into for mid in r.covered_ids}
         first_position = {r.id: self.first_position(r) for r in active}
         self.chain = sorted(active, key=lambda r: first_position[r.id])
         self._summary_messages = {}
@@ -147,7 +160,7 @@ class Archive:
         was_visible = [m for m in self.messages_by_ids(ids) if self.is_visible(m)]
         for mid in ids:
             self.covered_by[mid] = record.id
-        self.chain_record[record.id] = record.id
+        self.folded_into[record.id] = record.id
         first = self.first_position(record)
         index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
         self.chain.insert(index, record)
@@ -164,10 +177,10 @@ class Archive:
     def _fold(self, record: SummaryRecord, children: list[SummaryRecord]) -> None:
         """A merge folds summaries of the chain into one: the same messages stay hidden, so the visible set, its
         tally and the recall index stay as they are; only which record hides them, and the chain, change (a step
-        per folded record, none per message)."""
-        for folded in self.folded(record):
-            self.chain_record[folded.id] = record.id
+        per summary it folds, none per message)."""
+        self.folded_into[record.id] = record.id
         for child in children:
+            self.folded_into[child.id] = record.id
             self.chain.remove(child)
             self._summary_messages.pop(child.id, None)
         first = self.first_position(record)
@@ -180,7 +193,7 @@ class Archive:
         ids = [mid for mid in record.covered_ids if self.covered_by.get(mid) == record.id]
         for mid in ids:
             del self.covered_by[mid]
-        del self.chain_record[record.id]
+        del self.folded_into[record.id]
         self.chain.remove(record)
         self._summary_messages.pop(record.id, None)
         if self._visible_cache is not None:
