@@ -61,20 +61,26 @@ def test_undo_is_persisted(tmp_path):
         assert {r.id: r.status for r in again.records}[undone.id] == "undone"
 
 
-def test_a_failed_save_is_reported_not_swallowed(tmp_path):
-    """A full disk is injected with SQLite's max_page_count (the same SQLITE_FULL error)."""
-    messages = read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl"))
+def attached(tmp_path):
+    """A store holding a real transcript as a chat, and its engine attached (save errors collected, not raised)."""
     store = open_store(tmp_path)
     chat = store.create_chat("live")
-    store.add_messages(chat, messages)
+    store.add_messages(chat, read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl")))
     engine = restore(store, chat)
     errors = []
     attach_engine(store, chat, engine, on_error=errors.append)
+    return store, chat, engine, errors
 
-    @event.listens_for(store.engine, "connect")
-    def _cap(dbapi_conn, _record):
-        dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
 
+def disk_full_now(dbapi_conn, _record):
+    """A connection whose database cannot grow: SQLite's max_page_count gives the same SQLITE_FULL as a full disk."""
+    dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+
+def test_a_failed_save_is_reported_not_swallowed(tmp_path):
+    """A full disk is injected with SQLite's max_page_count (the same SQLITE_FULL error)."""
+    store, chat, engine, errors = attached(tmp_path)
+    event.listen(store.engine, "connect", disk_full_now)
     store.engine.dispose()
     engine.summarize_now()
     assert len(errors) == 1 and isinstance(errors[0], StoreWriteError)
@@ -85,22 +91,12 @@ def test_a_failed_save_is_reported_not_swallowed(tmp_path):
 def test_what_a_failed_save_left_out_is_written_with_the_next_one(tmp_path):
     """Each event writes only the archive marks of the range it changed: the range of one that failed to save is
     written with the next event, so the store ends up as the engine is (a full disk injected as above)."""
-    messages = read_transcript(next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl"))
-    store = open_store(tmp_path)
-    chat = store.create_chat("live")
-    store.add_messages(chat, messages)
-    engine = restore(store, chat)
-    errors = []
-    attach_engine(store, chat, engine, on_error=errors.append)
-
-    def cap(dbapi_conn, _record):
-        dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
-
-    event.listen(store.engine, "connect", cap)
+    store, chat, engine, errors = attached(tmp_path)
+    event.listen(store.engine, "connect", disk_full_now)
     store.engine.dispose()
     first = engine.summarize_now()
     assert len(errors) == 1
-    event.remove(store.engine, "connect", cap)
+    event.remove(store.engine, "connect", disk_full_now)
     store.engine.dispose()
     more = [Message(role="user" if n % 2 == 0 else "assistant", content=f"then step {n} of the fix") for n in range(8)]
     store.add_messages(chat, more)
