@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..model.bulk import collector_paused
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..model.tokens import TokenCounter
@@ -73,8 +74,9 @@ class ContextEngine:
                 recall_search: RecallSearch | None = None) -> ContextEngine:
         """Rebuild from persisted originals and records (in creation order); statuses say which are active."""
         engine = cls(budget, policy, counter, summarizer, system_prompt, recall_search)
-        engine.archive.load(messages, records)
-        engine.summarization.restored()
+        with collector_paused():
+            engine.archive.load(messages, records)
+            engine.summarization.restored()
         return engine
 
     # ----- reading ------------------------------------------------------------------------------------------

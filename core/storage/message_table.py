@@ -16,6 +16,7 @@ from sqlalchemy import bindparam, func, text
 from sqlmodel import Session, select, update
 
 from ..context.recall import fts_or_query
+from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
 from .database import MESSAGE, MessageNotFound, MessageRow, StoreError
 
@@ -161,14 +162,14 @@ class MessageTable:
 
     def load_counted_messages(self, chat_id: str) -> tuple[list[Message], dict[str, int]]:
         """The chat's messages in order and their cached token counts by id, in one read (opening a chat)."""
-        with self._read() as session:
+        with self._read() as session, collector_paused():
             self._chat_row(session, chat_id, deleted_ok=True)
             # Plain driver rows: this is the hot path of opening a long chat.
             rows = session.connection().exec_driver_sql(
                 f"SELECT {MESSAGE_COLUMNS}, token_count FROM message WHERE chat_id = ? ORDER BY seq",
                 (chat_id,)).fetchall()
-        messages = [_message_from_row(*row[:-1]) for row in rows]
-        return messages, {row[0]: row[-1] for row in rows if row[-1] is not None}
+            messages = [_message_from_row(*row[:-1]) for row in rows]
+            return messages, {row[0]: row[-1] for row in rows if row[-1] is not None}
 
     def token_counts(self, chat_id: str) -> dict[str, int]:
         """Cached token counts by message id (cleared when a message changes)."""
