@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from precis.core.model.messages import Message  # noqa: E402
-from precis.core.model.tokens import TokenCounter  # noqa: E402
+from precis.core.providers.base import token_counter  # noqa: E402
 from precis.core.providers.local import LocalProvider  # noqa: E402
 from precis.core.providers.model_process import ModelProcessDied  # noqa: E402
 from precis.core.storage.interchange import read_transcript  # noqa: E402
@@ -53,7 +53,7 @@ def summary_times(provider: LocalProvider, per_transcript: int = 2, size: int = 
     transcripts = sorted(p for p in TRANSCRIPTS.glob("*.jsonl") if not p.name.endswith(".raw.jsonl"))
     if not transcripts:
         return f"summary time: skipped (no transcripts in {TRANSCRIPTS})"
-    counter = TokenCounter(exact=provider.count_tokens)
+    counter = token_counter(provider)
     timed = []
     for path in transcripts:
         transcript = read_transcript(path)

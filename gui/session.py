@@ -23,6 +23,7 @@ from ..core.providers.base import (
     Provider,
     ProviderError,
     StreamInterrupted,
+    token_counter,
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
 from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
@@ -139,11 +140,10 @@ class ChatSession:
     def _counter(self) -> TokenCounter:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
         try:
-            exact = self.provider.count_tokens("probe") is not None
+            return token_counter(self.provider)
         except Exception as exc:  # noqa: BLE001 - whatever stops the tokenizer loading, estimates still work
             log.warning("token counts are estimated: the model's tokenizer is unavailable (%s)", exc)
-            exact = False
-        return TokenCounter(exact=self.provider.count_tokens) if exact else TokenCounter()
+            return TokenCounter()
 
     def close(self) -> None:
         if self._detach is not None:

@@ -34,5 +34,8 @@ class ScriptedProvider:
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def tokenizer_name(self) -> str | None:
+        return None
+
     def list_models(self) -> list[str]:
         return [self.model]

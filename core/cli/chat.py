@@ -15,8 +15,7 @@ from ..commands import SlashError, help_text, parse
 from ..context.engine import ContextEngine, EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo
 from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
-from ..model.tokens import TokenCounter
-from ..providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage
+from ..providers.base import CancelToken, ContextLengthExceeded, Provider, ProviderError, Usage, token_counter
 from ..providers.registry import KINDS, make_provider
 from ..storage.chats import restore_engine
 from ..storage.store import StoreError, attach_engine, open_store
@@ -121,8 +120,7 @@ def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err:
 def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO) -> int:
     """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID."""
     window = args.context_tokens or provider.context_window()
-    exact = provider.count_tokens if provider.count_tokens("") is not None else None
-    counter = TokenCounter(exact=exact)
+    counter = token_counter(provider)
     summarizer = make_summarizer(args.summaries, provider)
     with open_store(args.data_dir) as store:
         if args.chat:

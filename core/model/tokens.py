@@ -38,13 +38,18 @@ class TokenCounter:
     """Counts tokens of texts and messages.
 
     A message's count is cached by id and only recomputed when its text changes, so an old message is never
-    tokenized twice. `exact` lets a backend supply its own tokenizer (the local model's); `calibrate` corrects the
-    estimate from the prompt tokens a provider reports after a call.
+    tokenized twice. `exact` lets a backend supply its own tokenizer (the local model's), named by `exact_name`;
+    `calibrate` corrects the estimate from the prompt tokens a provider reports after a call.
     """
 
-    def __init__(self, exact: Callable[[str], int] | None = None, encoding: str = OFFLINE_ENCODING):
+    def __init__(self, exact: Callable[[str], int] | None = None, encoding: str = OFFLINE_ENCODING, *,
+                 exact_name: str | None = None):
+        if (exact is None) != (exact_name is None):
+            raise ValueError("an exact tokenizer needs a name (exact_name), and a name needs the tokenizer")
         self._encoding_name = encoding
         self._exact = exact
+        # Which tokenizer makes this counter's counts: saved counts are reused only by a counter of the same name.
+        self.name = exact_name if exact_name is not None else f"tiktoken {encoding}"
         self._cache: dict[str, tuple[str, int, int]] = {}
         self.factor = 1.0
         self._observations = 0

@@ -171,6 +171,9 @@ class AnthropicProvider(HTTPProvider):
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def tokenizer_name(self) -> str | None:
+        return None
+
     def list_models(self) -> list[str]:
         payload = get_json(self._client, f"{self.base_url}/v1/models", headers=self._headers(), server=self.server,
                            model=self.model, secret=self._api_key, key_hint=self._key_hint)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ..model.messages import Message
+from ..model.tokens import TokenCounter
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,21 @@ class Provider(Protocol):
         """Exact count from the backend's tokenizer, or None where it has none."""
         ...
 
+    def tokenizer_name(self) -> str | None:
+        """What identifies the tokenizer count_tokens uses (counts saved under this name are its), or None where
+        there is none."""
+        ...
+
     def list_models(self) -> list[str]: ...
+
+
+def token_counter(provider: Provider) -> TokenCounter:
+    """Exact counts with the provider's own tokenizer where it has one (loaded here, so one that cannot load fails
+    now, not mid-count), else estimates."""
+    name = provider.tokenizer_name()
+    if name is None or provider.count_tokens("probe") is None:
+        return TokenCounter()
+    return TokenCounter(exact=provider.count_tokens, exact_name=name)
 
 
 def complete(provider: Provider, messages: list[Message], **kwargs: Any) -> Completion:

@@ -278,6 +278,10 @@ class LocalProvider:
     def count_tokens(self, text: str) -> int | None:
         return load_vocabulary(self.path).count(text)
 
+    def tokenizer_name(self) -> str | None:
+        # The model file's name and size: another file (even one of the same name) is another vocabulary.
+        return f"gguf {self.path.name} {self.path.stat().st_size}"
+
     def list_models(self) -> list[str]:
         return [self.model]
 

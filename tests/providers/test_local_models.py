@@ -12,7 +12,7 @@ from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
-from precis.core.providers.base import ProviderUnavailable, complete
+from precis.core.providers.base import ProviderUnavailable, complete, token_counter
 from precis.core.providers.discovery import (
     FoundModel,
     find_gguf_models,
@@ -100,7 +100,7 @@ def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes
 
         summarizer = LLMSummarizer(provider, deadline_seconds=600)  # the model's answer, however busy the machine
         engine = ContextEngine(Budget(window=provider.context_window(), reserve_output=512),
-                               SummarizationPolicy(mode="llm"), TokenCounter(exact=provider.count_tokens), summarizer)
+                               SummarizationPolicy(mode="llm"), token_counter(provider), summarizer)
         for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
             engine.append(message, auto=False)
         record = engine.summarize_now()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
+from precis.core.providers.local import LocalProvider
 from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
 from precis.core.storage.store import attach_engine, open_store
 
@@ -39,6 +40,56 @@ def test_reopening_a_chat_tokenizes_no_old_message(tmp_path, monkeypatch):
     assert not [t for t in tokenized if t.startswith("message ")], "stored counts should have been used"
 
 
+def model_tokenizer_counter(calls: list[str]) -> TokenCounter:
+    """An exact counter on the local model's own tokenizer (its vocabulary alone, no weights), noting each text the
+    tokenizer is asked to count."""
+    provider = LocalProvider()
+
+    def counting(text: str) -> int:
+        calls.append(text)
+        return provider.count_tokens(text)
+
+    return TokenCounter(exact=counting, exact_name=provider.tokenizer_name())
+
+
+def test_reopening_a_chat_with_the_models_tokenizer_tokenizes_no_old_message(tmp_path):
+    """Opening a long chat in the window counts with the model's tokenizer: the second opening must not count again."""
+    with open_store(tmp_path) as store:
+        chat_id = chat_with_history(store)
+        first_calls: list[str] = []
+        first, _ = restore_engine(store, chat_id, default_window=65536, counter=model_tokenizer_counter(first_calls))
+        first.usage()
+        save_token_counts(store, chat_id, first)
+        second_calls: list[str] = []
+        second, _ = restore_engine(store, chat_id, default_window=65536, counter=model_tokenizer_counter(second_calls))
+        assert second.usage().total == first.usage().total
+    assert len([t for t in first_calls if t.startswith("message ")]) == 40
+    assert not [t for t in second_calls if t.startswith("message ")], "the saved exact counts should have been used"
+
+
+def test_counts_saved_by_another_tokenizer_are_not_used_and_are_replaced(tmp_path):
+    with open_store(tmp_path) as store:
+        chat_id = chat_with_history(store)
+        estimated, _ = restore_engine(store, chat_id, default_window=65536)
+        estimate = estimated.usage().total
+        save_token_counts(store, chat_id, estimated)
+
+        calls: list[str] = []
+        exact, _ = restore_engine(store, chat_id, default_window=65536, counter=model_tokenizer_counter(calls))
+        assert exact.usage().total != estimate  # the two tokenizers disagree on this text, so a reuse would show
+        assert len([t for t in calls if t.startswith("message ")]) == 40, "the estimates must not stand for counts"
+        save_token_counts(store, chat_id, exact)
+
+        # Now the saved counts are the model's: the estimate counts for itself again, and gets what it got before.
+        counter = TokenCounter()
+        tokenized: list[str] = []
+        original = counter.count_text
+        counter.count_text = lambda text: tokenized.append(text) or original(text)
+        again, _ = restore_engine(store, chat_id, default_window=65536, counter=counter)
+        assert again.usage().total == estimate
+        assert len([t for t in tokenized if t.startswith("message ")]) == 40
+
+
 def test_saving_counts_reads_the_stored_counts_once_however_long_the_chat(tmp_path, monkeypatch):
     """Reading the stored counts once per message made `precis context` quadratic (18 s at 10,000 messages)."""
     with open_store(tmp_path) as store:
@@ -47,10 +98,10 @@ def test_saving_counts_reads_the_stored_counts_once_however_long_the_chat(tmp_pa
         engine.usage()
         reads: list[str] = []
         original = store.token_counts
-        monkeypatch.setattr(store, "token_counts", lambda cid: reads.append(cid) or original(cid))
+        monkeypatch.setattr(store, "token_counts", lambda cid, name: reads.append(cid) or original(cid, name))
         save_token_counts(store, chat_id, engine)
         assert reads == [chat_id]
-        assert len(original(chat_id)) == 60
+        assert len(original(chat_id, engine.counter.name)) == 60
 
 
 def test_recall_searches_the_stores_index_of_this_chats_archived_messages(tmp_path):
