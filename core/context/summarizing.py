@@ -32,6 +32,18 @@ EXPECTED_SUMMARY_SHARE = 0.25
 EventKind = Literal["summarized", "merged", "undone"]
 
 
+def _call_positions(conversation: list[Message]) -> dict[int, int]:
+    """Each tool result's position mapped to its call's: the nearest message before it making a call of its id."""
+    latest: dict[str, int] = {}
+    calls: dict[int, int] = {}
+    for n, message in enumerate(conversation):
+        if message.role == "tool" and message.tool_call_id in latest:
+            calls[n] = latest[message.tool_call_id]
+        for call in message.tool_calls:
+            latest[call.id] = n
+    return calls
+
+
 class NothingToSummarize(Exception):
     pass
 
@@ -129,13 +141,14 @@ class Summarization:
             cut = next((n + 1 for n, m in enumerate(conversation) if m.id == up_to), 0)
         else:
             cut = max(len(conversation) - keep, 0)
-        # Move the cut earlier while it would separate a tool call from its result.
-        while 0 < cut < len(conversation):
-            head_calls = {c.id for m in conversation[:cut] for c in m.tool_calls}
-            if any(m.tool_call_id in head_calls for m in conversation[cut:] if m.role == "tool"):
-                cut -= 1
-            else:
-                break
+        # Move the cut earlier while it would separate a tool call from its result: to the earliest call whose
+        # result is past the cut, taking in the results that brings along. A result's call is the nearest one before
+        # it with its id (ids repeat in some chats: "call_0"). Linear: it was a pass over the head per step back.
+        call_at = _call_positions(conversation)
+        earliest = min((call_at[n] for n in range(cut, len(conversation)) if n in call_at), default=cut)
+        while earliest < cut:
+            cut -= 1
+            earliest = min(earliest, call_at.get(cut, cut))
         return [m for m in conversation[:cut] if not m.pinned]
 
     def chain_room(self, leaving: int = 0) -> int:

@@ -117,7 +117,12 @@ class Vocabulary:
         return cls(path, model)
 
     def count(self, text: str) -> int:
-        return len(self.model.tokenize(text.encode("utf-8"), add_bos=False, special=False)) if text else 0
+        """Tokens of `text`, asked for with no room for them: llama.cpp then answers minus the number it needs,
+        without the token list (a third of the time of counting a long chat's messages went on building it)."""
+        from llama_cpp import llama_cpp
+
+        data = text.encode("utf-8")
+        return -llama_cpp.llama_tokenize(self.model.vocab, data, len(data), None, 0, False, False) if data else 0
 
     def prompt_tokens(self, messages: list[Message]) -> list[int]:
         prompt = self.formatter(messages=to_template_messages(messages)).prompt

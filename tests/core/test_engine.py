@@ -444,6 +444,26 @@ def test_undo_refuses_when_an_original_no_longer_matches_its_fingerprint():
         engine.undo_last()
 
 
+def test_a_chat_reusing_tool_call_ids_is_summarized_without_splitting_a_call_from_its_result():
+    """Some servers number calls per reply ("call_0" every time): a result belongs to the nearest call of its id
+    before it, so the older turns can still be summarized (matching any earlier call left nothing to take)."""
+    engine = engine_with(window=8000, reserve=200, keep_recent=4)
+    for i in range(12):
+        call = ToolCall(id="call_0", name="Bash", arguments={"command": f"ls dir{i}"})
+        for message in (user(f"list dir{i}"), Message(role="assistant", content="", tool_calls=(call,)),
+                        Message(role="tool", content=f"file{i}.txt", name="Bash", tool_call_id="call_0"),
+                        assistant(f"dir{i} holds file{i}.txt")):
+            engine.append(message, auto=False)
+    assert engine.can_summarize()
+    engine.summarize_now()
+    messages = engine.messages
+    hidden = [engine.is_archived(m.id) for m in messages]
+    assert not all(hidden) and sum(hidden) >= len(messages) - 8, "all but the recent turns are summarized"
+    for n, message in enumerate(messages):
+        if message.role == "tool":  # its call, the message before it here, is on the same side
+            assert hidden[n - 1] == hidden[n]
+
+
 def test_nothing_to_summarize_when_only_the_tail_remains():
     engine = engine_with(window=8000, reserve=200)
     fill(engine, 2)
