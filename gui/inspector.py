@@ -218,13 +218,6 @@ CHAIN_COLUMNS = (
 )
 
 
-def written(record: SummaryRecord) -> str:
-    """The Mode cell: `rule`, or the mode and the model that wrote it: `hybrid · SmolLM2-135M-Instruct`."""
-    if record.written_by in ("", "rules"):
-        return record.mode
-    return f"{record.mode} · {record.written_by.split(': ', 1)[-1]}"
-
-
 def retention_share(record: SummaryRecord) -> str:
     """'84/137 (61%)': facts of the originals the model still sees, all kinds together."""
     if record.retention is None:
@@ -532,7 +525,9 @@ class Inspector(QFrame):
                 (str(len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)), ""),
                 (f"{compact_tokens(record.tokens_before)} → {compact_tokens(record.tokens_after)}",
                  f"{record.tokens_before:,} → {record.tokens_after:,} tokens"),
-                (written(record), f"{record.mode}, written by {record.writer}"),
+                # Who wrote it is in the tooltip and the Summary tab: a model's name in the cell crowded out the
+                # columns after it.
+                (record.mode, f"{record.mode}, written by {record.writer}"),
                 ("yes" if record.fallback_used else "no", record.fallback_reason or ""),
                 (str(record.redactions), ""),
                 # The share in the cell; the counts by kind and what is missing in the tooltip.

@@ -371,7 +371,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
     record = window.chat.snapshot.chain[0]
     assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
-    mode = window.inspector.chain.item(0, 4)  # the chain's Mode cell says who wrote it
+    mode = window.inspector.chain.item(0, 4)  # the chain's Mode cell: the mode; who wrote it on hover
     assert mode.text() == "rule" and mode.toolTip() == "rule, written by rules"
     assert len(store.load_records(chat_id)) == 1
 
