@@ -15,6 +15,10 @@ their output.
     python -m benchmarks.fidelity --modes rule,hybrid --transcripts sweagent_1,sweagent_2,sweagent_3
     python -m benchmarks.fidelity --modes hybrid --summary-seconds 60   # every narrative written, however busy
 
+Held-out conversations (LoCoMo's 4-10, never tuned on): `python -m benchmarks.locomo_convert locomo10.json DIR 4 10`
+(LoCoMo's data/locomo10.json at 3eb6f2c; the converter reproduces the shared 1-3 byte for byte), then
+`python -m benchmarks.fidelity --conversations-dir DIR --transcripts '' --probes --windows 8k`.
+
 In llm and hybrid modes the "by model" column counts the summaries a model wrote (the others: the rules, after a
 time limit, or because the trail left no room for a narrative).
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -112,10 +117,11 @@ def pct(kept: int, total: int) -> str:
     return f"{100 * kept / total:.0f}% ({kept}/{total})" if total else "–"
 
 
-def short_literal_questions(name: str, originals: list[dict]) -> list[dict]:
-    """Questions whose answer has at most 5 words and appears literally in its evidence messages."""
+def short_literal_questions(path: Path, originals: list[dict]) -> list[dict]:
+    """Questions (of the conversation at `path`) whose answer has at most 5 words and appears literally in its
+    evidence messages."""
     chosen = []
-    for q in read_jsonl(CONVERSATIONS_DIR / f"{name}.questions.jsonl"):
+    for q in read_jsonl(path.with_suffix(".questions.jsonl")):
         answer, evidence = q.get("answer"), q.get("evidence_message_indices") or []
         if answer is None or not evidence or len(str(answer).split()) > MAX_ANSWER_WORDS:
             continue
@@ -127,10 +133,10 @@ def short_literal_questions(name: str, originals: list[dict]) -> list[dict]:
     return chosen
 
 
-def conversation_row(name: str, window: str, mode: str, with_probes: bool) -> ConversationRow:
-    path = CONVERSATIONS_DIR / f"{name}.jsonl"
+def conversation_row(path: Path, window: str, mode: str, with_probes: bool) -> ConversationRow:
+    name = path.name.removesuffix(".jsonl")
     originals = read_jsonl(path)
-    questions = short_literal_questions(name, originals)
+    questions = short_literal_questions(path, originals)
     started = time.perf_counter()
     probes = None
     if with_probes:
@@ -234,12 +240,21 @@ def medians_by_kind(rows: list[TranscriptRow]) -> str:
     return "\n".join(lines)
 
 
+def conversations_in(directory: Path) -> list[str]:
+    names = [p.name.removesuffix(".jsonl") for p in directory.glob("*.jsonl")
+             if p.name.count(".") == 1 and p.with_suffix(".questions.jsonl").is_file()]
+    return sorted(names, key=lambda n: [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", n)])
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    conversations = sorted(p.name.removesuffix(".jsonl") for p in CONVERSATIONS_DIR.glob("locomo_*.jsonl")
-                           if p.name.count(".") == 1)
+    # The conversations on offer depend on --conversations-dir, so that option is read first.
+    directory_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    directory_parser.add_argument("--conversations-dir", type=Path, default=CONVERSATIONS_DIR)
+    directory = directory_parser.parse_known_args(argv)[0].conversations_dir
+    conversations = conversations_in(directory)
     transcripts = sorted(p.name.removesuffix(".jsonl") for p in TRANSCRIPTS_DIR.glob("*.jsonl")
                          if not p.name.endswith(".raw.jsonl"))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], parents=[directory_parser])
     parser.add_argument("--modes", default="rule", help="comma-separated: " + ",".join(MODES))
     parser.add_argument("--windows", default="8k,32k", help="comma-separated: " + ",".join(WINDOWS))
     parser.add_argument("--conversations", default=",".join(conversations), help="comma-separated, or ''")
@@ -266,7 +281,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    conversation_rows = [conversation_row(c, w, m, args.probes)
+    conversation_rows = [conversation_row(args.conversations_dir / f"{c}.jsonl", w, m, args.probes)
                          for c in args.conversations for w in args.windows for m in args.modes]
     if conversation_rows:
         print("Conversations: short answers whose evidence was all summarized away, still in the prompt\n")

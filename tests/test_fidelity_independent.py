@@ -6,7 +6,7 @@ from pathlib import Path
 from benchmarks.gold import check, gold_facts, normalize_answer
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-YARDSTICK = ("fidelity.py", "gold.py")
+YARDSTICK = ("fidelity.py", "gold.py", "locomo_convert.py")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -51,3 +51,28 @@ def test_errors_are_those_of_commands_run_not_names_in_a_file_read():
 def test_answers_match_without_case_or_punctuation():
     assert normalize_answer("7 May, 2023.") in normalize_answer("Caroline went on 7 may 2023 to the group")
     assert normalize_answer("May") not in normalize_answer("she maybe went")
+
+
+def test_locomo_conversion_numbers_lines_as_the_shared_conversations_do():
+    from benchmarks.locomo_convert import convert
+
+    sample = {"conversation": {"speaker_a": "Ann", "speaker_b": "Bo",
+                               "session_1_date_time": "1:56 pm on 8 May, 2023",
+                               "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog."},
+                                             {"speaker": "Bo", "dia_id": "D1:2", "text": "Look!",
+                                              "blip_caption": "a photo of a cat"}],
+                               "session_2_date_time": "2 pm on 9 May, 2023", "session_2": [],
+                               "session_3_date_time": "3 pm on 1 June, 2023",
+                               "session_3": [{"speaker": "Bo", "dia_id": "D3:1", "text": "Mine is Max."}]},
+              "session_summary": {"session_1_summary": "Ann adopted a dog."},
+              "qa": [{"question": "Pets?", "answer": 2, "evidence": ["D3:1; D1:1"], "category": 1},
+                     {"question": "Cat?", "evidence": ["D:1:2"], "category": 5, "adversarial_answer": "no"}]}
+    messages, questions, summaries = convert(sample)
+    assert [m["content"] for m in messages] == [
+        "Session 1 - 1:56 pm on 8 May, 2023", "Ann: I adopted a dog.", "Bo: Look! [shares an image: a photo of a cat]",
+        "Session 3 - 3 pm on 1 June, 2023", "Bo: Mine is Max."]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "system", "assistant"]
+    assert questions[0]["answer"] == "2" and questions[0]["evidence_message_indices"] == [1, 4]
+    assert questions[1]["answer"] is None and questions[1]["evidence_message_indices"] == [2]
+    assert summaries == [{"session": 1, "first_message_index": 0, "last_message_index": 2,
+                          "summary": "Ann adopted a dog."}]
