@@ -91,13 +91,13 @@ def describe_event(event: EngineEvent) -> str:
 
 
 def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err: TextIO,
-              keep: Callable[[Message], None]) -> Reply:
+              keep: Callable[[Message], None], label: str = "model> ") -> Reply:
     """Send what the engine assembles; on a context-length error from the backend, summarize and retry once.
     The reply goes to `keep` (the store, then the engine)."""
     for attempt in range(2):
         prompt = engine.assemble()
         raw_estimate = engine.counter.prompt_raw_tokens(prompt.messages)
-        out.write("model> ")
+        out.write(label)
         out.flush()
         reply = stream_reply(provider, prompt.messages, out, max_tokens=args.max_tokens,
                              temperature=args.temperature)
@@ -117,8 +117,9 @@ def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err:
     return reply
 
 
-def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO) -> int:
-    """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID."""
+def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO, message: str | None = None) -> int:
+    """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID; with
+    `message` (and --chat), that one turn of the stored chat, its reply alone on `out`."""
     window = args.context_tokens or provider.context_window()
     counter = token_counter(provider)
     summarizer = make_summarizer(args.summaries, provider)
@@ -133,12 +134,17 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
         # A summary that cannot be saved (a full disk) is told; the chat goes on with it in memory.
         attach_engine(store, chat_id, engine, on_error=lambda exc: print(f"precis chat: {exc}", file=err, flush=True))
         run_timeout = store.get_chat(chat_id).settings.run_timeout
-        engine.subscribe(lambda event: print(describe_event(event), file=out, flush=True))
+        # One turn keeps standard output for the reply: what the engine does goes to standard error.
+        engine.subscribe(lambda event: print(describe_event(event), file=out if message is None else err, flush=True))
 
-        def keep(message: Message) -> None:
-            store.add_message(chat_id, message)  # stored first: a summary may archive it at once
-            engine.append(message)
+        def keep(added: Message) -> None:
+            store.add_message(chat_id, added)  # stored first: a summary may archive it at once
+            engine.append(added)
 
+        if message is not None:
+            keep(Message("user", message))
+            reply = chat_turn(engine, provider, args, out, err, keep, label="")
+            return 130 if reply.cancelled else 1 if reply.error else 0
         print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
               f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
               "resumes.", file=out)
@@ -219,7 +225,7 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
               help="the model's context window, if the backend's own figure is wrong or missing")
 @click.option("--summaries", type=click.Choice(("rule", "llm", "hybrid")), default=SummarizationPolicy().mode,
               show_default=True, help="how the terminal chat summarizes old turns")
-@click.option("--chat", "chat_ref", help="resume a stored chat (id, unique id prefix or exact title)")
+@click.option("--chat", "chat_ref", help="continue a stored chat (id, unique id prefix or exact title); with MESSAGE, one turn of it")
 @data_dir_option
 def chat(message: str | None, provider: str, base_url: str | None, model: str | None, chat_ref: str | None,
          data_dir: str | None, **options) -> int:
@@ -229,9 +235,9 @@ def chat(message: str | None, provider: str, base_url: str | None, model: str | 
     args = SimpleNamespace(**options, chat=chat_ref, data_dir=data_dir)
     try:
         backend = make_provider(provider, base_url=base_url, model=model)
-        if message is not None:
+        if message is not None and chat_ref is None:
             return one_message(backend, message, args, sys.stdout, sys.stderr)
-        return terminal_chat(backend, args, sys.stdin, sys.stdout, sys.stderr)
+        return terminal_chat(backend, args, sys.stdin, sys.stdout, sys.stderr, message)
     except (ProviderError, ValueError) as exc:
         print(f"precis chat: {exc}", file=sys.stderr)
         return 2

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from precis.core.cli.main import main
 from precis.core.cli.terminal import TerminalText
+from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
 
 from tests.providers.scripted_server import FINISH, delta, stream
@@ -61,6 +62,32 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         "My favourite colour is blue.", "Noted: blue.", "What is my favourite colour?"]
     with open_store(data) as store:
         assert len(store.load_messages(chat.id)) == 4 and len(store.list_chats()) == 1
+
+
+def test_one_message_with_chat_is_a_turn_of_that_stored_chat(server, monkeypatch, capsys, tmp_path):
+    """`precis chat --chat ID MESSAGE` was a bare one-off (the chat's history not sent, nothing stored), and a
+    missing ID went unnoticed (exit 0)."""
+    data = str(tmp_path / "data")
+    with open_store(data) as store:
+        chat = store.create_chat("colours", {"context_window": 4096})
+        store.add_message(chat, Message("user", "My favourite colour is blue."))
+        store.add_message(chat, Message("assistant", "Noted: blue."))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
+            "--context-tokens", "4096"]
+    server.steps = [stream([delta("Blue."), FINISH, "data: [DONE]"])]
+    assert main([*base, "--chat", "colours", "What is my favourite colour?"]) == 0
+    assert capsys.readouterr().out == "Blue.\n"  # the reply alone, as without --chat
+    sent = server.requests[-1][2]["messages"]
+    assert [m["content"] for m in sent if m["role"] != "system"] == [
+        "My favourite colour is blue.", "Noted: blue.", "What is my favourite colour?"]
+    with open_store(data) as store:
+        assert [m.content for m in store.load_messages(chat)][2:] == ["What is my favourite colour?", "Blue."]
+
+    asked = len(server.requests)
+    assert main([*base, "--chat", "no-such-chat", "Hello?"]) == 2
+    assert "no chat with id or title 'no-such-chat'" in capsys.readouterr().err
+    assert len(server.requests) == asked  # nothing was sent
 
 
 def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypatch, capsys, tmp_path):
