@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 
 from ..summary.text_rules import STOP_WORDS
+from .porter import stem, words
 
 # (query, limit) -> ids of matching messages, best first. The engine keeps only those it has archived.
 RecallSearch = Callable[[str, int], list[str]]
@@ -22,31 +22,31 @@ RecallSearch = Callable[[str, int], list[str]]
 MAX_QUERY_TERMS = 24
 # A word in more messages than this is scored only on messages rarer words of the query found.
 COMMON_POSTINGS = 500
-_WORD = re.compile(r"\w+")
-
-
-def stem(word: str) -> str:
-    """A light stem, so that "hikes", "hiking" and "hiked" meet "hike": the common English endings cut."""
-    for suffix, shortest in (("ing", 6), ("ies", 5), ("es", 5), ("ed", 5), ("ly", 5), ("s", 4), ("e", 4)):
-        if word.endswith(suffix) and len(word) >= shortest and not word.endswith("ss"):
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
-    return word
 
 
 def terms(text: str) -> list[str]:
-    """The stems of every word of a text, lowercased, in order."""
-    return [stem(w.lower()) for w in _WORD.findall(text)]
+    """The Porter stems of every word of a text, in order: the terms FTS5's porter tokenizer indexes."""
+    return [stem(w) for w in words(text)]
+
+
+def asked_words(text: str) -> list[str]:
+    """The words of a text that carry meaning (stop words, 1-letter words out), folded, one for each stem."""
+    asked: dict[str, str] = {}
+    for word in words(text):
+        if len(word) > 1 and word not in STOP_WORDS:
+            asked.setdefault(stem(word), word)
+    return list(asked.values())[:MAX_QUERY_TERMS]
 
 
 def content_words(text: str) -> list[str]:
-    """The stems of the words of a text that carry meaning, in order, each once (stop words, 1-letter words out)."""
-    words = (w.lower() for w in _WORD.findall(text))
-    return list(dict.fromkeys(stem(w) for w in words if len(w) > 1 and w not in STOP_WORDS))[:MAX_QUERY_TERMS]
+    """The stems of the words of a text that carry meaning, in order, each once."""
+    return [stem(w) for w in asked_words(text)]
 
 
 def fts_or_query(text: str) -> str:
-    """An FTS5 MATCH expression: each content word's stem quoted (never FTS syntax) as a prefix, joined by OR."""
-    return " OR ".join('"' + w.replace('"', '""') + '"' + (" *" if len(w) >= 4 else "") for w in content_words(text))
+    """An FTS5 MATCH expression: each content word quoted (never FTS syntax), joined by OR. The store's index
+    stems the words as terms() does."""
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in asked_words(text))
 
 
 class RecallIndex:

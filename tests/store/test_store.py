@@ -97,6 +97,8 @@ def test_populated_version_1_database_is_migrated_keeping_everything(tmp_path):
         # Added by version 2: search over messages written before it existed, drafts, soft delete.
         hits = store.search("quokka")
         assert [(h.chat_id, h.message_id, h.archived_by) for h in hits] == [("chat1", m1.id, record.id)]
+        # Version 6: the index stems words, so recall meets "marsupial" asked about as "marsupials".
+        assert store.search_archived("chat1", "Which marsupials?") == [m1.id]
         store.set_draft("chat1", "half a thought")
         assert store.get_draft("chat1") == "half a thought"
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
