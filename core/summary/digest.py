@@ -28,6 +28,7 @@ MIN_WORDS = 4
 HEADERS = ("Conversation digest", "Merged conversation digest")
 SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,30}):\s+")
 SESSION_DATE = re.compile(r"\b(?:on|at)\s+(.{4,40})$|^.{0,40}?[-–]\s*(.{4,60})$")
+TIME_OF_DAY = re.compile(r",\s*\d{1,2}:\d{2}\s*[ap]m$", re.IGNORECASE)
 MONTHS = frozenset("january february march april may june july august september october november december jan feb "
                    "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday "
                    "sunday".split())
@@ -95,6 +96,12 @@ def session_date(content: str) -> str:
     number in it: "Session 2 - 6:10 pm on 22 December, 2022"), else "" (a system prompt dates nothing)."""
     marker = content.strip()
     return session_label(marker.splitlines()[0]) if len(marker) <= 120 and any(c.isdigit() for c in marker) else ""
+
+
+def day_of(label: str) -> str:
+    """A session's label without its time of day ("22 December, 2022, 6:10 pm" -> "22 December, 2022"): a digest
+    dates its facts by the day, and every session's time costs its date line a third more."""
+    return TIME_OF_DAY.sub("", label)
 
 
 @dataclass
@@ -273,7 +280,7 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     out, turn = [], 0
     for m in messages:
         if m.role == "system":
-            date = session_label(m.content)
+            date = day_of(session_label(m.content))
             continue
         if m.role not in ("user", "assistant") or not m.content.strip():
             continue
@@ -338,14 +345,12 @@ def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: 
                         date: str = "") -> tuple[str, list[str]]:
     """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
     the session's where the stretch starts (its marker was before the stretch)."""
-    sentences = sentences_of(messages, date)
+    sentences = sentences_of(messages, day_of(date))
     spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
     room = min(max_tokens, max(int(spoken * DIGEST_SHARE), MIN_DIGEST))
     people = list(dict.fromkeys(s.speaker for s in sentences))
-    dates = list(dict.fromkeys(s.date for s in sentences if s.date))
+    # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
-    if dates:
-        header += f", {dates[0]}" + (f" to {dates[-1]}" if len(dates) > 1 else "")
     text, chosen = fitted(header, sentences, room - count_tokens(header) - 1, max_tokens, count_tokens)
     return text, [line_of(group).removeprefix("- ") for group in lines_of(chosen)]
 
