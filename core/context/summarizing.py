@@ -247,9 +247,10 @@ class Summarization:
         before = self.meter.usage(recall=False)
         if len(chain) >= policy.max_depth:
             self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth")
-        elif len(chain) > 1 and self.summary_cap() < MIN_SUMMARY_ROOM * 4:
+        elif chain and self.summary_cap() < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):
             # The chain has used its share: fold it into one summary rather than summarizing a couple of messages
-            # at a time.
+            # at a time, or than an empty marker for them where one summary took all of it (the first may: its cap
+            # is all the room there is).
             self._merge_oldest(len(chain), "merge: the summaries used their share")
         elif len(chain) > 1 and before.floor_ratio >= policy.trigger_ratio:
             self._merge_oldest(len(chain), "merge: what no summary removes is above the trigger")

@@ -684,6 +684,27 @@ def test_can_summarize_says_whether_summarize_now_has_anything_to_take():
         engine.summarize_now()
 
 
+def test_summarizing_after_one_summary_that_took_the_chains_whole_share_folds_it_rather_than_writing_a_marker():
+    """The Claude Code session at 8k: opening it summarizes 627 messages into one summary that takes the chain's
+    whole share (its cap is all the room there is). Summarize now then wrote '[15 earlier messages archived; no room
+    for a summary]': the commands and replies of those 15 messages were gone from what the model sees."""
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for message in read_transcript(TRANSCRIPTS[0].parent / "claudecode_session.jsonl"):
+        engine.append(message, auto=False)
+    first = engine.maybe_summarize()
+    assert first is not None and engine.summarization.summary_cap() < 50, "the first summary took the chain's share"
+    stretch = engine.summarization.candidates(engine.summarization._tail_keep())
+    record = engine.summarize_now()
+    assert "no room for a summary" not in record.text
+    assert {m.id for m in stretch} == set(record.covered_ids)
+    assert "mix format --check-formatted" in record.text  # a command run in the stretch
+    assert engine.chain()[0].merged_ids == [first.id]  # the first summary, folded to leave room
+    prompt_is_consistent(engine)
+    engine.undo_last()
+    engine.undo_last()  # the fold of the first summary
+    assert [r.id for r in engine.chain()] == [first.id]
+
+
 def test_overflow_with_few_huge_messages_still_summarizes_down_to_the_minimum_tail():
     engine = engine_with(window=3000, reserve=200, keep_recent=6, min_recent=2)
     for i in range(4):
