@@ -219,9 +219,11 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
 @click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True, help="the backend")
 @click.option("--base-url", help="the server's base URL (OpenAI-compatible: …/v1)")
 @click.option("--model", help="the model name on that server")
-@click.option("--max-tokens", type=int, default=512, show_default=True, help="longest reply in tokens")
-@click.option("--temperature", type=float, default=0.7, show_default=True)
-@click.option("--context-tokens", type=int,
+@click.option("--max-tokens", type=click.IntRange(min=1), default=512, show_default=True,
+              help="longest reply in tokens")
+@click.option("--temperature", type=click.FloatRange(min=0), default=0.7, show_default=True)
+# The least a chat's context window may be (ChatSettings): a smaller one was refused with a pydantic dump.
+@click.option("--context-tokens", type=click.IntRange(min=256),
               help="the model's context window, if the backend's own figure is wrong or missing")
 @click.option("--summaries", type=click.Choice(("rule", "llm", "hybrid")), default=SummarizationPolicy().mode,
               show_default=True, help="how the terminal chat summarizes old turns")

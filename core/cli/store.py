@@ -142,7 +142,7 @@ def context(chat: str, data_dir: str | None) -> int:
 
 @cli.command()
 @click.argument("text")
-@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="most hits to list")
 @data_dir_option
 def search(text: str, limit: int, data_dir: str | None) -> int:
     """Search messages of all chats, archived ones included."""

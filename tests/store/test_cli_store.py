@@ -86,6 +86,16 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
     assert code == 2 and "'pdf' is not one of" in err
     code, _, err = run(capsys, "search", "x", "--limit", "many")
     assert code == 2 and "'many' is not a valid integer" in err
+    # --limit 0 said "nothing found" and a negative limit listed every hit.
+    for limit in ("0", "-1"):
+        code, _, err = run(capsys, "search", "x", "--limit", limit)
+        assert code == 2 and f"Invalid value for '--limit': {limit} is not in the range x>=1" in err
+    # --max-tokens 0 or -3 gave replies of any length (and a chat stored with a negative reserve was refused with a
+    # pydantic dump); --context-tokens 0 was taken as unset, 50 refused with a pydantic dump.
+    for option, value, least in (("--max-tokens", "0", 1), ("--max-tokens", "-3", 1), ("--context-tokens", "0", 256),
+                                 ("--context-tokens", "50", 256), ("--temperature", "-1.0", 0)):
+        code, _, err = run(capsys, "chat", option, value, "hi")
+        assert code == 2 and f"Invalid value for '{option}': {value} is not in the range x>={least}" in err, err
 
 
 def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp_path, capsys):
