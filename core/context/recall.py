@@ -22,6 +22,8 @@ RecallSearch = Callable[[str, int], list[str]]
 MAX_QUERY_TERMS = 24
 # A word in more messages than this is scored only on messages rarer words of the query found.
 COMMON_POSTINGS = 500
+# FTS5's bm25(): a word in half the messages or more weighs next to nothing.
+MIN_IDF = 1e-6
 
 
 def terms(text: str) -> list[str]:
@@ -50,7 +52,7 @@ def fts_or_query(text: str) -> str:
 
 
 class RecallIndex:
-    """BM25 (k1 1.2, b 0.75) over archived messages, updated incrementally."""
+    """BM25 over archived messages as FTS5's bm25() scores (k1 1.2, b 0.75, its idf), updated incrementally."""
 
     K1, B = 1.2, 0.75
 
@@ -103,7 +105,7 @@ class RecallIndex:
         # Rare words first; a common word then only adds to messages a rarer word found (unless none did), so a
         # query costs the rare words' postings, not a pass over a large part of the chat.
         for posting in sorted(postings, key=len):
-            idf = math.log(1 + (n - len(posting) + 0.5) / (len(posting) + 0.5))
+            idf = max(MIN_IDF, math.log((n - len(posting) + 0.5) / (len(posting) + 0.5)))
             common = len(posting) > COMMON_POSTINGS and scores
             pairs = ((m, posting[m]) for m in list(scores) if m in posting) if common else posting.items()
             for message_id, tf in pairs:

@@ -149,3 +149,20 @@ def test_the_stores_index_and_the_in_memory_one_recall_the_same_messages(tmp_pat
             stored = store.search_archived(chat_id, question, 10)
             assert stored and stored == in_memory.search(question, 10), question
         assert store.search_archived(chat_id, "What did Caroline research?", 1) == [messages[0].id]
+
+
+def test_the_in_memory_index_weighs_words_as_fts5s_bm25_does(tmp_path):
+    """A word in half the messages weighs next to nothing in memory as in the store (FTS5's idf): with "pottery" in
+    four messages of eight, the short "race cat paint" comes before the longer message with both words."""
+    lines = ["race cat paint", "pottery pottery", "camp hike cat pottery dog", "camp race dog pottery paint",
+             "hike race cat sunset dog dog dog", "book dog camp hike camp dog book", "pottery pottery book",
+             "sunset hike hike"]
+    messages = [Message(role="user", content=line) for line in lines]
+    in_memory = RecallIndex()
+    for message in messages:
+        in_memory.add(message.id, message.content)
+    with open_store(tmp_path) as store:
+        chat_id = store.import_chat("words", messages, archived_by={m.id: "summary-1" for m in messages})
+        stored = store.search_archived(chat_id, "pottery paint", 10)
+    assert stored == in_memory.search("pottery paint", 10)
+    assert stored[:2] == [messages[0].id, messages[3].id]
