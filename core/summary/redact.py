@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from detect_secrets.plugins.base import RegexBasedDetector
@@ -56,53 +57,82 @@ def _named_value(keep: int) -> Callable[[re.Match[str]], str]:
     return replace
 
 
+@dataclass(frozen=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    replacement: str | Callable[[re.Match[str]], str]
+    # Lower-case words one of which every match holds (its text lower-cased): a text with none of them is not
+    # scanned at all. None: the pattern has no such word and scans every text.
+    words: tuple[str, ...] | None
+    # Where a match can lie, which says how much of a long text is scanned and how: the regex engine holds the
+    # interpreter lock for a whole call, so the window's thread waits while one call runs.
+    # "run": anywhere, without whitespace: a long text is scanned a window of PIECE_CHARS at a time;
+    # "lines": from the line holding one of `words` on through at most REACH more lines that are not blank
+    #   (`password:\n  hunter2`): only those lines are scanned, a window at a time;
+    # "text": anywhere, spanning lines (a private key block); the pattern starts with its word, so the regex engine
+    #   skips to it at once.
+    scope: Literal["run", "lines", "text"] = "run"
+
+
+# The window a long text is scanned in (twice this, overlapping by this): the slowest pattern takes a few ms on it.
+PIECE_CHARS = 8192
+REACH = 3  # the most whitespace gaps in a "lines" match (authorization ⎵ : ⎵ bearer ⎵ value)
+
+_SECRET_WORDS = ("pass", "secret", "token", "key", "credential")
+
 # Order matters: specific formats first, so e.g. `api_key = sk-...` is reported as an OpenAI key, and the
 # generic assignment rule then sees an already-redacted value and leaves it.
-_RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]] = [
-    (re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
-                r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), _MARK.format("private_key")),
-    (re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"\[\]]+:)" + _VALUE_GUARD + r"([^\s@/'\"]+)(?=@)"),
-     _keep_group("url_password", 1)),
-    (re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-" + _TOKEN + r"{16,}"), _MARK.format("anthropic_key")),
+_RULES: list[_Rule] = [
+    _Rule(re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+                     r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"), _MARK.format("private_key"),
+          ("-----begin",), "text"),
+    _Rule(re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@'\"\[\]]+:)" + _VALUE_GUARD + r"([^\s@/'\"]+)(?=@)"),
+          _keep_group("url_password", 1), ("://",)),
+    _Rule(re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-" + _TOKEN + r"{16,}"), _MARK.format("anthropic_key"), ("sk-ant-",)),
     # OpenAI keys (sk-..., sk-proj-...): require a digit so ordinary hyphenated words like sk-foo-bar are left alone.
-    (re.compile(r"(?<![A-Za-z0-9_\-])sk-(?=" + _TOKEN + r"*\d)" + _TOKEN + r"{20,}"), _MARK.format("openai_key")),
+    _Rule(re.compile(r"(?<![A-Za-z0-9_\-])sk-(?=" + _TOKEN + r"*\d)" + _TOKEN + r"{20,}"), _MARK.format("openai_key"),
+          ("sk-",)),
     # Without a digit, only a long random-looking tail is a key (sk-some-hyphenated-name is not).
-    (re.compile(r"(?<![A-Za-z0-9_\-])sk-" + _TOKEN + r"{32,}"), lambda m: _if_random(m, "openai_key")),
-    (re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"), _MARK.format("stripe_key")),
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), _MARK.format("huggingface_token")),
-    (re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _MARK.format("npm_token")),
-    (re.compile(r"(?i)(AccountKey=)" + _VALUE_GUARD + r"([A-Za-z0-9+/]{20,}={0,2})"), _keep_group("azure_key", 1)),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), _MARK.format("github_token")),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _MARK.format("github_token")),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _MARK.format("aws_access_key")),
-    (re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"), _MARK.format("slack_token")),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), _MARK.format("google_api_key")),
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), _MARK.format("jwt")),
-    (re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)" + _VALUE_GUARD
-                + r"([A-Za-z0-9._~+/=\-]{8,})"), _keep_group("authorization", 1)),
-    (re.compile(r"(?i)\b(bearer\s+)" + _VALUE_GUARD + r"([A-Za-z0-9._~+/=\-]{8,})"), _keep_group("bearer_token", 1)),
+    _Rule(re.compile(r"(?<![A-Za-z0-9_\-])sk-" + _TOKEN + r"{32,}"), lambda m: _if_random(m, "openai_key"), ("sk-",)),
+    _Rule(re.compile(r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"), _MARK.format("stripe_key"), ("k_live_", "k_test_")),
+    _Rule(re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), _MARK.format("huggingface_token"), ("hf_",)),
+    _Rule(re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _MARK.format("npm_token"), ("npm_",)),
+    _Rule(re.compile(r"(?i)(AccountKey=)" + _VALUE_GUARD + r"([A-Za-z0-9+/]{20,}={0,2})"), _keep_group("azure_key", 1),
+          ("accountkey=",)),
+    _Rule(re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), _MARK.format("github_token"), ("github_pat_",)),
+    _Rule(re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _MARK.format("github_token"),
+          ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    _Rule(re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _MARK.format("aws_access_key"), ("akia", "asia")),
+    _Rule(re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"), _MARK.format("slack_token"), ("xox",)),
+    _Rule(re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), _MARK.format("google_api_key"), ("aiza",)),
+    _Rule(re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), _MARK.format("jwt"), ("eyj",)),
+    _Rule(re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)" + _VALUE_GUARD
+                     + r"([A-Za-z0-9._~+/=\-]{8,})"), _keep_group("authorization", 1), ("authorization",), "lines"),
+    _Rule(re.compile(r"(?i)\b(bearer\s+)" + _VALUE_GUARD + r"([A-Za-z0-9._~+/=\-]{8,})"),
+          _keep_group("bearer_token", 1), ("bearer",), "lines"),
     # Passwords given to well-known commands: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS.
-    (re.compile(r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)[ =]?[\"']?[^\s:\"']+:)" + _VALUE_GUARD + r"([^\s\"']+)"),
-     _keep_group("password", 1)),
-    (re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)" + _VALUE_GUARD
-                + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1)),
-    (re.compile(r"(\b(?:sshpass|docker\s+login|podman\s+login)\b[^\n|;&]*?\s-p\s*)" + _VALUE_GUARD
-                + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1)),
+    _Rule(re.compile(r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)[ =]?[\"']?[^\s:\"']+:)" + _VALUE_GUARD + r"([^\s\"']+)"),
+          _keep_group("password", 1), ("curl",), "lines"),
+    _Rule(re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)" + _VALUE_GUARD
+                     + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1), ("mysql", "mariadb"), "lines"),
+    _Rule(re.compile(r"(\b(?:sshpass|docker\s+login|podman\s+login)\b[^\n|;&]*?\s-p\s*)" + _VALUE_GUARD
+                     + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1), ("sshpass", "docker", "podman"), "lines"),
     # `--password hunter2`, `--api-key abc123` on command lines.
-    (re.compile(r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])" + _VALUE_GUARD
-                + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']{3,})"), _named_value(1)),
+    _Rule(re.compile(r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])" + _VALUE_GUARD
+                     + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']{3,})"), _named_value(1),
+          ("--pass", "--token", "--api", "--secret", "--client-secret"), "lines"),
     # Quoted values: "password": "x", api_key = 'x', token: "x".
-    (re.compile(r"(?i)(?<![A-Za-z0-9])([\"']?" + _SECRET_NAME + r"[\"']?\s*[:=]\s*)([\"'])" + _VALUE_GUARD
-                + r"((?:(?!\2)[^\\\n]|\\.){3,})(?=\2)"), _named_value(2)),
+    _Rule(re.compile(r"(?i)(?<![A-Za-z0-9])([\"']?" + _SECRET_NAME + r"[\"']?\s*[:=]\s*)([\"'])" + _VALUE_GUARD
+                     + r"((?:(?!\2)[^\\\n]|\\.){3,})(?=\2)"), _named_value(2), _SECRET_WORDS, "lines"),
     # Unquoted values: password=hunter2, TOKEN: abc123, ?api_key=...&. A call or subscript (`os.environ[...]`,
     # `get_token()`) is code, not a literal secret.
-    (re.compile(r"(?i)(?<![A-Za-z0-9])(" + _SECRET_NAME + r"\s*[:=]\s*)" + _VALUE_GUARD
-                + r"(?![\"'])([^\s,;&\"'(){}\[\]<>]{4,})(?![(\[\w.])"), _named_value(1)),
+    _Rule(re.compile(r"(?i)(?<![A-Za-z0-9])(" + _SECRET_NAME + r"\s*[:=]\s*)" + _VALUE_GUARD
+                     + r"(?![\"'])([^\s,;&\"'(){}\[\]<>]{4,})(?![(\[\w.])"), _named_value(1), _SECRET_WORDS, "lines"),
 ]
 
 
-# detect-secrets is loaded when a text first looks as if it may hold a secret, not when Precis starts (its import
-# takes a quarter of a second, a good part of opening a chat).
+# detect-secrets is loaded when the first text is redacted, not when Precis starts (its import takes a quarter of a
+# second).
 
 @functools.cache
 def _entropy() -> Base64HighEntropyString:
@@ -117,15 +147,30 @@ def _if_random(match: re.Match[str], kind: str) -> str:
     return _MARK.format(kind) if entropy.calculate_shannon_entropy(token) > entropy.entropy_limit else token
 
 
-# An AWS secret access key on its own: 40 base64 characters, mixed case and digits, random by detect-secrets'
-# entropy measure (a hex commit id or a path of words stays well under it).
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]*[a-z])(?=[A-Za-z0-9/+]*[A-Z])(?=[A-Za-z0-9/+]*\d)"
-                         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
-_RULES.append((_AWS_SECRET, lambda m: _if_random(m, "aws_secret_key")))
+def _aws_secret(match: re.Match[str]) -> str:
+    """An AWS secret access key on its own: mixed case and digits, random by detect-secrets' entropy measure (a hex
+    commit id or a path of words stays well under it)."""
+    token = match.group(0)
+    if token.islower() or token.isupper() or not any(c.isdigit() for c in token):
+        return token
+    return _if_random(match, "aws_secret_key")
+
+
+# 40 base64 characters standing alone (the case and digit checks are done on the few runs found: as lookaheads
+# tried at every position they made this the slowest pattern).
+_RULES.append(_Rule(re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), _aws_secret, None))
+
+
+# What every match of each detector's patterns holds (tests/core/test_redact.py checks it against the patterns).
+_DETECTOR_WORDS: dict[str, tuple[str, ...]] = {
+    "gitlab_token": ("gl", "gr1348941"), "pypi_token": ("pypi-",), "sendgrid_key": ("sg.",), "twilio_key": ("ac", "sk"),
+    "mailchimp_key": ("-us",), "discord_token": (".",), "square_token": ("sq0csp-",), "azure_key": ("accountkey=",)}
+
 
 @functools.cache
-def _detectors() -> list[tuple[RegexBasedDetector, str]]:
-    """detect-secrets' token formats that no rule above covers, each with the kind it is reported as."""
+def _all_rules() -> list[_Rule]:
+    """The rules above, then detect-secrets' token formats that none of them covers (each a run of non-space
+    characters; their whole matches are replaced: the plugins' own findall yields only their groups)."""
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
     from detect_secrets.plugins.discord import DiscordBotTokenDetector
     from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
@@ -135,18 +180,90 @@ def _detectors() -> list[tuple[RegexBasedDetector, str]]:
     from detect_secrets.plugins.square_oauth import SquareOAuthDetector
     from detect_secrets.plugins.twilio import TwilioKeyDetector
 
-    return [(GitLabTokenDetector(), "gitlab_token"), (PypiTokenDetector(), "pypi_token"),
-            (SendGridDetector(), "sendgrid_key"), (TwilioKeyDetector(), "twilio_key"),
-            (MailchimpDetector(), "mailchimp_key"), (DiscordBotTokenDetector(), "discord_token"),
-            (SquareOAuthDetector(), "square_token"), (AzureStorageKeyDetector(), "azure_key")]
+    detectors: list[tuple[RegexBasedDetector, str]] = [
+        (GitLabTokenDetector(), "gitlab_token"), (PypiTokenDetector(), "pypi_token"),
+        (SendGridDetector(), "sendgrid_key"), (TwilioKeyDetector(), "twilio_key"), (MailchimpDetector(), "mailchimp_key"),
+        (DiscordBotTokenDetector(), "discord_token"), (SquareOAuthDetector(), "square_token"),
+        (AzureStorageKeyDetector(), "azure_key")]
+    return _RULES + [_Rule(pattern, _MARK.format(kind), _DETECTOR_WORDS[kind]) for detector, kind in detectors
+                     for pattern in detector.denylist]
 
-# One quick scan for anything any rule could match; most texts (paths, commands, prose) have none of these.
-_MAYBE_SECRET = re.compile(
-    r"-----BEGIN|://[^\s/@]*:[^\s/@]*@|sk-|[rs]k_|hf_|npm_|gl[a-z]{2,6}-|GR1348941|pypi-|SG\.|SK[0-9a-f]|AC[0-9a-f]"
-    r"|-us\d|sq0|AccountKey|curl|mysql|mariadb|sshpass|login"
-    r"|gh[pousr]_|github_pat_|AKIA|ASIA|xox|AIza|eyJ|authorization|bearer|[MNO][A-Za-z0-9]{23}\."
-    r"|pass|secret|token|api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?key|credential"
-    r"|[A-Za-z0-9/+]{40}", re.IGNORECASE)
+
+_WORDS = sorted({word for rule in _RULES for word in rule.words or ()} | {w for ws in _DETECTOR_WORDS.values() for w in ws})
+
+
+@functools.cache
+def _rules_for(words: frozenset[str]) -> list[_Rule]:
+    """The rules, in order, that may match a text holding `words` (and no other rule's words)."""
+    return [rule for rule in _all_rules() if rule.words is None or not words.isdisjoint(rule.words)]
+
+
+def _folded(text: str) -> str:
+    """`text` lower-cased for finding rules' words, position for position. The letters the patterns' (?i) matches to
+    ASCII ones are folded to them (dotted capital I, which lower-cases to two characters; long s; dotless i)."""
+    if text.isascii():
+        return text.lower()
+    return text.replace("İ", "i").lower().replace("ſ", "s").replace("ı", "i")
+
+
+def _line_spans(text: str, low: str, words: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The stretches of `text` a "lines" match can lie in: from the start of each line holding one of `words` to the
+    end of the REACH-th line after it that is not blank; overlapping stretches joined."""
+    spans = []
+    for word in words:
+        at = low.find(word)
+        while at >= 0:
+            start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+            reached = 0
+            while end >= 0 and reached < REACH:
+                following = text.find("\n", end + 1)
+                if text[end + 1:following if following >= 0 else len(text)].strip():
+                    reached += 1
+                end = following
+            end = len(text) if end < 0 else end
+            spans.append((start, end))
+            at = low.find(word, end)
+    spans.sort()
+    joined: list[tuple[int, int]] = []
+    for start, end in spans:
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(end, joined[-1][1]))
+        else:
+            joined.append((start, end))
+    return joined
+
+
+def _matches(pattern: re.Pattern[str], text: str, pos: int, end: int) -> Iterator[re.Match[str]]:
+    """The matches `pattern.sub` finds in text[pos:end], each call scanning at most 2 * PIECE_CHARS characters (a
+    match longer than PIECE_CHARS may be missed: no secret is that long)."""
+    while pos < end:
+        limit = min(pos + 2 * PIECE_CHARS, end)
+        match = pattern.search(text, pos, limit)
+        if match is None:
+            pos = limit if limit == end else limit - PIECE_CHARS
+        elif match.start() >= pos + PIECE_CHARS and limit < end:  # seen whole from a window starting there
+            pos = match.start()
+        else:
+            if match.end() == limit < end:  # cut by the window: as long as it runs on
+                match = pattern.match(text, match.start(), end) or match
+            yield match
+            pos = match.end()
+
+
+def _apply(rule: _Rule, text: str, low: str, replace: Callable[[re.Match[str]], str]) -> str:
+    """`rule` applied to `text` (`low`: it folded); a long text a window at a time, or only near the rule's words."""
+    if rule.scope == "text" or (rule.scope == "run" and len(text) <= 2 * PIECE_CHARS):
+        return rule.pattern.sub(replace, text)
+    spans = [(0, len(text))] if rule.scope == "run" else _line_spans(text, low, rule.words)
+    out, done = [], 0
+    for start, end in spans:
+        for match in _matches(rule.pattern, text, max(start, done), end):
+            out += (text[done:match.start()], replace(match))
+            done = match.end()
+    if not out:
+        return text
+    out.append(text[done:])
+    return "".join(out)
 
 
 class KnownSecrets:
@@ -183,7 +300,7 @@ def _remember(found: dict[str, str], hidden: str, kind: str) -> None:
 
 
 def _redact(text: str, found: dict[str, str] | None) -> tuple[str, int]:
-    if not text or not _MAYBE_SECRET.search(text):
+    if not text:
         return text, 0
     total = 0
 
@@ -199,11 +316,14 @@ def _redact(text: str, found: dict[str, str] | None) -> tuple[str, int]:
             return out
         return replace
 
-    for pattern, replacement in _RULES:
-        text = pattern.sub(counted(replacement), text)
-    for detector, kind in _detectors():
-        for pattern in detector.denylist:  # whole matches: the plugins' own findall yields only their groups
-            text = pattern.sub(counted(_MARK.format(kind)), text)
+    low = _folded(text)
+    # The words found decide the rules that scan the text: a replacement adds none that a rule could then match
+    # (rules leave marks alone) and removes none that an unmatched rule needed.
+    for rule in _rules_for(frozenset(word for word in _WORDS if word in low)):
+        replaced = total
+        text = _apply(rule, text, low, counted(rule.replacement))
+        if total != replaced:
+            low = _folded(text)
     return text, total
 
 

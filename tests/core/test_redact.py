@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from precis.core.model.records import CommandRun, Facets
+from precis.core.summary import redact as redact_module
 from precis.core.summary.redact import redact, redact_obj, secrets_in
 
 OPENAI = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -146,3 +149,83 @@ def test_a_secret_repeated_without_its_label_is_hidden_too():
 def test_ordinary_values_are_not_hidden_everywhere(value):
     _, known = secrets_in(f"password: {value}")
     assert redact(f"the {value} field", known) == (f"the {value} field", 0)
+
+
+# ----- scanning long texts: what is found, and how much the regex engine scans in one call ---------------------------
+# The regex engine holds the interpreter lock through a call, so a summary redacting on a worker thread would keep the
+# window's thread waiting while one long text is scanned. Long texts are scanned in windows, and rules that need a
+# word (password, bearer, curl, ...) only near it; the result must be what scanning the whole text at once gives.
+
+def _whole_text_redaction(text: str) -> str:
+    """Every rule applied to the whole text in one call each: the result the windows must reproduce."""
+    for rule in redact_module._all_rules():
+        text = rule.pattern.sub(rule.replacement, text)
+    return text
+
+
+FILLER = ["x = compute(y)  # nothing secret here", "", "   ", "token usage was 1,204", "the key point is speed",
+          "Traceback (most recent call last):", "ok " * 40, "pass", "authorization", "bearer", "password:"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([s[0] for s in SECRETS] + ORDINARY + FILLER),
+                          st.sampled_from(["\n", "\n\n", "\n  \n", " ", "\t", ""])), min_size=1, max_size=40),
+       st.integers(min_value=2, max_value=3), st.integers(min_value=0, max_value=80), st.booleans())
+def test_a_long_text_is_redacted_as_if_scanned_whole(parts, windows, before_edge, one_line):
+    """Secrets anywhere in a long text (across the edges of the windows it is scanned in, a field name and its value
+    lines apart, on one very long line) are found as scanning it whole finds them."""
+    padding = windows * redact_module.PIECE_CHARS - before_edge  # the parts start just before a window's edge
+    pad = ("lorem ipsum dolor" + (" " if one_line else "\n")) * (padding // 18 + 1)
+    pad = pad[:padding]
+    text = pad + "".join(part + sep for part, sep in parts) + pad + "".join(part + sep for part, sep in parts)
+    assert len(text) > 2 * redact_module.PIECE_CHARS  # scanned in windows, not whole
+    assert redact(text)[0] == _whole_text_redaction(text)
+
+
+class _Recording:
+    """A compiled pattern that records how many characters each call may scan."""
+
+    def __init__(self, pattern, scanned):
+        self.pattern, self.scanned = pattern, scanned
+
+    def sub(self, replace, text):
+        self.scanned.append(len(text))
+        return self.pattern.sub(replace, text)
+
+    def search(self, text, pos, end):
+        self.scanned.append(end - pos)
+        return self.pattern.search(text, pos, end)
+
+    def match(self, text, pos, end):
+        found = self.pattern.match(text, pos, end)
+        self.scanned.append(found.end() - pos if found else 0)
+        return found
+
+
+def test_no_call_scans_more_than_a_window_of_a_long_text(monkeypatch):
+    scanned: list[int] = []
+    rules = [dataclasses.replace(rule, pattern=_Recording(rule.pattern, scanned))
+             for rule in redact_module._all_rules()]
+    monkeypatch.setattr(redact_module, "_all_rules", lambda: rules)
+    monkeypatch.setattr(redact_module, "_rules_for", lambda words: [
+        rule for rule in rules if rule.words is None or not words.isdisjoint(rule.words)])
+    line = "token = get_token(); the password field and the bearer scheme, curl and mysql, no secret\n"
+    text = (line * 20_000) + f"DB_PASSWORD=hunter2hunter2 {OPENAI}\n" + "word " * 200_000  # 2.8 MB
+    redacted, count = redact(text)
+    assert count == 2 and "hunter2hunter2" not in redacted and OPENAI not in redacted
+    assert max(scanned) <= 2 * redact_module.PIECE_CHARS
+
+
+@pytest.mark.parametrize("rule", [r for r in redact_module._all_rules() if r.words is not None and "(?=\\2)" not in
+                                  r.pattern.pattern], ids=lambda r: r.pattern.pattern[:30])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_every_match_of_a_rule_holds_one_of_its_words(rule, data):
+    """A rule scans only texts holding one of its words (near them, for rules that span lines): every text the
+    pattern matches must hold one, on its first line. (The quoted-value rule has the unquoted one's name part and
+    words; its back-reference is beyond hypothesis' regex strategy.)"""
+    match = rule.pattern.search(data.draw(st.from_regex(rule.pattern))).group(0)
+    first_line = redact_module._folded(match).split("\n")[0]
+    assert any(word in first_line for word in rule.words)
+    if rule.scope == "run":
+        assert not any(c.isspace() for c in match)
