@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
+    QSizePolicy,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -128,7 +129,9 @@ def _editor(field: SettingField, value: Any) -> QWidget:
         editor.setCurrentText(value or field.default)
     elif field.kind == "text":
         editor = QPlainTextEdit(value or "")
-        editor.setFixedHeight(64)
+        editor.setFixedHeight(96)
+        # Its own height only: left Expanding, its row took the page's spare height with the box floating in it.
+        editor.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
     else:
         editor = QLineEdit(field.shown(value))
         if field.kind == "optional_int":
@@ -146,6 +149,20 @@ def _scrolled(page: QWidget) -> QScrollArea:
     scroll.setFrameShape(QFrame.Shape.NoFrame)
     scroll.setWidget(page)
     return scroll
+
+
+def _refusal() -> QLabel:
+    """A reason OK is off, shown only while there is one."""
+    label = QLabel("")
+    label.setObjectName("error")
+    label.setWordWrap(True)
+    label.hide()
+    return label
+
+
+def _tell(label: QLabel, reason: str) -> None:
+    label.setText(reason)
+    label.setVisible(bool(reason))
 
 
 def _connect(editor: QWidget, slot) -> None:
@@ -237,10 +254,9 @@ class SettingsDialog(QDialog):
         policy_form = QFormLayout(policy_page)
         defaults = self.policy_model().model_dump()
         self.policy_fields = _FieldSet(setting_fields(self.policy_model), {**defaults, **policy}, policy_form, self.validate)
-        self.cross_error = QLabel("")
-        self.cross_error.setObjectName("error")
-        self.cross_error.setWordWrap(True)
-        policy_form.addRow("", self.cross_error)
+        # A rule across fields ("Re-arm below" under "Summarize at") is told at the dialog's foot, beside OK: at
+        # the foot of its page it was out of view while the fields it names were being edited.
+        self.cross_error = _refusal()
         tabs.addTab(_scrolled(policy_page), "Summarization")
 
         # This chat: its own settings, and summarization fields it overrides
@@ -260,10 +276,7 @@ class SettingsDialog(QDialog):
             self.chat_policy_fields = _FieldSet(
                 setting_fields(self.policy_model), {**defaults, **policy, **chat.summarization}, overrides_form, self.validate,
                 overrides=set(chat.summarization))
-            self.chat_cross_error = QLabel("")
-            self.chat_cross_error.setObjectName("error")
-            self.chat_cross_error.setWordWrap(True)
-            overrides_form.addRow("", self.chat_cross_error)
+            self.chat_cross_error = _refusal()
             tabs.addTab(_scrolled(overrides_page), "This chat: summarization")
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -271,6 +284,9 @@ class SettingsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addWidget(tabs)
+        layout.addWidget(self.cross_error)
+        if chat is not None:
+            layout.addWidget(self.chat_cross_error)
         layout.addWidget(self.buttons)
         # Wide enough for the tab names, as tall as a 1000×700 screen allows (the long pages scroll).
         self.resize(max(self.sizeHint().width(), DIALOG_SIZE[0]), DIALOG_SIZE[1])
@@ -383,8 +399,8 @@ class SettingsDialog(QDialog):
                                           if k.startswith("chat.")})
             self.chat_policy_fields.show_errors({k.removeprefix("chat_policy."): v for k, v in errors.items()
                                                  if k.startswith("chat_policy.")})
-            self.chat_cross_error.setText(errors.get("chat_policy.", ""))
-        self.cross_error.setText(errors.get("", ""))
+            _tell(self.chat_cross_error, errors.get("chat_policy.", ""))
+        _tell(self.cross_error, errors.get("", ""))
         provider_errors = {k.removeprefix("provider."): v for k, v in errors.items() if k.startswith("provider.")}
         self.provider_fields.show_errors(provider_errors)
         self.local_fields.show_errors(provider_errors)

@@ -107,3 +107,45 @@ def test_the_dialog_fits_a_1000_by_700_screen_and_short_texts_are_one_line(qtbot
     assert sum(tabs.tabBar().tabRect(i).width() for i in range(tabs.count())) <= tabs.width()
     for name in ("summarizer_provider", "summarizer_model", "summarizer_base_url"):
         assert isinstance(dialog.policy_fields.editors[name], QLineEdit), name
+
+
+def test_why_ok_is_off_is_in_view_wherever_the_page_is_scrolled(qtbot):
+    """“Summarize at” 60 % under “Re-arm below” 70 % turned OK off, and the reason was written at the foot of the
+    Summarization page, below its last field: out of view unless scrolled to. The same for a chat's overrides."""
+    dialog = SettingsDialog(ProviderChoice(), {}, ChatSettings(), key_saved=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    tabs = dialog.findChild(QTabWidget)
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+
+    tabs.setCurrentIndex(2)  # Summarization, scrolled to its top where “Summarize at” is
+    dialog.policy_fields.editors["trigger_ratio"].setText("60")
+    assert not ok.isEnabled()
+    qtbot.waitUntil(lambda: not dialog.cross_error.visibleRegion().isEmpty())
+    assert "must be below “Summarize at” (60 % of the budget)" in dialog.cross_error.text()
+    dialog.policy_fields.editors["trigger_ratio"].setText("80")
+    assert ok.isEnabled() and dialog.cross_error.isHidden()
+
+    tabs.setCurrentIndex(4)  # This chat: summarization
+    overrides = dialog.chat_policy_fields
+    overrides.override_boxes["trigger_ratio"].setChecked(True)
+    overrides.editors["trigger_ratio"].setText("60")
+    assert not ok.isEnabled()
+    qtbot.waitUntil(lambda: not dialog.chat_cross_error.visibleRegion().isEmpty())
+
+
+def test_the_system_prompt_box_is_beside_its_label(qtbot):
+    """On This chat the system prompt's box floated in the middle of the page, 170 px below its label, the other
+    fields pushed to the bottom."""
+    dialog = SettingsDialog(ProviderChoice(), {}, ChatSettings(), key_saved=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.findChild(QTabWidget).setCurrentIndex(3)  # This chat
+    editor = dialog.chat_fields.editors["system_prompt"]
+    box = editor.parentWidget()
+    label = box.parentWidget().layout().labelForField(box)
+    qtbot.waitUntil(editor.isVisible)
+    assert abs(editor.mapTo(dialog, editor.rect().topLeft()).y() - label.mapTo(dialog, label.rect().topLeft()).y()) < 12
+    window_field = dialog.chat_fields.editors["context_window"]
+    assert window_field.mapTo(dialog, window_field.rect().topLeft()).y() < editor.mapTo(
+        dialog, editor.rect().bottomLeft()).y() + 40  # the next field follows it
