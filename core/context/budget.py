@@ -70,7 +70,7 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
             f"{shrunk} old tool outputs shrunk to one line" if shrunk else "",
             *(c.describe() for c in cut_short)]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
-    due = engine.summary_due()
+    due = engine.summary_due(next_message=True)  # not held back by a call still awaiting its result
     if due is not None:
         next_message = "The next message first summarizes older messages to make room (this can take a while)."
     elif not engine.policy.enabled:

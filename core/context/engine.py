@@ -127,8 +127,8 @@ class ContextEngine:
 
     # ----- summaries ----------------------------------------------------------------------------------------
 
-    def summary_due(self) -> str | None:
-        return self.summarization.summary_due()
+    def summary_due(self, next_message: bool = False) -> str | None:
+        return self.summarization.summary_due(next_message)
 
     def maybe_summarize(self) -> SummaryRecord | None:
         return self.summarization.maybe_summarize()

@@ -95,18 +95,19 @@ class Summarization:
 
     # ----- when -----------------------------------------------------------------------------------------------
 
-    def summary_due(self) -> str | None:
-        """Why an automatic summary is due now, or None. Only a question: maybe_summarize moves the hysteresis."""
-        return self._due(self.meter.usage(recall=False).ratio)[0]
+    def summary_due(self, next_message: bool = False) -> str | None:
+        """Why an automatic summary is due now (with `next_message`: once the user's next message is added), or
+        None. Only a question: maybe_summarize moves the hysteresis."""
+        return self._due(self.meter.usage(recall=False).ratio, next_message)[0]
 
-    def _due(self, ratio: float) -> tuple[str | None, bool]:
+    def _due(self, ratio: float, next_message: bool = False) -> tuple[str | None, bool]:
         """(why a summary is due at this usage ratio, or None; whether the policy is armed once it is seen)."""
         policy = self.setup.policy
         if not policy.enabled:
             return None, self.armed
         armed = self.armed or ratio < policy.reset_ratio or self.since_summary >= policy.rearm_messages
         messages = self.archive.messages
-        if messages and messages[-1].tool_calls:
+        if messages and messages[-1].tool_calls and not next_message:
             # The call's results come next, before the model is asked anything: summarizing now could only take
             # what precedes the call (a call is never parted from its results), a stretch of two or three messages.
             return None, armed

@@ -8,6 +8,7 @@ import logging
 import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from precis.core.context.budget import over_budget
 from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
 from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.context.recalling import asked_starts, relevant_part
@@ -810,6 +811,21 @@ def test_no_summary_while_a_tool_call_awaits_its_result():
     record = engine.append(result)
     assert record is not None and record.trigger in ("threshold", "overflow")
     assert call.id not in record.covered_ids and result.id not in record.covered_ids
+
+
+def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summarizes_and_says_so():
+    """sweagent_1 ends with a call to `submit` and no result. Opened at 8k (219%) nothing is summarized while the call
+    waits, and the inspector said 'No summary can make room: the next message is sent cut like this' beside
+    'Summarize now to make room yourself'; the next message does summarize."""
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for message in read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl"):
+        engine.append(message, auto=False)
+    assert engine.messages[-1].tool_calls and engine.usage().ratio > 1
+    assert engine.maybe_summarize() is None  # not while the call waits for its result
+    note = over_budget(engine)
+    assert note.next_message == "The next message first summarizes older messages to make room (this can take a while)."
+    record = engine.append(user("Did the flag get accepted?"))
+    assert record is not None and engine.usage().ratio <= 1
 
 
 def test_target_fill_must_be_below_the_trigger():
