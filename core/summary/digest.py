@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..model.messages import Message
 from ..model.tokens import get_encoding
-from .text_rules import SENTENCE_END, STOP_WORDS
+from .text_rules import STOP_WORDS
 
 # A stretch is conversation when at most this share of its messages are tool calls or results.
 TOOL_SHARE = 0.2
@@ -25,6 +25,9 @@ TOOL_SHARE = 0.2
 DIGEST_SHARE = 0.2
 MIN_DIGEST = 160  # tokens: a short stretch still gets its header, dates and a few lines
 MIN_WORDS = 4
+# A sentence ends at . ! or ? before a space, but not after an initial or a title ("E. B. White", "Dr. Lee"): a
+# sentence kept whole keeps its names whole.
+SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr)\.)(?<!\bMrs\.)\s+|\n+")
 HEADERS = ("Conversation digest", "Merged conversation digest")
 SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,30}):\s+")
 SESSION_DATE = re.compile(r"\b(?:on|at)\s+(.{4,40})$|^.{0,40}?[-–]\s*(.{4,60})$")
@@ -296,7 +299,7 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
         if repeats[key] > 1:
             out.append(Sentence(len(out), date, speaker, " ".join(content.split()), turn, repeats[key]))
             continue
-        for part in SENTENCE_END.split(content):
+        for part in SENTENCE.split(content):
             if text := trimmed(" ".join(part.split())):
                 out.append(Sentence(len(out), date, speaker, text, turn))
     return out
@@ -330,10 +333,17 @@ def render(header: str, chosen: Iterable[Sentence], index: dict[str, list[str]] 
 
 def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
            count_tokens: Callable[[str], int], extra: list[tuple[str, str]] = ()) -> tuple[str, list[Sentence]]:
-    """The digest of the best sentences in `room` less the index's share, and the index of the rest."""
+    """The digest of the best sentences in `room` less the index's share, and the index of the rest. What the index
+    leaves of its share goes to more sentences (the index is made again of what they leave)."""
     index_room = int(room * MENTION_SHARE)
     chosen = choose(sentences, room - index_room, count_tokens)
     index = indexed(sentences, chosen, list(extra), index_room, count_tokens)
+    spare = room - count_tokens(render("", chosen, index))
+    if spare > 0:
+        more = choose(sentences, room - index_room + spare, count_tokens)
+        more_index = indexed(sentences, more, list(extra), room - count_tokens(render("", more)), count_tokens)
+        if count_tokens(render("", more, more_index)) <= room:
+            chosen, index = more, more_index
     text = render(header, chosen, index)
     while count_tokens(text) > max_tokens and chosen:  # the estimate of the date lines was short
         chosen.remove(min(chosen, key=lambda s: s.score))
@@ -342,12 +352,13 @@ def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
 
 
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
-                        date: str = "") -> tuple[str, list[str]]:
+                        date: str = "", beside: int = 0) -> tuple[str, list[str]]:
     """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
-    the session's where the stretch starts (its marker was before the stretch)."""
+    the session's where the stretch starts (its marker was before the stretch); `beside` is the tokens of what the
+    summary holds beside the digest (the rules' decisions), taken from the digest's share."""
     sentences = sentences_of(messages, day_of(date))
     spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
-    room = min(max_tokens, max(int(spoken * DIGEST_SHARE), MIN_DIGEST))
+    room = min(max_tokens, max(int(spoken * DIGEST_SHARE) - beside, MIN_DIGEST))
     people = list(dict.fromkeys(s.speaker for s in sentences))
     # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
@@ -360,16 +371,18 @@ LINE = re.compile(r"^- ([^:\n]{1,40}): (.+?)(?: \(×(\d+)\))?$")
 
 def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
     """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
-    them, re-ranked together, under their dates and speakers, in the order they were said."""
+    them, re-ranked together, under their dates and speakers, in the order they were said. A digest's lines end at
+    its first blank line: what follows in its summary (the rules' decisions, a model's narrative) is not said by
+    anyone ("- Chose: ..." read as a line made a speaker "Chose"); the merged record's facets keep the decisions."""
     sentences, date, index = [], "", []
-    for turn, line in enumerate(line for text in texts for line in text.splitlines()):
+    for turn, line in enumerate(line for text in texts for line in text.split("\n\n", 1)[0].splitlines()):
         if line.startswith("[") and line.endswith("]"):
             date = line[1:-1]
         elif line.startswith(MENTIONED):
             index += [(date, term) for term in line.removeprefix(MENTIONED).split("; ")]
         elif match := LINE.match(line):
             speaker, said, repeats = match.groups()
-            parts = [said] if repeats else [p for p in SENTENCE_END.split(said) if p.strip()]
+            parts = [said] if repeats else [p for p in SENTENCE.split(said) if p.strip()]
             sentences += [Sentence(len(sentences) + n, date, speaker, part, turn, int(repeats or 1))
                           for n, part in enumerate(parts)]
     header = f"{HEADERS[1]} of {covered} earlier messages"

@@ -100,9 +100,9 @@ class RuleSummarizer:
             # "What made you decide to ...?" asks about a decision; it is not one.
             facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
             decisions = "Decisions:\n" + "\n".join(f"- {d}" for d in facets.decisions) if facets.decisions else ""
-            room = request.max_tokens - (request.counter.count_text(decisions) + 2 if decisions else 0)
-            text, key_points = conversation_digest(request.messages, max(room, 1), request.counter.count_text,
-                                                    request.date)
+            beside = request.counter.count_text(decisions) + 2 if decisions else 0
+            text, key_points = conversation_digest(request.messages, max(request.max_tokens - beside, 1),
+                                                    request.counter.count_text, request.date, beside)
             text = fit_text("\n\n".join(p for p in (text, decisions) if p), request.max_tokens, request.counter)
             return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="rule")
         text, key_points, facets = rule_summary(

@@ -5,7 +5,14 @@ from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.summary.digest import conversation_digest, is_conversation, merged_digest, session_label
-from precis.core.summary.summarize import LLMActionItem, LLMSummaryOut, says_something, without_noise
+from precis.core.summary.summarize import (
+    LLMActionItem,
+    LLMSummaryOut,
+    RuleSummarizer,
+    SummaryRequest,
+    says_something,
+    without_noise,
+)
 
 COUNT = TokenCounter().count_text
 
@@ -36,8 +43,9 @@ def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_senten
     # A tighter cap keeps fewer sentences, never part of one.
     small, _ = conversation_digest(messages, 40, COUNT)
     assert COUNT(small) <= 40
+    said = " ".join(m.content for m in messages)
     for line in small.splitlines()[1:]:
-        assert line.startswith("[") or any(line == full for full in text.splitlines())
+        assert line.startswith(("[", "Mentioned: ")) or (line[-1] in ".!?" and line.split(": ", 1)[1] in said)
 
 
 def test_greetings_thanks_and_reactions_are_stripped_and_a_message_keeps_one_line():
@@ -66,11 +74,11 @@ def test_merged_digests_rank_the_lines_of_every_stretch_together_under_their_dat
     first = stretch("8 May, 2023", "I adopted a guinea pig named Oscar in March.")
     second = stretch("20 July, 2023", "Melanie's favorite book is \"Charlotte's Web\" by E. B. White.")
     texts = [conversation_digest(part, 400, COUNT)[0] for part in (first, second)]
-    merged = merged_digest(texts, len(first) + len(second), 80, COUNT)
-    assert COUNT(merged) <= 80 and "stayed in" not in merged
+    merged = merged_digest(texts, len(first) + len(second), 75, COUNT)
+    assert COUNT(merged) <= 75 and "stayed in" not in merged
     assert merged.startswith("Merged conversation digest of")
     assert "[8 May, 2023]\n- Caroline: I adopted a guinea pig named Oscar in March." in merged
-    assert "[20 July, 2023]\n- Caroline: Melanie's favorite book is \"Charlotte's Web\"" in merged
+    assert "[20 July, 2023]\n- Caroline: Melanie's favorite book is \"Charlotte's Web\" by E. B. White." in merged
     # A merge of merges reads its own format back.
     assert merged_digest([merged], 99, 80, COUNT).split("\n", 1)[1] == merged.split("\n", 1)[1]
 
@@ -83,15 +91,15 @@ def test_a_name_said_once_in_a_sentence_that_did_not_fit_is_still_in_the_digest(
     messages = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023")]
     messages += [Message(role="user" if n % 2 == 0 else "assistant",
                          content=f"{'Caroline' if n % 2 == 0 else 'Melanie'}: {line}") for n, line in enumerate(said)]
-    text, _ = conversation_digest(messages, 120, COUNT)
-    assert COUNT(text) <= 120
+    text, _ = conversation_digest(messages, 90, COUNT)
+    assert COUNT(text) <= 90
     assert "walking home" not in text  # the long sentence that tells little did not fit ...
     assert "Oscar" in text and "Lake Tahoe" in text
     mentioned = [line for line in text.splitlines() if line.startswith("Mentioned: ")]
     assert len(mentioned) == 1 and "Bartholomew" in mentioned[0]  # ... but the name it told is indexed
     assert text.index("[8 May, 2023]") < text.index("Lake Tahoe") < text.index("Mentioned: ")
     # Merging digests reads the index back.
-    assert "Bartholomew" in merged_digest([text], len(messages), 120, COUNT)
+    assert "Bartholomew" in merged_digest([text], len(messages), 90, COUNT)
 
 
 def test_repeated_messages_collapse_into_one_line_with_a_count():
@@ -214,3 +222,38 @@ def test_conversation_digests_take_their_own_share_of_the_budget_and_tool_traffi
         crowded.append(m, auto=False)
     fixed = crowded.usage().by_kind["system"]
     assert crowded.summarization.summary_cap() <= (7680 * 0.8 - fixed) * 0.5 / 0.8 + 1
+
+
+def varied_talk(sessions: int) -> list[Message]:
+    """Two people telling each other different things: every sentence its own facts, no word rare enough to index."""
+    things = ["garden", "kitchen", "bicycle", "library", "market", "concert", "river", "bakery", "museum", "office",
+              "station", "harbor", "forest", "school", "theater", "village"]
+    talk = []
+    for session in range(sessions):
+        talk.append(Message(role="system", content=f"Session {session + 1} - 2:00 pm on {session + 1} June, 2023"))
+        for n, thing in enumerate(things):
+            speaker = "Melanie" if n % 2 else "Caroline"
+            talk.append(Message(role="assistant" if n % 2 else "user",
+                                content=f"{speaker}: On day {n + 2} I walked to the {thing} with my sister again. "
+                                        f"The {thing} was busy that morning, so we stayed for an hour."))
+    return talk
+
+
+def test_a_digest_fills_its_share_with_whole_sentences_when_the_index_needs_less():
+    messages = varied_talk(3)
+    spoken = sum(COUNT(m.content) for m in messages if m.role != "system")
+    text, _ = conversation_digest(messages, 4000, COUNT)
+    longest = max(COUNT(line) for line in text.splitlines())
+    assert spoken * 0.2 - 2 * longest <= COUNT(text) <= spoken * 0.2 + 2
+
+
+def test_a_rule_summary_of_talk_holds_its_decisions_within_the_digests_share_and_a_merge_reads_no_speaker_chose():
+    messages = varied_talk(2)
+    messages.insert(3, Message(role="user", content="Caroline: We decided to adopt a puppy named Bailey in May."))
+    spoken = sum(COUNT(m.content) for m in messages if m.role != "system")
+    draft = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=4000, counter=TokenCounter()))
+    assert "Decisions:\n- Chose: Caroline: We decided to adopt a puppy" in draft.text
+    assert COUNT(draft.text) <= spoken * 0.2 + 2
+    merged = merged_digest([draft.text], len(messages), 4000, COUNT)
+    assert "- Chose:" not in merged and "Decisions" not in merged
+    assert "- Caroline: We decided to adopt a puppy named Bailey in May." in merged
