@@ -378,7 +378,11 @@ class Summarization:
                 break
             kept.insert(0, line)
             room -= count(line) + 1
-        body = "\n".join(p for p in (header, "Key points:\n" + "\n".join(kept) if kept else "", trail) if p)
+        # A summary known only by its text (Claude Code's own compaction, imported) has no points or facts to
+        # rebuild from: its text, cut to the room left, or the merge kept one line of its 4,000 tokens.
+        told = "\n".join(c.text for c in children if not c.key_points and c.facets == Facets())
+        told = fit_text(told, room - 1, self.setup.counter) if told and room > MIN_SUMMARY_ROOM else ""
+        body = "\n".join(p for p in (header, told, "Key points:\n" + "\n".join(kept) if kept else "", trail) if p)
         return fit_text(body, max(cap, 1), self.setup.counter)
 
     def undo_last(self) -> SummaryRecord:

@@ -166,3 +166,27 @@ def test_the_in_memory_index_weighs_words_as_fts5s_bm25_does(tmp_path):
         stored = store.search_archived(chat_id, "pottery paint", 10)
     assert stored == in_memory.search("pottery paint", 10)
     assert stored[:2] == [messages[0].id, messages[3].id]
+
+
+def test_claude_codes_own_compaction_keeps_its_text_when_opening_the_session_folds_it(tmp_path):
+    """The raw Claude Code session imports with Claude Code's compaction as its one summary (4,120 tokens, text only:
+    no points or facts of ours). Opened at 8k it overflows; that summary takes the chain's whole share, so it is
+    folded to leave room, and the fold kept only 'Merged summary of 404 earlier messages.'"""
+    from precis.core.storage.importers import import_file
+
+    from tests.conftest import CLAUDE_CODE_RAW
+
+    with open_store(tmp_path) as store:
+        chat_id = import_file(store, CLAUDE_CODE_RAW).chat_id
+        engine, _ = restore_engine(store, chat_id, default_window=8192)
+        attach_engine(store, chat_id, engine)
+        [compaction] = engine.chain()
+        assert engine.maybe_summarize() is not None  # the overflow on opening
+        fold = engine.chain()[0]
+        assert fold.merged_ids == [compaction.id]
+        assert "This session is being continued from a previous conversation" in fold.text
+        assert "spotter-4te.1" in engine.context_text()
+        assert engine.counter.count_text(fold.text) > 500
+    with open_store(tmp_path) as store:  # as saved
+        again, _ = restore_engine(store, chat_id, default_window=8192)
+        assert again.chain()[0].text == fold.text
