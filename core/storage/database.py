@@ -23,6 +23,13 @@ LOCK_NAME = "precis.lock"
 BUSY_TIMEOUT_MS = 30_000
 WRITE_OPTION = "precis_write"  # a connection's execution option: its transaction is a WriteSession's
 NO_WAIT_OPTION = "precis_no_wait"  # ... and it gives up at once if another program is writing
+# An import keeps up to this much of the file in SQLite's page cache rather than the default 2 MiB. With less, the
+# transaction's changed pages spill to the WAL and are read back, and the inserts into the (chat, message id) index,
+# at random places as ids are random, miss the cache more often the longer the chat: inserting the rows of 100,000
+# messages cost 9.4 us each against 6.5 us at 10,000 (7.6 us with this cache). The connection gets its usual cache
+# back when it returns to the pool, so reading a long chat later does not keep it in memory twice.
+BULK_CACHE_KIB = 65_536
+_CACHE_BEFORE_BULK = "precis_cache_size"  # a pooled connection's info: its cache size before use_bulk_cache
 
 
 # ---------------------------------------------------------------------------------------------------- errors
@@ -338,6 +345,12 @@ def make_engine(path: Path, read_only: bool) -> Engine:
         for pragma in pragmas:
             dbapi_conn.execute(f"PRAGMA {pragma}")
 
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_conn: sqlite3.Connection | None, record: Any) -> None:
+        cache_size = record.info.pop(_CACHE_BEFORE_BULK, None)
+        if cache_size is not None and dbapi_conn is not None:
+            dbapi_conn.execute(f"PRAGMA cache_size={cache_size}")
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         # A write takes the write lock at once, waiting up to the busy timeout for another writer: a read that
@@ -355,6 +368,14 @@ def make_engine(path: Path, read_only: bool) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def use_bulk_cache(session: Session) -> None:
+    """Give the session's connection the page cache of a bulk write (BULK_CACHE_KIB) until it returns to the pool."""
+    connection = session.connection()
+    if _CACHE_BEFORE_BULK not in connection.info:
+        connection.info[_CACHE_BEFORE_BULK] = connection.exec_driver_sql("PRAGMA cache_size").scalar()
+        connection.exec_driver_sql(f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
 
 
 class ChangeWatch:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.tokens import TokenCounter
@@ -392,7 +393,8 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
 
 def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> ImportResult:
     """Import a chat file as a new chat, all or nothing."""
-    parsed = parse_file(path, fmt)
-    chat_id = store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)
+    with collector_paused():  # the parsed chat is one long-lived object per message
+        parsed = parse_file(path, fmt)
+        chat_id = store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)
     return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
                         undecodable=parsed.undecodable)

@@ -55,6 +55,7 @@ from .database import (  # the Store's API names them too
     make_engine,
     migrate,
     migration_lock,
+    use_bulk_cache,
 )
 from .message_table import MessageTable, SearchHit, insert_messages
 from .paths import DB_NAME
@@ -315,6 +316,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         now = time.time()
         chat_id = Message(role="user").id
         with self._write("import the chat") as session:
+            use_bulk_cache(session)
             session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
                                 settings=valid.model_dump_json()))
             session.flush()
