@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 import sys
 
@@ -9,6 +11,11 @@ from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
 from . import theme
+
+# How long the window's thread waits for the interpreter lock while a worker computes (a summary, a chat opening)
+# before the worker is made to hand it over; Python's default is 5 ms. Handling one event can take the lock several
+# times (each Qt call made from Python gives it up), so at 5 ms the window stalled 50-130 ms at a time.
+LOCK_SWITCH_SECONDS = 0.001
 
 
 def application() -> QApplication:
@@ -18,11 +25,21 @@ def application() -> QApplication:
         app = QApplication(sys.argv[:1])
         app.setApplicationName("Precis")
         app.setOrganizationName("Precis")
+    _keep_the_window_thread_waiting_less()
     font = QFont(app.font())
     font.setPointSizeF(max(font.pointSizeF(), 10.0))
     app.setFont(font)
     theme.install(app)
     return app
+
+
+@functools.cache
+def _keep_the_window_thread_waiting_less() -> None:
+    sys.setswitchinterval(LOCK_SWITCH_SECONDS)
+    # What exists by now (modules, classes, Qt's wrappers) lives as long as the app: out of the cyclic garbage
+    # collector's full passes, which walked it all (about 150 ms, holding the interpreter lock, so the window waited)
+    # whenever a worker had made enough new objects.
+    gc.freeze()
 
 
 def offscreen() -> None:

@@ -51,3 +51,19 @@ def test_switching_and_closing_while_a_model_summary_runs_never_blocks_and_the_s
     print(f"summary finished {time.perf_counter() - started:.1f} s after the close")
     [record] = store.load_records(busy)  # finished on its own and saved: reopening will not redo it
     assert record.status == "active"
+
+
+def test_a_busy_worker_hands_the_interpreter_lock_to_the_window_quickly_and_full_collections_skip_the_app():
+    """What made the window stall while a summary ran on a worker: the window's thread waited Python's 5 ms switch
+    interval for the lock each time it took it back (many times per event), and the cyclic garbage collector's full
+    passes, run on the worker, walked every object of the app (about 150 ms) holding the lock."""
+    import gc
+    import sys
+
+    import precis.gui.app as module  # loaded before the app is made: lives as long as it
+
+    module.application()
+    assert sys.getswitchinterval() <= 0.001
+    tracked = {id(o) for o in gc.get_objects()}  # what a full collection walks
+    assert id(vars(module)) not in tracked
+    assert gc.get_freeze_count() > 10_000
