@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
@@ -20,6 +21,7 @@ class Row:
 
     message: Message | None = None
     record: SummaryRecord | None = None
+    covered: int = 0  # a summary's: the messages it stands for (a fold's are its summaries' messages)
     expanded: bool = False
     # The chat's opening system message, its system prompt; a later one (a session or date marker) is conversation.
     opening: bool = False
@@ -50,6 +52,7 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
                archived_by: dict[str, str]) -> list[Row]:
     """The flow: each active summary once, where its first archived message was, then the visible messages."""
     records = {r.id: r for r in active_records}
+    covered = Counter(archived_by.values())
     shown: set[str] = set()
     rows: list[Row] = []
     for message in messages:
@@ -58,7 +61,7 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
             rows.append(Row(message=message, opening=not rows and message.role == "system"))
         elif record_id not in shown:
             shown.add(record_id)
-            rows.append(Row(record=records[record_id]))
+            rows.append(Row(record=records[record_id], covered=covered[record_id]))
     return rows
 
 

@@ -60,10 +60,16 @@ class Feedback:
         if event.kind == "undone":
             self.inspector.hide_notice()
             self.inspector.result_card.hide()
-            self.status.tell(f"Summary undone: {len(record.covered)} messages are back in the context.")
+            folded = len(record.merged_ids)
+            back = (f"{len(record.covered)} messages are back in the context" if not folded else
+                    "the summary it folded is back in the chain" if folded == 1 else
+                    f"the {folded} summaries it folded are back in the chain")
+            self.status.tell(f"Summary undone: {back}.")
             return
         automatic = record.trigger not in ("manual",)
-        self.inspector.result_card.show_record(record, automatic)
+        snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
+        messages = len(snapshot.archived(record.id)) if record.merged_ids and snapshot is not None else None
+        self.inspector.result_card.show_record(record, automatic, messages)
         if automatic:
             why = AUTOMATIC_REASONS.get(event.reason, event.reason)
             self.inspector.show_notice(

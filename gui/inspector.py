@@ -165,9 +165,9 @@ class ResultCard(QFrame):
         layout.addWidget(self.label)
         self.hide()
 
-    def show_record(self, record: SummaryRecord, automatic: bool) -> None:
+    def show_record(self, record: SummaryRecord, automatic: bool, messages: int | None = None) -> None:
         facets = record.facets
-        result = record.result()
+        result = record.result(messages)
         figures = escape(result.describe())
         failed = result.saves_nothing or result.saves_little
         if failed:  # not a success: say so in the error colour

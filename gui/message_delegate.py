@@ -437,8 +437,7 @@ class MessageDelegate(QStyledItemDelegate):
         """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
         if row.record is not None:
             record = row.record
-            count = len(record.covered)
-            return (f"SUMMARY · depth {record.depth} · {count} messages · "
+            return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
                     f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.mode}")
         return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
             row.message.role, row.message.role.title())

@@ -32,10 +32,19 @@ def _snippet(message: Message) -> str:
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
 
 
-def _range(record: SummaryRecord, position: dict[str, int]) -> str:
-    places = sorted(position[i] for i in record.covered_ids if i in position)
+def _leaves(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> list[str]:
+    """The ids of the messages a record stands for: its own, and those of the summaries it folded."""
+    ids = list(record.covered_ids)
+    for child in record.merged_ids:
+        if child in by_record:
+            ids += _leaves(by_record[child], by_record)
+    return ids
+
+
+def _range(covered: list[str], position: dict[str, int]) -> str:
+    places = sorted(position[i] for i in covered if i in position)
     if not places:
-        return f"{len(record.merged_ids)} earlier summaries" if record.merged_ids else "no messages"
+        return "no messages"
     return f"messages {places[0]}-{places[-1]}" if len(places) > 1 else f"message {places[0]}"
 
 
@@ -118,12 +127,14 @@ def history(chat: str, full: bool, data_dir: str | None) -> int:
         return 0
     position = {m.id: n for n, m in enumerate(messages, start=1)}
     by_id = {m.id: m for m in messages}
+    by_record = {r.id: r for r in records}
     for record in sorted(records, key=lambda r: r.created_at):
         status = "" if record.status == "active" else f"  [{record.status}]"
-        print(f"{record.depth}. {_when(record.created_at)}  {_range(record, position)}  "
-              f"{record.result().describe()}  {_how(record)}{status}")
+        leaves = _leaves(record, by_record)
+        print(f"{record.depth}. {_when(record.created_at)}  {_range(leaves, position)}  "
+              f"{record.result(len(leaves)).describe()}  {_how(record)}{status}")
         if full:
-            covered = [by_id[i] for i in record.covered_ids if i in by_id]
+            covered = [by_id[i] for i in sorted((i for i in leaves if i in by_id), key=position.__getitem__)]
             if covered:
                 print(f"   first: {_snippet(covered[0])}")
                 print(f"   last:  {_snippet(covered[-1])}")

@@ -173,8 +173,11 @@ class SummaryRecord(BaseModel):
             return ""
         return f"fell back to rules: {self.fallback_reason or 'the model could not summarize'}"
 
-    def result(self) -> SummaryResult:
-        return SummaryResult(len(self.covered), 1, self.tokens_before, self.tokens_after)
+    def result(self, messages: int | None = None) -> SummaryResult:
+        """What it did; `messages`: how many it stands for where that is not the ones it archived itself (a fold's
+        are its summaries')."""
+        return SummaryResult(len(self.covered) if messages is None else messages, 1, self.tokens_before,
+                             self.tokens_after)
 
     @property
     def covered_ids(self) -> list[str]:

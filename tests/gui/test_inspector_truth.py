@@ -132,3 +132,37 @@ def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_wi
     open_and_summarize({"recall_enabled": False})  # this chat's own switch
     assert window.chat.snapshot.usage.by_kind["recalled"] == 0 and not window.chat.snapshot.recalled
     assert window.inspector.recalled_box.isHidden()
+
+
+def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_window, store, capsys):
+    """Opening the raw Claude Code session folds its imported compaction (404 messages) to make room for the next
+    summary. The fold's row said 'SUMMARY · depth 1 · 0 messages' and `precis history` '0 messages → 1 summary':
+    a fold archives no message itself, its summaries do."""
+    from precis.core.cli.main import main
+    from precis.core.storage.importers import import_file
+    from precis.gui.message_delegate import MessageDelegate
+
+    from tests.conftest import CLAUDE_CODE_RAW
+
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    chat_id = import_file(store, CLAUDE_CODE_RAW).chat_id
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 2, timeout=120_000)
+    fold, latest = window.chat.snapshot.chain
+    assert fold.merged_ids
+    titles = [MessageDelegate.title(row) for row in window.conversation.conversation.rows() if row.record is not None]
+    assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ")
+    assert titles[1].startswith(f"SUMMARY · depth 2 · {len(latest.covered)} messages · ")
+    for undone, said in ((latest, f"Summary undone: {len(latest.covered)} messages are back in the context."),
+                         (fold, "Summary undone: the summary it folded is back in the chain.")):
+        qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda gone=undone.id: idle(window) and gone not in {r.id for r in window.chat.snapshot.chain},
+                        timeout=60_000)
+        assert window.statusBar().currentMessage() == said
+    window.chat.finish_background_work()
+
+    capsys.readouterr()
+    assert main(["history", chat_id]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "merge: the summaries used their share" in line]
+    assert "messages 1-404  404 messages → 1 summary" in line
