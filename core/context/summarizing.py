@@ -12,7 +12,7 @@ from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
-from ..summary.digest import is_conversation, is_digest, merged_digest, session_date
+from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
@@ -246,15 +246,17 @@ class Summarization:
         if not candidates:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.meter.usage(recall=False)
+        # A merge of digests leaves the room the digest of these candidates will take.
+        coming = digest_room(candidates, counter.count_text) if self.is_talk() else 0
         if len(chain) >= policy.max_depth:
-            self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth")
+            self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth", coming)
         elif chain and self.summary_cap() < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):
             # The chain has used its share: fold it into one summary rather than summarizing a couple of messages
             # at a time, or than an empty marker for them where one summary took all of it (the first may: its cap
             # is all the room there is).
-            self._merge_oldest(len(chain), "merge: the summaries used their share")
+            self._merge_oldest(len(chain), "merge: the summaries used their share", coming)
         elif len(chain) > 1 and before.floor_ratio >= policy.trigger_ratio:
-            self._merge_oldest(len(chain), "merge: what no summary removes is above the trigger")
+            self._merge_oldest(len(chain), "merge: what no summary removes is above the trigger", coming)
         chain = self.archive.chain  # a merge rebuilds it
         extra = "\n".join(p for p in (policy.extra_instructions, instructions or "") if p) or None
         cap = self.summary_cap()
@@ -321,7 +323,7 @@ class Summarization:
         retention = check_facts(self._facts_of(record), self.meter.context_text())
         record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
 
-    def _merge_oldest(self, count: int, reason: str) -> SummaryRecord:
+    def _merge_oldest(self, count: int, reason: str, coming: int = 0) -> SummaryRecord:
         """Fold the oldest summaries into one instead of refusing (at the maximum depth, or when the chain has used
         its share): the chat never stops."""
         started = time.perf_counter()
@@ -333,7 +335,7 @@ class Summarization:
         record = SummaryRecord(
             depth=1, parent_id=children[0].parent_id, mode=children[-1].mode,
             first_message_id=children[0].first_message_id, last_message_id=children[-1].last_message_id,
-            text=self._merged_text(children, facets, key_points), key_points=key_points, facets=facets,
+            text=self._merged_text(children, facets, key_points, coming), key_points=key_points, facets=facets,
             merged_ids=[c.id for c in children], written_by=RULES, tokens_before=before.total, trigger=reason,
             usage_ratio=round(before.ratio, 4), redactions=sum(c.redactions for c in children))
         record.tokens = self.setup.counter.count_text(record.text)
@@ -354,7 +356,8 @@ class Summarization:
                                before.ratio, record.mode, record.duration_ms, False, affected=children))
         return record
 
-    def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str]) -> str:
+    def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str],
+                     coming: int = 0) -> str:
         """One text for merged summaries, rebuilt from their facts rather than cut from the end of their texts:
         the artifact trail and the user's requests first, then the newest key points in the room left (conversation
         digests re-rank the sentences of all of them). It takes at most three quarters of the room the chain has
@@ -364,7 +367,12 @@ class Summarization:
         cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
         covered = sum(map(self.archive.covered_count, children))
         if all(is_digest(c.text) for c in children):
-            # Never larger than the digests it folds: each took at most its share of what it replaced.
+            # Digests know the room the next one takes (`coming`, its share of the messages it is about to
+            # replace): the merge takes the rest (with a quarter left, the chains of LoCoMo's longer conversations
+            # at 8k ended a tenth below their share: benchmarks/fidelity). Never larger than the digests it folds:
+            # each took at most its share of what it replaced.
+            if coming:
+                cap = min(policy.max_summary_tokens, max(self.chain_room(len(children)) - coming, MIN_SUMMARY_ROOM))
             cap = min(cap, max(sum(c.tokens for c in children), MIN_SUMMARY_ROOM))
             return merged_digest([c.text for c in children], covered, cap, count)
         header = f"Merged summary of {covered} earlier messages."

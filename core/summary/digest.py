@@ -351,14 +351,19 @@ def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
     return text, chosen
 
 
+def digest_room(messages: list[Message], count_tokens: Callable[[str], int]) -> int:
+    """The tokens a digest of these messages may take: its share of what was said, at least MIN_DIGEST."""
+    spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
+    return max(int(spoken * DIGEST_SHARE), MIN_DIGEST)
+
+
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
                         date: str = "", beside: int = 0) -> tuple[str, list[str]]:
     """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
     the session's where the stretch starts (its marker was before the stretch); `beside` is the tokens of what the
     summary holds beside the digest (the rules' decisions), taken from the digest's share."""
     sentences = sentences_of(messages, day_of(date))
-    spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
-    room = min(max_tokens, max(int(spoken * DIGEST_SHARE) - beside, MIN_DIGEST))
+    room = min(max_tokens, max(digest_room(messages, count_tokens) - beside, MIN_DIGEST))
     people = list(dict.fromkeys(s.speaker for s in sentences))
     # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"

@@ -257,3 +257,23 @@ def test_a_rule_summary_of_talk_holds_its_decisions_within_the_digests_share_and
     merged = merged_digest([draft.text], len(messages), 4000, COUNT)
     assert "- Chose:" not in merged and "Decisions" not in merged
     assert "- Caroline: We decided to adopt a puppy named Bailey in May." in merged
+
+
+def test_a_merge_of_digests_leaves_the_room_of_the_next_and_the_chain_fills_its_share():
+    """Folding the chain, the merged digest takes what the digest about to be written does not need: a long
+    conversation's chain ends at its share, not a quarter below it, and never over it."""
+    places = ["garden", "kitchen", "bicycle shop", "library", "market", "concert hall", "river", "bakery"]
+    policy = SummarizationPolicy(mode="rule")
+    engine = ContextEngine(Budget(window=4096, reserve_output=256), policy, TokenCounter())
+    engine.append(Message(role="system", content="Session 1 - 2:00 pm on 1 June, 2023"))
+    for week in range(30):
+        engine.append(Message(role="system", content=f"Session {week + 2} - 2:00 pm on {week % 28 + 1} July, 2023"))
+        for n in range(16):
+            speaker, place = ("Melanie" if n % 2 else "Caroline"), places[n % 8]
+            engine.append(Message(role="assistant" if n % 2 else "user",
+                                  content=f"{speaker}: In week {week} on day {n + 2} I walked to the {place} with my "
+                                          f"sister number {week * 16 + n}. It was busy, so we stayed {week + n} minutes."))
+    assert any(r.merged_ids for r in engine.chain())
+    share = engine.budget.available * policy.conversation_chain_share
+    used = share - engine.summarization.chain_room()
+    assert 0.95 * share <= used <= share
