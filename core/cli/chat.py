@@ -26,6 +26,8 @@ from .store import exit_code
 from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
+HISTORY_MESSAGES = 10  # the recent messages /history lists after the summaries
+SNIPPET_CHARS = 100
 
 @dataclass
 class Reply:
@@ -148,11 +150,12 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
         print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
               f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
               "resumes.", file=out)
-        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout)
+        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout,
+                      lambda changed: store.update_message(chat_id, changed))
 
 
 def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO,
-           keep: Callable[[Message], None], run_timeout: float) -> int:
+           keep: Callable[[Message], None], run_timeout: float, save: Callable[[Message], None]) -> int:
     while True:
         out.write("you> ")
         out.flush()
@@ -175,16 +178,17 @@ def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: 
             print(exc, file=out)
             continue
         if command is not None:
-            print(run_slash(engine, command.name, command.argument, keep, run_timeout), file=out)
+            print(run_slash(engine, command.name, command.argument, keep, run_timeout, save), file=out)
             continue
         keep(Message("user", text.removeprefix("/")))  # "//x" sends "/x"
         chat_turn(engine, provider, args, out, err, keep)
 
 
 def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[Message], None],
-              run_timeout: float = RUN_TIMEOUT_SECONDS) -> str:
-    """A slash command of the registry in the terminal chat; returns what to print. Commands that act on a
-    selection in the window (pin, unpin) say so; /run stops after the chat's time limit (`run_timeout`)."""
+              run_timeout: float = RUN_TIMEOUT_SECONDS, save: Callable[[Message], None] | None = None) -> str:
+    """A slash command of the registry in the terminal chat; returns what to print. /pin and /unpin act on the last
+    message (there is no selection) and `save` keeps the change; /run stops after the chat's time limit
+    (`run_timeout`)."""
     try:
         if name == "context":
             usage = engine.usage()
@@ -196,8 +200,18 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
             record = engine.undo_last()
             return f"undid the summary of {len(record.covered)} messages"
         if name == "history":
-            return "\n".join(f"{r.depth}. {r.result().describe()} ({r.mode}, {r.trigger})"
-                             for r in engine.chain()) or "no summaries"
+            chain = engine.chain()
+            summaries = [f"{r.depth}. {r.result(engine.archive.covered_count(r)).describe()} ({r.mode}, {r.trigger})"
+                         for r in chain] or ["no summaries"]
+            recent = [f"  {m.role}: {_one_line(m)}" for m in engine.archive.visible()[-HISTORY_MESSAGES:]]
+            return "\n".join([*summaries, *(["recent messages:", *recent] if recent else [])])
+        if name in ("pin", "unpin") and save is not None:
+            if not engine.messages:
+                return "no message to pin yet"
+            last = engine.messages[-1]
+            engine.set_pinned(last.id, name == "pin")
+            save(engine.messages[-1])
+            return f"{name}ned the last message: {_one_line(engine.messages[-1])}"
         if name == "help":
             return help_text()
         if name in ("run", "grep"):
@@ -212,6 +226,11 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
     except (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError) as exc:
         return str(exc)
     return f"/{name} works in the window only"
+
+
+def _one_line(message: Message) -> str:
+    text = " ".join(message.content.split()) or ", ".join(c.name for c in message.tool_calls) or "(empty)"
+    return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
 
 
 @cli.command()

@@ -6,6 +6,7 @@ import io
 from types import SimpleNamespace
 
 from precis.core.cli.chat import terminal_chat
+from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
 
 from tests.fakes import ScriptedProvider
@@ -30,3 +31,29 @@ def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_p
         [chat] = store.list_chats()
         # /run's call and output are kept as a tool exchange; the slash lines themselves are not messages.
         assert [m.role for m in store.load_messages(chat.id)] == ["assistant", "tool"]
+
+
+def test_pin_history_and_unpin_in_the_terminal_chat_do_what_help_says(tmp_path):
+    """/help says '/pin  pin the selected (or last) message' and '/history  list the summaries, then the recent
+    messages'; the terminal chat answered '/pin works in the window only' and listed the summaries alone."""
+    data = str(tmp_path)
+    with open_store(data) as store:
+        chat = store.create_chat("notes", {"context_window": 4096})
+        for n in range(3):
+            store.add_message(chat, Message("user" if n % 2 == 0 else "assistant", f"note {n} about the kiwi crates"))
+    provider = ScriptedProvider([])  # nothing is sent to a model (a fake: nothing is generated)
+    args = SimpleNamespace(context_tokens=4096, max_tokens=64, temperature=0.0, summaries="rule", chat="notes",
+                           data_dir=data)
+    out = io.StringIO()
+    assert terminal_chat(provider, args, io.StringIO("/pin\n/history\n"), out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert "works in the window only" not in text
+    assert "pinned the last message: note 2 about the kiwi crates" in text
+    assert "no summaries" in text and "user: note 1" not in text and "assistant: note 1 about the kiwi crates" in text
+    with open_store(data) as store:
+        assert [m.pinned for m in store.load_messages(chat)] == [False, False, True]  # kept with the chat
+    out = io.StringIO()
+    assert terminal_chat(provider, args, io.StringIO("/unpin\n"), out, io.StringIO()) == 0
+    assert "unpinned the last message" in out.getvalue()
+    with open_store(data) as store:
+        assert not any(m.pinned for m in store.load_messages(chat))
