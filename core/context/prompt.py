@@ -16,6 +16,22 @@ from .usage import Budget, ContextItem, ContextSetup, UsageMeter
 
 
 @dataclass
+class _Trim:
+    """An old tool output cut to its one line, with the line's token counts by tokenizer (TokenCounter.name)."""
+
+    content_hash: int  # of the output it was cut from (not the text: that would keep every opened chat's outputs)
+    message: Message
+    tokens: dict[str, int]
+
+
+# Kept for the process's life, not an engine's: opening a chat builds a new engine, and cutting every old tool output
+# of a long chat again, then counting each line with the model's tokenizer, was most of opening it again (5-9 s at
+# 100,000 messages). Emptied when it reaches TRIMS_KEPT (a few hundred bytes each).
+_TRIMS: dict[tuple[str, bool], _Trim] = {}
+TRIMS_KEPT = 200_000
+
+
+@dataclass
 class Prompt:
     items: list[ContextItem]
     tokens: int
@@ -31,7 +47,6 @@ class PromptAssembler:
         self.setup = setup
         self.meter = meter
         self.recaller = recaller
-        self._trimmed: dict[str, Message] = {}
 
     def assemble(self, recall: bool = True) -> Prompt:
         """What is sent to the model. Never exceeds the budget.
@@ -120,20 +135,27 @@ class PromptAssembler:
                 break
             if item.source_id in tail_ids:
                 continue
-            trimmed = self._trimmed_message(item.message, calls.get(item.message.tool_call_id or ""))
-            new_tokens = counter.raw_message_tokens(trimmed)
+            trimmed, new_tokens = self._trimmed(item.message, calls.get(item.message.tool_call_id or ""))
             if new_tokens < item.tokens:
                 total += new_tokens - item.tokens
                 item.kind, item.message, item.tokens = "trimmed", trimmed, new_tokens
         return total
 
-    def _trimmed_message(self, message: Message, call) -> Message:
-        cached = self._trimmed.get(message.id)
-        if cached is None:
-            line = one_line(call, message, preserve_error_details=self.setup.policy.preserve_error_details)
-            cached = message.with_changes(id=f"{message.id}~trimmed", content=line)
-            self._trimmed[message.id] = cached
-        return cached
+    def _trimmed(self, message: Message, call: ToolCall | None) -> tuple[Message, int]:
+        """The tool output `message` cut to its one line, and the line's raw tokens."""
+        key = (message.id, self.setup.policy.preserve_error_details)
+        trim = _TRIMS.get(key)
+        if trim is None or trim.content_hash != hash(message.content):
+            line = one_line(call, message, preserve_error_details=key[1])
+            trim = _Trim(hash(message.content), message.with_changes(id=f"{message.id}~trimmed", content=line), {})
+            if len(_TRIMS) >= TRIMS_KEPT:
+                _TRIMS.clear()
+            _TRIMS[key] = trim
+        counter = self.setup.counter
+        tokens = trim.tokens.get(counter.name)
+        if tokens is None:
+            tokens = trim.tokens[counter.name] = counter.raw_message_tokens(trim.message)
+        return trim.message, tokens
 
     def _drop_oldest(self, items: list[ContextItem], total: int, left_out_at: int | None = None) -> int:
         """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits;

@@ -943,3 +943,42 @@ def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, 
         fresh = restored_afresh(engine)
         assert [r.id for r in engine.chain()] == [r.id for r in fresh.chain()]
         assert [engine.archived_by(m.id) for m in engine.messages] == [fresh.archived_by(m.id) for m in fresh.messages]
+
+
+def test_opening_a_chat_again_cuts_and_counts_none_of_its_old_tool_outputs_again():
+    """Opening a chat builds a new engine. Its old tool outputs, shrunk to one line each to fit the prompt, are not cut
+    and counted with the model's tokenizer again (that was most of reopening a long chat): the lines and their counts
+    made for the first engine are reused, and the prompt is the same. Another tokenizer counts them itself."""
+    counted: list[str] = []
+
+    def counting(text: str) -> int:  # the offline tokenizer, recording what it is asked to count
+        counted.append(text)
+        return COUNTER.count_text(text)
+
+    messages = []
+    for i in range(40):
+        messages += [user(f"run step {i}"),
+                     *tool_pair("Bash", {"command": f"make step{i}"}, long_text(300, f"out{i}x") + "\nexit code 0")]
+    messages.append(user("and now?"))
+
+    def opened(counter: TokenCounter) -> ContextEngine:
+        return ContextEngine.restore(messages, [], Budget(window=4096, reserve_output=256),
+                                     SummarizationPolicy(enabled=False), counter)
+
+    first = opened(TokenCounter(exact=counting, exact_name="counting"))
+    prompt = first.assemble()
+    lines = {item.message.content for item in prompt.items if item.message.id.endswith("~trimmed")}
+    assert len(lines) > 20 and lines <= set(counted)  # shrunk, each line counted
+
+    counted.clear()
+    again = TokenCounter(exact=counting, exact_name="counting")
+    again.seed(messages, first.counter.known_counts(messages))  # the counts the store keeps for the messages
+    reopened = opened(again).assemble()
+    assert not lines & set(counted)
+    assert [(i.kind, i.message.content, i.tokens) for i in reopened.items] == \
+        [(i.kind, i.message.content, i.tokens) for i in prompt.items]
+
+    other = opened(TokenCounter(exact=lambda text: counting(text) + 1, exact_name="another"))
+    counted.clear()
+    other.assemble()
+    assert lines <= set(counted)
