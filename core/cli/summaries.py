@@ -53,7 +53,7 @@ def _how(record: SummaryRecord) -> str:
     how += f", written by {record.writer}"
     cost = f", summarizer used {record.summarizer_tokens:,} tokens" if record.summarizer_tokens else ""
     asked = f", instructions: {record.instructions}" if record.instructions else ""
-    return f"{how}, {record.trigger}, {record.tokens:,} tokens itself{cost}{asked}"
+    return f"{how}, {record.trigger}, {record.tokens:,} tokens long{cost}{asked}"
 
 
 @cli.command()

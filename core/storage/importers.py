@@ -352,6 +352,7 @@ class _ClaudeCodeReader:
         previous = self.records[-1:]  # each compaction folds in the one before, the only active record
         record = SummaryRecord(
             mode="llm", text=text, trigger=f"claude-code compaction ({self.compaction.get('trigger', 'auto')})",
+            written_by="Claude Code", tokens=self.counter.count_text(text),
             covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered],
             merged_ids=[r.id for r in previous],
             tokens_before=int(self.compaction.get("preTokens") or 0), tokens_after=self.counter.count_text(text),

@@ -30,7 +30,7 @@ def test_summarize_then_history_then_undo(tmp_path, capsys):
     assert main(["--data-dir", str(data), "history", chat[:8], "--full"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("1. ") and "messages 1-14" in out[1]
-    assert "rule, written by rules, manual, " in out[1] and " tokens itself, instructions: keep the file names" in out[1]
+    assert "rule, written by rules, manual, " in out[1] and " tokens long, instructions: keep the file names" in out[1]
     assert out[2].startswith("   first: Step 0: please look at cache_0.py")
     assert out[3].startswith("   last:  Step 13: We decided to use an LRU cache for module 13.")
 
@@ -104,3 +104,17 @@ def test_context_counts_what_the_pending_question_recalls_as_its_own_kind(tmp_pa
     assert main(["--data-dir", str(data), "context", "cache work"]) == 0
     recalled = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("recalled"))
     assert int(recalled.split()[1]) > 0, recalled
+
+
+def test_claude_codes_own_compaction_says_its_size(tmp_path, capsys):
+    """`precis history` of the raw Claude Code session said its compaction (4,120 tokens) was '0 tokens itself',
+    'written by a model (not recorded)'."""
+    from tests.conftest import CLAUDE_CODE_RAW
+
+    data = str(tmp_path / "data")
+    assert main(["--data-dir", data, "import", str(CLAUDE_CODE_RAW), "--title", "raw"]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", data, "history", "raw"]) == 0
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "claude-code compaction" in line]
+    assert "142,431 → 4,120 tokens" in line
+    assert "llm, written by Claude Code, claude-code compaction (manual), 4,120 tokens long" in line
