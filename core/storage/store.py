@@ -55,9 +55,8 @@ from .database import (  # the Store's API names them too
     make_engine,
     migrate,
     migration_lock,
-    use_bulk_cache,
 )
-from .message_table import MessageTable, SearchHit, insert_messages
+from .message_table import MessageTable, SearchHit, bulk_insert, insert_messages
 from .paths import DB_NAME
 from .paths import data_dir as resolve_data_dir
 from .summary_table import SummaryTable, attach_engine
@@ -315,8 +314,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
         now = time.time()
         chat_id = Message(role="user").id
-        with self._write("import the chat") as session:
-            use_bulk_cache(session)
+        with self._write("import the chat") as session, bulk_insert(session):
             session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
                                 settings=valid.model_dump_json()))
             session.flush()

@@ -10,7 +10,7 @@ import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.records import CoveredMessage, SummaryRecord
 from precis.core.storage.database import BULK_CACHE_KIB
-from precis.core.storage.message_table import INSERT_BATCH
+from precis.core.storage.message_table import FTS5_AUTOMERGE, INSERT_BATCH
 from precis.core.storage.store import (
     DB_NAME,
     SCHEMA_VERSION,
@@ -290,34 +290,45 @@ def test_every_imported_and_appended_message_is_found_once(tmp_path):
     conn.close()
 
 
-def test_an_import_has_a_large_page_cache_and_gives_it_back(tmp_path):
-    """An import's transaction keeps BULK_CACHE_KIB of the file in SQLite's page cache (a long chat's pages neither
-    spill to the WAL mid-import nor are read back); the connection has its usual cache again afterwards, for a
-    failed import too, and an ordinary write never gets the large one."""
+def test_an_import_is_a_bulk_write_and_leaves_the_usual_settings_behind(tmp_path):
+    """An import keeps BULK_CACHE_KIB of the file in SQLite's page cache (a long chat's pages neither spill to the
+    WAL mid-import nor are read back) and indexes its messages with FTS5's merging off. Afterwards the connection has
+    its usual cache and FTS5 merges again, after a failed import too; an ordinary write never gets either."""
     store = open_store(tmp_path)
     cache_at_commit: list[int] = []
+    automerge_when_indexing: list[str | None] = []
 
     @event.listens_for(store.engine, "commit")
     def _cache(connection):
         cache_at_commit.append(connection.exec_driver_sql("PRAGMA cache_size").scalar())
 
-    def cache_sizes_in_the_pool() -> list[int]:
-        with store.engine.connect() as connection:
-            return [connection.exec_driver_sql("PRAGMA cache_size").scalar()]
+    @event.listens_for(store.engine, "after_cursor_execute")
+    def _automerge(_conn, cursor, statement, *_args):
+        if statement.startswith("INSERT INTO message_fts(rowid"):
+            automerge_when_indexing.append(automerge(cursor.connection))
 
-    usual = cache_sizes_in_the_pool()
+    def automerge(connection: sqlite3.Connection) -> str | None:
+        row = connection.execute("SELECT v FROM message_fts_config WHERE k = 'automerge'").fetchone()
+        return None if row is None else str(row[0])
+
+    def cache_size_in_the_pool() -> int:
+        assert store.engine.pool.checkedin() <= 1  # the connection the import used, if any
+        with store.engine.connect() as connection:
+            return connection.exec_driver_sql("PRAGMA cache_size").scalar()
+
+    usual = cache_size_in_the_pool()
     chat = store.import_chat("long", [Message(role="user", content=f"row {i}") for i in range(50)])
     store.add_messages(chat, [Message(role="user", content="one more")])
-    assert cache_at_commit == [-BULK_CACHE_KIB, *usual]
-    assert store.engine.pool.checkedin() == 1 and cache_sizes_in_the_pool() == usual
-    with pytest.raises(ValueError):
-        store.import_chat("bad", [Message(role="user", content="fine")], settings={"api_key": "x"})
-    with pytest.raises(StoreWriteError):  # fails in the transaction: the same message twice
+    assert cache_at_commit == [-BULK_CACHE_KIB, usual]
+    assert automerge_when_indexing == ["0", str(FTS5_AUTOMERGE)]
+    assert cache_size_in_the_pool() == usual
+    with pytest.raises(StoreWriteError):  # fails within the transaction: the same message twice
         message = Message(role="user", content="twice")
         store.import_chat("twice", [message, message])
-    assert store.engine.pool.checkedin() == 1 and cache_sizes_in_the_pool() == usual
-    assert [c.title for c in store.list_chats()] == ["long"]
+    assert cache_size_in_the_pool() == usual
     store.close()
+    assert automerge(sqlite3.connect(tmp_path / DB_NAME)) == str(FTS5_AUTOMERGE)
+    assert [c.title for c in open_store(tmp_path).list_chats()] == ["long"]
 
 
 def test_search_handles_punctuation_and_skips_deleted_chats(tmp_path):
