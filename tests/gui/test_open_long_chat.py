@@ -43,3 +43,19 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     # Then the whole chat, once its engine is built.
     qtbot.waitUntil(lambda: idle(window) and keys(window.conversation.conversation.rows()) == (
         full_messages, full_summaries), timeout=60_000)
+
+
+def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, make_window, store):
+    """The window holds its own copy of each summary record (the engine goes on changing its status, retention, ...),
+    taken on every snapshot; the list of the messages it covers, which never changes and has an entry per message
+    of a long chat, is not copied with it."""
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    chat_id = store.import_chat("long chat", dialogue(600, "Notes on the timetable, item"),
+                                settings={"context_window": 4096})
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
+    for shown in window.chat.snapshot.chain:
+        own = window.chat.session.engine.archive.by_record[shown.id]
+        assert shown is not own and shown.model_dump() == own.model_dump()
+        assert shown.covered is own.covered and len(own.covered) > 100
