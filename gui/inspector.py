@@ -403,9 +403,6 @@ class Inspector(QFrame):
         top_layout.addWidget(self.recalled_box)
         top_layout.addWidget(self.notice_box)
         top_layout.addWidget(self.result_card)
-        top_layout.addWidget(self.instructions)
-        top_layout.addLayout(actions)
-        top_layout.addSpacing(6)
         top_layout.addWidget(chain_title)
         top_layout.addWidget(self.chain)
 
@@ -417,8 +414,17 @@ class Inspector(QFrame):
         top_scroll.setFrameShape(QFrame.Shape.NoFrame)
         top_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         top_scroll.setMinimumHeight(160)
+        # Summarize now, Undo last and Pin stay in view under it: inside it, a notice and the recalled list put
+        # them below the fold at 1400×900.
+        upper = QWidget()
+        upper_layout = QVBoxLayout(upper)
+        upper_layout.setContentsMargins(0, 0, 8, 6)
+        upper_layout.setSpacing(6)
+        upper_layout.addWidget(top_scroll, 1)
+        upper_layout.addWidget(self.instructions)
+        upper_layout.addLayout(actions)
         splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.addWidget(top_scroll)
+        splitter.addWidget(upper)
         splitter.addWidget(self.details)
         splitter.setStretchFactor(0, 3)  # the gauge, notices and chain take more than the summary's text
         splitter.setStretchFactor(1, 2)

@@ -109,3 +109,21 @@ def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(q
             right = label.mapTo(viewport, label.rect().topRight()).x()
             assert right <= viewport.width(), f"past the inspector's edge at 1000×700: {label.text()!r}"
             assert not cut_off(label), f"cut off at 1000×700: {label.text()!r}"
+
+
+def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_recalled_messages(qtbot, make_window,
+                                                                                                store):
+    """At 1400×900, with what the last message recalled and the notice of a summary made on opening, the row of
+    Summarize now, Undo last and Pin was below the upper part's fold: a sliver of it showed."""
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    history = [*dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
+               Message(role="user", content="Which kickboxing gym did we weigh at point 12?")]
+    chat_id = store.import_chat("long chat", history, settings={"context_window": 2048})
+    window = make_window()
+    window.resize(1400, 900)
+    window.open_chat(chat_id)
+    inspector = window.inspector
+    qtbot.waitUntil(lambda: idle(window) and inspector.notice_box.isVisible() and inspector.recalled.count() > 0,
+                    timeout=60_000)
+    for button in (inspector.summarize_button, inspector.undo_button, inspector.pin_button):
+        qtbot.waitUntil(lambda b=button: b.visibleRegion().boundingRect().height() == b.height())
