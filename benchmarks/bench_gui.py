@@ -64,15 +64,22 @@ class Heartbeat:
         self.timer.timeout.connect(self._tick)
         self.last = 0.0
         self.largest = 0.0
+        self.gaps: list[float] = []
 
     def _tick(self) -> None:
         now = time.perf_counter()
         self.largest = max(self.largest, now - self.last)
+        self.gaps.append(now - self.last)
         self.last = now
+
+    def p95_ms(self) -> float:
+        """The stall that 95% of the ticks of the last stall_ms run came within, in ms."""
+        gaps = sorted(self.gaps)
+        return max(0.0, gaps[int(len(gaps) * 0.95)] * 1000 - self.PERIOD_MS) if gaps else 0.0
 
     def stall_ms(self, act, done, timeout_s: float = 600.0) -> float:
         """Run `act()`, then the event loop until `done()`; the longest stall meanwhile, in ms."""
-        self.last, self.largest = time.perf_counter(), 0.0
+        self.last, self.largest, self.gaps = time.perf_counter(), 0.0, []
         self.timer.start()
         act()
         loop = QEventLoop()
@@ -167,7 +174,8 @@ def main() -> None:
             app.processEvents()
         summary_stall = heartbeat.stall_ms(lambda: window.open_chat(chat_id), idle)
         print(f"longest GUI-thread stall while opening it and summarizing {MESSAGES:,} messages: "
-              f"{summary_stall:.0f} ms (goal < 50 ms)")
+              f"{summary_stall:.0f} ms (goal < 50 ms; 95% of {len(heartbeat.gaps)} ticks within "
+              f"{heartbeat.p95_ms():.0f} ms)")
         # Scroll through it once so rows get measured and rendered, then read memory.
         bar = window.conversation.verticalScrollBar()
         for value in range(0, bar.maximum(), max(1, bar.maximum() // 50)):
