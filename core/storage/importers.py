@@ -111,6 +111,9 @@ def detect_format(path: Path, data: bytes) -> str:
             return "jsonl"
         if "type" in value and ("uuid" in value or "sessionId" in value or value["type"] in _CLAUDE_CODE_SKIPPED):
             return "claude-code"
+        if text.strip() != first:  # a whole object on the first line and more after it: JSON Lines, not messages
+            raise TranscriptError(str(path), 1, "not a chat message: each line of interchange JSONL has a 'role' "
+                                                f"and its 'content' (this one has {', '.join(map(repr, value))})")
     if isinstance(value, (dict, list)) or first[:1] in ("{", "["):
         return "openai"
     raise TranscriptError(str(path), 1, "not a known chat format (interchange JSONL, OpenAI chat JSON or "

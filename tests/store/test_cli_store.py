@@ -51,6 +51,14 @@ def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
     assert code == 2 and "line 2" in err and "'content'" in err and "Nothing was imported" in err
     code, _, err = run(capsys, "--data-dir", data, "import", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "cannot read" in err
+    # JSON Lines whose lines are not messages (the shared questions file): it said "line 2: not valid JSON (Extra
+    # data at column 1)", as if the file were broken JSON.
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text('{"question": "When?", "answer": "May"}\n{"question": "Where?", "answer": "Paris"}\n')
+    for command in ("import", "compact"):
+        code, _, err = run(capsys, "--data-dir", data, command, str(questions))
+        assert code == 2 and f"{questions}, line 1: not a chat message" in err and "'role'" in err, err
+        assert "not valid JSON" not in err
     code, _, err = run(capsys, "--data-dir", data, "export", "nope")
     assert code == 2 and "no chat" in err
     with open_store(data) as store:
