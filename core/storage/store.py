@@ -52,7 +52,9 @@ from .database import (  # the Store's API names them too
     SummaryRow,
     WriteSession,
     check_existing,
+    file_identity,
     make_engine,
+    mark_checked,
     migrate,
     migration_lock,
 )
@@ -161,6 +163,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         self.read_only = read_only
         self.engine = make_engine(path, read_only)
         self._watch: ChangeWatch | None = None
+        self._file = file_identity(path)
 
     # ---- lifecycle
     def close(self) -> None:
@@ -168,6 +171,9 @@ class Store(MessageTable, SummaryTable, VersionTable):
             self._watch.close()
             self._watch = None
         self.engine.dispose()
+        # What this store wrote left the file sound; if the file was replaced meanwhile, the next opening checks it.
+        if not self.read_only and file_identity(self.path) == self._file:
+            mark_checked(self.path)
 
     def chats_changed(self) -> bool:
         """Whether any chat was added, renamed, deleted or given messages or summaries since the last call (the

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.records import CoveredMessage, SummaryRecord
-from precis.core.storage.database import BULK_CACHE_KIB
+from precis.core.storage.database import BULK_CACHE_KIB, is_checked
 from precis.core.storage.message_table import FTS5_AUTOMERGE, INSERT_BATCH
 from precis.core.storage.store import (
     DB_NAME,
@@ -142,6 +144,49 @@ def test_corrupt_database_is_copied_aside_before_the_error(tmp_path, damage):
     assert len(copies) == 1 and digest(copies[0]) == before
     assert digest(db) == before
     assert copies[0].name in str(info.value)
+
+
+def test_the_whole_file_is_read_through_only_when_something_else_may_have_changed_it(tmp_path):
+    """Opening checks the whole file (quick_check reads all of it) only when it may have changed since it was found
+    sound or Precis last closed it: reopening what Precis left is cheap, but another program's write, a copy put
+    in its place or a rewrite with its times set back bring the check back."""
+    db = tmp_path / DB_NAME
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("x")
+        store.add_messages(chat, [Message(role="user", content=f"m {i}") for i in range(5)])
+    assert is_checked(db)
+    open_store(tmp_path).close()
+    assert is_checked(db)
+
+    conn = sqlite3.connect(db)  # another program writes
+    conn.execute("UPDATE chat SET title = 'y'")
+    conn.commit()
+    conn.close()
+    assert not is_checked(db)
+    open_store(tmp_path).close()  # checked, sound
+    assert is_checked(db)
+
+    shutil.copy2(db, tmp_path / "copy")
+    (tmp_path / "copy").replace(db)
+    assert not is_checked(db)
+    open_store(tmp_path).close()
+    before = db.stat()
+    db.write_bytes(db.read_bytes())
+    os.utime(db, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert not is_checked(db)
+
+    # A damaged file put in place of a store while it is open is checked on the next opening, not taken as the
+    # store's own work when it closes. Its header and schema read well: only reading it through finds the damage.
+    store = open_store(tmp_path)
+    store.add_messages(chat, [Message(role="user", content=f"message {i} " * 50) for i in range(300)])
+    sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+    damaged = bytearray(db.read_bytes())
+    damaged[4096 * 3:4096 * 5] = bytes(8192)
+    (tmp_path / "damaged").write_bytes(bytes(damaged))
+    (tmp_path / "damaged").replace(db)
+    store.close()
+    with pytest.raises(StoreCorrupt, match="copy was saved"):
+        open_store(tmp_path)
 
 
 def test_full_disk_reports_the_failed_write_and_keeps_earlier_data(tmp_path):
