@@ -107,9 +107,14 @@ class ChatList(QFrame):
             return
         self.list.blockSignals(True)
         self.list.clear()
+        metrics, width = self.list.fontMetrics(), self.list.viewport().width() - 12
         for hit in hits:
-            archived = " · archived" if hit.archived_by else ""
-            item = QListWidgetItem(f"{hit.chat_title} · {hit.role}{archived}\n{_snippet_line(hit.snippet)}")
+            about = f" · {hit.role}" + (" · archived" if hit.archived_by else "")
+            # The chat's name on one line (a long one took three or four of the narrow list's), whole in the tooltip.
+            name = metrics.elidedText(hit.chat_title, Qt.TextElideMode.ElideRight,
+                                      max(width - metrics.horizontalAdvance(about), 40))
+            item = QListWidgetItem(f"{name}{about}\n{_snippet_line(hit.snippet)}")
+            item.setToolTip(hit.chat_title)
             item.setData(HitRole, hit)
             self.list.addItem(item)
         if not hits:

@@ -131,3 +131,22 @@ def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_wi
     qtbot.keyClick(window.chat_list.search, Qt.Key.Key_Escape)
     assert window.chat_list.search.text() == ""
     qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) == 0, timeout=5_000)
+
+
+def test_a_hit_names_its_chat_on_one_line(qtbot, make_window, store):
+    """A raw Claude Code session's title is its first request, 60 characters: each hit spent three or four lines of
+    the narrow list on it before its snippet. The whole title is in the hit's tooltip."""
+    title = "Work on bead spotter-4te. Run bd show spotter-4te to see th…"
+    chat = store.import_chat(title, [Message(role="user", content="Set up opentelemetry_bandit for the server."),
+                                     *dialogue(4, "Step")])
+    window = make_window()
+    window.open_chat(chat)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    window.chat_list.search.setText("opentelemetry_bandit")
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)
+    item = window.chat_list.list.item(0)
+    heading = item.text().splitlines()[0]
+    metrics = window.chat_list.list.fontMetrics()
+    assert metrics.horizontalAdvance(heading) <= window.chat_list.list.viewport().width(), heading
+    assert heading.startswith("Work on bead") and heading.endswith(" · user")
+    assert title in item.toolTip()
