@@ -132,8 +132,9 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
     try:
         folder = resolve_data_dir(data_dir)
     except OSError as exc:
-        raise StoreWriteError(f"cannot create the data folder {exc.filename or data_dir}: "
-                              f"{exc.strerror or exc}") from None
+        # mkdir's "File exists" for a file where the folder should be reads as if the folder were there.
+        why = "it is a file, not a folder" if isinstance(exc, FileExistsError) else exc.strerror or exc
+        raise StoreWriteError(f"cannot create the data folder {exc.filename or data_dir}: {why}") from None
     path = folder / DB_NAME
     exists = path.exists() and path.stat().st_size > 0
     writable = os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))

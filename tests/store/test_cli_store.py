@@ -65,6 +65,14 @@ def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
         assert store.list_chats() == []
 
 
+def test_a_data_folder_that_is_a_file_is_named_as_one(tmp_path, capsys):
+    """It said 'cannot create the data folder X: File exists', as if the folder were there."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a folder")
+    code, _, err = run(capsys, "--data-dir", str(afile), "chats")
+    assert code == 1 and f"cannot create the data folder {afile}: it is a file, not a folder" in err
+
+
 def test_data_dir_defaults_to_precis_home(isolated_home, capsys):
     code, out, _ = run(capsys, "import", str(TRANSCRIPTS[0]))
     assert code == 0
