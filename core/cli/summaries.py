@@ -10,7 +10,7 @@ from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..providers.base import ProviderError
 from ..providers.registry import make_provider
-from ..storage.chats import restore_engine
+from ..storage.chats import effective_policy, restore_engine, summarizer_for
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
 from .group import cli, data_dir_option
@@ -61,14 +61,18 @@ def _how(record: SummaryRecord) -> str:
 @click.option("--instructions", help="what the summary should keep or stress")
 @click.option("--up-to", "up_to", metavar="MESSAGE", help="summarize only up to and including this message id")
 @click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
-              help="rule needs no model; llm and hybrid use the embedded model")
+              help="rule needs no model; llm and hybrid: the model and time limit Settings → Summarization name "
+                   "(the embedded model, 6 s, by default)")
 @data_dir_option
 def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str, data_dir: str | None) -> int:
     """Summarize CHAT now (id, unique prefix or title), as /summarize does in the window."""
     try:
-        summarizer = make_summarizer(mode, make_provider("local") if mode != "rule" else None)
         with open_store(data_dir) as store:
             chat = store.find_chat(chat)
+            # Who writes it and its time limit as Settings → Summarization say for this chat (the window's rule);
+            # the chat's model is the embedded one here. It was always the embedded model with a 6 s limit.
+            policy = effective_policy(store, chat.settings).model_copy(update={"mode": mode})
+            summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
             failures = _saving(store, chat.id, engine)
             record = engine.summarize_now(instructions, up_to=up_to)

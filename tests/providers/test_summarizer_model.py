@@ -77,3 +77,24 @@ def test_the_summary_time_limit_is_the_policys_for_every_summarizer(local_provid
                                     local_provider)
         assert summarizer.deadline_seconds == 42
     assert "summary_seconds" in policy_errors({"summary_seconds": 0})
+
+
+def test_precis_summarize_writes_with_the_summarizer_and_time_limit_the_settings_name(tmp_path, llama_server,
+                                                                                      monkeypatch):
+    """`precis summarize --mode llm` used the embedded model with a 6 s limit whatever Settings → Summarization
+    said ('Summaries written by' another server, a longer time limit): on a busy machine its summary was the rules'."""
+    from precis.core.cli.main import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        store.set_setting(GLOBAL_POLICY_KEY, {"summarizer": "other", "summarizer_provider": "openai",
+                                              "summarizer_base_url": llama_server, "summarizer_model": "smollm2",
+                                              "summary_seconds": 600})
+        chat = store.create_chat("agent run")
+        store.add_messages(chat, read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:24])
+    assert main(["--data-dir", str(data), "summarize", chat, "--mode", "llm"]) == 0
+    with open_store(data) as store:
+        [record] = store.load_records(chat)
+    assert not record.fallback_used, record.fallback_reason
+    assert record.mode == "llm" and record.written_by == "openai: smollm2"
