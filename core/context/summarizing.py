@@ -12,12 +12,13 @@ from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
+from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
-from .archive import Archive
+from .archive import Archive, summary_message
 from .prompt import PromptAssembler
 from .usage import ContextSetup, UsageMeter
 
@@ -246,8 +247,12 @@ class Summarization:
         if not candidates:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.meter.usage(recall=False)
-        # A merge of digests leaves the room the digest of these candidates will take.
-        coming = digest_room(candidates, counter.count_text) if self.is_talk() else 0
+        # A merge of digests leaves the room the digest of these candidates will take, with its header line.
+        coming = 0
+        if self.is_talk():
+            wrapper = summary_message(SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""),
+                                      len(candidates))
+            coming = digest_room(candidates, counter.count_text) + MESSAGE_OVERHEAD + counter.count_text(wrapper.content)
         if len(chain) >= policy.max_depth:
             self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth", coming)
         elif chain and self.summary_cap() < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):

@@ -55,6 +55,8 @@ FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split
 # Tokens added to a sentence's cost when ranking, so that a short sentence with one rare word does not outrank a
 # longer one full of them.
 SHORT_SENTENCE = 8
+# What a word the message before said (by the other speaker) tells, as a share of what it tells where it is new.
+GIVEN = 0.3
 # Words encoded as one token numbered below this are everyday words (see rarity).
 COMMON_RANK = 4000
 WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
@@ -116,6 +118,9 @@ class Sentence:
     turn: int  # the message it was said in: its kept sentences share one line
     count: int = 1
     score: float = 0.0
+    # The words of the message it answers (the one before, by someone else): a sentence that says them again is
+    # mostly a reaction to it ("That bowl is gorgeous!"), one that says new words reports something.
+    given: frozenset[str] = frozenset()
 
 
 def trimmed(sentence: str) -> str:
@@ -144,7 +149,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
     """Score each sentence by what it tells per token: its words weighed by how rare they are in English and in
     these sentences (a word said once tells more than one said everywhere), with names, numbers, dates, titles
     and the words before likes, plans and possessions counting extra; the speakers' own names (said to each
-    other all the time) count for nothing; questions tell little until they are answered."""
+    other all the time) count for nothing; questions tell little until they are answered; words the other speaker
+    just said tell less than new ones (a reaction repeats them, a report brings its own)."""
     people = {p.lower() for s in sentences for p in s.speaker.split()}
     addressed = {w for w in {w.lower() for s in sentences for w in WORD.findall(s.text)}
                  if len(w) >= 3 and any(p.startswith(w) for p in people)}  # "Mel" for Melanie
@@ -159,8 +165,10 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
         if len(said) < 2:
             s.score = 0.0
             continue
-        value = sum(rarity(w) * math.log(1 + total / frequency[w]) for w in said)
-        value += 2.0 * sum(1 for w in words[1:] if w[0].isupper() and w not in ("I", "I'm", "I've", "I'll", "I'd"))
+        value = sum(rarity(w) * math.log(1 + total / frequency[w]) * (GIVEN if w in s.given else 1.0)
+                    for w in said)
+        value += 2.0 * sum((GIVEN if w.lower().split("'")[0] in s.given else 1.0) for w in words[1:]
+                           if w[0].isupper() and w not in ("I", "I'm", "I've", "I'll", "I'd"))
         value += 2.0 * sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS)
         value += 1.0 * min(sum(1 for w in words if w.lower() in WHEN), 2)
         value += 3.0 * len(QUOTED.findall(s.text))
@@ -281,9 +289,11 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     repeats = Counter(" ".join(m.content.split()) for m in messages if m.role in ("user", "assistant"))
     seen: set[str] = set()
     out, turn = [], 0
+    before, before_speaker = frozenset(), ""
     for m in messages:
         if m.role == "system":
             date = day_of(session_label(m.content))
+            before, before_speaker = frozenset(), ""  # a new session answers nothing said in the last one
             continue
         if m.role not in ("user", "assistant") or not m.content.strip():
             continue
@@ -296,12 +306,14 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
         named = SPEAKER.match(content)
         if named:
             speaker, content = named.group(1), content[named.end():]
+        given = before if before_speaker != speaker else frozenset()
+        before, before_speaker = frozenset(content_words(content)), speaker
         if repeats[key] > 1:
             out.append(Sentence(len(out), date, speaker, " ".join(content.split()), turn, repeats[key]))
             continue
         for part in SENTENCE.split(content):
             if text := trimmed(" ".join(part.split())):
-                out.append(Sentence(len(out), date, speaker, text, turn))
+                out.append(Sentence(len(out), date, speaker, text, turn, given=given))
     return out
 
 

@@ -4,7 +4,14 @@ from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
-from precis.core.summary.digest import conversation_digest, is_conversation, merged_digest, session_label
+from precis.core.summary.digest import (
+    conversation_digest,
+    is_conversation,
+    merged_digest,
+    rank,
+    sentences_of,
+    session_label,
+)
 from precis.core.summary.summarize import (
     LLMActionItem,
     LLMSummaryOut,
@@ -277,3 +284,18 @@ def test_a_merge_of_digests_leaves_the_room_of_the_next_and_the_chain_fills_its_
     share = engine.budget.available * policy.conversation_chain_share
     used = share - engine.summarization.chain_room()
     assert 0.95 * share <= used <= share
+
+
+def test_a_reaction_that_repeats_the_other_speakers_words_ranks_below_the_same_words_said_first():
+    report = Message(role="user", content="Caroline: I gave a talk at the Lakeside Pride festival about my transition.")
+    reaction = Message(role="assistant", content="Melanie: I'm so proud of your Lakeside Pride festival talk about "
+                                                 "transition.")
+    other = Message(role="user", content="Caroline: My grandma gave me a necklace in Sweden when I was young.")
+
+    def score_of_reaction(messages: list[Message]) -> float:
+        sentences = sentences_of(messages)
+        rank(sentences, lambda s: COUNT(s.text))
+        return next(s.score for s in sentences if s.speaker == "Melanie")
+
+    # The same sentence, answering the report it echoes or after something else: the echo tells less.
+    assert score_of_reaction([report, reaction]) < 0.6 * score_of_reaction([other, reaction])
