@@ -248,11 +248,11 @@ class Summarization:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.meter.usage(recall=False)
         # A merge of digests leaves the room the digest of these candidates will take, with its header line.
-        coming = 0
-        if self.is_talk():
-            wrapper = summary_message(SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""),
-                                      len(candidates))
-            coming = digest_room(candidates, counter.count_text) + MESSAGE_OVERHEAD + counter.count_text(wrapper.content)
+        talk, coming, wrapper = self.is_talk(), 0, 0
+        if talk:
+            wrapper = MESSAGE_OVERHEAD + counter.count_text(summary_message(
+                SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""), len(candidates)).content)
+            coming = digest_room(candidates, counter.count_text) + wrapper
         if len(chain) >= policy.max_depth:
             self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth", coming)
         elif chain and self.summary_cap() < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):
@@ -265,6 +265,11 @@ class Summarization:
         chain = self.archive.chain  # a merge rebuilds it
         extra = "\n".join(p for p in (policy.extra_instructions, instructions or "") if p) or None
         cap = self.summary_cap()
+        if talk:
+            # The digest fits beside what stays: in a small window the conversation's share and the kept tail
+            # together may not (at 1,024 tokens a manual summary left the prompt over the budget).
+            staying = self.meter.raw_total() - sum(map(counter.raw_message_tokens, candidates))
+            cap = min(cap, int(setup.budget.available / counter.factor) - staying - wrapper)
         marker = cap < MIN_SUMMARY_ROOM
         if marker:
             draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",

@@ -299,3 +299,16 @@ def test_a_reaction_that_repeats_the_other_speakers_words_ranks_below_the_same_w
 
     # The same sentence, answering the report it echoes or after something else: the echo tells less.
     assert score_of_reaction([report, reaction]) < 0.6 * score_of_reaction([other, reaction])
+
+
+def test_in_a_small_window_a_digest_fits_beside_the_messages_it_keeps():
+    """The conversation's share of a 1,024-token window and the two messages a manual summary keeps do not fit
+    together: the digest takes what they leave, so the prompt is within the budget again."""
+    policy = SummarizationPolicy(mode="rule", enabled=False)
+    engine = ContextEngine(Budget(window=1024, reserve_output=512), policy, TokenCounter())
+    for n in range(40):
+        engine.append(Message(role="user" if n % 2 == 0 else "assistant",
+                              content=f"Step {n} of the migration plan: " + "move the billing tables and check them. " * 12))
+    assert engine.usage().ratio > 1
+    engine.summarize_now()
+    assert engine.usage().ratio <= 1 and engine.chain()
