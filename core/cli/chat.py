@@ -143,15 +143,25 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
             store.add_message(chat_id, added)  # stored first: a summary may archive it at once
             engine.append(added)
 
+        def save(changed: Message) -> None:
+            store.update_message(chat_id, changed)
+
         if message is not None:
-            keep(Message("user", message))
+            try:
+                command = parse(message)
+            except SlashError as exc:
+                print(exc, file=err)
+                return 2
+            if command is not None:  # as in the terminal chat: run here, never sent to the model
+                print(run_slash(engine, command.name, command.argument, keep, run_timeout, save), file=out)
+                return 0
+            keep(Message("user", message.removeprefix("/")))  # "//x" sends "/x"
             reply = chat_turn(engine, provider, args, out, err, keep, label="")
             return 130 if reply.cancelled else 1 if reply.error else 0
         print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
               f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
               "resumes.", file=out)
-        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout,
-                      lambda changed: store.update_message(chat_id, changed))
+        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout, save)
 
 
 def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO,

@@ -142,3 +142,21 @@ def test_no_command_prints_a_stored_chats_control_sequences_to_a_terminal(tmp_pa
         assert "kiwi" in shown or "title here" in shown, (argv, shown)
     assert main(["--data-dir", data, "export", chat, "--format", "md", "-o", str(tmp_path / "chat.md")]) == 0
     assert hostile in (tmp_path / "chat.md").read_text()
+
+
+def test_one_turn_of_a_stored_chat_runs_a_slash_command_instead_of_sending_it(server, monkeypatch, capsys, tmp_path):
+    """`precis chat --chat ID /context` sent '/context' to the model as the user's message, and stored it."""
+    data = str(tmp_path / "data")
+    with open_store(data) as store:
+        chat = store.create_chat("colours", {"context_window": 4096})
+        store.add_message(chat, Message("user", "My favourite colour is blue."))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
+            "--context-tokens", "4096", "--chat", "colours"]
+    assert main([*base, "/context"]) == 0
+    assert capsys.readouterr().out.startswith("context: ")
+    assert main([*base, "/nosuch"]) == 2
+    assert "Unknown command /nosuch." in capsys.readouterr().err
+    assert server.requests == []  # nothing was sent to the model
+    with open_store(data) as store:
+        assert [m.content for m in store.load_messages(chat)] == ["My favourite colour is blue."]
