@@ -35,6 +35,7 @@ class Reply:
     usage: Usage | None = None
     error: ProviderError | None = None
     cancelled: bool = False
+    cut_at: int | None = None  # the reply's token limit, when it stopped there mid-answer
 
     @property
     def incomplete(self) -> bool:
@@ -46,7 +47,7 @@ def stream_reply(provider: Provider, messages: list[Message], out: TextIO, *, ma
     """Print the reply as it streams. Ctrl-C cancels it (the connection is dropped); what arrived is kept."""
     cancel = CancelToken()
     parts: list[str] = []
-    usage = None
+    usage = finish = None
     shown = TerminalText()
     stream = provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel)
     try:
@@ -56,7 +57,7 @@ def stream_reply(provider: Provider, messages: list[Message], out: TextIO, *, ma
                 out.write(shown.feed(chunk.text))
                 out.flush()
             if chunk.done:
-                usage = chunk.usage
+                usage, finish = chunk.usage, chunk.finish_reason
         out.write(shown.end())
     except KeyboardInterrupt:
         cancel.cancel()
@@ -66,7 +67,7 @@ def stream_reply(provider: Provider, messages: list[Message], out: TextIO, *, ma
         return Reply(getattr(exc, "partial", "") or "".join(parts), error=exc)
     finally:
         stream.close()
-    return Reply("".join(parts), usage=usage)
+    return Reply("".join(parts), usage=usage, cut_at=max_tokens if finish == "length" else None)
 
 
 def _finish_line(reply: Reply, out: TextIO, err: TextIO) -> None:
@@ -76,6 +77,9 @@ def _finish_line(reply: Reply, out: TextIO, err: TextIO) -> None:
         print("[reply cancelled; the part shown is kept]", file=err)
     elif reply.error:
         print(f"precis chat: {reply.error}", file=err)
+    elif reply.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
+        print(f"[the reply reached its limit of {reply.cut_at} tokens and stopped there; --max-tokens sets it]",
+              file=err)
 
 
 def one_message(provider: Provider, text: str, args, out: TextIO, err: TextIO) -> int:
