@@ -79,6 +79,10 @@ PIECE_CHARS = 8192
 REACH = 3  # the most whitespace gaps in a "lines" match (authorization ⎵ : ⎵ bearer ⎵ value)
 
 _SECRET_WORDS = ("pass", "secret", "token", "key", "credential")
+# What may lie between a command and its password flag: one command's arguments, not the rest of a long line (on a
+# 30,000-character line `docker login host` took a `mysql -p appdb` far later as its password); and well under
+# PIECE_CHARS, so a match never spans more than the overlap of the windows a long text is scanned in.
+_COMMAND_GAP = r"[^\n|;&]{0,500}?"
 
 # Order matters: specific formats first, so e.g. `api_key = sk-...` is reported as an OpenAI key, and the
 # generic assignment rule then sees an already-redacted value and leaves it.
@@ -111,11 +115,11 @@ _RULES: list[_Rule] = [
     _Rule(re.compile(r"(?i)\b(bearer\s+)" + _VALUE_GUARD + r"([A-Za-z0-9._~+/=\-]{8,})"),
           _keep_group("bearer_token", 1), ("bearer",), "lines"),
     # Passwords given to well-known commands: curl -u user:pass, mysql -pPASS, sshpass -p PASS, docker login -p PASS.
-    _Rule(re.compile(r"(\bcurl\b[^\n|;&]*?\s(?:-u|--user)[ =]?[\"']?[^\s:\"']+:)" + _VALUE_GUARD + r"([^\s\"']+)"),
+    _Rule(re.compile(r"(\bcurl\b" + _COMMAND_GAP + r"\s(?:-u|--user)[ =]?[\"']?[^\s:\"']+:)" + _VALUE_GUARD + r"([^\s\"']+)"),
           _keep_group("password", 1), ("curl",), "lines"),
-    _Rule(re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?\s-p)" + _VALUE_GUARD
+    _Rule(re.compile(r"(\b(?:mysql|mysqldump|mysqladmin|mariadb)\b" + _COMMAND_GAP + r"\s-p)" + _VALUE_GUARD
                      + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1), ("mysql", "mariadb"), "lines"),
-    _Rule(re.compile(r"(\b(?:sshpass|docker\s+login|podman\s+login)\b[^\n|;&]*?\s-p\s*)" + _VALUE_GUARD
+    _Rule(re.compile(r"(\b(?:sshpass|docker\s+login|podman\s+login)\b" + _COMMAND_GAP + r"\s-p\s*)" + _VALUE_GUARD
                      + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']+)"), _keep_group("password", 1), ("sshpass", "docker", "podman"), "lines"),
     # `--password hunter2`, `--api-key abc123` on command lines.
     _Rule(re.compile(r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])" + _VALUE_GUARD

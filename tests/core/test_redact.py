@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from precis.core.model.records import CommandRun, Facets
 from precis.core.summary import redact as redact_module
@@ -167,6 +167,10 @@ FILLER = ["x = compute(y)  # nothing secret here", "", "   ", "token usage was 1
           "Traceback (most recent call last):", "ok " * 40, "pass", "authorization", "bearer", "password:"]
 
 
+# Found by hypothesis: on one line of 30,000 characters `docker login host` took a `mysql -p appdb` far later as its
+# password when the whole text was scanned at once.
+@example(parts=[("curl -u $USER:$TOKEN https://x and mysql -p appdb and docker login registry.example.com", " ")],
+         windows=2, before_edge=0, one_line=True)
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([s[0] for s in SECRETS] + ORDINARY + FILLER),
                           st.sampled_from(["\n", "\n\n", "\n  \n", " ", "\t", ""])), min_size=1, max_size=40),
