@@ -67,6 +67,11 @@ class ModelProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None and self._process.poll() is None else None
 
+    @property
+    def loaded(self) -> bool:
+        """The process runs with its model loaded: a request now starts on its work at once."""
+        return self._ready and self._process is not None and self._process.poll() is None
+
     def launch(self) -> None:
         """Start the model process without waiting for its model to load (`start` or the first request waits).
         Nothing to do when it runs, or while a request holds it."""

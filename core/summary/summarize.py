@@ -17,6 +17,7 @@ from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, ActionItem, Facets, SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete, token_counter
+from ..providers.local import LocalProvider
 from ..providers.model_process import ModelProcessDied
 from .digest import conversation_digest, is_conversation
 from .facets import analyze_calls, facets_of
@@ -35,6 +36,10 @@ OUTPUT_TOKENS = 512
 # 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with other work) within the 10 s.
 DEADLINE_SECONDS = 6.0  # the default of the policy's summary_seconds
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
+# Loading the embedded model (once per process: a second idle, far longer on a busy machine) is awaited apart from
+# the summary's time limit, which counts the model's work on the summary: right after start-up, it was the loading
+# that ran out the limit and the rules wrote nearly every summary.
+LOAD_SECONDS = 120.0
 
 
 RULES = "rules"
@@ -310,7 +315,8 @@ class LLMSummarizer:
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
     max_request_tokens: int = 1536
     deadline_seconds: float = DEADLINE_SECONDS  # for all attempts together; then the rules, saying why
-    # "ok" / "invalid" / "transport" / "deadline" / "ungrounded" / "empty", for fidelity reports
+    load_seconds: float = LOAD_SECONDS  # the wait for the embedded model to load, before the time limit starts
+    # "ok" / "invalid" / "loading" / "transport" / "deadline" / "ungrounded" / "empty", for fidelity reports
     attempts: list[str] = field(default_factory=list)
     tokens_used: int = 0  # model tokens of the summary being made (prompt and reply)
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
@@ -322,7 +328,40 @@ class LLMSummarizer:
             self._exact_counter = counter if counter.is_exact else fallback
         return self._exact_counter
 
+    def _await_loading(self) -> None:
+        """Wait up to `load_seconds` for the embedded model to load (it goes on loading after that, for the next
+        summary); raises SummaryFallback saying why when it does not load or takes longer."""
+        if not isinstance(self.provider, LocalProvider):
+            return
+        provider = self.provider
+        try:
+            if provider.process.loaded:
+                return
+        except ProviderError as exc:  # no model file to load
+            self.attempts.append("loading")
+            raise SummaryFallback(f"the local model did not load: {exc}") from None
+        failure: list[ProviderError] = []
+        loaded = threading.Event()
+
+        def load() -> None:
+            try:
+                provider.load()
+            except ProviderError as exc:
+                failure.append(exc)
+            finally:
+                loaded.set()
+
+        threading.Thread(target=load, name="precis-summary-model-load", daemon=True).start()
+        if not loaded.wait(self.load_seconds):
+            self.attempts.append("loading")
+            raise SummaryFallback(f"the local model was still loading after {self.load_seconds:g} s (the wait for "
+                                  "it to load, apart from the summary's time limit)")
+        if failure:
+            self.attempts.append("loading")
+            raise SummaryFallback(f"the local model did not load: {failure[0]}")
+
     def _ask(self, request: SummaryRequest) -> LLMSummaryOut:
+        self._await_loading()
         counter = self._counter(request.counter)
         # The schema bounds the JSON to well under this many tokens; the rendered text is cut to the cap later.
         output_tokens = min(self.output_tokens, self.provider.context_window() // 4)

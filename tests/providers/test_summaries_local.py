@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 
 import pytest
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
+from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import complete
+from precis.core.providers.local import LocalProvider
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
@@ -80,3 +85,46 @@ def test_a_summary_past_its_deadline_is_cancelled_and_the_rules_write_it_saying_
     assert record.text.strip() and record.tokens_after < record.tokens_before
     # The model is free again: the next request is answered, not refused as busy.
     assert complete(local_provider, messages[:2], max_tokens=1).usage.prompt_tokens > 0
+
+
+def summarize_first_messages(summarizer: LLMSummarizer):
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"),
+                           TokenCounter(), summarizer)
+    for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:30]:
+        engine.append(message, auto=False)
+    return engine.summarize_now()
+
+
+def test_loading_the_model_is_awaited_apart_from_the_time_limit_and_a_long_load_is_named(local_provider):
+    """A busy machine, made on demand: the model process is stopped (SIGSTOP) while it loads, then resumed."""
+    provider = LocalProvider(n_ctx=2048)  # its own model process, loading now
+    provider.launch()
+    process_id = provider.process.pid
+    os.kill(process_id, signal.SIGSTOP)
+    resume = threading.Timer(3.0, os.kill, (process_id, signal.SIGCONT))
+    resume.start()
+    try:
+        summarizer = LLMSummarizer(provider, deadline_seconds=600, load_seconds=1)
+        record = summarize_first_messages(summarizer)
+        assert summarizer.attempts == ["loading"]
+        assert record.fallback_used and "the local model was still loading after 1 s" in record.fallback_reason
+        resume.join()
+        # It went on loading: the next request is answered.
+        assert complete(provider, [Message(role="user", content="Hi")], max_tokens=1).usage.prompt_tokens > 0
+        # Loaded, the next summary's time limit counts the model's work alone (the load is not waited on again).
+        assert provider.process.loaded
+    finally:
+        resume.cancel()
+        os.kill(process_id, signal.SIGCONT)
+        provider.close()
+
+
+def test_a_model_that_does_not_load_gives_the_rules_summary_saying_why(tmp_path):
+    not_a_model = tmp_path / "notes.gguf"
+    not_a_model.write_text("these are notes, not a model")
+    summarizer = LLMSummarizer(LocalProvider(model_path=not_a_model))
+    record = summarize_first_messages(summarizer)
+    assert summarizer.attempts == ["loading"]
+    assert record.fallback_used and "the local model did not load" in record.fallback_reason
+    assert str(not_a_model) in record.fallback_reason
+    assert record.text.strip()
