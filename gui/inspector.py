@@ -274,6 +274,7 @@ class Inspector(QFrame):
         self.legend.setHorizontalSpacing(10)
         self.legend.setVerticalSpacing(2)
         self._legend_values: dict[str, QLabel] = {}
+        self.legend_labels: dict[str, QLabel] = {}
         for row, kind in enumerate(KIND_LABELS):
             swatch = QLabel()
             swatch.setFixedSize(10, 10)
@@ -281,9 +282,15 @@ class Inspector(QFrame):
             value = QLabel("0")
             value.setAlignment(Qt.AlignmentFlag.AlignRight)
             self._legend_values[kind] = value
+            self.legend_labels[kind] = QLabel(KIND_LABELS[kind])
             self.legend.addWidget(swatch, row, 0)
-            self.legend.addWidget(QLabel(KIND_LABELS[kind]), row, 1)
+            self.legend.addWidget(self.legend_labels[kind], row, 1)
             self.legend.addWidget(value, row, 2)
+        # The gauge is the next prompt, whose recall is chosen when the message is sent; the list below is the last
+        # message's: side by side, "Recalled 0" and "Recalled for your last message: 13" read as a contradiction.
+        self.legend_labels["recalled"].setToolTip(
+            "Archived messages recalled into the next prompt: chosen when you send your message. The list below "
+            "shows what was recalled for your last message")
         self.thresholds = QLabel("")
         self.thresholds.setObjectName("muted")
         self.thresholds.setWordWrap(True)
@@ -490,7 +497,7 @@ class Inspector(QFrame):
         else:
             level = usage_level(usage.ratio, policy)
             self.total_label.setText(
-                f"{usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}) · window {usage.window:,}")
+                f"Next prompt: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}) · window {usage.window:,}")
             self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS[level]};")
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip("Counted with the model's own tokenizer" if usage.exact else

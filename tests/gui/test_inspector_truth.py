@@ -166,3 +166,24 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     assert main(["history", chat_id]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if "merge: the summaries used their share" in line]
     assert "messages 1-404  404 messages → 1 summary" in line
+
+
+def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, make_window, store):
+    """After a reply the gauge (the next prompt: nothing recalled yet) read 'Recalled 0' beside 'Recalled for your
+    last message: 13'; each now says which prompt it describes. A scripted reply: the recall is the app's own."""
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
+               *dialogue(40, "Budget review, item")]
+    window = make_window(ScriptedProvider(replies=["In October."]))
+    open_imported_chat(qtbot, window, store, history)
+    window.conversation.summarize_up_to_requested.emit(window.chat.snapshot.messages[19].id)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    window.submit("When does Marguerite, the lighthouse keeper, retire?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "In October.",
+                    timeout=20_000)
+    inspector = window.inspector
+    assert window.chat.snapshot.usage.by_kind["recalled"] == 0 and inspector.recalled.count() >= 1
+    assert inspector.total_label.text().startswith("Next prompt: ")
+    assert inspector._legend_values["recalled"].text() == "0"
+    assert "next prompt" in inspector.legend_labels["recalled"].toolTip()
+    assert inspector.recalled_title.text().startswith("Recalled for your last message: ")
