@@ -202,6 +202,9 @@ class Sender:
                                               "message restarts it. The part of the reply that arrived is kept.")
             elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
                 self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
+            if result.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
+                self.status.tell(f"The reply reached its limit of {result.cut_at:,} tokens and stopped there; the "
+                                 "chat's setting 'Tokens reserved for the reply' sets it", 15_000)
             self.chat.apply(result.snapshot)
             if replaced is not None:
                 self.offer_replaced_back(replaced, result.message)

@@ -75,6 +75,7 @@ class ReplyResult:
     snapshot: Snapshot
     # Why the reply stopped early, if it did (cancelled, cut off, failed): shown next to it.
     problem: str | None = None
+    cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
 
 
 class ChatSession:
@@ -183,12 +184,12 @@ class ChatSession:
             self.store.update_message(self.chat_id, placeholder)
         else:
             self.store.add_message(self.chat_id, placeholder)
-        problem = None
+        problem = finish = None
         text = ""
         for attempt in (1, 2):
             prompt = self.engine.assemble()
             try:
-                text, usage = self._stream(prompt.messages, buffer, cancel, placeholder)
+                text, usage, finish = self._stream(prompt.messages, buffer, cancel, placeholder)
                 if usage is not None and usage.prompt_tokens:
                     self.engine.counter.calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages),
                                                   usage.prompt_tokens)
@@ -212,11 +213,12 @@ class ChatSession:
         else:
             self.store.update_message(self.chat_id, final)
         self.engine.append(final)
-        return ReplyResult(final, self.snapshot(), problem)
+        cut_at = self.max_reply_tokens if problem is None and finish == "length" else None
+        return ReplyResult(final, self.snapshot(), problem, cut_at)
 
     def _stream(self, messages: list[Message], buffer: StreamBuffer, cancel: CancelToken, placeholder: Message):
         parts: list[str] = []
-        usage = None
+        usage = finish = None
         saved_at = time.monotonic()
         for chunk in self.provider.stream_chat(messages, max_tokens=self.max_reply_tokens, cancel=cancel):
             if chunk.text:
@@ -226,10 +228,10 @@ class ChatSession:
                     saved_at = time.monotonic()
                     self.store.update_message(self.chat_id, placeholder.with_changes(content="".join(parts)))
             if chunk.done:
-                usage = chunk.usage
+                usage, finish = chunk.usage, chunk.finish_reason
             if cancel.cancelled:
                 raise Cancelled(partial="".join(parts))
-        return "".join(parts), usage
+        return "".join(parts), usage, finish
 
     def show_version(self, message_id: str, position: int) -> Snapshot:
         """Show (and send from now on) another version of the last reply. Only the last: the messages after an

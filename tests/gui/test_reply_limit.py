@@ -1,0 +1,45 @@
+"""A reply cut at its token limit says so in the window, as `precis chat` does on the terminal."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from precis.core.providers.openai_compat import OpenAICompatProvider
+
+from tests.gui.test_window import idle, open_new_chat
+from tests.providers.scripted_server import FINISH, ScriptedServer, delta, reply, stream
+
+
+@pytest.fixture
+def server():
+    # Scripted: a real server stops at the limit too, but not at a chosen word on demand.
+    server = ScriptedServer()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, make_window, store, server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cut = "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    models = reply(200, json.dumps({"data": [{"id": "m"}]}))  # the window lists the server's models first
+    server.steps = [models, stream([delta("The three reasons are: first, the"), cut, "data: [DONE]"])]
+    window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
+    open_new_chat(qtbot, window, store, reserve_output=64)
+    window.submit("Why?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].role == "assistant"
+                    and bool(window.chat.snapshot.messages[-1].content), timeout=20_000)
+    assert server.requests[-1][2]["max_tokens"] == 64
+    assert window.chat.snapshot.messages[-1].content == "The three reasons are: first, the"
+    assert window.statusBar().currentMessage() == (
+        "The reply reached its limit of 64 tokens and stopped there; the chat's setting 'Tokens reserved for the "
+        "reply' sets it")
+
+    server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
+    window.statusBar().clearMessage()
+    window.submit("Thanks")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "Done.", timeout=20_000)
+    assert "limit" not in window.statusBar().currentMessage()
