@@ -9,6 +9,7 @@ import logging
 
 from ..context.engine import Budget, ContextEngine
 from ..context.policy import SummarizationPolicy, policy_errors
+from ..model.bulk import collector_paused
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError
 from ..providers.registry import make_provider
@@ -62,11 +63,15 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
     policy = effective_policy(store, settings)
     budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
     counter = counter or TokenCounter()
-    messages, stored = store.load_counted_messages(chat_id, counter.name)
-    counter.seed(messages, stored)
-    engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
-                                   system_prompt=settings.system_prompt,
-                                   recall_search=lambda query, limit: store.search_archived(chat_id, query, limit))
+    # The messages, their counts and the archive all live on: one object and more per message, which would set off
+    # full collections as they grow (seeding the counts of 100,000 messages: 0.4 s, 0.09 s at 40,000).
+    with collector_paused():
+        messages, stored = store.load_counted_messages(chat_id, counter.name)
+        counter.seed(messages, stored)
+        engine = ContextEngine.restore(messages, store.load_records(chat_id), budget, policy, counter, summarizer,
+                                       system_prompt=settings.system_prompt,
+                                       recall_search=lambda query, limit: store.search_archived(chat_id, query,
+                                                                                                limit))
     return engine, settings
 
 
