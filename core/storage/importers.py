@@ -385,6 +385,8 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
     path = Path(path)
     data = path.read_bytes()
     try:
+        if not _decode(data).strip():  # not "line 1: not a known chat format", nor an empty chat imported
+            raise TranscriptError(str(path), 1, "the file is empty, there is no chat in it")
         chosen = detect_format(path, data) if fmt == "auto" else fmt
         if chosen not in PARSERS:
             raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")

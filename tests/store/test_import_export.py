@@ -155,6 +155,21 @@ def test_unknown_format_is_refused(store, tmp_path):
         import_file(store, path)
 
 
+@pytest.mark.parametrize("fmt", ["auto", "jsonl", "openai", "claude-code"])
+def test_an_empty_file_is_refused_as_empty(tmp_path, capsys, fmt):
+    """An empty file was 'line 1: not a known chat format', or with --format jsonl an empty chat, imported."""
+    data = str(tmp_path / "data")
+    for name, content in (("empty.jsonl", b""), ("blank.jsonl", b"\xef\xbb\xbf\n  \n")):
+        path = tmp_path / name
+        path.write_bytes(content)
+        assert main(["--data-dir", data, "import", "--format", fmt, str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and str(path) in err and "the file is empty, there is no chat in it" in err
+        assert "not a known chat format" not in err
+    with open_store(data) as store:
+        assert store.list_chats() == []
+
+
 def test_markdown_export_shows_summaries_as_such(store):
     chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages, records = store.load_messages(chat), store.load_records(chat)
