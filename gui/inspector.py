@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 from ..core.context.engine import UsageReport
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.messages import Message
-from ..core.model.records import SummaryRecord
+from ..core.model.records import SummaryRecord, fold_description
 from . import theme
 from .conversation import ConversationView, Row
 from .markdown import SafeDocument, markdown_literal, summary_markdown
@@ -540,7 +540,7 @@ class Inspector(QFrame):
                  f"{record.tokens_before:,} → {record.tokens_after:,} tokens"),
                 # Who wrote it is in the tooltip and the Summary tab: a model's name in the cell crowded out the
                 # columns after it.
-                (record.mode, f"{record.mode}, written by {record.writer}"),
+                (record.kind, f"{self._made(record)}, written by {record.writer}"),
                 ("yes" if record.fallback_used else "no", record.fallback_reason or ""),
                 (str(record.redactions), ""),
                 # The share in the cell; the counts by kind and what is missing in the tooltip.
@@ -560,6 +560,13 @@ class Inspector(QFrame):
         current = next((r for r in self._records if r.id == self.selected_record_id()), None)
         if current != self._shown:
             self._show_record(current)
+
+    def _made(self, record: SummaryRecord) -> str:
+        """Its mode, or for a fold what it folds: 'fold of 2 summaries (llm, rule)'."""
+        if not record.merged_ids:
+            return record.mode
+        kinds = self._snapshot.folded.get(record.id) if self._snapshot else None
+        return fold_description(kinds) if kinds else record.kind  # the first paint's rows come before the engine
 
     def _recalled_chosen(self, item: QListWidgetItem) -> None:
         """Show a recalled message where it is kept: its summary selected in the chain, the Archived tab open at
@@ -665,7 +672,7 @@ def record_markdown(record: SummaryRecord) -> str:
             + (f" ×{c.count}" if c.count > 1 else "") for c in facets.commands[:30]))
     if facets.tool_usage:
         parts.append("**Tool usage**\n\n" + "\n".join(f"- {t.tool}: {t.count}" for t in facets.tool_usage))
-    meta = [f"mode {record.mode}", f"written by {record.writer}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms",
+    meta = [f"mode {record.kind}", f"written by {record.writer}", f"trigger {record.trigger}", f"{record.duration_ms:.0f} ms",
             f"{record.tokens:,} tokens", f"summarizer used {record.summarizer_tokens:,} tokens"]
     if record.instructions:
         meta.append(f"instructions: {record.instructions}")

@@ -62,6 +62,8 @@ class Snapshot:
     over_budget: OverBudget | None = None
     # message id -> the versions of a regenerated reply (the message holds the one shown)
     versions: dict[str, Versions] = field(default_factory=dict)
+    # fold id -> the kinds of the summaries it folds, oldest first (for the inspector's Mode column)
+    folded: dict[str, list[str]] = field(default_factory=dict)
     # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
     partial: bool = False
 
@@ -157,9 +159,13 @@ class ChatSession:
         events, self._events = [_copied_event(e) for e in self._events], []
         if engine.messages and engine.messages[-1].role == "user":  # else keep what this turn's question recalled
             self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
-        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), _copied(engine.chain()), engine.usage(),
+        chain = _copied(engine.chain())
+        by_record = engine.archive.by_record
+        folded = {r.id: [by_record[c].kind for c in r.merged_ids if c in by_record] for r in chain if r.merged_ids}
+        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), chain, engine.usage(),
                         engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
-                        recalled=list(self._recalled), over_budget=over_budget(engine), versions=dict(self.versions))
+                        recalled=list(self._recalled), over_budget=over_budget(engine), versions=dict(self.versions),
+                        folded=folded)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     def add_messages(self, messages: list[Message]) -> Snapshot:

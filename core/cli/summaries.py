@@ -7,7 +7,7 @@ import click
 
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.messages import Message
-from ..model.records import SummaryRecord
+from ..model.records import SummaryRecord, fold_description
 from ..providers.base import ProviderError
 from ..providers.registry import make_provider
 from ..storage.chats import effective_policy, restore_engine, summarizer_for
@@ -48,8 +48,9 @@ def _range(covered: list[str], position: dict[str, int]) -> str:
     return f"messages {places[0]}-{places[-1]}" if len(places) > 1 else f"message {places[0]}"
 
 
-def _how(record: SummaryRecord) -> str:
-    how = record.mode + (f" ({record.fallback})" if record.fallback_used else "")
+def _how(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> str:
+    how = (fold_description([by_record[c].kind for c in record.merged_ids if c in by_record]) if record.merged_ids
+           else record.mode) + (f" ({record.fallback})" if record.fallback_used else "")
     how += f", written by {record.writer}"
     cost = f", summarizer used {record.summarizer_tokens:,} tokens" if record.summarizer_tokens else ""
     asked = f", instructions: {record.instructions}" if record.instructions else ""
@@ -136,7 +137,7 @@ def history(chat: str, full: bool, data_dir: str | None) -> int:
         status = "" if record.status == "active" else f"  [{record.status}]"
         leaves = _leaves(record, by_record)
         print(f"{record.depth}. {_when(record.created_at)}  {_range(leaves, position)}  "
-              f"{record.result(len(leaves)).describe()}  {_how(record)}{status}")
+              f"{record.result(len(leaves)).describe()}  {_how(record, by_record)}{status}")
         if full:
             covered = [by_id[i] for i in sorted((i for i in leaves if i in by_id), key=position.__getitem__)]
             if covered:

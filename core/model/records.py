@@ -161,6 +161,12 @@ class SummaryRecord(BaseModel):
         return self
 
     @property
+    def kind(self) -> str:
+        """What it is, for display: its mode, or "fold" for a summary of summaries (its mode is its newest summary's,
+        and "llm, written by rules" read as a contradiction)."""
+        return "fold" if self.merged_ids else self.mode
+
+    @property
     def writer(self) -> str:
         """Who wrote it, for display (records saved before it was recorded may not say)."""
         return self.written_by or "a model (not recorded)"
@@ -182,3 +188,8 @@ class SummaryRecord(BaseModel):
     @property
     def covered_ids(self) -> list[str]:
         return [c.id for c in self.covered]
+
+
+def fold_description(kinds: list[str]) -> str:
+    """What a fold holds: 'fold of 3 summaries (llm, llm, rule)', its summaries' kinds oldest first."""
+    return f"fold of {len(kinds)} summar{'y' if len(kinds) == 1 else 'ies'} ({', '.join(kinds)})"

@@ -154,6 +154,12 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     titles = [MessageDelegate.title(row) for row in window.conversation.conversation.rows() if row.record is not None]
     assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ")
     assert titles[1].startswith(f"SUMMARY · depth 2 · {len(latest.covered)} messages · ")
+    # What the fold is, in the Mode column, and on hover what it folds (it said its newest summary's mode).
+    [folded] = [r.kind for r in window.chat.session.engine.archive.records if r.id in fold.merged_ids]
+    mode_column = [h for h, _tip in CHAIN_COLUMNS].index("Mode")
+    fold_cell = window.inspector.chain.item(1, mode_column)  # newest first
+    assert fold_cell.text() == "fold" and fold_cell.toolTip() == f"fold of 1 summary ({folded}), written by rules"
+    assert window.inspector.chain.item(0, mode_column).text() == latest.mode == "rule"
     for undone, said in ((latest, f"Summary undone: {len(latest.covered)} messages are back in the context."),
                          (fold, "Summary undone: the summary it folded is back in the chain.")):
         qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)
@@ -166,6 +172,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     assert main(["history", chat_id]) == 0
     [line] = [line for line in capsys.readouterr().out.splitlines() if "merge: the summaries used their share" in line]
     assert "messages 1-404  404 messages → 1 summary" in line
+    assert f"fold of 1 summary ({folded}), written by rules" in line
 
 
 def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, make_window, store):
