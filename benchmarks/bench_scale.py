@@ -217,7 +217,9 @@ def main_bench(sizes: tuple[int, ...], repeat: int, steps: tuple[str, ...]) -> N
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=list(SIZES), help="chat lengths in messages")
-    parser.add_argument("--repeat", type=int, default=3, help="samples per step and size (the fastest is used)")
+    # 5: a step that runs once per sample (import, context) varied up to 2.4x between samples on a quiet machine,
+    # and with 3 samples one slow size could still stand for its step.
+    parser.add_argument("--repeat", type=int, default=5, help="samples per step and size (the fastest is used)")
     parser.add_argument("--steps", default=",".join(STEPS),
                         help=f"comma-separated steps to measure, of: {', '.join(STEPS)} (default: all)")
     args = parser.parse_args()
