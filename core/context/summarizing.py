@@ -189,13 +189,20 @@ class Summarization:
         total = self.meter.raw_total()
         cap = self.summary_cap()
 
+        def left(keep: int) -> int:
+            """The prompt without the candidates (every candidate is visible: an item of the prompt)."""
+            return total - sum(map(tokens, self.candidates(keep)))
+
         def reaches_target(keep: int) -> bool:
-            taken = sum(map(tokens, self.candidates(keep)))  # every candidate is visible: an item of the prompt
-            return self.setup.counter.calibrated(
-                total - taken + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
+            taken = total - left(keep)
+            return self.setup.counter.calibrated(left(keep) + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
 
         low, high = policy.keep_recent, max(len(conversation) - 1, policy.keep_recent)
         if not reaches_target(low):
+            if self.setup.counter.calibrated(left(low)) <= target:
+                # The summary expected of a long stretch, not the tail, stays above the target: fewer recent messages
+                # would not bring it down (opening a long conversation kept 2 of them).
+                return low
             # The recent tail alone is above the target (large tool outputs in a small window): shrink it toward
             # min_recent, or the next message overflows again and the chain grows two messages at a time.
             low, high = policy.min_recent, policy.keep_recent

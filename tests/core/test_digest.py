@@ -312,3 +312,19 @@ def test_in_a_small_window_a_digest_fits_beside_the_messages_it_keeps():
     assert engine.usage().ratio > 1
     engine.summarize_now()
     assert engine.usage().ratio <= 1 and engine.chain()
+
+
+def test_a_long_conversation_opened_in_a_small_window_keeps_its_recent_tail_verbatim():
+    """Opening locomo_1 (438 messages) at 8k: the digest of the rest is expected above the target fill by itself,
+    which is no reason to drop recent messages (the tail shrank to 2 of the 6 kept)."""
+    from precis.core.storage.interchange import read_transcript
+    from tests.conftest import SHARED_TRANSCRIPTS
+
+    messages = read_transcript(SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl")
+    policy = SummarizationPolicy(mode="rule")
+    engine = ContextEngine.restore(messages, [], Budget(window=8192, reserve_output=512), policy, TokenCounter())
+    engine.maybe_summarize()
+    prompt = engine.assemble()
+    verbatim = [i.source_id for i in prompt.items if i.kind == "message" and i.message.role != "system"]
+    assert engine.records and verbatim == [m.id for m in messages[-policy.keep_recent:]]
+    assert prompt.tokens <= engine.budget.available
