@@ -4,6 +4,7 @@ from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
+from precis.core.storage.interchange import read_transcript
 from precis.core.summary.digest import (
     conversation_digest,
     is_conversation,
@@ -20,6 +21,8 @@ from precis.core.summary.summarize import (
     says_something,
     without_noise,
 )
+
+from tests.conftest import SHARED_TRANSCRIPTS
 
 COUNT = TokenCounter().count_text
 
@@ -317,9 +320,6 @@ def test_in_a_small_window_a_digest_fits_beside_the_messages_it_keeps():
 def test_a_long_conversation_opened_in_a_small_window_keeps_its_recent_tail_verbatim():
     """Opening locomo_1 (438 messages) at 8k: the digest of the rest is expected above the target fill by itself,
     which is no reason to drop recent messages (the tail shrank to 2 of the 6 kept)."""
-    from precis.core.storage.interchange import read_transcript
-    from tests.conftest import SHARED_TRANSCRIPTS
-
     messages = read_transcript(SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl")
     policy = SummarizationPolicy(mode="rule")
     engine = ContextEngine.restore(messages, [], Budget(window=8192, reserve_output=512), policy, TokenCounter())
