@@ -194,8 +194,8 @@ class Summarization:
             return total - sum(map(tokens, self.candidates(keep)))
 
         def reaches_target(keep: int) -> bool:
-            taken = total - left(keep)
-            return self.setup.counter.calibrated(left(keep) + min(cap, int(taken * EXPECTED_SUMMARY_SHARE))) <= target
+            rest = left(keep)
+            return self.setup.counter.calibrated(rest + min(cap, int((total - rest) * EXPECTED_SUMMARY_SHARE))) <= target
 
         low, high = policy.keep_recent, max(len(conversation) - 1, policy.keep_recent)
         if not reaches_target(low):
