@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+import tempfile
+from pathlib import Path
 
 import click
 
@@ -79,17 +81,11 @@ def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:
 @data_dir_option
 def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector: bool, theme_choice: str | None,
                data_dir: str | None) -> int:
-    """Render the window offscreen to a PNG FILE."""
-    from . import theme
+    """Render the window offscreen to a PNG FILE (the chats are left as they were)."""
     from .app import application, offscreen
 
     offscreen()
-    width, height = size
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    from ..core.providers.local import LocalProvider
-    from ..core.storage.store import ChatNotFound
-    from .main_window import MainWindow
+    from ..core.storage.store import ChatNotFound, StoreError
 
     app = application()
     store = _open_store(data_dir)
@@ -103,12 +99,37 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
             except ChatNotFound as exc:
                 print(f"precis screenshot: {exc}", file=sys.stderr)
                 return BAD_INPUT
-        # The screenshot shows stored chats: the model is not loaded for it.
-        window = MainWindow(store, provider=LocalProvider(), load_model=False)
+        # The picture is taken on a copy: opening a chat past its trigger summarizes it, and a screenshot must
+        # leave the chats as they were.
+        with tempfile.TemporaryDirectory(prefix="precis-screenshot-") as scratch:
+            try:
+                copy = store.copy_to(Path(scratch))
+            except StoreError as exc:
+                print(f"precis screenshot: {exc}", file=sys.stderr)
+                return 1
+            try:
+                return _render(app, copy, file, chat_id, size, not no_inspector, theme_choice)
+            finally:
+                copy.close()
+    finally:
+        store.close()
+
+
+def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], inspector: bool,
+            theme_choice: str | None) -> int:
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    from ..core.providers.local import LocalProvider
+    from . import theme
+    from .main_window import MainWindow
+
+    # The screenshot shows stored chats: the model is not loaded for it.
+    window = MainWindow(store, provider=LocalProvider(), load_model=False)
+    try:
         if theme_choice:
             theme.choose(theme_choice)  # for this picture only: the saved choice is left as it is
-        window.resize(width, height)
-        window.inspector.setVisible(not no_inspector)
+        window.resize(*size)
+        window.inspector.setVisible(inspector)
         window.show()
         if chat_id is not None:
             window.open_chat(chat_id)
@@ -132,11 +153,10 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
             print(f"precis screenshot: could not write {file}", file=sys.stderr)
             return 1
         print(file)
-        window.close()
-        window.chat.finish_background_work()
         return 0
     finally:
-        store.close()
+        window.close()
+        window.chat.finish_background_work()
 
 
 def _settled(window) -> bool:

@@ -176,6 +176,20 @@ class Store(MessageTable, SummaryTable, VersionTable):
         if not self.read_only and file_identity(self.path) == self._file:
             mark_checked(self.path)
 
+    def copy_to(self, folder: Path) -> Store:
+        """A copy of this store, as committed now (what is still in its WAL included), opened in `folder`: work
+        done on the copy (a screenshot opening a chat, which may summarize it) leaves this store as it was."""
+        path = Path(folder) / DB_NAME
+        target = sqlite3.connect(path)
+        try:
+            with self.engine.connect() as conn:
+                conn.connection.dbapi_connection.backup(target)
+        except sqlite3.Error as exc:
+            raise StoreWriteError(f"could not copy {self.path} to {path}: {exc}") from None
+        finally:
+            target.close()
+        return Store(path)
+
     def chats_changed(self) -> bool:
         """Whether any chat was added, renamed, deleted or given messages or summaries since the last call (the
         first call starts watching), by this process or another on the same data folder. Cheap: ask it on a timer."""

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
+
 import pytest
 from precis.core.cli.main import main
+from precis.core.model.messages import Message
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QMessageBox
 
@@ -65,3 +69,30 @@ def test_the_window_opens_on_a_relative_precis_home(qapp, tmp_path, monkeypatch,
     assert main(["import", "k.jsonl"]) == 0
     assert main(["screenshot", "shot.png", "--size", "800x600"]) == 0
     assert (tmp_path / "shot.png").stat().st_size > 0 and (tmp_path / "relhome" / "precis.db").exists()
+
+
+def store_rows(path) -> dict[str, list[tuple]]:
+    """Every row of every table of the store (chats, messages, summaries, token counts, search index), sorted."""
+    with closing(sqlite3.connect(path)) as conn:
+        tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: sorted(conn.execute(f"SELECT * FROM '{table}'").fetchall(), key=repr) for table in tables}
+
+
+def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_window, tmp_path):
+    """A chat past its trigger is summarized when opened: the picture shows that, and the store is not changed."""
+    messages = [Message(role="user" if i % 2 == 0 else "assistant",
+                        content=f"Message {i} about the harbour survey, section {i}: " + "tide gauge readings " * 40)
+                for i in range(40)]
+    chat_id = store.import_chat("survey", messages)
+    store.update_chat_settings(chat_id, {"context_window": 2048})
+    before = store_rows(store.path)
+    assert before["summary"] == [] and before["message"]
+    shot = tmp_path / "shot.png"
+    assert main(["screenshot", str(shot), "--chat", "survey", "--size", "1000x700"]) == 0
+    assert shot.stat().st_size > 0
+    assert store_rows(store.path) == before
+    # The chat was due its summary: the window, opening it for real, makes one and stores it.
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: len(store.load_records(chat_id)) == 1, timeout=60_000)
+    assert store_rows(store.path)["summary"]
