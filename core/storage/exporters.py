@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -46,8 +47,15 @@ def export_chat(store: Store, chat_id: str, format_: str) -> Iterator[str]:
 def write_export(pieces: Iterable[str], path: str | os.PathLike) -> None:
     """Write the pieces of an export to `path` whole or not at all: into a temporary file beside it, then renamed
     over it, so a failure (a read-only folder, a full disk) leaves no half-written file. Raises OSError naming the
-    path."""
+    path.
+
+    A new file is readable by its owner alone (0600): messages are exported as written, so a key or password pasted
+    into one is in the export. A file written over keeps its mode (the user chose it)."""
     target = Path(path)
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        mode = None  # a new file (or one we cannot look at: the write below says why)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     except OSError as exc:
@@ -55,6 +63,8 @@ def write_export(pieces: Iterable[str], path: str | os.PathLike) -> None:
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.writelines(pieces)
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, target)
     except BaseException as exc:  # a failure while the pieces are made, too, leaves no partial file behind
         Path(temporary).unlink(missing_ok=True)
