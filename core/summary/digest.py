@@ -1,7 +1,8 @@
 """Conversation digests: where a stretch is conversation rather than tool traffic, the rule summary keeps the
 sentences that tell the most (rare words of the conversation, names, numbers, dates, titles, preferences), whole,
 ranked by what they tell per token and fitted to the cap, each under its session's date and its speaker, in the
-order they were said. Greetings, thanks and reactions are stripped from a sentence's start, never from inside it.
+order they were said. Greetings, thanks and reactions are stripped from a sentence's start; inside it, only words
+that carry nothing go (sentence_trim).
 Repeated messages collapse into one line with a count. After each session's lines, a "Mentioned:" line indexes the
 names, dates, numbers and rare words of its sentences that did not fit. Merging digests re-ranks the lines of all of
 them and re-indexes what the merge drops with what their indexes held."""
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from ..model.messages import Message
 from ..model.tokens import get_encoding
+from .sentence_trim import tightened
 from .text_rules import STOP_WORDS
 
 # A stretch is conversation when at most this share of its messages are tool calls or results.
@@ -313,7 +315,7 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
             continue
         for part in SENTENCE.split(content):
             if text := trimmed(" ".join(part.split())):
-                out.append(Sentence(len(out), date, speaker, text, turn, given=given))
+                out.append(Sentence(len(out), date, speaker, tightened(text), turn, given=given))
     return out
 
 

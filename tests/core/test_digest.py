@@ -43,7 +43,7 @@ def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_senten
     assert is_conversation(messages)
     text, lines = conversation_digest(messages, 200, COUNT)
     assert "[8 May, 2023]" in text and "[22 December, 2022]" in text
-    assert "- Caroline: I went to a LGBTQ support group yesterday and it was so powerful." in text
+    assert "- Caroline: I went to a LGBTQ support group yesterday and it was powerful." in text
     assert "Melanie: We're going camping at Lake Tahoe next month with my 3 kids." in text
     body = text.split("\n", 1)[1]
     assert body.index("8 May") < body.index("LGBTQ") < body.index("22 December") < body.index("Lake Tahoe")
