@@ -52,6 +52,42 @@ SMALL_TALK = re.compile(
     r"see|hear)|glad to hear|that's (?:so |really )?(?:great|awesome|amazing|cool|nice)|sounds (?:great|fun|"
     r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\w+ )?agree)\b",
     re.IGNORECASE)
+# Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
+# abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"
+# and "It's those moments of creativity that bring us closer" are made of them and answer no question; the
+# concrete words around them (names, numbers, places, objects, activities) are what answers are made of.
+GENERIC = frozenset("""
+amazing awesome great good nice wonderful fantastic incredible inspiring inspirational admirable impressive
+beautiful gorgeous stunning lovely cool fun enjoyable meaningful rewarding fulfilling powerful special important
+necessary valuable priceless precious brilliant excellent fabulous terrific superb marvelous remarkable
+extraordinary magical perfect unforgettable memorable exciting thrilling happy glad sad proud grateful thankful
+blessed lucky hopeful optimistic positive negative calm peaceful relaxing soothing therapeutic cathartic
+empowering uplifting motivating motivational encouraging supportive caring kind sweet thoughtful welcoming
+comforting heartwarming touching emotional tough hard difficult challenging easy stressful overwhelming scary
+vivid creative passionate dedicated determined committed brave courageous strong resilient cheerful joyful
+delightful wholesome fascinating interesting intriguing enlightening insightful cute adorable playful epic crazy
+wild huge super true real genuine whole entire bright amazed impressed excited thrilled stoked touched moved
+inspired motivated relaxed refreshed overwhelmed worried nervous anxious stressed tired exhausted curious eager
+keen fulfilled accepted appreciated loved valued confident free alive unique different solid fine
+passion enthusiasm commitment dedication determination inspiration motivation support encouragement journey moment
+memory experience feeling emotion joy happiness love hope strength courage resilience gratitude kindness
+compassion empathy understanding acceptance belonging growth expression creativity perspective insight vibe
+energy peace balance purpose meaning connection bond challenge struggle obstacle difference change progress
+success effort goal dream reminder importance value beauty laughter laugh smile appreciation revelation priority
+wellbeing mindset outlook attitude spirit soul heart mind confidence friendship trust respect freedom adventure
+excitement fulfillment satisfaction relief comfort warmth positivity vulnerability authenticity unity
+opportunity chance lesson impact power potential possibility part way life world time people stuff lot sort
+situation matter deal fact idea thought sense mood day days
+inspire motivate appreciate admire cherish treasure feel remind mean brighten bring help keep push thrive grow
+embrace tackle overcome believe wish share encourage relax unwind chat catch reflect realize chase celebrate
+achieve succeed pursue focus stay hang vibes achievement accomplishment setback comeback others other together key
+drive guts ambition willingness risk talent skill interest awareness ups downs ride amazingly totally
+learn enjoy hear agree sound seem look make care
+""".split())
+ABSTRACT_WEIGHT = 0.2
+DECIDED = 1e5  # the score of a sentence stating a decision: kept after repeated messages, before the rest
+# The kind a rule decision is labelled with, before the sentence that states it.
+DECISION_KIND = re.compile(r"^(?:Chose|Rejected|User corrected): ")
 IMAGE_WEIGHT = 0.5
 FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split())
 # Tokens added to a sentence's cost when ranking, so that a short sentence with one rare word does not outrank a
@@ -71,6 +107,10 @@ RARE = 0.9
 QUOTED = re.compile(r"[\"“']([A-Z][^\"”']{2,60})[\"”']")
 TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d[\d,.:/]*%?")
 CONNECTORS = frozenset(("of", "the", "and", "&", "de"))
+# Word endings of adjectives, verb forms and abstract nouns: an indexed term made only of such words (or of
+# GENERIC ones) says how something was, not what it was, and goes after names, objects and places.
+DESCRIBING = ("ful", "ive", "ous", "ing", "ed", "ly", "ness", "able", "ible", "ity", "ment")
+DESCRIBING_WEIGHT = 0.3
 MAX_PHRASE = 3  # words in an indexed run of rare words ("adoption agencies")
 
 
@@ -123,6 +163,7 @@ class Sentence:
     # The words of the message it answers (the one before, by someone else): a sentence that says them again is
     # mostly a reaction to it ("That bowl is gorgeous!"), one that says new words reports something.
     given: frozenset[str] = frozenset()
+    decided: bool = False  # it states one of the rules' decisions: kept before the others
 
 
 def trimmed(sentence: str) -> str:
@@ -136,6 +177,19 @@ def trimmed(sentence: str) -> str:
 def content_words(text: str) -> set[str]:
     """The words that say what a text is about, lowercased ("Charlotte's" as "charlotte"; "I'm" says nothing)."""
     return {w.lower().split("'")[0].strip("-") for w in WORD.findall(text)} - STOP_WORDS - {""}
+
+
+@functools.cache
+def generic(word: str) -> bool:
+    """True when a lowercased word is one of GENERIC or an inflection of one ("inspires", "moments", "chatted",
+    "smiling")."""
+    stems = {word}
+    for ending, back in (("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
+                         ("ly", ""), ("ness", "")):
+        if word.endswith(ending) and len(word) > len(ending) + 2:
+            stem = word[:-len(ending)] + back
+            stems |= {stem, stem[:-1]} if back == "" and len(stem) > 3 and stem[-1] == stem[-2] else {stem}
+    return not stems.isdisjoint(GENERIC)
 
 
 @functools.cache
@@ -159,8 +213,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
     frequency = Counter(w for s in sentences if s.count == 1 for w in content_words(s.text) - addressed)
     total = max(len(sentences), 1)
     for s in sentences:
-        if s.count > 1:  # a repeated message is kept once, with its count, before anything else
-            s.score = 1e6
+        if s.count > 1 or s.decided:  # a repeated message is kept once, with its count, before anything else
+            s.score = 1e6 if s.count > 1 else DECIDED
             continue
         words = [w for w in WORD.findall(s.text) if w.lower() not in addressed]
         said = {w for w in content_words(s.text) - addressed if len(w) > 2}
@@ -178,6 +232,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
         lower = [w.lower() for w in words]
         # What the speakers say of themselves ("I've known them for 4 years", "my grandma") carries the facts.
         value += 1.0 * min(sum(1 for w in lower if w in FIRST_PERSON), 3)
+        if all(generic(w) for w in said):
+            value *= ABSTRACT_WEIGHT  # praise, feelings and abstractions only: no fact to ask about
         if s.text.startswith("[") and s.text.endswith("]"):
             value *= IMAGE_WEIGHT  # "[shares an image: a photo of ...]": what a picture showed, not what was said
         if s.text.endswith("?"):
@@ -238,8 +294,14 @@ def terms_of(text: str, skip: set[str]) -> list[str]:
         elif n > 0 and plain(n) and words[n].isalpha() and len(words[n]) > 3:  # a first word is often "Gotta"
             while end < len(words) and end - n < MAX_PHRASE and joined[end] and plain(end) and not name(end):
                 end += 1
-            if any(rarity(w) >= RARE for w in lower[n:end]):
-                terms.append(" ".join(words[n:end]))
+            # The run ends at a word that names something ("sunset perfectly" -> "sunset"; "poetry reading" stays).
+            first, last = n, end
+            while last - first > 1 and (generic(lower[last - 1]) or lower[last - 1].endswith(("ly", "ed"))):
+                last -= 1
+            while last - first > 1 and generic(lower[first]):
+                first += 1
+            if any(rarity(w) >= RARE for w in lower[first:last]):
+                terms.append(" ".join(words[first:last]))
         n = end
     return terms
 
@@ -250,6 +312,8 @@ def salience(term: str) -> float:
     value = sum(rarity(w.lower()) for w in words if w.isalpha())
     value += 2.0 * any(w[0].isdigit() or w.lower() in MONTHS for w in words)
     value += 2.0 * (term[0].isupper())
+    if all(generic(w.lower()) or w.lower().endswith(DESCRIBING) for w in words if w.isalpha()):
+        value *= DESCRIBING_WEIGHT  # "thankful", "motivating", "chatted": how it was, not what
     return value / (len(words) + 1)
 
 
@@ -372,12 +436,18 @@ def digest_room(messages: list[Message], count_tokens: Callable[[str], int]) -> 
 
 
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
-                        date: str = "", beside: int = 0) -> tuple[str, list[str]]:
+                        date: str = "", decisions: Iterable[str] = ()) -> tuple[str, list[str]]:
     """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
-    the session's where the stretch starts (its marker was before the stretch); `beside` is the tokens of what the
-    summary holds beside the digest (the rules' decisions), taken from the digest's share."""
+    the session's where the stretch starts (its marker was before the stretch). The sentences that state one of
+    `decisions` (the rules' "Chose: ...", read from the same messages) are kept first, on their speaker's line like
+    any other: a decision is said by someone, once."""
     sentences = sentences_of(messages, day_of(date))
-    room = min(max_tokens, max(digest_room(messages, count_tokens) - beside, MIN_DIGEST))
+    # A kept sentence may be the decision's sentence with filler cut from it, or a clipped decision's whole one.
+    stated = [set(WORD.findall(DECISION_KIND.sub("", d).removesuffix("…").lower())) for d in decisions]
+    for s in sentences:
+        said = set(WORD.findall(s.text.lower()))
+        s.decided = any(said <= d or d <= said for d in stated if d)
+    room = min(max_tokens, digest_room(messages, count_tokens))
     people = list(dict.fromkeys(s.speaker for s in sentences))
     # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
@@ -391,8 +461,7 @@ LINE = re.compile(r"^- ([^:\n]{1,40}): (.+?)(?: \(×(\d+)\))?$")
 def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens: Callable[[str], int]) -> str:
     """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
     them, re-ranked together, under their dates and speakers, in the order they were said. A digest's lines end at
-    its first blank line: what follows in its summary (the rules' decisions, a model's narrative) is not said by
-    anyone ("- Chose: ..." read as a line made a speaker "Chose"); the merged record's facets keep the decisions."""
+    its first blank line: what follows in its summary (a model's narrative) is not said by anyone."""
     sentences, date, index = [], "", []
     for turn, line in enumerate(line for text in texts for line in text.split("\n\n", 1)[0].splitlines()):
         if line.startswith("[") and line.endswith("]"):

@@ -104,11 +104,10 @@ class RuleSummarizer:
             facets = facets_of(request.messages, analyze_calls(request.messages))
             # "What made you decide to ...?" asks about a decision; it is not one.
             facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
-            decisions = "Decisions:\n" + "\n".join(f"- {d}" for d in facets.decisions) if facets.decisions else ""
-            beside = request.counter.count_text(decisions) + 2 if decisions else 0
-            text, key_points = conversation_digest(request.messages, max(request.max_tokens - beside, 1),
-                                                    request.counter.count_text, request.date, beside)
-            text = fit_text("\n\n".join(p for p in (text, decisions) if p), request.max_tokens, request.counter)
+            # The sentences stating its decisions are digest lines under their speaker, kept first (the record's
+            # facets list them too).
+            text, key_points = conversation_digest(request.messages, request.max_tokens, request.counter.count_text,
+                                                    request.date, facets.decisions)
             return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="rule")
         text, key_points, facets = rule_summary(
             request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text)

@@ -6,12 +6,16 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.digest import (
+    choose,
     conversation_digest,
+    digest_room,
     is_conversation,
+    mentioned,
     merged_digest,
     rank,
     sentences_of,
     session_label,
+    terms_of,
 )
 from precis.core.summary.summarize import (
     LLMActionItem,
@@ -257,16 +261,49 @@ def test_a_digest_fills_its_share_with_whole_sentences_when_the_index_needs_less
     assert spoken * 0.2 - 2 * longest <= COUNT(text) <= spoken * 0.2 + 2
 
 
-def test_a_rule_summary_of_talk_holds_its_decisions_within_the_digests_share_and_a_merge_reads_no_speaker_chose():
-    messages = varied_talk(2)
-    messages.insert(3, Message(role="user", content="Caroline: We decided to adopt a puppy named Bailey in May."))
-    spoken = sum(COUNT(m.content) for m in messages if m.role != "system")
+def test_a_rule_summary_of_talk_keeps_its_decisions_as_digest_lines_within_the_digests_share():
+    messages = varied_talk(1)
+    decision = "We decided to adopt a puppy named Bailey in May."
+    messages.insert(3, Message(role="user", content=f"Caroline: Hey Mel! {decision}"))
     draft = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=4000, counter=TokenCounter()))
-    assert "Decisions:\n- Chose: Caroline: We decided to adopt a puppy" in draft.text
-    assert COUNT(draft.text) <= spoken * 0.2 + 2
+    # Said by Caroline, once, on her line under its date: no "Decisions:" block repeating it as "- Chose: ...".
+    assert f"\n- Caroline: {decision}\n" in draft.text and draft.text.count("adopt a puppy") == 1
+    assert "Decisions" not in draft.text and "Chose:" not in draft.text
+    assert draft.facets.decisions == [f"Chose: {decision}"]  # the record still lists it
+    assert COUNT(draft.text) <= digest_room(messages, COUNT)  # its share, at least MIN_DIGEST
+    # Kept first: a digest with room for one line keeps the decision, not the sentences that tell more.
+    small = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=50, counter=TokenCounter()))
+    assert decision in small.text and COUNT(small.text) <= 50 and "walked" not in small.text
     merged = merged_digest([draft.text], len(messages), 4000, COUNT)
-    assert "- Chose:" not in merged and "Decisions" not in merged
-    assert "- Caroline: We decided to adopt a puppy named Bailey in May." in merged
+    assert f"- Caroline: {decision}" in merged
+
+
+def test_a_digest_keeps_a_concrete_fact_over_praise_of_the_same_length():
+    fact = "I keep my grandmother's old violin in a cedar box under the bed."
+    praise = "I'm so amazed by your passion, dedication and enthusiasm - so admirable and inspiring!"
+    assert abs(COUNT(fact) - COUNT(praise)) <= 2
+    messages = [Message(role="system", content="Session 1 - 2:00 pm on 1 June, 2023"),
+                Message(role="user", content=f"Caroline: {fact}"),
+                Message(role="assistant", content=f"Melanie: {praise}")]
+    sentences = sentences_of(messages)
+    rank(sentences, lambda s: COUNT(s.text))
+    # Its rare words ("admirable", "enthusiasm") are praise and feeling: none names anything to ask about later.
+    assert sentences[0].score > 2 * sentences[1].score
+    # With room for one of them (its line and its date's), the digest keeps the fact.
+    room = COUNT(f"- Melanie: {praise}") + COUNT("1 June, 2023") + 6
+    assert [s.text for s in choose(sentences_of(messages), room, COUNT)] == [fact]
+
+
+def test_the_mentioned_index_names_things_before_it_says_how_they_felt():
+    said = "Honestly I felt so motivated and thankful, we chatted for hours about the frisbee tournament."
+    assert terms_of(said, set()) == ["motivated", "thankful", "chatted", "frisbee tournament"]
+    # A run of rare words ends at a word that names something; "poetry reading" is one thing.
+    assert terms_of("We caught the sunset perfectly, then went to a poetry reading.", set()) == [
+        "sunset", "poetry reading"]
+    candidates = [("1 June, 2023", term) for term in ("swamped", "thankful", "motivating", "chatted", "kayak",
+                                                      "frisbee tournament", "sunset")]
+    index = mentioned(candidates, "", 16, COUNT)
+    assert index == {"1 June, 2023": ["frisbee tournament", "kayak", "sunset"]}
 
 
 def test_a_merge_of_digests_leaves_the_room_of_the_next_and_the_chain_fills_its_share():
