@@ -142,7 +142,14 @@ class ChatController(QObject):
         # apply) and closes the session after its last job.
         self._retired.add(runner)
         last = runner.submit("close the chat", lambda _job: session.close())
-        last.finished.connect(lambda: self._retired.discard(runner))
+        last.finished.connect(lambda: self._retire(runner))
+
+    def _retire(self, runner: Runner) -> None:
+        """A closed chat's runner has finished its last job. Its pool goes too once another chat's runner has taken
+        its place: the pool keeps every job it ran (and so whatever their closures held) while it lives."""
+        self._retired.discard(runner)
+        if runner is not self.chat_runner:
+            runner.deleteLater()
 
     def shutdown(self) -> None:
         """Close the chat and cancel shared work without waiting (see finish_background_work)."""

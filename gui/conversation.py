@@ -61,6 +61,7 @@ class ConversationView(QListView):
         # Row numbers change with the rows: the chips come back when the mouse next moves.
         for changed in (self.conversation.modelReset, self.conversation.rowsRemoved):
             changed.connect(lambda *_args: self._set_hovered(None))
+        self.conversation.modelReset.connect(self.delegate.forget_rows_gone)
         self.delegate.version_chosen.connect(
             lambda number, position: self.version_requested.emit(self.conversation.row_at(number).key, position))
         self.clicked.connect(self._clicked)

@@ -131,6 +131,15 @@ class MessageDelegate(QStyledItemDelegate):
         self._heights.clear()
         self._docs.clear()
 
+    def forget_rows_gone(self) -> None:
+        """After the rows were replaced (another chat, a summary): the heights and documents of rows no longer there
+        go, and with them the messages they were checked against (all of another chat's, once scrolled through)."""
+        model = self._view.model()
+        if len(self._heights) > model.rowCount():
+            self._heights = {key: value for key, value in self._heights.items() if model.row_of(key) is not None}
+        for key in [key for key in self._docs if model.row_of(key[0]) is None]:
+            del self._docs[key]
+
     # --- geometry -------------------------------------------------------------------------------------------
     def _text_width(self) -> int:
         return max(120, min(self._view.viewport().width() - 2 * MARGIN_X, READING_WIDTH) - 2 * PAD_X)

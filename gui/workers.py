@@ -62,6 +62,9 @@ class Job(QObject):
         else:
             self.failed.emit(value)
         self.finished.emit()
+        # Its connections hold their slots' closures, and those often hold the job (a cycle the garbage collector
+        # cannot see through Qt): deleting the Qt side drops them, and with them the session or results they hold.
+        self.deleteLater()
 
 
 class _Runnable(QRunnable):
@@ -80,6 +83,11 @@ class _Runnable(QRunnable):
             self._hand_over(False, str(exc) or type(exc).__name__)
         else:
             self._hand_over(True, result)
+        finally:
+            # The pool's Python side keeps its runnables for its own life (a chat's pool: as long as the chat was
+            # open; the shared one: the window's). What the work held (a closed chat's session and engine, every
+            # message of it) must not live on with them.
+            self._fn = self._job = None
 
     def _hand_over(self, ok: bool, value: Any) -> None:
         try:

@@ -59,3 +59,27 @@ def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, 
         own = window.chat.session.engine.archive.by_record[shown.id]
         assert shown is not own and shown.model_dump() == own.model_dump()
         assert shown.covered is own.covered and len(own.covered) > 100
+
+
+def test_a_chat_switched_away_from_leaves_nothing_of_itself_in_memory(qtbot, make_window, store):
+    """Every chat opened stayed in memory with its engine (each job the chat ran kept its closures, and so the
+    session, alive through Qt's connections and its pool): opening a long chat three times held three copies."""
+    import gc
+    import weakref
+
+    from precis.core.model.messages import Message
+
+    history = dialogue(300, "Notes on the garden's watering schedule, item")
+    chat_id = store.import_chat("long chat", history)
+    other = store.create_chat("other")
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=60_000)
+    window.conversation.scroll_to_end()  # rows measured and painted, as a user would see them
+    engine = weakref.ref(window.chat.session.engine)
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+
+    ids, ours = {m.id for m in history}, {id(m) for m in history}  # the window's are those it read from the store
+    qtbot.waitUntil(lambda: gc.collect() >= 0 and engine() is None, timeout=10_000)
+    assert not [o for o in gc.get_objects() if isinstance(o, Message) and o.id in ids and id(o) not in ours]
