@@ -1,6 +1,7 @@
 """Denser sentences for conversation digests: the words inside a kept sentence that carry nothing a question could
-ask about are cut (interjections and tags between commas, openers such as "So" and "Btw", a clause that only praises
-what the rest of the sentence reports, intensifiers and hedges), so that a digest holds more facts in its room.
+ask about are cut (emoji, interjections and tags between commas, openers such as "So" and "Plus", a clause that
+only praises what the rest of the sentence reports, intensifiers and hedges), so that a digest holds more facts in
+its room.
 Every other word stays as said and in order: questions ask about phrases word for word ("a single parent"), and
 names, numbers, dates, quoted titles and negations are never cut."""
 
@@ -14,6 +15,9 @@ INTERJECTION = re.compile(
     r"(?:^|[,;:])\s*(?:ha(?:ha)+h?|he(?:he)+|lol|lmao|omg|oh my (?:god|gosh)|wow+|whoa|woah|oh+|ah+|aw+|ugh|phew|"
     r"yay|woo+hoo+|you know|ya know|i mean|honestly|seriously|actually|anyway|anyways|btw|by the way|buddy|dude|"
     r"pal|bro|mate|my friend)\s*(?:[,;:]\s*|(?=[.!?]|$))", re.IGNORECASE)
+# Emoji and emoticons: tokens that no question asks about (flags, which name a country, stay).
+EMOJI = re.compile(r"(?:[\U0001F300-\U0001FAFF\u2600-\u27BF\u2B50\u2B55][\uFE0F\u200D\U0001F3FB-\U0001F3FF]*)+"
+                   r"|\s+(?:[:;=]-?[)(DPp]|<3|xD|XD)(?=\s|$)")
 # A tag that makes a statement sound like a question: "..., right?" says no more than "...".
 TAG = re.compile(r",\s*(?:right|huh|eh|you know|ya know)\?$", re.IGNORECASE)
 # Openers that join a sentence to the one before; in a digest that one is mostly not there.
@@ -49,8 +53,8 @@ PAIRS = {("pretty", "much"), ("kind", "of"), ("sort", "of")}
 # "so" and the others stay before these: "so much", "so far", "so that", "and so on".
 KEEP_BEFORE = frozenset("much many far long that as to and or on forth".split())
 QUOTE = re.compile(r'"[^"]*"|“[^”]*”')
-# "just" stays where it means "only" or "exactly": "just one", "just a hobby", "just as", "just like".
-JUST_KEEPS = frozenset("one a an as like in the".split())
+# "just" stays where it means "only" or "exactly": "just one", "just a hobby", "just as", "just right".
+JUST_KEEPS = frozenset("one a an as like in the right".split())
 END = re.compile(r"[.!?…]+[\"”']?$")
 
 
@@ -65,7 +69,7 @@ def tightened(sentence: str) -> str:
 
 
 def trimmed_once(sentence: str) -> str:
-    text = TAG.sub(".", sentence)
+    text = TAG.sub(".", re.sub(r"\s+([,.!?;:])", r"\1", " ".join(EMOJI.sub(" ", sentence).split())))
     text = without_interjections(text)
     while (opened := OPENER.sub("", text)) != text and WORD.search(opened):
         text = opened
@@ -74,11 +78,18 @@ def trimmed_once(sentence: str) -> str:
     return text if WORD.search(text) else sentence
 
 
+def dropped_interjection(match: re.Match[str]) -> str:
+    """What an interjection leaves: the comma it stood between ("..., pal, you're ..." -> "..., you're ..."),
+    else a space; a capitalized word inside a sentence may be a name ("..., Honey, ...") and stays."""
+    said = match.group(0)
+    if match.start() and any(c.isupper() for c in said):
+        return said
+    return said[0] + " " if said[0] in ",;:" and said.rstrip()[-1:] in (",", ";", ":") else " "
+
+
 def without_interjections(text: str) -> str:
     """"Haha" or "you know" between commas or at an end dropped, with its comma."""
-    # A capitalized word inside the sentence may be a name ("..., Honey, ...") and stays.
-    out = INTERJECTION.sub(lambda m: m.group(0) if m.start() and any(c.isupper() for c in m.group(0)) else " ",
-                           text).strip()
+    out = INTERJECTION.sub(dropped_interjection, text).strip()
     out = re.sub(r"\s+([,.!?;:])", r"\1", out)
     return out if WORD.search(out) else text
 

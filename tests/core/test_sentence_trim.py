@@ -18,10 +18,15 @@ def test_a_clause_that_only_praises_goes_and_the_sentence_keeps_its_end():
 
 
 def test_interjections_tags_and_hedges_go_from_inside_a_sentence():
-    assert tightened("It was a long drive, haha, but we made it to Denver.") == "It was a long drive but we made it to Denver."
+    assert tightened("It was a long drive, haha, but we made it to Denver.") == (
+        "It was a long drive, but we made it to Denver.")
+    assert tightened("Keep on pushing, pal, you're headed for greatness.") == (
+        "Keep on pushing, you're headed for greatness.")
     assert tightened("I started my own clothing store last month - pretty cool, huh?") == (
         "I started my own clothing store last month.")
     assert tightened("I'm really lucky to have my family.") == "I'm lucky to have my family."
+    assert tightened("Finally passed my driving test 🎉🎉 :)") == "Finally passed my driving test"
+    assert tightened("Moved back home to 🇸🇪 last May ✨") == "Moved back home to 🇸🇪 last May"
     assert tightened("This necklace is super special to me.") == "This necklace is special to me."
     assert tightened("So I just signed up for a pottery class yesterday.") == "I signed up for a pottery class yesterday."
 
