@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from html import escape
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -217,6 +217,8 @@ CHAIN_COLUMNS = (
                        "that the model still sees; the summarizer's own yardstick (hover for what is missing)"),
 )
 
+CHAIN_ROWS_SHOWN = 4  # rows of the summary chain in view without scrolling it: a chain at the default depth, 3, fits
+
 
 def retention_share(record: SummaryRecord) -> str:
     """'84/137 (61%)': facts of the originals the model still sees, all kinds together."""
@@ -238,6 +240,25 @@ class ActionState:
     summarizable: bool = False
     undoable: bool = False
     selected: Message | None = None
+
+
+class FittingScroll(QScrollArea):
+    """A scroll area asking for its content's height at its width: a plain one's size hint stays what it was at the
+    first layout (no numbers, no notice yet), so the part below took room the gauge's lines needed and they
+    scrolled. (A panel too short for it scrolls it: the chain below keeps at least its rows.)"""
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        hint = super().sizeHint()
+        content = self.widget()
+        height = content.heightForWidth(self.viewport().width()) if content.hasHeightForWidth() else -1
+        height = height if height >= 0 else content.sizeHint().height()
+        hint.setHeight(height + 2 * self.frameWidth())
+        return hint
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name); QScrollArea filters its widget
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()
+        return super().eventFilter(watched, event)
 
 
 class Inspector(QFrame):
@@ -356,7 +377,6 @@ class Inspector(QFrame):
         self.chain.horizontalHeader().setStretchLastSection(True)
         self.chain.setShowGrid(False)
         self.chain.setAlternatingRowColors(True)
-        self.chain.setMinimumHeight(110)
 
         self.details = QTabWidget()
         self.summary_text = QTextEdit()
@@ -410,24 +430,29 @@ class Inspector(QFrame):
         top_layout.addWidget(self.recalled_box)
         top_layout.addWidget(self.notice_box)
         top_layout.addWidget(self.result_card)
-        top_layout.addWidget(chain_title)
-        top_layout.addWidget(self.chain)
+        top_layout.addStretch(1)  # a tall panel leaves its room under them, not between the gauge's lines
 
         # The upper part scrolls when the window is too short for all of it (1000×700 with a notice, a result
         # card and the over-budget text), instead of clipping its text or making the window taller.
-        top_scroll = QScrollArea()
+        top_scroll = FittingScroll()
         top_scroll.setWidget(top)
         top_scroll.setWidgetResizable(True)
         top_scroll.setFrameShape(QFrame.Shape.NoFrame)
         top_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         top_scroll.setMinimumHeight(160)
-        # Summarize now, Undo last and Pin stay in view under it: inside it, a notice and the recalled list put
-        # them below the fold at 1400×900.
+        # The summary chain, Summarize now, Undo last and Pin stay in view under it: inside it, the tokens by kind
+        # put the chain below the fold at 1000×700 and 1500×950, and a notice and the recalled list the buttons at
+        # 1400×900.
         upper = QWidget()
         upper_layout = QVBoxLayout(upper)
         upper_layout.setContentsMargins(0, 0, 8, 6)
         upper_layout.setSpacing(6)
-        upper_layout.addWidget(top_scroll, 1)
+        upper_layout.addWidget(top_scroll)
+        upper_layout.addWidget(chain_title)
+        # The part above gets the height it asks for (when there is room), the chain what is left, never less
+        # than its rows (_fit_chain): its own size hint, taller, took room the part above needed at 1920×1080.
+        self.chain.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+        upper_layout.addWidget(self.chain, 1)
         upper_layout.addWidget(self.instructions)
         upper_layout.addLayout(actions)
         splitter = QSplitter(Qt.Orientation.Vertical)
@@ -560,6 +585,17 @@ class Inspector(QFrame):
         current = next((r for r in self._records if r.id == self.selected_record_id()), None)
         if current != self._shown:
             self._show_record(current)
+        self._fit_chain()
+
+    def _fit_chain(self) -> None:
+        """At least as tall as its rows, up to CHAIN_ROWS_SHOWN (one row's room when empty): a short panel scrolls
+        the part above instead."""
+        chain = self.chain
+        chain.resizeRowsToContents()
+        rows = [chain.rowHeight(row) for row in range(min(chain.rowCount(), CHAIN_ROWS_SHOWN))]
+        chain.setMinimumHeight(chain.horizontalHeader().sizeHint().height() + 2 * chain.frameWidth()
+                             + sum(rows or [chain.verticalHeader().defaultSectionSize()])
+                             + chain.horizontalScrollBar().sizeHint().height())  # the narrowest width scrolls it
 
     def _made(self, record: SummaryRecord) -> str:
         """Its mode, or for a fold what it folds: 'fold of 2 summaries (llm, rule)'."""

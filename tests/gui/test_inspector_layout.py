@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from precis.core.model.messages import Message
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui import theme
@@ -103,6 +104,10 @@ def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(q
     inspector = window.inspector
     viewport = inspector.gauge.parentWidget().parentWidget()  # the upper part's scroll viewport
     qtbot.waitUntil(lambda: inspector.recalled_box.isVisible() and viewport.width() < 320)
+    # The chain's new row shortens the upper part, which lays its content out again at the width left beside its
+    # scroll bar: an event later.
+    top = inspector.gauge.parentWidget()
+    qtbot.waitUntil(lambda: top.height() >= top.heightForWidth(viewport.width()))
     # Every label ends inside the panel: none widens it past its right edge (the numbers there would be cut).
     for label in inspector.gauge.parentWidget().findChildren(QLabel):
         if label.isVisible() and label.text():
@@ -127,3 +132,26 @@ def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_re
                     timeout=60_000)
     for button in (inspector.summarize_button, inspector.undo_button, inspector.pin_button):
         qtbot.waitUntil(lambda b=button: b.visibleRegion().boundingRect().height() == b.height())
+
+
+@pytest.mark.parametrize("width, height", [(1000, 700), (1500, 950)])
+def test_the_summary_chain_is_in_view_beside_the_buttons_without_scrolling(qtbot, make_window, store, width, height):
+    """A chat summarized on opening, its notice and result card shown: the chain's newest summary and the
+    Summarize now / Undo last buttons are in view as the window opens (the chain sat below the fold of the upper
+    part's scrolling at both sizes)."""
+    window = open_summarized_chat(qtbot, make_window, store, width, height)
+    inspector, chain = window.inspector, window.inspector.chain
+    qtbot.waitUntil(lambda: chain.rowCount() >= 1)
+
+    def in_view(widget, rect=None) -> bool:
+        """The whole height of `rect` (default: the widget) is on screen, over some of its width."""
+        rect = rect or widget.rect()
+        shown = widget.visibleRegion().intersected(rect).boundingRect()
+        return rect.height() > 0 and shown.height() == rect.height() and shown.width() > 0
+
+    newest = chain.visualItemRect(chain.item(0, 0))
+    assert newest.height() == chain.rowHeight(0) > 0
+    title = next(label for label in inspector.findChildren(QLabel) if label.text() == "Summary chain")
+    for widget, rect in ((chain.viewport(), newest), (title, None),
+                         (inspector.summarize_button, None), (inspector.undo_button, None)):
+        qtbot.waitUntil(lambda w=widget, r=rect: in_view(w, r))
