@@ -81,10 +81,12 @@ situation matter deal fact idea thought sense mood day days
 inspire motivate appreciate admire cherish treasure feel remind mean brighten bring help keep push thrive grow
 embrace tackle overcome believe wish share encourage relax unwind chat catch reflect realize chase celebrate
 achieve succeed pursue focus stay hang vibes achievement accomplishment setback comeback others other together key
-drive guts ambition willingness risk talent skill interest awareness ups downs ride amazingly totally
+drive guts ambition willingness risk talent skill interest awareness ups downs ride amazingly totally truly deeply
+absolutely incredibly extremely pretty quite genuinely honestly seriously definitely completely
 learn enjoy hear agree sound seem look make care
 """.split())
 ABSTRACT_WEIGHT = 0.2
+MOSTLY_GENERIC = 0.6  # the share of a sentence's words that are GENERIC above which it weighs ABSTRACT_WEIGHT
 DECIDED = 1e5  # the score of a sentence stating a decision: kept after repeated messages, before the rest
 # The kind a rule decision is labelled with, before the sentence that states it.
 DECISION_KIND = re.compile(r"^(?:Chose|Rejected|User corrected): ")
@@ -103,7 +105,7 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
 MENTION_SHARE = 0.15
 MENTIONED = "Mentioned: "
 # Words rarer than this (see rarity) are indexed on their own.
-RARE = 0.9
+RARE = 0.6
 QUOTED = re.compile(r"[\"“']([A-Z][^\"”']{2,60})[\"”']")
 TOKEN = re.compile(r"[A-Za-z][\w'’-]*|\d[\d,.:/]*%?")
 CONNECTORS = frozenset(("of", "the", "and", "&", "de"))
@@ -232,7 +234,7 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
         lower = [w.lower() for w in words]
         # What the speakers say of themselves ("I've known them for 4 years", "my grandma") carries the facts.
         value += 1.0 * min(sum(1 for w in lower if w in FIRST_PERSON), 3)
-        if all(generic(w) for w in said):
+        if sum(map(generic, said)) >= MOSTLY_GENERIC * len(said):
             value *= ABSTRACT_WEIGHT  # praise, feelings and abstractions only: no fact to ask about
         if s.text.startswith("[") and s.text.endswith("]"):
             value *= IMAGE_WEIGHT  # "[shares an image: a photo of ...]": what a picture showed, not what was said
@@ -394,9 +396,24 @@ def lines_of(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
     return groups
 
 
+def speaker_lines(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
+    """The chosen sentences grouped into lines: a message's on one line, with the next kept message's when the same
+    speaker said it on the same day (what the other said between was not kept: naming the speaker once is enough).
+    A repeated message keeps its own line with its count."""
+    lines: list[list[Sentence]] = []
+    for group in lines_of(chosen):
+        last = lines[-1][-1] if lines else None
+        if last and last.count == 1 and group[0].count == 1 and (last.speaker, last.date) == (group[0].speaker,
+                                                                                            group[0].date):
+            lines[-1] += group
+        else:
+            lines.append(group)
+    return lines
+
+
 def render(header: str, chosen: Iterable[Sentence], index: dict[str, list[str]] | None = None) -> str:
     """The header, then per session its date, its kept lines and its "Mentioned:" line."""
-    groups = lines_of(chosen)
+    groups = speaker_lines(chosen)
     index = index or {}
     dates = list(dict.fromkeys([g[0].date for g in groups] + list(index)))
     lines = [header]

@@ -116,6 +116,26 @@ def test_a_name_said_once_in_a_sentence_that_did_not_fit_is_still_in_the_digest(
     assert "Bartholomew" in merged_digest([text], len(messages), 90, COUNT)
 
 
+def test_a_speakers_kept_messages_of_one_day_share_a_line():
+    said = [("Caroline", "I adopted a guinea pig named Oscar in March."), ("Melanie", "That's so nice to hear."),
+            ("Caroline", "My cousin Bartholomew fixed his kayak in Denver."), ("Melanie", "Wow, good for him!"),
+            ("Melanie", "We went camping at Lake Tahoe with my 3 kids.")]
+    messages = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023")]
+    messages += [Message(role="user" if who == "Caroline" else "assistant", content=f"{who}: {line}")
+                 for who, line in said]
+    messages.append(Message(role="system", content="Session 2 - 2:00 pm on 9 May, 2023"))
+    messages.append(Message(role="user", content="Caroline: I sold my old piano to a school in Boston."))
+    text, key_points = conversation_digest(messages, 400, COUNT)
+    # What Melanie said between was not kept: Caroline's two messages are one line; the next day's is its own.
+    assert ("[8 May, 2023]\n- Caroline: I adopted a guinea pig named Oscar in March. My cousin Bartholomew fixed his "
+            "kayak in Denver.\n- Melanie: We went camping at Lake Tahoe with my 3 kids.\n[9 May, 2023]\n"
+            "- Caroline: I sold my old piano to a school in Boston.") in text
+    assert len(key_points) == 4  # a key point per message, as said
+    # A merge reads the shared line back as both sentences.
+    merged = merged_digest([text], len(messages), 400, COUNT)
+    assert "Oscar in March. My cousin Bartholomew" in merged and "[9 May, 2023]\n- Caroline: I sold" in merged
+
+
 def test_repeated_messages_collapse_into_one_line_with_a_count():
     reminder = "Please always provide EXACTLY ONE action in triple backticks, found 0 actions."
     messages = [Message(role="user", content=reminder) if i % 2 else
@@ -267,15 +287,17 @@ def test_a_rule_summary_of_talk_keeps_its_decisions_as_digest_lines_within_the_d
     messages.insert(3, Message(role="user", content=f"Caroline: Hey Mel! {decision}"))
     draft = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=4000, counter=TokenCounter()))
     # Said by Caroline, once, on her line under its date: no "Decisions:" block repeating it as "- Chose: ...".
-    assert f"\n- Caroline: {decision}\n" in draft.text and draft.text.count("adopt a puppy") == 1
+    line = next(line for line in draft.text.splitlines() if decision in line)
+    assert line.startswith("- Caroline: ") and draft.text.count("adopt a puppy") == 1
     assert "Decisions" not in draft.text and "Chose:" not in draft.text
     assert draft.facets.decisions == [f"Chose: {decision}"]  # the record still lists it
     assert COUNT(draft.text) <= digest_room(messages, COUNT)  # its share, at least MIN_DIGEST
     # Kept first: a digest with room for one line keeps the decision, not the sentences that tell more.
     small = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=50, counter=TokenCounter()))
-    assert decision in small.text and COUNT(small.text) <= 50 and "walked" not in small.text
+    assert small.text.splitlines()[2].startswith(f"- Caroline: {decision}") and COUNT(small.text) <= 50
+    assert small.text.count("walked") <= 1
     merged = merged_digest([draft.text], len(messages), 4000, COUNT)
-    assert f"- Caroline: {decision}" in merged
+    assert next(line for line in merged.splitlines() if decision in line).startswith("- Caroline: ")
 
 
 def test_a_digest_keeps_a_concrete_fact_over_praise_of_the_same_length():
@@ -289,6 +311,12 @@ def test_a_digest_keeps_a_concrete_fact_over_praise_of_the_same_length():
     rank(sentences, lambda s: COUNT(s.text))
     # Its rare words ("admirable", "enthusiasm") are praise and feeling: none names anything to ask about later.
     assert sentences[0].score > 2 * sentences[1].score
+    # A sentence mostly of such words, with one that is not ("forward"), tells little more.
+    mostly = [Message(role="user", content=f"Caroline: {fact}"),
+              Message(role="assistant", content="Melanie: I'm staying positive and pushing forward with the whole thing.")]
+    sentences = sentences_of(mostly)
+    rank(sentences, lambda s: COUNT(s.text))
+    assert sentences[0].score > 3 * sentences[1].score
     # With room for one of them (its line and its date's), the digest keeps the fact.
     room = COUNT(f"- Melanie: {praise}") + COUNT("1 June, 2023") + 6
     assert [s.text for s in choose(sentences_of(messages), room, COUNT)] == [fact]
@@ -300,6 +328,8 @@ def test_the_mentioned_index_names_things_before_it_says_how_they_felt():
     # A run of rare words ends at a word that names something; "poetry reading" is one thing.
     assert terms_of("We caught the sunset perfectly, then went to a poetry reading.", set()) == [
         "sunset", "poetry reading"]
+    # Everyday words that together name a thing are indexed ("adoption agencies"), not only rare ones.
+    assert terms_of("Then I looked at adoption agencies with my sister.", set()) == ["adoption agencies"]
     candidates = [("1 June, 2023", term) for term in ("swamped", "thankful", "motivating", "chatted", "kayak",
                                                       "frisbee tournament", "sunset")]
     index = mentioned(candidates, "", 16, COUNT)
