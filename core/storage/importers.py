@@ -378,6 +378,7 @@ def parse_claude_code(path: Path, data: bytes) -> ParsedChat:
 
 
 PARSERS = {"jsonl": parse_interchange, "openai": parse_openai, "claude-code": parse_claude_code}
+FORMAT_NAMES = {"jsonl": "interchange JSONL", "openai": "OpenAI chat JSON", "claude-code": "a Claude Code session"}
 
 
 def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
@@ -391,6 +392,9 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
         if chosen not in PARSERS:
             raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
         parsed = PARSERS[chosen](path, data)
+        if not parsed.messages:  # `{"messages": []}`, or another format's file read as a Claude Code session
+            raise TranscriptError(str(path), 1, f"no chat messages in it, read as {FORMAT_NAMES[chosen]}"
+                                                + ("" if fmt == "auto" else " (--format auto tells the format)"))
     except TranscriptError as exc:
         raise ImportFailed(exc) from None
     parsed.undecodable = find_undecodable(data)

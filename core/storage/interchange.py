@@ -40,6 +40,9 @@ def message_from_record(record: Any, *, source: str, line: int) -> Message:
     if not isinstance(record, dict):
         raise TranscriptError(source, line, f"expected a JSON object, got {type(record).__name__}")
     role = record.get("role")
+    if "role" not in record:
+        raise TranscriptError(source, line, "not a chat message: each line of interchange JSONL has a 'role' and "
+                                            f"its 'content' (this one has {', '.join(map(repr, record)) or 'nothing'})")
     if role not in ROLES:
         raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     content = record.get("content", "")

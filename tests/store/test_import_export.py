@@ -170,6 +170,28 @@ def test_an_empty_file_is_refused_as_empty(tmp_path, capsys, fmt):
         assert store.list_chats() == []
 
 
+def test_a_file_with_no_messages_in_the_format_chosen_is_refused(tmp_path, capsys):
+    """An OpenAI chat JSON or a SWE-agent transcript imported with --format claude-code was an empty chat (0 msgs),
+    as was '{"messages": []}'; a line without a role read as interchange JSONL said "got None"."""
+    data = str(tmp_path / "data")
+    openai = tmp_path / "chat.json"
+    openai.write_text('{"messages": [{"role": "user", "content": "What does the tide table say?"}]}')
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"messages": []}')
+    cases = [(openai, "claude-code", "no chat messages in it, read as a Claude Code session (--format auto tells"),
+             (TRANSCRIPTS[0], "claude-code", "no chat messages in it, read as a Claude Code session"),
+             (empty, "auto", "no chat messages in it, read as OpenAI chat JSON. Nothing was imported."),
+             (openai, "jsonl", "line 1: not a chat message: each line of interchange JSONL has a 'role' and its "
+                               "'content' (this one has 'messages')")]
+    for path, fmt, told in cases:
+        assert main(["--data-dir", data, "import", "--format", fmt, str(path)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"{path}, line 1: " in err and told in err, err
+    with open_store(data) as store:
+        assert store.list_chats() == []
+    assert main(["--data-dir", data, "import", str(openai)]) == 0  # the format told from the file: imported
+
+
 def test_markdown_export_shows_summaries_as_such(store):
     chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages, records = store.load_messages(chat), store.load_records(chat)
