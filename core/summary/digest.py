@@ -83,9 +83,12 @@ embrace tackle overcome believe wish share encourage relax unwind chat catch ref
 achieve succeed pursue focus stay hang vibes achievement accomplishment setback comeback others other together key
 drive guts ambition willingness risk talent skill interest awareness ups downs ride amazingly totally truly deeply
 absolutely incredibly extremely pretty quite genuinely honestly seriously definitely completely
+wanna gonna gotta kinda sorta cuz coz lemme dunno congrats kudos fave fav loads blast oomph chill badass happier
+tougher funniest
 learn enjoy hear agree sound seem look make care
 """.split())
 ABSTRACT_WEIGHT = 0.2
+ELONGATED = re.compile(r"([a-z])\1\1")  # "sooo", "yesss": said for feeling, not a word to look up
 MOSTLY_GENERIC = 0.6  # the share of a sentence's words that are GENERIC above which it weighs ABSTRACT_WEIGHT
 DECIDED = 1e5  # the score of a sentence stating a decision: kept after repeated messages, before the rest
 # The kind a rule decision is labelled with, before the sentence that states it.
@@ -191,7 +194,7 @@ def generic(word: str) -> bool:
         if word.endswith(ending) and len(word) > len(ending) + 2:
             stem = word[:-len(ending)] + back
             stems |= {stem, stem[:-1]} if back == "" and len(stem) > 3 and stem[-1] == stem[-2] else {stem}
-    return not stems.isdisjoint(GENERIC)
+    return not stems.isdisjoint(GENERIC) or ELONGATED.search(word) is not None
 
 
 @functools.cache
@@ -203,15 +206,20 @@ def rarity(word: str) -> float:
     return min(max(math.log(rank / COMMON_RANK, 8), 0.0), 1.0)
 
 
+def speakers_names(sentences: list[Sentence]) -> set[str]:
+    """The speakers' names, lowercased, and what they call each other for short ("mel" for Melanie)."""
+    people = {p.lower() for s in sentences for p in s.speaker.split()}
+    return people | {w for w in {w.lower() for s in sentences for w in WORD.findall(s.text)}
+                     if len(w) >= 3 and any(p.startswith(w) for p in people)}
+
+
 def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
     """Score each sentence by what it tells per token: its words weighed by how rare they are in English and in
     these sentences (a word said once tells more than one said everywhere), with names, numbers, dates, titles
     and the words before likes, plans and possessions counting extra; the speakers' own names (said to each
     other all the time) count for nothing; questions tell little until they are answered; words the other speaker
     just said tell less than new ones (a reaction repeats them, a report brings its own)."""
-    people = {p.lower() for s in sentences for p in s.speaker.split()}
-    addressed = {w for w in {w.lower() for s in sentences for w in WORD.findall(s.text)}
-                 if len(w) >= 3 and any(p.startswith(w) for p in people)}  # "Mel" for Melanie
+    addressed = speakers_names(sentences)
     frequency = Counter(w for s in sentences if s.count == 1 for w in content_words(s.text) - addressed)
     total = max(len(sentences), 1)
     for s in sentences:
@@ -345,7 +353,7 @@ def mentioned(candidates: list[tuple[str, str]], kept: str, room: int,
 def indexed(sentences: list[Sentence], chosen: list[Sentence], extra: list[tuple[str, str]], room: int,
             count_tokens: Callable[[str], int]) -> dict[str, list[str]]:
     """The "Mentioned:" terms of the sentences not chosen (and of `extra`: earlier digests' index lines)."""
-    skip = {w.lower() for s in sentences for w in s.speaker.split()}
+    skip = speakers_names(sentences)
     kept = {id(s) for s in chosen}
     candidates = extra + [(s.date, t) for s in sentences if id(s) not in kept for t in terms_of(s.text, skip)]
     return mentioned(candidates, " ".join(s.text for s in chosen), room, count_tokens)

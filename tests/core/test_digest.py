@@ -9,6 +9,7 @@ from precis.core.summary.digest import (
     choose,
     conversation_digest,
     digest_room,
+    indexed,
     is_conversation,
     mentioned,
     merged_digest,
@@ -334,6 +335,12 @@ def test_the_mentioned_index_names_things_before_it_says_how_they_felt():
                                                       "frisbee tournament", "sunset")]
     index = mentioned(candidates, "", 16, COUNT)
     assert index == {"1 June, 2023": ["frisbee tournament", "kayak", "sunset"]}
+    # Slang and drawn-out words come after things too, and what the speakers call each other is no term.
+    said = sentences_of([Message(role="user", content="Caroline: My brother showed Mel his kayak, sooo rusty."),
+                         Message(role="assistant", content="Melanie: Yeah, I gotta say that was kinda badass.")])
+    assert "Mel" not in str(indexed(said, [], [], 200, COUNT))
+    slang = [("1 June, 2023", term) for term in ("sooo", "kinda", "gotta", "kayak", "badass")]
+    assert mentioned(slang, "", 8, COUNT) == {"1 June, 2023": ["kayak"]}
 
 
 def test_a_merge_of_digests_leaves_the_room_of_the_next_and_the_chain_fills_its_share():
