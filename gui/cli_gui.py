@@ -71,8 +71,20 @@ def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:
     return width, height
 
 
+def _writable_target(_ctx, _param, file: str) -> str:
+    """The picture's path, refused before anything is drawn when it cannot be a file (written whole at the end)."""
+    target = Path(file)
+    if not file.strip():
+        raise click.BadParameter("no file name given")
+    if target.is_dir():
+        raise click.BadParameter(f"{file} is a folder; give a file name such as {target / 'precis.png'}")
+    if not target.parent.is_dir():
+        raise click.BadParameter(f"cannot write {file}: there is no folder {target.parent}")
+    return file
+
+
 @cli.command()
-@click.argument("file")
+@click.argument("file", callback=_writable_target)
 @click.option("--chat", help="chat id (or unique prefix, or title) to show; default: the most recent")
 @click.option("--size", default="1500x950", show_default=True, callback=_parse_size, help="window size WxH")
 @click.option("--no-inspector", is_flag=True, help="hide the context inspector")
@@ -117,9 +129,10 @@ def screenshot(file: str, chat: str | None, size: tuple[int, int], no_inspector:
 
 def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], inspector: bool,
             theme_choice: str | None) -> int:
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QBuffer, QByteArray, QEventLoop, QIODevice, QTimer
 
     from ..core.providers.local import LocalProvider
+    from ..core.storage.exporters import write_export
     from . import theme
     from .main_window import MainWindow
 
@@ -149,8 +162,18 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
         for _ in range(3):
             app.processEvents()
             window.grab()
-        if not window.grab().save(file, "PNG"):
-            print(f"precis screenshot: could not write {file}", file=sys.stderr)
+        if (window.width(), window.height()) != size:
+            print(f"precis screenshot: the window cannot be {size[0]}x{size[1]} (its parts need "
+                  f"{window.minimumSizeHint().width()}x{window.minimumSizeHint().height()}): the picture is "
+                  f"{window.width()}x{window.height()}", file=sys.stderr)
+        picture = QByteArray()
+        buffer = QBuffer(picture)
+        buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        window.grab().save(buffer, "PNG")
+        try:
+            write_export([bytes(picture.data())], file)
+        except OSError as exc:
+            print(f"precis screenshot: {exc}", file=sys.stderr)
             return 1
         print(file)
         return 0

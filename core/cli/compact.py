@@ -141,7 +141,8 @@ def print_report(result: ReplayResult, out) -> None:
               help="who writes llm/hybrid summaries (default: the embedded local model)")
 @click.option("--base-url")
 @click.option("--model")
-@click.option("--summary-seconds", type=float, default=DEADLINE_SECONDS, show_default=True,
+@click.option("--summary-seconds", type=click.FloatRange(min=0, min_open=True), default=DEADLINE_SECONDS,
+              show_default=True,
               help="time limit of one llm/hybrid summary; past it the rules write that summary")
 @click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")
 @click.option("--probes", "probes_path", metavar="QUESTIONS.jsonl",

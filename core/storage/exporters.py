@@ -44,10 +44,10 @@ def export_chat(store: Store, chat_id: str, format_: str) -> Iterator[str]:
     return export_markdown(found.title, messages, store.load_records(found.id))
 
 
-def write_export(pieces: Iterable[str], path: str | os.PathLike) -> None:
-    """Write the pieces of an export to `path` whole or not at all: into a temporary file beside it, then renamed
-    over it, so a failure (a read-only folder, a full disk) leaves no half-written file. Raises OSError naming the
-    path.
+def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None:
+    """Write the pieces of an export (text, as UTF-8, or bytes: a picture) to `path` whole or not at all: into a
+    temporary file beside it, then renamed over it, so a failure (a read-only folder, a full disk) leaves no
+    half-written file. Raises OSError naming the path.
 
     A new file is readable by its owner alone (0600): messages are exported as written, so a key or password pasted
     into one is in the export. A file written over keeps its mode (the user chose it)."""
@@ -61,8 +61,8 @@ def write_export(pieces: Iterable[str], path: str | os.PathLike) -> None:
     except OSError as exc:
         raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.writelines(pieces)
+        with os.fdopen(handle, "wb") as file:
+            file.writelines(piece.encode() if isinstance(piece, str) else piece for piece in pieces)
         if mode is not None:
             os.chmod(temporary, mode)
         os.replace(temporary, target)

@@ -261,13 +261,18 @@ class Store(MessageTable, SummaryTable, VersionTable):
 
     def find_chat(self, ref: str) -> ChatInfo:
         """A chat by id, unique id prefix, or exact title (how the command line names chats)."""
+        if not ref.strip():
+            raise ChatNotFound("no chat given: name one by its id, the start of its id, or its title "
+                               "(see `precis chats`)")
         chats = self.list_chats()
         for match in ([c for c in chats if c.id == ref], [c for c in chats if c.id.startswith(ref)],
                       [c for c in chats if c.title == ref]):
             if len(match) == 1:
                 return match[0]
             if len(match) > 1:
-                raise ChatNotFound(f"{ref!r} matches {len(match)} chats; give more of the id")
+                shown = ", ".join(f"{c.id[:12]} ({c.title})" for c in match[:5])
+                more = f" and {len(match) - 5} more" if len(match) > 5 else ""
+                raise ChatNotFound(f"{ref!r} matches {len(match)} chats: {shown}{more}; give more of the id")
         raise ChatNotFound(f"no chat with id or title {ref!r} (see `precis chats`)")
 
     def rename_chat(self, chat_id: str, title: str) -> None:

@@ -54,6 +54,14 @@ def test_missing_file_and_missing_key_are_clear_errors(tmp_path, capsys, monkeyp
     assert "no API key for openai" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("seconds", ["0", "-1"])
+def test_a_summary_time_limit_that_is_not_positive_is_bad_input(capsys, seconds):
+    """--summary-seconds -1 was taken, and the replay run."""
+    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--summary-seconds", seconds]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Invalid value for '--summary-seconds'" in err
+
+
 CONVERSATION = SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl"
 
 

@@ -9,6 +9,7 @@ import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 
@@ -96,3 +97,18 @@ def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_win
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: len(store.load_records(chat_id)) == 1, timeout=60_000)
     assert store_rows(store.path)["summary"]
+
+
+def test_a_screenshot_that_cannot_be_written_is_refused_before_drawing_and_a_size_too_small_is_told(
+        qapp, tmp_path, capsys):
+    """'/no/such/folder/x.png' was drawn and then 'could not write' with no reason (exit 1); an empty name made Qt
+    warn; 800x600 wrote a 948x600 picture without a word."""
+    for target, told in ((tmp_path / "nosuch" / "x.png", f"there is no folder {tmp_path / 'nosuch'}"),
+                         (tmp_path, f"{tmp_path} is a folder"), ("", "no file name given")):
+        assert main(["screenshot", str(target), "--data-dir", str(tmp_path / "d")]) == 2
+        assert told in capsys.readouterr().err
+    shot = tmp_path / "small.png"
+    assert main(["screenshot", str(shot), "--size", "400x300", "--data-dir", str(tmp_path / "d")]) == 0
+    err = capsys.readouterr().err
+    width = QImage(str(shot)).width()
+    assert width > 400 and "the window cannot be 400x300" in err and f"the picture is {width}x" in err

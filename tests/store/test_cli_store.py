@@ -130,6 +130,21 @@ def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp
     assert code == 2 and "no message m-missing" in err and "Traceback" not in err
 
 
+def test_a_title_two_chats_share_is_refused_naming_both_and_an_empty_name_is_no_chat(tmp_path, capsys):
+    """'sweagent_1' imported twice said "matches 2 chats; give more of the id" without the ids to choose from, and
+    an empty name "'' matches 3 chats"."""
+    data = str(tmp_path / "data")
+    source = tmp_path / "kiwis.jsonl"
+    source.write_text('{"role": "user", "content": "kiwis"}\n')
+    ids = [run(capsys, "--data-dir", data, "import", str(source))[1].strip() for _ in range(2)]
+    code, _, err = run(capsys, "--data-dir", data, "context", "kiwis")
+    assert code == 2 and "'kiwis' matches 2 chats: " in err and "give more of the id" in err
+    assert all(f"{chat_id[:12]} (kiwis)" in err for chat_id in ids)
+    assert run(capsys, "--data-dir", data, "context", ids[0][:12])[0] == 0  # what it showed picks one
+    code, _, err = run(capsys, "--data-dir", data, "history", "")
+    assert code == 2 and "no chat given" in err and "matches" not in err
+
+
 def test_json_nested_too_deep_is_a_clear_error_naming_file_and_line(tmp_path, capsys):
     data = str(tmp_path / "data")
     deep = "[" * 100_000 + "]" * 100_000
