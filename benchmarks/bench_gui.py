@@ -143,7 +143,7 @@ def main() -> None:
         def idle() -> bool:
             return window.chat.snapshot is not None and not window.chat.busy
 
-        times, whole = [], []
+        times, shown, whole = [], [], []
         for _ in range(3):
             other = store.create_chat("empty")
             window.open_chat(other)
@@ -160,12 +160,19 @@ def main() -> None:
                 app.processEvents()
             times.append(watcher.painted_at - start)
             window.conversation.viewport().removeEventFilter(watcher)
-            while not idle():  # the engine built and the whole chat's rows shown
+            # The whole chat's rows and its gauge shown (from stand-in counts for messages not counted yet).
+            while window.chat.snapshot is None or window.chat.snapshot.partial:
+                app.processEvents()
+            shown.append(time.perf_counter() - start)
+            while not idle():  # every message counted
                 app.processEvents()
             whole.append(time.perf_counter() - start)
         print(f"open {MESSAGES:,}-message chat to first paint: median {statistics.median(times) * 1000:.0f} ms "
-              f"(runs {', '.join(f'{t * 1000:.0f}' for t in times)}; goal < 300 ms); the whole chat in: median "
-              f"{statistics.median(whole) * 1000:.0f} ms (runs {', '.join(f'{t * 1000:.0f}' for t in whole)})")
+              f"(runs {', '.join(f'{t * 1000:.0f}' for t in times)}; goal < 300 ms); the whole chat and its gauge "
+              f"shown: median {statistics.median(shown) * 1000:.0f} ms (runs "
+              f"{', '.join(f'{t * 1000:.0f}' for t in shown)}; the first opening's from stand-in counts); every "
+              f"message counted: median {statistics.median(whole) * 1000:.0f} ms (runs "
+              f"{', '.join(f'{t * 1000:.0f}' for t in whole)}; the first opening counts them all)")
 
         # Opened again with automatic summaries on, the chat is summarized (it is far past its window).
         store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})

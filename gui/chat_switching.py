@@ -116,7 +116,7 @@ class ChatSwitcher:
         window.conversation.conversation.set_versions(snapshot.versions)
         window.inspector.show_snapshot(snapshot)
         window.update_actions()
-        window.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact)
+        window.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
         for event in snapshot.events:
             window.feedback.announce(event)
         window.snapshot_shown.emit()

@@ -55,6 +55,7 @@ class ChatController(QObject):
         self.snapshot: Snapshot | None = None
         self.reply_job: Job | None = None
         self.command_job: Job | None = None
+        self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
         self.model = ModelControl(store, self, provider)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._watch = QTimer(self)
@@ -102,7 +103,9 @@ class ChatController(QObject):
 
     # ---- chats --------------------------------------------------------------------------------------------------
     def open(self, chat_id: str) -> None:
-        """Close the open chat and open this one: its rows first, then its engine, then a summary it is due."""
+        """Close the open chat and open this one: its rows first, then its engine (messages never counted get
+        stand-in counts), then their counts, then a summary it is due. Queued together: whatever the user does
+        meanwhile runs after them, on exact counts."""
         self.close()
         self.session = session = ChatSession(self.store, chat_id, self.model.provider)
         self.chat_runner = Runner(max_threads=1, parent=self)
@@ -111,11 +114,18 @@ class ChatController(QObject):
         def built(snapshot: Snapshot) -> None:
             self.apply(snapshot)
             self.chat_opened.emit(chat_id)
+
+        def counted(snapshot: Snapshot | None) -> None:
+            if snapshot is not None:
+                self.apply(snapshot)
             if self.session is session:  # opened past its trigger (an import, a smaller window): summarize now
                 self.run_on_chat("summarize the older messages", lambda _job: session.summarize_if_due(),
                                  lambda snap: snap is not None and self.apply(snap))
 
         self.run_on_chat("count the context", lambda _job: session.build_engine(), built)
+        self.count_job = counting = self.run_on_chat("count the tokens", session.count_exactly, counted)
+        counting.progress.connect(self.apply)
+        counting.finished.connect(lambda: self.count_job is counting and setattr(self, "count_job", None))
 
     def _rows_loaded(self, snapshot: Snapshot) -> None:
         if self.is_open(snapshot.chat_id):
@@ -128,7 +138,7 @@ class ChatController(QObject):
         """Cancel the open chat's work (a reply's text that arrived is saved) and close it."""
         if self.session is None:
             return
-        for job in (self.reply_job, self.command_job):
+        for job in (self.reply_job, self.command_job, self.count_job):
             if job is not None:
                 job.cancel()
         runner, session = self.chat_runner, self.session

@@ -525,8 +525,10 @@ class Inspector(QFrame):
                 f"Next prompt: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}) · window {usage.window:,}")
             self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS[level]};")
             self.exact_label.setText("exact" if usage.exact else "estimated")
-            self.exact_label.setToolTip("Counted with the model's own tokenizer" if usage.exact else
-                                        "Estimated offline with tiktoken, corrected by what the provider reports")
+            self.exact_label.setToolTip(
+                f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"
+                if snapshot.counting else "Counted with the model's own tokenizer" if usage.exact else
+                "Estimated offline with tiktoken, corrected by what the provider reports")
             for kind, label in self._legend_values.items():
                 value = usage.reserve_output if kind == "reserve_output" else usage.by_kind.get(kind, 0)
                 label.setText(f"{value:,}")

@@ -7,6 +7,7 @@ never used from two threads. The GUI thread only ever sees immutable Snapshots.
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -28,12 +29,16 @@ from ..core.providers.base import (
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
 from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
-from .workers import StreamBuffer
+from .workers import Job, StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
 # How many of a chat's last messages are painted before the rest is read (several screens' worth).
 FIRST_ROWS = 150
+# A chat opening with more messages than this not counted yet (never opened with this tokenizer) shows at once with
+# stand-in counts from their lengths; they are counted after, COUNT_BATCH at a time. Fewer are counted at once.
+ESTIMATE_ABOVE = 2_000
+COUNT_BATCH = 5_000
 
 log = logging.getLogger("precis.gui")
 
@@ -66,6 +71,8 @@ class Snapshot:
     folded: dict[str, list[str]] = field(default_factory=dict)
     # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
     partial: bool = False
+    # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
+    counting: int = 0
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -80,6 +87,20 @@ class ReplyResult:
     cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
 
 
+def _on_exact_counts(method):
+    """A change to the chat acts on exact counts: what the opening left to count_exactly and it has not counted (it
+    was stopped: the chat closed with changes queued behind it) is counted first."""
+
+    @functools.wraps(method)
+    def counted_first(self: ChatSession, *args, **kwargs):
+        if self._uncounted:
+            self.engine.count_exactly(self._uncounted)
+            self._uncounted = []
+        return method(self, *args, **kwargs)
+
+    return counted_first
+
+
 class ChatSession:
     def __init__(self, store: Store, chat_id: str, provider: Provider) -> None:
         self.store = store
@@ -91,6 +112,8 @@ class ChatSession:
         self._detach = None
         self.max_reply_tokens = 512
         self.versions: dict[str, Versions] = {}
+        # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
+        self._uncounted: list[Message] = []
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
@@ -116,7 +139,9 @@ class ChatSession:
         return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
                         versions=store.versions(chat_id), partial=True)
 
-    def build_engine(self) -> Snapshot:
+    def build_engine(self, estimate: bool = True) -> Snapshot:
+        """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
+        gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
         engine, settings = self._restore(self._counter())
         self.max_reply_tokens = max(16, settings.reserve_output)
         if self._detach is not None:
@@ -125,9 +150,32 @@ class ChatSession:
         engine.subscribe(lambda event: self._events.append(event))
         self.engine = engine
         self.versions = self.store.versions(self.chat_id)
+        missing = [m for m in engine.messages if not engine.counter.is_counted(m)]
+        if estimate and len(missing) > ESTIMATE_ABOVE:
+            self._uncounted = engine.counter.estimate_missing(engine.messages)  # at the counted ones' rate
+        else:
+            self._uncounted = []
+            engine.count_exactly(missing)
         snapshot = self.snapshot()
         save_token_counts(self.store, self.chat_id, engine)
         return snapshot
+
+    def count_exactly(self, job: Job) -> Snapshot | None:
+        """Count what build_engine gave stand-ins, COUNT_BATCH messages at a time. Each batch is saved (an opening
+        cut short goes on from there the next time) and shown (job.report: the gauge from the counts so far and
+        stand-ins for the rest). None if nothing was left to count, or the chat closed meanwhile."""
+        engine = self.engine
+        if not self._uncounted:
+            return None
+        while self._uncounted:
+            if job.cancelled:
+                return None
+            batch, self._uncounted = self._uncounted[:COUNT_BATCH], self._uncounted[COUNT_BATCH:]
+            engine.count_exactly(batch)
+            self.store.save_token_counts(self.chat_id, engine.counter.name, engine.counter.known_counts(batch))
+            if self._uncounted:
+                job.report(self.snapshot())
+        return self.snapshot()
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
@@ -139,7 +187,7 @@ class ChatSession:
                 len(engine.chain()))
         if self.store.chat_fingerprint(self.chat_id) == ours:
             return None
-        return self.build_engine()
+        return self.build_engine(estimate=False)
 
     def _counter(self) -> TokenCounter:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
@@ -165,9 +213,10 @@ class ChatSession:
         return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), chain, engine.usage(),
                         engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
                         recalled=list(self._recalled), over_budget=over_budget(engine), versions=dict(self.versions),
-                        folded=folded)
+                        folded=folded, counting=engine.counter.estimating)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
+    @_on_exact_counts
     def add_messages(self, messages: list[Message]) -> Snapshot:
         """Save and append messages (a user message, tool exchanges); the engine may summarize on the way."""
         self.store.add_messages(self.chat_id, messages)
@@ -175,6 +224,7 @@ class ChatSession:
             self.engine.append(message)
         return self.snapshot()
 
+    @_on_exact_counts
     def reply(self, buffer: StreamBuffer, cancel: CancelToken, placeholder: Message,
               regenerate: bool = False) -> ReplyResult:
         """Stream the assistant's reply into `buffer`; save it as it arrives; append it to the engine at the end.
@@ -239,6 +289,7 @@ class ChatSession:
                 raise Cancelled(partial="".join(parts))
         return "".join(parts), usage, finish
 
+    @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
         """Show (and send from now on) another version of the last reply. Only the last: the messages after an
         older reply answer the version it shows."""
@@ -251,12 +302,14 @@ class ChatSession:
         self.versions[message_id] = replace(self.versions[message_id], shown=position)
         return self.snapshot()
 
+    @_on_exact_counts
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
         self.engine.set_pinned(message_id, pinned)
         message = next(m for m in reversed(self.engine.messages) if m.id == message_id)
         self.store.update_message(self.chat_id, message)
         return self.snapshot()
 
+    @_on_exact_counts
     def replace_tail(self, remove_ids: list[str], add: list[Message]) -> Snapshot:
         """Remove the newest messages (ids newest last) and append `add`: regenerate, edit-and-resend, their undo.
 
@@ -277,17 +330,20 @@ class ChatSession:
                 self.engine.append(message, auto=False)
         return self.snapshot()
 
+    @_on_exact_counts
     def summarize_if_due(self) -> Snapshot | None:
         """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None."""
         if self.engine.maybe_summarize() is None:
             return None
         return self.snapshot()
 
+    @_on_exact_counts
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
         """A manual summary, optionally only of the messages up to and including `up_to`."""
         self.engine.summarize_now(instructions or None, up_to=up_to)
         return self.snapshot()
 
+    @_on_exact_counts
     def undo_last(self) -> Snapshot:
         self.engine.undo_last()
         return self.snapshot()

@@ -90,5 +90,7 @@ class StatusLine:
         self.model.setStyleSheet(f"color: {theme.current.error_text};" if state == "unavailable" else "")
         self.model.setToolTip(reason or MODEL_STATE_HELP.get(state, ""))
 
-    def show_counting(self, exact: bool | None) -> None:
-        self.counting.setText("" if exact is None else "exact token counts" if exact else "estimated token counts")
+    def show_counting(self, exact: bool | None, left: int = 0) -> None:
+        """Whether the counts are the model's own tokenizer's; `left`: messages still being counted (estimated)."""
+        self.counting.setText("" if exact is None else f"counting tokens: {left:,} messages to go" if left
+                              else "exact token counts" if exact else "estimated token counts")

@@ -257,6 +257,10 @@ class Archive:
         self.visible()
         return self._tally
 
+    def recount(self) -> None:
+        """Message counts changed (stand-ins replaced by counts): the visible tally is summed again when next read."""
+        self._forget_visible()
+
     def _forget_visible(self) -> None:
         self._visible_cache = self._tally = None
 

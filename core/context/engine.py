@@ -115,6 +115,12 @@ class ContextEngine:
         self.summarization.since_summary += 1
         return self.summarization.maybe_summarize() if auto else None
 
+    def count_exactly(self, messages: list[Message]) -> None:
+        """Count these messages (those the counter has stand-ins for, TokenCounter.estimate_missing): usage and
+        every decision from now on rest on their counts."""
+        self.counter.count_messages(messages)
+        self.archive.recount()
+
     def set_pinned(self, message_id: str, pinned: bool) -> None:
         self.archive.set_pinned(message_id, pinned)
 

@@ -72,7 +72,7 @@ class UsageReport:
     window: int
     reserve_output: int
     ratio: float
-    exact: bool
+    exact: bool  # counted with the model's own tokenizer (not while some counts are stand-ins for counts to come)
     # What no summary can remove (system prompt, session and pinned messages, the chain), as a share of the budget.
     floor_ratio: float = 0.0
 
@@ -162,4 +162,4 @@ class UsageMeter:
         available = budget.available
         return UsageReport(by_kind=by_kind, total=total, available=available, window=budget.window,
                            reserve_output=budget.reserve_output, ratio=total / available,
-                           exact=counter.is_exact, floor_ratio=counter.calibrated(floor) / available)
+                           exact=counter.is_exact and not counter.estimating, floor_ratio=counter.calibrated(floor) / available)

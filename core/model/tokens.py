@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
@@ -23,6 +25,11 @@ REPLY_PRIMING = 3
 # one: BPE time grows with the square of an unbroken run (20 MB of one letter took 26 s and 1.1 GB in one piece).
 PIECE_CHARS = 4096
 RUN_CHARS = 64  # an unbroken run (no whitespace) is cut this often
+# Threads counting a long chat's messages at once: both tokenizers (llama.cpp's through ctypes, tiktoken's in Rust)
+# leave the interpreter's lock while they work.
+COUNT_THREADS = min(8, os.cpu_count() or 1)
+# Messages counted exactly to estimate the others by (estimate_missing) when fewer are counted already.
+ESTIMATE_SAMPLE = 200
 
 
 @lru_cache(maxsize=4)
@@ -51,6 +58,8 @@ class TokenCounter:
         # Which tokenizer makes this counter's counts: saved counts are reused only by a counter of the same name.
         self.name = exact_name if exact_name is not None else f"tiktoken {encoding}"
         self._cache: dict[str, tuple[str, int, int]] = {}
+        # Stand-in counts by message id (estimate_missing) until count_messages counts those messages.
+        self._estimates: dict[str, int] = {}
         self.factor = 1.0
         self._observations = 0
 
@@ -61,6 +70,11 @@ class TokenCounter:
     @property
     def is_exact(self) -> bool:
         return self._exact is not None
+
+    @property
+    def estimating(self) -> int:
+        """How many messages have a stand-in count (estimate_missing) that count_messages has not replaced yet."""
+        return len(self._estimates)
 
     def count_text(self, text: str) -> int:
         if not text:
@@ -77,16 +91,67 @@ class TokenCounter:
         return total
 
     def raw_message_tokens(self, message: Message) -> int:
-        """Uncalibrated tokens of one message, cached by id and text."""
+        """Uncalibrated tokens of one message, cached by id and text (its stand-in while it has one)."""
+        tokens = self._counted(message)
+        if tokens is None:
+            tokens = self._estimates.get(message.id)
+        return tokens if tokens is not None else self._count(message)
+
+    def _counted(self, message: Message) -> int | None:
         cached = self._cache.get(message.id)
-        calls = len(message.tool_calls)
-        if cached is not None and cached[2] == calls and (cached[0] is message.content or cached[0] == message.content):
+        if cached is not None and cached[2] == len(message.tool_calls) and (
+                cached[0] is message.content or cached[0] == message.content):
             return cached[1]
+        return None
+
+    def is_counted(self, message: Message) -> bool:
+        """Whether the message's count for its text is made (or was saved): no stand-in, nothing to tokenize."""
+        return self._counted(message) is not None
+
+    def _count(self, message: Message) -> int:
         tokens = MESSAGE_OVERHEAD + self.count_text(message.content) + self._count_calls(message)
         if message.name:
             tokens += 1
-        self._cache[message.id] = (message.content, tokens, calls)
+        self._cache[message.id] = (message.content, tokens, len(message.tool_calls))
+        self._estimates.pop(message.id, None)
         return tokens
+
+    def count_messages(self, messages: Sequence[Message], threads: int = COUNT_THREADS) -> None:
+        """Count these messages (replacing their stand-ins) on `threads` threads at once."""
+        if threads <= 1 or len(messages) < 2 * threads:
+            for message in messages:
+                self._count(message)
+            return
+        with ThreadPoolExecutor(threads, thread_name_prefix="count tokens") as pool:
+            # Interleaved shares: a run of long messages (a pasted log) does not all fall to one thread.
+            list(pool.map(lambda share: [self._count(m) for m in share],
+                          [messages[start::threads] for start in range(threads)]))
+
+    def estimate_missing(self, messages: Sequence[Message]) -> list[Message]:
+        """Give each of these messages that has no count yet a stand-in from its length, at the tokens per character
+        of messages counted (a sample is counted now if too few are), and return them, for count_messages. A
+        long chat opened for the first time shows at once, and its gauge from the stand-ins; they are never saved."""
+        missing = [m for m in messages if not self.is_counted(m) and m.id not in self._estimates]
+        if not missing:
+            return []
+        counted = [m for m in messages if self.is_counted(m)]
+        if len(counted) < ESTIMATE_SAMPLE:
+            step = max(1, len(missing) // ESTIMATE_SAMPLE)
+            sample = missing[::step]
+            self.count_messages(sample)
+            counted += sample
+        plain = [m for m in counted if not m.tool_calls]
+        per_char = (sum(self._cache[m.id][1] - MESSAGE_OVERHEAD for m in plain)
+                    / max(1, sum(len(m.content) for m in plain))) if plain else 0.3
+        calling = [m for m in counted if m.tool_calls]
+        per_call = (sum(self._cache[m.id][1] - MESSAGE_OVERHEAD - per_char * len(m.content) for m in calling)
+                    / sum(len(m.tool_calls) for m in calling)) if calling else 30.0
+        estimates = self._estimates
+        missing = [m for m in missing if not self.is_counted(m)]  # the sample is counted
+        for message in missing:
+            estimates[message.id] = MESSAGE_OVERHEAD + round(per_char * len(message.content)
+                                                             + per_call * len(message.tool_calls))
+        return missing
 
     def draft_tokens(self, text: str) -> int:
         """What `text` would cost sent as a message (the composer's draft): counted like one, never cached."""
@@ -112,6 +177,7 @@ class TokenCounter:
 
     def forget(self, message_id: str) -> None:
         self._cache.pop(message_id, None)
+        self._estimates.pop(message_id, None)
 
     def calibrated(self, raw: int) -> int:
         return math.ceil(raw * self.factor) if self.factor != 1.0 else raw

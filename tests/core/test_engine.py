@@ -25,7 +25,7 @@ from precis.core.summary.summarize import (
     SummaryRequest,
 )
 
-from tests.conftest import TRANSCRIPTS
+from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
 from tests.fakes import ScriptedProvider
 
 COUNTER = TokenCounter()
@@ -96,6 +96,38 @@ def test_token_counts_are_offline_cached_and_include_tool_arguments(monkeypatch)
     assert calls == [], "a message already counted was tokenized again"
     counter.raw_message_tokens(plain.with_changes(content="hello world, again"))
     assert calls == ["hello world, again"]
+
+
+def test_counting_many_messages_on_threads_counts_each_as_one_at_a_time_and_replaces_their_stand_ins():
+    """A long chat opened for the first time shows from stand-in counts (estimate_missing) while its messages are
+    counted on several threads (count_messages): the counts are the ones counting each alone makes, the stand-ins go
+    as they are counted, usage says it is not exact until then, and stand-ins are never handed out for saving."""
+    messages = read_transcript(SHARED_TRANSCRIPTS / "claudecode_session.jsonl")
+    alone = TokenCounter()
+    expected = {m.id: alone.raw_message_tokens(m) for m in messages}
+
+    counter = TokenCounter()
+    counter.seed(messages[:50], expected)  # saved by an earlier opening
+    missing = counter.estimate_missing(messages)
+    assert 0 < len(missing) < len(messages) - 50 and counter.estimating == len(missing)  # a sample is counted
+    assert counter.known_counts(messages).keys() == {m.id for m in messages if m not in missing}
+    engine = ContextEngine.restore(messages, [], Budget(window=1_000_000), SummarizationPolicy(enabled=False),
+                                   counter)
+    estimated = engine.usage()
+    assert not estimated.exact
+    exact_total = TokenCounter().prompt_raw_tokens(messages)
+    assert abs(estimated.total - exact_total) < 0.25 * exact_total
+
+    engine.count_exactly(missing[: len(missing) // 2])
+    assert counter.estimating == len(missing) - len(missing) // 2
+    engine.count_exactly(missing[len(missing) // 2:])
+    assert counter.estimating == 0 and counter.known_counts(messages) == expected
+    assert engine.usage().total == exact_total and engine.usage().total == ContextEngine.restore(
+        messages, [], Budget(window=1_000_000), SummarizationPolicy(enabled=False)).usage().total
+
+    threaded = TokenCounter()
+    threaded.count_messages(messages, threads=4)
+    assert threaded.known_counts(messages) == expected
 
 
 def test_calibration_brings_estimates_within_five_percent_of_provider_counts():

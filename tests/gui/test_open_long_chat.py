@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from precis.core.model.messages import Message
 from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui.session import FIRST_ROWS
 
@@ -67,8 +68,6 @@ def test_a_chat_switched_away_from_leaves_nothing_of_itself_in_memory(qtbot, mak
     import gc
     import weakref
 
-    from precis.core.model.messages import Message
-
     history = dialogue(300, "Notes on the garden's watering schedule, item")
     chat_id = store.import_chat("long chat", history)
     other = store.create_chat("other")
@@ -83,3 +82,70 @@ def test_a_chat_switched_away_from_leaves_nothing_of_itself_in_memory(qtbot, mak
     ids, ours = {m.id for m in history}, {id(m) for m in history}  # the window's are those it read from the store
     qtbot.waitUntil(lambda: gc.collect() >= 0 and engine() is None, timeout=10_000)
     assert not [o for o in gc.get_objects() if isinstance(o, Message) and o.id in ids and id(o) not in ours]
+
+
+def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows_the_counts(qtbot, make_window,
+                                                                                             store):
+    """Opening a long chat for the first time counted every message before showing more than its last rows (60 s at
+    100,000 messages): now the whole chat and its gauge show from stand-in counts, and the gauge follows the counts."""
+    from precis.gui.session import ESTIMATE_ABOVE
+
+    history = dialogue(ESTIMATE_ABOVE + 600, "Notes on the bicycle repair, step")
+    chat_id = store.import_chat("long chat", history)
+    other = store.create_chat("other")
+    window = make_window()
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    shown = []
+    window.chat.snapshot_changed.connect(lambda snapshot, _rebuild: shown.append(snapshot))
+    with qtbot.waitSignal(window.chat.snapshot_changed, timeout=60_000,
+                          check_params_cb=lambda snapshot, _rebuild: not snapshot.partial):
+        window.open_chat(chat_id)
+    first = shown[-1]
+    assert first.counting > 0 and not first.usage.exact  # shown before its counts are made
+    assert [r.key for r in window.conversation.conversation.rows()] == [m.id for m in history]
+    assert window.inspector.exact_label.text() == "estimated"
+    assert "counting tokens" in window.status.counting.text()
+
+    qtbot.waitUntil(lambda: idle(window) and shown[-1].counting == 0, timeout=120_000)
+    counted = window.chat.snapshot
+    assert counted.usage.exact and counted.usage.total != first.usage.total
+    assert f"{counted.usage.total:,} / " in window.inspector.total_label.text()
+    assert window.inspector.exact_label.text() == "exact"
+    assert window.status.counting.text() == "exact token counts"
+    counter = window.chat.session.engine.counter
+    assert store.token_counts(chat_id, counter.name).keys() == {m.id for m in history}  # saved for next time
+
+
+def test_an_opening_cut_short_keeps_the_counts_made_and_the_next_one_counts_only_the_rest(store, monkeypatch):
+    """Counts are saved a batch at a time, so switching away from a chat while it is counted does not lose them."""
+    from precis.core.providers.registry import make_provider
+    from precis.gui import session as session_module
+    from precis.gui.workers import Job
+
+    monkeypatch.setattr(session_module, "COUNT_BATCH", 1_000)
+    monkeypatch.setattr(session_module, "ESTIMATE_ABOVE", 500)  # the reopening too leaves what is left to counting
+    history = dialogue(2_600, "Notes on the bicycle repair, step")
+    chat_id = store.import_chat("long chat", history)
+    provider = make_provider("local")
+
+    class SwitchedAwayAfterOneBatch(Job):
+        """The chat closed (its counting cancelled) once the first batch was shown."""
+
+        def report(self, value) -> None:
+            super().report(value)
+            self.cancel()
+
+    opening = session_module.ChatSession(store, chat_id, provider)
+    to_count = opening.build_engine().counting
+    assert opening.count_exactly(SwitchedAwayAfterOneBatch("count")) is None
+    counter_name = opening.engine.counter.name
+    saved = store.token_counts(chat_id, counter_name)
+    assert len(history) - to_count + 1_000 == len(saved)
+
+    again = session_module.ChatSession(store, chat_id, provider)
+    assert again.build_engine().counting == len(history) - len(saved)
+    assert again.count_exactly(Job("count")).usage.exact
+    assert store.token_counts(chat_id, counter_name).keys() == {m.id for m in history}
+    # A change made after an opening cut short acts on exact counts: what was left is counted first.
+    assert opening.add_messages([Message(role="user", content="and the brakes?")]).usage.exact
