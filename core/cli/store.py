@@ -119,8 +119,8 @@ def context(chat: str, data_dir: str | None) -> int:
         return _fail("context", exc)
     counted = "exact" if usage.exact else "estimated"
     print(f"{chat.title}  ({chat.id})")
-    print(f"context: {usage.total} / {usage.available} tokens ({usage.ratio:.0%}, {counted}); "
-          f"window {usage.window}, {usage.reserve_output} reserved for the reply")
+    print(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counted}); "
+          f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply")
     print(f"  [{_bar(usage.ratio)}]")
     if note is not None:
         print("\n".join("  " + line for line in note.lines()))
@@ -128,15 +128,17 @@ def context(chat: str, data_dir: str | None) -> int:
               "tool_outputs": "tool outputs"}
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)
-        print(f"  {label:<14} {tokens:>8}  [{_bar(tokens / usage.available)}]")
+        print(f"  {label:<14} {tokens:>8,}  [{_bar(tokens / usage.available)}]")
     chain = engine.chain()
     print(f"summary chain: {len(chain) or 'none'}")
     for record in chain:
         covered = engine.archive.covered_count(record)
         fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
-        print(f"  {record.depth}. {_when(record.created_at)}  {covered} messages  "
-              f"{record.tokens_before} -> {record.tokens_after} tokens  {record.mode}{fallback}  ({record.trigger}){kept}")
+        # As `precis history` says it: a fold is a fold, not its newest summary's mode.
+        print(f"  {record.depth}. {_when(record.created_at)}  {covered:,} messages  "
+              f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
+              f"({record.trigger}){kept}")
     return 0
 
 

@@ -160,6 +160,12 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     fold_cell = window.inspector.chain.item(1, mode_column)  # newest first
     assert fold_cell.text() == "fold" and fold_cell.toolTip() == f"fold of 1 summary ({folded}), written by rules"
     assert window.inspector.chain.item(0, mode_column).text() == latest.mode == "rule"
+    assert main(["context", chat_id]) == 0  # precis context too (it said the fold's newest summary's mode)
+    lines = capsys.readouterr().out.split("summary chain: 2\n")[1].splitlines()
+    [fold_line] = [line for line in lines if line.startswith("  1. ")]
+    [latest_line] = [line for line in lines if line.startswith("  2. ")]
+    assert "  404 messages  " in fold_line and " tokens  fold  (" in fold_line
+    assert f"  {len(latest.covered):,} messages  " in latest_line and " tokens  rule  (" in latest_line
     for undone, said in ((latest, f"Summary undone: {len(latest.covered)} messages are back in the context."),
                          (fold, "Summary undone: the summary it folded is back in the chain.")):
         qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)

@@ -41,8 +41,8 @@ def test_import_chats_export_search_and_context(tmp_path, capsys):
 
     code, out, _ = run(capsys, "--data-dir", data, "context", chat_id)
     assert code == 0
-    assert "/ 7680 tokens" in out and "summaries" in out and "tool outputs" in out
-    assert "summary chain: 1" in out and "404 messages" in out and "142431 ->" in out
+    assert "/ 7,680 tokens" in out and "summaries" in out and "tool outputs" in out
+    assert "summary chain: 1" in out and "404 messages" in out and "142,431 → " in out
 
 
 def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
