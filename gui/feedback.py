@@ -60,11 +60,7 @@ class Feedback:
         if event.kind == "undone":
             self.inspector.hide_notice()
             self.inspector.result_card.hide()
-            folded = len(record.merged_ids)
-            back = (f"{len(record.covered)} messages are back in the context" if not folded else
-                    "the summary it folded is back in the chain" if folded == 1 else
-                    f"the {folded} summaries it folded are back in the chain")
-            self.status.tell(f"Summary undone: {back}.")
+            self.status.tell(f"Summary undone: {record.undone_description()}.")
             return
         automatic = record.trigger not in ("manual",)
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages

@@ -109,7 +109,8 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
         return _fail("undo-summary", exc, BAD_INPUT)
     except (StoreError, ValueError, IntegrityError) as exc:
         return _fail("undo-summary", exc)
-    print(f"{chat.title}: undid the summary of {len(record.covered)} messages ({_when(record.created_at)})")
+    # A fold archives no message itself: 'the summary of 0 messages' was undone, it said.
+    print(f"{chat.title}: undid the summary of {_when(record.created_at)}: {record.undone_description()}")
     return 0
 
 

@@ -189,6 +189,14 @@ class SummaryRecord(BaseModel):
     def covered_ids(self) -> list[str]:
         return [c.id for c in self.covered]
 
+    def undone_description(self) -> str:
+        """What undoing it gave back: '29 messages are back in the context', or for a fold (which archives no
+        message itself) 'the 2 summaries it folded are back in the chain'."""
+        folded = len(self.merged_ids)
+        return (f"{len(self.covered):,} messages are back in the context" if not folded else
+                "the summary it folded is back in the chain" if folded == 1 else
+                f"the {folded} summaries it folded are back in the chain")
+
 
 def fold_description(kinds: list[str]) -> str:
     """What a fold holds: 'fold of 3 summaries (llm, llm, rule)', its summaries' kinds oldest first."""

@@ -5,7 +5,10 @@ from __future__ import annotations
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.importers import import_file
 from precis.core.storage.store import open_store
+
+from tests.conftest import CLAUDE_CODE_RAW
 
 
 def _chat(data) -> str:
@@ -35,7 +38,7 @@ def test_summarize_then_history_then_undo(tmp_path, capsys):
     assert out[3].startswith("   last:  Step 13: We decided to use an LRU cache for module 13.")
 
     assert main(["--data-dir", str(data), "undo-summary", "cache work"]) == 0
-    assert "undid the summary of 14 messages" in capsys.readouterr().out
+    assert ": 14 messages are back in the context" in capsys.readouterr().out
     with open_store(data) as store:
         [record] = store.load_records(chat)
         assert record.status == "undone" and not store.archived_by(chat)
@@ -118,3 +121,20 @@ def test_claude_codes_own_compaction_says_its_size(tmp_path, capsys):
     [line] = [line for line in capsys.readouterr().out.splitlines() if "claude-code compaction" in line]
     assert "142,431 → 4,120 tokens" in line
     assert "llm, written by Claude Code, claude-code compaction (manual), 4,120 tokens long" in line
+
+
+def test_undoing_a_fold_says_its_summary_is_back_not_that_no_message_was(tmp_path, capsys):
+    """A fold archives no message itself: undoing one said 'undid the summary of 0 messages'."""
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        chat = import_file(store, CLAUDE_CODE_RAW).chat_id  # with Claude Code's own compaction, a summary
+        store.update_chat_settings(chat, {"summarization": {"max_depth": 1}})  # so the next summary folds it
+    assert main(["--data-dir", str(data), "summarize", chat]) == 0
+    assert main(["--data-dir", str(data), "undo-summary", chat]) == 0  # the new summary
+    assert main(["--data-dir", str(data), "undo-summary", chat]) == 0  # the fold
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].endswith("messages are back in the context") and "0 messages" not in out[2]
+    assert out[2].endswith(": the summary it folded is back in the chain"), out[2]
+    with open_store(data) as store:
+        [compaction] = [r for r in store.load_records(chat) if r.status == "active"]
+        assert compaction.written_by == "Claude Code"
