@@ -165,7 +165,11 @@ def terminal_chat(provider: Provider, args, stdin: TextIO, out: TextIO, err: Tex
         print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
               f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
               "resumes.", file=out)
-        return _turns(engine, provider, args, stdin, out, err, keep, run_timeout, save)
+        try:
+            return _turns(engine, provider, args, stdin, out, err, keep, run_timeout, save)
+        finally:
+            if not args.chat and not engine.messages:  # nothing was said: no empty chat left in the lists
+                store.delete_chat(chat_id)
 
 
 def _turns(engine: ContextEngine, provider: Provider, args, stdin: TextIO, out: TextIO, err: TextIO,

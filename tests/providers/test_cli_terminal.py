@@ -175,3 +175,22 @@ def test_a_reply_stopped_by_its_token_limit_says_so(server, monkeypatch, capsys)
     server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
     assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "Hi"]) == 0
     assert "limit" not in capsys.readouterr().err
+
+
+def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monkeypatch, capsys, tmp_path):
+    """Opening `precis chat`, asking /context and leaving stored a '0 msgs' chat that `precis chats` and the window
+    listed. No server is asked anything (nothing listens at its address)."""
+    data = str(tmp_path / "data")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setattr("sys.stdin", io.StringIO("/context\n/quit\n"))
+    assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                 "--data-dir", data, "--context-tokens", "4096"]) == 0
+    assert "you> context: " in capsys.readouterr().out
+    with open_store(data) as store:
+        assert store.list_chats() == []
+    monkeypatch.setattr("sys.stdin", io.StringIO("/run echo kept\n"))  # a tool's output is something said
+    assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                 "--data-dir", data, "--context-tokens", "4096"]) == 0
+    with open_store(data) as store:
+        [chat] = store.list_chats()
+        assert "kept" in store.load_messages(chat.id)[-1].content
