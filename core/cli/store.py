@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from datetime import datetime
 
@@ -148,6 +149,8 @@ def context(chat: str, data_dir: str | None) -> int:
 @data_dir_option
 def search(text: str, limit: int, data_dir: str | None) -> int:
     """Search messages of all chats, archived ones included."""
+    if not re.search(r"\w", text):  # the words searched for, as the store finds them: none to look for
+        return _fail("search", f"no word to search for in {text!r}", BAD_INPUT)
     try:
         with open_store(data_dir) as store:
             hits = store.search(text, limit)

@@ -184,3 +184,13 @@ def test_an_export_is_private_to_its_owner_as_it_may_hold_a_pasted_key(tmp_path,
     assert run(capsys, "--data-dir", data, "export", chat_id.strip(), "--format", "md", "-o", str(target))[0] == 0
     assert stat.S_IMODE(target.stat().st_mode) == 0o644 and key in target.read_text()
     assert [p.name for p in target.parent.iterdir()] == ["chat.md"]  # no temporary file left beside it
+
+
+def test_a_search_with_no_word_in_it_is_bad_input(tmp_path, capsys):
+    """'' or '!!!' said "nothing found for ''", as if the chats had been searched."""
+    data = str(tmp_path / "data")
+    for text in ("", "  ", "!?!", '"'):
+        code, out, err = run(capsys, "--data-dir", data, "search", text)
+        assert code == 2 and out == "" and f"no word to search for in {text!r}" in err
+    code, out, _ = run(capsys, "--data-dir", data, "search", "kiwi?")
+    assert code == 0 and "nothing found for 'kiwi?'" in out
