@@ -50,7 +50,7 @@ FILLER = re.compile(
 SMALL_TALK = re.compile(
     r"^(?:how (?:have you been|are you|about you|'s it going)|what(?:'s| is) up|good to see you|great to (?:chat|"
     r"see|hear)|glad to hear|that's (?:so |really )?(?:great|awesome|amazing|cool|nice)|sounds (?:great|fun|"
-    r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\w+ )?agree)\b",
+    r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\S+ )?agree)\b",
     re.IGNORECASE)
 # Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
 # abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"

@@ -17,6 +17,7 @@ from precis.core.summary.digest import (
     sentences_of,
     session_label,
     terms_of,
+    trimmed,
 )
 from precis.core.summary.summarize import (
     LLMActionItem,
@@ -73,6 +74,7 @@ def test_greetings_thanks_and_reactions_are_stripped_and_a_message_keeps_one_lin
     assert lines == ["Caroline: Last Friday I went to an LGBTQ+ counseling workshop. My grandma gave me this "
                      "necklace in Sweden."]
     assert "awesome" not in text and "Melanie:" not in text
+    assert trimmed("I 100% agree, Mel.") == trimmed("I totally agree, Mel.") == ""  # a number is no fact here
 
 
 def test_merged_digests_rank_the_lines_of_every_stretch_together_under_their_dates():
