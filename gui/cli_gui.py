@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +36,10 @@ def _open_store(data_dir: str | None, *, in_a_box: bool = False):
 @data_dir_option
 def open_window(data_dir: str | None) -> int:
     """Open the window (the default)."""
+    why_not = _no_display()
+    if why_not:
+        print(f"precis: {why_not}", file=sys.stderr)
+        return 1
     store = _open_store(data_dir, in_a_box=True)
     if store is None:
         return 1
@@ -51,6 +56,17 @@ def open_window(data_dir: str | None) -> int:
         window.chat.finish_background_work()  # the window is gone: work under way is saved before the store closes
         window.chat.model.stop()
         store.close()
+
+
+def _no_display() -> str | None:
+    """Why the window cannot be shown here, or None. On Linux without a display Qt aborts the process (a core dump,
+    'no Qt platform plugin could be initialized'), which reads as a broken install."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return ("there is no display to show the window on (neither DISPLAY nor WAYLAND_DISPLAY is set). The other "
+            "commands work without one (precis --help), and precis screenshot draws the window offscreen.")
 
 
 def _launch_configured_model(store) -> None:

@@ -112,3 +112,14 @@ def test_a_screenshot_that_cannot_be_written_is_refused_before_drawing_and_a_siz
     err = capsys.readouterr().err
     width = QImage(str(shot)).width()
     assert width > 400 and "the window cannot be 400x300" in err and f"the picture is {width}x" in err
+
+
+def test_the_window_without_a_display_says_so_instead_of_aborting(tmp_path, capsys, monkeypatch):
+    """On a machine with no display Qt aborted the process (exit 134, 'no Qt platform plugin could be
+    initialized', which reads as a broken install)."""
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("sys.platform", "linux")
+    assert main(["--data-dir", str(tmp_path / "d")]) == 1
+    err = capsys.readouterr().err
+    assert "there is no display to show the window on" in err and "precis screenshot draws the window" in err
