@@ -134,9 +134,9 @@ class MessageDelegate(QStyledItemDelegate):
     def forget_rows_gone(self) -> None:
         """After the rows were replaced (another chat, a summary): the heights and documents of rows no longer there
         go, and with them the messages they were checked against (all of another chat's, once scrolled through)."""
-        model = self._view.model()
-        if len(self._heights) > model.rowCount():
-            self._heights = {key: value for key, value in self._heights.items() if model.row_of(key) is not None}
+        model, heights = self._view.model(), self._heights
+        if len(heights) > model.rowCount():  # else nothing can have gone; walked by the fewer, the rows
+            self._heights = {row.key: heights[row.key] for row in model.rows() if row.key in heights}
         for key in [key for key in self._docs if model.row_of(key[0]) is None]:
             del self._docs[key]
 

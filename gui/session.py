@@ -29,6 +29,7 @@ from ..core.providers.base import (
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
 from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
+from .conversation_model import Row, build_rows
 from .workers import Job, StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
@@ -73,6 +74,9 @@ class Snapshot:
     partial: bool = False
     # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
     counting: int = 0
+    # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)
+    # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
+    rows: list[Row] | None = None
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -114,6 +118,8 @@ class ChatSession:
         self.versions: dict[str, Versions] = {}
         # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
         self._uncounted: list[Message] = []
+        # What was archived when rows were last built (None: build them with the next snapshot).
+        self._rows_hidden: dict[str, str] | None = None
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
@@ -137,7 +143,7 @@ class ChatSession:
                   if archived_by.get(m.id) in active_ids and not m.pinned}
         settings = store.get_chat(chat_id).settings
         return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
-                        versions=store.versions(chat_id), partial=True)
+                        versions=store.versions(chat_id), partial=True, rows=build_rows(messages, active, hidden))
 
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
@@ -147,9 +153,10 @@ class ChatSession:
         if self._detach is not None:
             self._detach()
         self._detach = attach_engine(self.store, self.chat_id, engine)
-        engine.subscribe(lambda event: self._events.append(event))
+        engine.subscribe(self._events.append)  # not a closure over the session: no reference cycle through it
         self.engine = engine
         self.versions = self.store.versions(self.chat_id)
+        self._rows_hidden = None
         missing = [m for m in engine.messages if not engine.counter.is_counted(m)]
         if estimate and len(missing) > ESTIMATE_ABOVE:
             self._uncounted = engine.counter.estimate_missing(engine.messages)  # at the counted ones' rate
@@ -204,16 +211,21 @@ class ChatSession:
 
     def snapshot(self) -> Snapshot:
         engine = self.engine
-        events, self._events = [_copied_event(e) for e in self._events], []
+        events = [_copied_event(e) for e in self._events]
+        self._events.clear()
         if engine.messages and engine.messages[-1].role == "user":  # else keep what this turn's question recalled
             self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
         chain = _copied(engine.chain())
         by_record = engine.archive.by_record
         folded = {r.id: [by_record[c].kind for c in r.merged_ids if c in by_record] for r in chain if r.merged_ids}
-        return Snapshot(self.chat_id, list(engine.messages), _hidden(engine), chain, engine.usage(),
-                        engine.policy.model_copy(), events, summarizable=engine.can_summarize(),
-                        recalled=list(self._recalled), over_budget=over_budget(engine), versions=dict(self.versions),
-                        folded=folded, counting=engine.counter.estimating)
+        messages, hidden = list(engine.messages), _hidden(engine)
+        rows = None
+        if events or hidden != self._rows_hidden:  # as ChatController.apply decides to show new rows
+            rows, self._rows_hidden = build_rows(messages, chain, hidden), hidden
+        return Snapshot(self.chat_id, messages, hidden, chain, engine.usage(), engine.policy.model_copy(), events,
+                        summarizable=engine.can_summarize(), recalled=list(self._recalled),
+                        over_budget=over_budget(engine), versions=dict(self.versions), folded=folded,
+                        counting=engine.counter.estimating, rows=rows)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     @_on_exact_counts

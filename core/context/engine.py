@@ -60,8 +60,8 @@ class ContextEngine:
         self.setup = ContextSetup(budget, policy or SummarizationPolicy(), counter or TokenCounter(),
                                   summarizer or RuleSummarizer(), system_prompt)
         # Recall searches the store's index when there is one, else an in-memory index of the archived originals.
-        self.archive = Archive(lambda message: self.setup.counter.raw_message_tokens(message),
-                               RecallIndex() if recall_search is None else None)
+        # The parts refer to the setup, never back to the engine: no reference cycle keeps a closed chat's engine.
+        self.archive = Archive(self.setup.message_tokens, RecallIndex() if recall_search is None else None)
         self.recaller = Recaller(self.setup, self.archive, recall_search or self.archive.recall_index.search)
         self.meter = UsageMeter(self.setup, self.archive, self.recaller)
         self.assembler = PromptAssembler(self.setup, self.meter, self.recaller)

@@ -53,6 +53,10 @@ class ContextSetup:
     # The chat's system prompt (a setting, not a message): always first, never summarized.
     system_prompt: str = ""
 
+    def message_tokens(self, message: Message) -> int:
+        """A message's raw tokens by the counter set now."""
+        return self.counter.raw_message_tokens(message)
+
 
 @dataclass(slots=True)  # one per visible message of a long chat: made fast
 class ContextItem:

@@ -62,9 +62,12 @@ def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, 
         assert shown.covered is own.covered and len(own.covered) > 100
 
 
-def test_a_chat_switched_away_from_leaves_nothing_of_itself_in_memory(qtbot, make_window, store):
-    """Every chat opened stayed in memory with its engine (each job the chat ran kept its closures, and so the
-    session, alive through Qt's connections and its pool): opening a long chat three times held three copies."""
+def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_from_leaves_nothing_in_memory(
+        qtbot, make_window, store):
+    """While a chat is open its messages are out of the cyclic collector's full passes (which walked them all and
+    stalled the window), its rows were built on the worker; once switched away from, nothing of it stays in memory
+    (each job the chat ran kept its closures, and so the session, alive through Qt's connections and its pool:
+    opening a long chat three times held three copies)."""
     import gc
     import weakref
 
@@ -75,6 +78,9 @@ def test_a_chat_switched_away_from_leaves_nothing_of_itself_in_memory(qtbot, mak
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: idle(window), timeout=60_000)
     window.conversation.scroll_to_end()  # rows measured and painted, as a user would see them
+    assert window.conversation.conversation.rows() is window.chat.snapshot.rows  # as the worker built them
+    collected = {id(o) for o in gc.get_objects()}
+    assert not [m for m in window.chat.session.engine.messages if id(m) in collected]
     engine = weakref.ref(window.chat.session.engine)
     window.open_chat(other)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
