@@ -152,19 +152,21 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str
             probes_path: str | None) -> int:
     """Replay TRANSCRIPT (any format `precis import` reads) under the summarization policy and print what the model
     would see. Summaries the file already holds (a Claude Code compaction) are not replayed: every original is."""
-    path = transcript
     try:
         parsed = parse_file(transcript)
-        path = probes_path
-        questions = read_probes(probes_path) if probes_path else []
     except ImportFailed as exc:
         print(f"precis compact: {exc.source}, line {exc.line}: {exc.problem}", file=sys.stderr)
         return 2
+    except OSError as exc:  # 'cannot read FILE: why'
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 2
+    try:
+        questions = read_probes(probes_path) if probes_path else []
     except ProbeError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
     except (OSError, UnicodeDecodeError) as exc:
-        print(f"precis compact: cannot read {path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+        print(f"precis compact: cannot read {probes_path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
         return 2
     try:
         budget = Budget(window=context_tokens, reserve_output=reserve_output)

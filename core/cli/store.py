@@ -50,8 +50,8 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
             result = import_file(store, file, format_, title)
     except ImportFailed as exc:
         return _fail("import", exc, BAD_INPUT)
-    except OSError as exc:
-        return _fail("import", f"cannot read {file}: {exc.strerror or exc}", BAD_INPUT)
+    except OSError as exc:  # 'cannot read FILE: why'
+        return _fail("import", exc, BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
     if result.notice():

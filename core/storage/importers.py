@@ -382,9 +382,12 @@ FORMAT_NAMES = {"jsonl": "interchange JSONL", "openai": "OpenAI chat JSON", "cla
 
 
 def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
-    """Read a chat file. Raises ImportFailed (file, line, field) or OSError."""
+    """Read a chat file. Raises ImportFailed (file, line, field) or OSError ('cannot read FILE: why')."""
     path = Path(path)
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:  # the window shows the message as it is: not "[Errno 2] No such file or directory: '…'"
+        raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
         if not _decode(data).strip():  # not "line 1: not a known chat format", nor an empty chat imported
             raise TranscriptError(str(path), 1, "the file is empty, there is no chat in it")

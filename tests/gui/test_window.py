@@ -216,6 +216,18 @@ def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tm
     assert "Imported; 1 byte sequence that is not UTF-8 replaced with U+FFFD (first on line 2)." in shown
 
 
+def test_importing_a_file_that_cannot_be_read_says_so_in_words(qtbot, make_window, tmp_path):
+    """The window showed Python's "[Errno 2] No such file or directory: '/…/gone.jsonl'"; the command line said
+    'cannot read FILE: No such file or directory'. Both say the latter now."""
+    window = make_window()
+    failures: list[str] = []
+    window.job_failed.connect(failures.append)
+    for path, why in ((tmp_path / "gone.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
+        window.import_transcript(str(path))
+        qtbot.waitUntil(lambda: len(failures) == 1, timeout=20_000)
+        assert failures.pop() == f"cannot read {path}: {why}"
+
+
 def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, run_timeout=1)
