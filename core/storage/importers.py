@@ -408,6 +408,8 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
     """Import a chat file as a new chat, all or nothing."""
     with collector_paused():  # the parsed chat is one long-lived object per message
         parsed = parse_file(path, fmt)
-        chat_id = store.import_chat(title or parsed.title, parsed.messages, parsed.records, parsed.archived_by)
+        # A blank --title is no title: the file's, not a chat listed without a name.
+        chat_id = store.import_chat((title or "").strip() or parsed.title, parsed.messages, parsed.records,
+                                    parsed.archived_by)
     return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
                         undecodable=parsed.undecodable)

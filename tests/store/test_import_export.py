@@ -292,3 +292,11 @@ def test_an_export_that_fails_while_it_is_made_leaves_the_earlier_file_alone(tmp
         write_export(pieces(), target)
     assert target.read_text(encoding="utf-8") == "the earlier export\n"
     assert list(tmp_path.glob("*chat.md*")) == [target]
+
+
+def test_a_blank_title_given_on_import_is_no_title(store, tmp_path):
+    """`precis import FILE --title "   "` listed the chat with a blank name."""
+    path = tmp_path / "harbour survey.jsonl"
+    path.write_text('{"role": "user", "content": "Tide tables for May?"}\n')
+    for title, kept in (("   ", "harbour survey"), ("", "harbour survey"), ("  Tides  ", "Tides")):
+        assert store.get_chat(import_file(store, path, title=title).chat_id).title == kept
