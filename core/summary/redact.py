@@ -226,7 +226,10 @@ def _line_spans(text: str, low: str, words: tuple[str, ...]) -> list[tuple[int, 
                 end = following
             end = len(text) if end < 0 else end
             spans.append((start, end))
-            at = low.find(word, end)
+            # The next line holding the word starts a span of its own, though this one covers it: its reach may
+            # run past this one's end (`password:` on this span's last line, its value on the line after).
+            next_line = text.find("\n", at)
+            at = low.find(word, next_line + 1) if next_line >= 0 else -1
     spans.sort()
     joined: list[tuple[int, int]] = []
     for start, end in spans:

@@ -171,6 +171,9 @@ FILLER = ["x = compute(y)  # nothing secret here", "", "   ", "token usage was 1
 # password when the whole text was scanned at once.
 @example(parts=[("curl -u $USER:$TOKEN https://x and mysql -p appdb and docker login registry.example.com", " ")],
          windows=2, before_edge=0, one_line=True)
+# Found by hypothesis: `password:` on the last line another secret word's lines reached, its value on the line after.
+@example(parts=[(f"export OPENAI_API_KEY={OPENAI}", "\n"), ("password:", "\n"), (f"export OPENAI_API_KEY={OPENAI}", "\n")],
+         windows=2, before_edge=0, one_line=True)
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([s[0] for s in SECRETS] + ORDINARY + FILLER),
                           st.sampled_from(["\n", "\n\n", "\n  \n", " ", "\t", ""])), min_size=1, max_size=40),
