@@ -473,6 +473,7 @@ class Inspector(QFrame):
         self.chain.itemSelectionChanged.connect(self._selection_changed)
         self._show_record(None)
         self._update_buttons()
+        self._fit_chain()  # its room before any chat opens
 
     def _fold_breakdown(self, shown: bool) -> None:
         self.breakdown.setVisible(shown)
