@@ -60,7 +60,9 @@ def _how(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> str:
 @cli.command()
 @click.argument("chat")
 @click.option("--instructions", help="what the summary should keep or stress")
-@click.option("--up-to", "up_to", metavar="MESSAGE", help="summarize only up to and including this message id")
+@click.option("--up-to", "up_to", metavar="MESSAGE",
+              help="summarize only up to and including this message: its id, or its number as `precis history` "
+                   "counts them (1 is the first)")
 @click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
               help="rule needs no model; llm and hybrid: the model and time limit Settings → Summarization name "
                    "(the embedded model, 6 s, by default)")
@@ -76,7 +78,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
             summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
             failures = _saving(store, chat.id, engine)
-            record = engine.summarize_now(instructions, up_to=up_to)
+            record = engine.summarize_now(instructions, up_to=_message_id(engine.messages, up_to))
             if failures:
                 raise failures[0]
     except NothingToSummarize as exc:
@@ -90,6 +92,16 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
     if result.saves_nothing:
         print("this summary saves nothing; `precis undo-summary` takes it back")
     return 0
+
+
+def _message_id(messages: list, ref: str | None) -> str | None:
+    """--up-to's message: an id, else a number as `precis history` counts them ('messages 2-22'), which a user
+    can read without exporting the chat to find ids. KeyError names what is not there."""
+    if ref is None or any(m.id == ref for m in messages) or not ref.isdigit():
+        return ref
+    if not 1 <= int(ref) <= len(messages):
+        raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
+    return messages[int(ref) - 1].id
 
 
 @cli.command("undo-summary")

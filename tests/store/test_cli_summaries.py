@@ -138,3 +138,18 @@ def test_undoing_a_fold_says_its_summary_is_back_not_that_no_message_was(tmp_pat
     with open_store(data) as store:
         [compaction] = [r for r in store.load_records(chat) if r.status == "active"]
         assert compaction.written_by == "Claude Code"
+
+
+def test_summarize_up_to_a_message_numbered_as_history_numbers_them(tmp_path, capsys):
+    """--up-to took only an id, which a user finds only by exporting the chat; `precis history` shows numbers."""
+    data = tmp_path / "data"
+    chat = _chat(data)
+    assert main(["--data-dir", str(data), "summarize", "cache work", "--up-to", "8"]) == 0
+    assert main(["--data-dir", str(data), "history", "cache work"]) == 0
+    assert "  messages 1-8  8 messages → 1 summary" in capsys.readouterr().out
+    for beyond in ("0", "21"):
+        assert main(["--data-dir", str(data), "summarize", "cache work", "--up-to", beyond]) == 2
+        assert f"no message {beyond} in this conversation: its messages are numbered 1 to 20" in capsys.readouterr().err
+    with open_store(data) as store:
+        ninth = store.load_messages(chat)[11].id  # an id still works, as before
+    assert main(["--data-dir", str(data), "summarize", "cache work", "--up-to", ninth]) == 0
