@@ -340,7 +340,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
         now = time.time()
         chat_id = Message(role="user").id
-        with self._write("import the chat") as session, bulk_insert(session):
+        with self._write("import the chat" if messages else "create the chat") as session, bulk_insert(session):
             session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
                                 settings=valid.model_dump_json()))
             session.flush()

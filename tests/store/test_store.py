@@ -21,6 +21,7 @@ from precis.core.storage.store import (
     MessageNotFound,
     MessageRow,
     SettingRow,
+    Store,
     StoreCorrupt,
     StoreTooNew,
     StoreWriteError,
@@ -395,3 +396,16 @@ def test_drafts_survive_a_restart(tmp_path):
         store.set_draft(chat, "I was typing thi")
     with open_store(tmp_path) as store:
         assert store.get_draft(chat) == "I was typing thi"
+
+
+def test_a_new_chat_that_cannot_be_made_says_create_not_import(tmp_path):
+    """A new chat in a read-only store said 'could not import the chat' (New chat in the window, precis chat)."""
+    open_store(tmp_path).close()
+    read_only = Store(tmp_path / DB_NAME, read_only=True)
+    try:
+        with pytest.raises(StoreWriteError, match=r"^could not create the chat: .* is read-only"):
+            read_only.create_chat("notes")
+        with pytest.raises(StoreWriteError, match=r"^could not import the chat: "):
+            read_only.import_chat("notes", [Message(role="user", content="kiwis")])
+    finally:
+        read_only.close()
