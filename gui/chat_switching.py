@@ -104,9 +104,10 @@ class ChatSwitcher:
     def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
         conversation = self.window.conversation
         keep_bottom = scroll_to_end or conversation.is_at_bottom()
-        rows = snapshot.rows  # built on the worker; else (rows asked for again: a pin, a failed change) here
-        conversation.conversation.set_rows(rows if rows is not None else
-                                           build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
+        if snapshot.rows is not None:  # built on the worker
+            conversation.conversation.set_rows(snapshot.rows, snapshot.row_index)
+        else:  # rows asked for again (a pin, a failed change): built here
+            conversation.conversation.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
         conversation.conversation.set_versions(snapshot.versions)
         if keep_bottom:
             conversation.scroll_to_end()

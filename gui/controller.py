@@ -6,7 +6,6 @@ Anki's CollectionOp; the main window only lays out widgets and wires them to the
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -112,23 +111,13 @@ class ChatController(QObject):
         self.chat_runner = Runner(max_threads=1, parent=self)
         self.run_on_chat("open the chat", lambda _job: session.load_rows(), self._rows_loaded)
 
-        def settled() -> None:
-            """The open chat's objects (messages, the engine's maps, the rows) live as long as it is open: out of the
-            cyclic collector's full passes, which walked them all holding the interpreter lock (0.1-0.4 s stalls of
-            the window, whichever thread set them off). Reference counting frees them when the chat closes: none of
-            them is in a reference cycle."""
-            if self.session is session:
-                gc.freeze()
-
         def built(snapshot: Snapshot) -> None:
             self.apply(snapshot)
             self.chat_opened.emit(chat_id)
-            settled()
 
         def counted(snapshot: Snapshot | None) -> None:
             if snapshot is not None:
                 self.apply(snapshot)
-                settled()
             if self.session is session:  # opened past its trigger (an import, a smaller window): summarize now
                 self.run_on_chat("summarize the older messages", lambda _job: session.summarize_if_due(),
                                  lambda snap: snap is not None and self.apply(snap))

@@ -65,6 +65,11 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
     return rows
 
 
+def row_index(rows: list[Row]) -> dict[str, int]:
+    """Row number by key."""
+    return {row.key: number for number, row in enumerate(rows)}
+
+
 class ConversationModel(QAbstractListModel):
     # New text in a row that is streaming. Not dataChanged: QListView answers that by laying out every row again,
     # which a 10,000-message chat cannot afford 20 times a second. The view repaints the row; its delegate asks for
@@ -98,10 +103,11 @@ class ConversationModel(QAbstractListModel):
     def row_at(self, number: int) -> Row:
         return self._rows[number]
 
-    def set_rows(self, rows: list[Row]) -> None:
+    def set_rows(self, rows: list[Row], index: dict[str, int] | None = None) -> None:
+        """Show these rows; `index`: their row_index, if made already (off the GUI thread)."""
         self.beginResetModel()
         self._rows = rows
-        self._index = {row.key: i for i, row in enumerate(rows)}
+        self._index = row_index(rows) if index is None else index
         self.endResetModel()
 
     def append(self, row: Row) -> None:

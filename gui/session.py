@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..core.context.budget import OverBudget, over_budget
 from ..core.context.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
 from ..core.context.policy import SummarizationPolicy
+from ..core.model.bulk import collector_paused
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.model.tokens import TokenCounter
@@ -29,7 +31,7 @@ from ..core.providers.base import (
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
 from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
-from .conversation_model import Row, build_rows
+from .conversation_model import Row, build_rows, row_index
 from .workers import Job, StreamBuffer
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
@@ -77,6 +79,7 @@ class Snapshot:
     # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)
     # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
     rows: list[Row] | None = None
+    row_index: dict[str, int] | None = None  # of rows, made with them
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
@@ -142,12 +145,19 @@ class ChatSession:
         hidden = {m.id: archived_by[m.id] for m in messages
                   if archived_by.get(m.id) in active_ids and not m.pinned}
         settings = store.get_chat(chat_id).settings
+        rows = build_rows(messages, active, hidden)
         return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
-                        versions=store.versions(chat_id), partial=True, rows=build_rows(messages, active, hidden))
+                        versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows))
 
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
         gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
+        with collector_paused():  # a long chat's messages, maps and rows: all of it lives on
+            snapshot = self._build_engine(estimate)
+            _settled()  # before the collector is back: its next pass would walk all that was made meanwhile
+        return snapshot
+
+    def _build_engine(self, estimate: bool) -> Snapshot:
         engine, settings = self._restore(self._counter())
         self.max_reply_tokens = max(16, settings.reserve_output)
         if self._detach is not None:
@@ -182,7 +192,9 @@ class ChatSession:
             self.store.save_token_counts(self.chat_id, engine.counter.name, engine.counter.known_counts(batch))
             if self._uncounted:
                 job.report(self.snapshot())
-        return self.snapshot()
+        snapshot = self.snapshot()
+        _settled()
+        return snapshot
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
@@ -219,13 +231,14 @@ class ChatSession:
         by_record = engine.archive.by_record
         folded = {r.id: [by_record[c].kind for c in r.merged_ids if c in by_record] for r in chain if r.merged_ids}
         messages, hidden = list(engine.messages), _hidden(engine)
-        rows = None
+        rows = index = None
         if events or hidden != self._rows_hidden:  # as ChatController.apply decides to show new rows
             rows, self._rows_hidden = build_rows(messages, chain, hidden), hidden
+            index = row_index(rows)
         return Snapshot(self.chat_id, messages, hidden, chain, engine.usage(), engine.policy.model_copy(), events,
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
                         over_budget=over_budget(engine), versions=dict(self.versions), folded=folded,
-                        counting=engine.counter.estimating, rows=rows)
+                        counting=engine.counter.estimating, rows=rows, row_index=index)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     @_on_exact_counts
@@ -359,6 +372,14 @@ class ChatSession:
     def undo_last(self) -> Snapshot:
         self.engine.undo_last()
         return self.snapshot()
+
+
+def _settled() -> None:
+    """What is alive now lives long (the open chat: its messages, the engine's maps, its rows): out of the cyclic
+    collector's full passes from now on, which walked it all holding the interpreter lock (0.1-0.4 s stalls of the
+    window at 100,000 messages, whichever thread set them off). Reference counting frees it when the chat closes:
+    nothing of a chat is in a reference cycle (a cycle frozen here would stay)."""
+    gc.freeze()
 
 
 def _hidden(engine: ContextEngine) -> dict[str, str]:
