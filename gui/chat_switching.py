@@ -1,14 +1,20 @@
 """Which chat the window shows: the chat list, creating, opening, closing and deleting chats, and showing the open
-chat's snapshots (rows, inspector, title)."""
+chat's snapshots (rows, inspector, title).
+
+Creating, renaming, deleting and restoring a chat are store writes: they run off the GUI thread (a write waits for
+another writer's lock, up to SQLite's busy timeout) and the window changes only once one has succeeded; a failure
+is told in the status bar and leaves the list as it was."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..core.storage.store import ChatInfo
 from .conversation import build_rows
 from .session import Snapshot
 from .wording import NEW_CHAT_TITLE, title_from
+from .workers import Job
 
 if TYPE_CHECKING:
     from .main_window import MainWindow
@@ -20,6 +26,7 @@ class ChatSwitcher:
     def __init__(self, window: MainWindow) -> None:
         self.window = window
         self.closing = False  # the window is closing: the chat list is no longer refreshed
+        self.creating = False  # a chat is being created (see new_chat)
 
     def connect(self) -> None:
         window, chat = self.window, self.window.chat
@@ -29,8 +36,7 @@ class ChatSwitcher:
         chat_list = window.chat_list
         chat_list.chat_selected.connect(self.open_chat)
         chat_list.new_requested.connect(self.new_chat)
-        chat_list.rename_requested.connect(lambda chat_id, title: (window.store.rename_chat(chat_id, title),
-                                                                   self.refresh_chats()))
+        chat_list.rename_requested.connect(self.rename_chat)
         chat_list.delete_requested.connect(self.delete_chat)
         chat_list.search_changed.connect(self.search)
         chat_list.hit_selected.connect(self.open_hit)
@@ -49,22 +55,46 @@ class ChatSwitcher:
         if window.chat.session is None and chats:
             self.open_chat(chats[0].id)
 
-    def new_chat(self, title: str = NEW_CHAT_TITLE) -> str:
-        chat_id = self.window.store.create_chat(title)
-        self.refresh_chats()
-        self.open_chat(chat_id)
-        self.window.composer.edit.setFocus()
-        return chat_id
+    def new_chat(self, title: str = NEW_CHAT_TITLE, then: Callable[[str], Any] | None = None) -> Job:
+        """Create a chat and open it; `then(chat_id)` once it is open. `creating` is true until the store answers."""
+        window = self.window
+
+        def created(chat_id: str) -> None:
+            self.refresh_chats()
+            self.open_chat(chat_id)
+            window.composer.edit.setFocus()
+            if then is not None:
+                then(chat_id)
+
+        self.creating = True
+        window.status.tell("Creating the chat…")
+        job = window.chat.store_calls.write("create the chat", lambda store: store.create_chat(title), created)
+        job.finished.connect(lambda: setattr(self, "creating", False))
+        return job
+
+    def rename_chat(self, chat_id: str, title: str) -> None:
+        self.window.chat.store_calls.write("rename the chat", lambda store: store.rename_chat(chat_id, title),
+                                           lambda _none: self.refresh_chats())
 
     def delete_chat(self, chat_id: str) -> None:
         window = self.window
-        window.store.delete_chat(chat_id)
-        if window.chat.is_open(chat_id):
-            self.close_chat()
-            window.conversation.conversation.set_rows([])
-        self.refresh_chats()
-        window.status.offer_undo("Chat deleted.", "Undo delete", lambda: (
-            window.store.restore_chat(chat_id), self.refresh_chats(), self.open_chat(chat_id)))
+
+        def deleted(_none: None) -> None:
+            if window.chat.is_open(chat_id):
+                self.close_chat()
+                window.conversation.conversation.set_rows([])
+                # The next chat is opened here, before the undo is offered: opening a chat withdraws the offer.
+                others = [chat.id for chat in window.chat_list.chats if chat.id != chat_id]
+                if others:
+                    self.open_chat(others[0])
+            self.refresh_chats()
+            window.status.offer_undo("Chat deleted.", "Undo delete", lambda: self.restore_chat(chat_id))
+
+        window.chat.store_calls.write("delete the chat", lambda store: store.delete_chat(chat_id), deleted)
+
+    def restore_chat(self, chat_id: str) -> None:
+        self.window.chat.store_calls.write("restore the chat", lambda store: store.restore_chat(chat_id),
+                                           lambda _none: (self.refresh_chats(), self.open_chat(chat_id)))
 
     def open_chat(self, chat_id: str) -> None:
         window = self.window
@@ -98,8 +128,7 @@ class ChatSwitcher:
         window = self.window
         chat = next((c for c in window.chat_list.chats if c.id == window.chat.session.chat_id), None)
         if chat is not None and chat.title == NEW_CHAT_TITLE and window.conversation.conversation.rowCount() == 0:
-            window.store.rename_chat(chat.id, title_from(text))
-            self.refresh_chats()
+            self.rename_chat(chat.id, title_from(text))
 
     def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
         conversation = self.window.conversation

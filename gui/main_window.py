@@ -208,7 +208,7 @@ class MainWindow(QMainWindow):
     def open_chat(self, chat_id: str) -> None:
         self.chats.open_chat(chat_id)
 
-    def new_chat(self, title: str = NEW_CHAT_TITLE) -> str:
+    def new_chat(self, title: str = NEW_CHAT_TITLE) -> Job:
         return self.chats.new_chat(title)
 
     def refresh_chats(self) -> None:

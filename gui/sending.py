@@ -55,8 +55,10 @@ class Sender:
     def submit(self, text: str) -> None:
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
         created, titled from the text."""
-        if self.chat.session is None:
-            self.window.chats.new_chat(title_from(text))
+        if self.chat.session is None:  # sent once the chat is made; if it cannot be, the text stays in the composer
+            if not self.window.chats.creating:
+                self.window.chats.new_chat(title_from(text), then=lambda _chat_id: self.submit(text))
+            return
         if text.strip() == "/":  # nothing after the slash: nothing to run, and nothing left behind to prefix the next
             self.clear_composer()
             self.composer.set_hint(f"Type a command after the slash: {slash.short_help()}")
@@ -241,7 +243,9 @@ class Sender:
 
     def attach_files(self, paths: list[str]) -> None:
         if self.chat.session is None:
-            self.window.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)))
+            self.window.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)),
+                                       then=lambda _chat_id: self.attach_files(paths))
+            return
 
         def read(_job: Job) -> tuple[Message, ...]:
             return tuple(message for path in paths for message in tools.read_file_messages(path))

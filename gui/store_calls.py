@@ -36,8 +36,7 @@ class StoreCalls(QObject):
         job = self.writes.submit(label, lambda _job: fn(store))
         if done is not None:
             job.succeeded.connect(done)
-        job.failed.connect(failed if failed is not None else lambda error: self.failed.emit(f"Could not {label}: "
-                                                                                             f"{error}"))
+        job.failed.connect(failed if failed is not None else lambda error: self.failed.emit(_failure(label, error)))
         return job
 
     def newest(self, topic: str, fn: Callable[[Store], Any], done: Callable[[Any], Any]) -> Job:
@@ -56,7 +55,7 @@ class StoreCalls(QObject):
         job = self.reads.submit(topic, start)
         self._newest[topic] = job
         job.succeeded.connect(deliver)
-        job.failed.connect(lambda error: self.failed.emit(f"Could not {topic}: {error}"))
+        job.failed.connect(lambda error: self.failed.emit(_failure(topic, error)))
         return job
 
     def forget(self, topic: str) -> None:
@@ -74,3 +73,9 @@ class StoreCalls(QObject):
 
     def wait(self, msecs: int) -> bool:
         return self.reads.wait(msecs) and self.writes.wait(msecs)
+
+
+def _failure(what: str, error: str) -> str:
+    """'Could not rename the chat: …', said once: the store's own errors already begin 'could not rename the chat'."""
+    said = error if error.startswith("could not ") else f"could not {what}: {error}"
+    return said[0].upper() + said[1:]

@@ -58,8 +58,9 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
 
 def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbot, make_window, store, tmp_path):
     window = make_window()
-    chat_id = window.new_chat()
+    window.new_chat()
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    chat_id = window.chat.session.chat_id
     assert window.windowTitle() == "New chat — Precis"
     window.submit(f"/grep needle {tmp_path}")
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=20_000)

@@ -388,7 +388,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     assert len(store.load_records(chat_id)) == 1
 
 
-def test_the_menus_and_shortcuts_are_the_command_registry(make_window):
+def test_the_menus_and_shortcuts_are_the_command_registry(qtbot, make_window):
     window = make_window()
     assert set(window.handlers) == set(commands.REGISTRY)
     menus = {action.text().lstrip("&"): action.menu() for action in window.menuBar().actions()}
@@ -398,6 +398,7 @@ def test_the_menus_and_shortcuts_are_the_command_registry(make_window):
     for command in commands.REGISTRY.values():
         if command.shortcut:
             assert window.actions[command.name].shortcut().toString() == command.shortcut
-    window.submit("/help")
+    window.submit("/help")  # with no chat open, run once the chat for it is made (off the window's thread)
+    qtbot.waitUntil(lambda: bool(window.findChildren(QDialog)), timeout=20_000)
     dialog = window.findChildren(QDialog)[-1]
     assert dialog.windowTitle() == "Commands" and "/summarize [instructions]" in dialog.findChild(QTextEdit).toPlainText()

@@ -1,0 +1,137 @@
+"""Creating, renaming and deleting chats are store writes made off the window's thread: in a store that cannot be
+written (read-only, or locked by another program) the window keeps running, says why in the status bar, and shows
+the chats as they still are."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from precis.core.storage import database
+from precis.core.storage.store import DB_NAME, Store, open_store
+from precis.gui.chat_list import ChatIdRole
+from PySide6.QtCore import Qt
+
+from tests.gui.test_freezes import Heartbeat
+from tests.gui.test_window import idle
+
+
+def listed(window) -> dict[str, str]:
+    """{chat id: title} as the chat list shows them."""
+    rows = window.chat_list.list
+    return {rows.item(i).data(ChatIdRole): rows.item(i).toolTip() for i in range(rows.count())
+            if rows.item(i).data(ChatIdRole)}
+
+
+@pytest.fixture
+def read_only_store(tmp_path):
+    """The store as Precis opens one it may not write (a read-only file or folder): SQLite's read-only URI mode.
+    Made this way because the tests run as root, for whom chmod makes nothing read-only."""
+    folder = tmp_path / "read-only"
+    with open_store(folder) as writable:
+        chat_id = writable.create_chat("Trip to Lisbon")
+    store = Store(folder / DB_NAME, read_only=True)
+    yield store, chat_id
+    store.close()
+
+
+def test_new_chat_rename_and_delete_in_a_read_only_store_say_why_and_change_nothing(qtbot, read_only_store,
+                                                                                       make_window):
+    store, chat_id = read_only_store
+    window = make_window(on_store=store)
+    assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
+
+    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+        window.chat_list.new_button.click()
+    assert failure.args[0].startswith("Could not create the chat: ") and "read-only" in failure.args[0]
+    assert window.statusBar().currentMessage().startswith("Could not create the chat: ")
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
+
+    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+        window.chat_list.rename_requested.emit(chat_id, "Porto instead")
+    assert failure.args[0].startswith("Could not rename the chat: ") and "read-only" in failure.args[0]
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    assert listed(window) == {chat_id: "Trip to Lisbon"} and window.windowTitle() == "Trip to Lisbon — Precis"
+
+    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+        window.chat_list.delete_requested.emit(chat_id)
+    assert failure.args[0].startswith("Could not delete the chat: ") and "read-only" in failure.args[0]
+    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
+    assert not window.status.undo.isVisible()  # nothing was deleted, so nothing to undo
+    assert [c.title for c in store.list_chats()] == ["Trip to Lisbon"]
+
+
+def test_sending_with_no_chat_open_in_a_read_only_store_keeps_the_text(qtbot, make_window, tmp_path):
+    folder = tmp_path / "empty"
+    open_store(folder).close()
+    store = Store(folder / DB_NAME, read_only=True)
+    try:
+        window = make_window(on_store=store)
+        window.composer.set_text("What did we decide about the hotel?")
+        with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+            qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+        assert failure.args[0].startswith("Could not create the chat: ")
+        qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)
+        assert window.composer.text() == "What did we decide about the hotel?"  # to send once the store is fixed
+        assert listed(window) == {} and window.chat.session is None
+    finally:
+        window.close()
+        window.chat.finish_background_work()
+        store.close()
+
+
+def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and_says_so(
+        qtbot, make_window, tmp_path, monkeypatch):
+    # SQLite's busy timeout is 30 s; shortened so that the lock outlasts it within the test. The lock itself is real.
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 2_500)
+    folder = tmp_path / "locked"
+    store = open_store(folder)
+    chat_id = store.create_chat("Garden plans")
+    try:
+        window = make_window(on_store=store)
+        assert listed(window) == {chat_id: "Garden plans"}
+        blocker = sqlite3.connect(folder / DB_NAME, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another program writing: it holds the write lock
+        heartbeat = Heartbeat()
+        for ask, what in ((window.chat_list.new_button.click, "create"),
+                          (lambda: window.chat_list.rename_requested.emit(chat_id, "Vegetable garden"), "rename"),
+                          (lambda: window.chat_list.delete_requested.emit(chat_id), "delete")):
+            with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+                ask()
+            assert failure.args[0].startswith(f"Could not {what} the chat: ") and "busy" in failure.args[0]
+            qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)
+            assert listed(window) == {chat_id: "Garden plans"} and window.chat.is_open(chat_id)
+        heartbeat.timer.stop()
+        # Each write waited 2.5 s for the lock; on the window's thread the timer could not have ticked meanwhile.
+        assert len(heartbeat.ticks) > 30 and heartbeat.longest_gap() < 1.25, heartbeat.longest_gap()
+
+        blocker.execute("ROLLBACK")  # the other program is done: the same clicks now work
+        window.chat_list.rename_requested.emit(chat_id, "Vegetable garden")
+        qtbot.waitUntil(lambda: listed(window) == {chat_id: "Vegetable garden"}, timeout=20_000)
+        window.chat_list.new_button.click()
+        qtbot.waitUntil(lambda: len(listed(window)) == 2 and idle(window) and not window.chat.is_open(chat_id),
+                        timeout=20_000)
+        blocker.close()
+    finally:
+        window.close()
+        window.chat.finish_background_work()
+        store.close()
+
+
+def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot, make_window, store):
+    kept = store.create_chat("Kept")
+    doomed = store.create_chat("Doomed")
+    window = make_window()
+    window.open_chat(doomed)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(doomed), timeout=20_000)
+
+    window.chat_list.delete_requested.emit(doomed)  # what the list's "Delete…" sends once the user confirms
+    qtbot.waitUntil(lambda: set(listed(window)) == {kept} and window.status.undo.isVisible(), timeout=20_000)
+    assert window.chat.is_open(kept) and window.status.undo.text() == "Undo delete"  # the next chat opened
+    assert [c.title for c in store.list_chats()] == ["Kept"]
+
+    window.status.undo.click()
+    qtbot.waitUntil(lambda: set(listed(window)) == {kept, doomed} and window.chat.is_open(doomed), timeout=20_000)
+    assert sorted(c.title for c in store.list_chats()) == ["Doomed", "Kept"]
