@@ -7,6 +7,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -349,15 +350,25 @@ def mark_checked(path: Path) -> None:
             partial.unlink(missing_ok=True)
 
 
+def create_database_file(path: Path, mode: int = 0o600) -> None:
+    """Make `path` an empty file with `mode` unless it exists. SQLite would create it 0644 (readable by everyone);
+    its -wal and -shm files take the mode of the database. An existing file keeps the mode it has."""
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode))
+
+
 def migrate(path: Path) -> int:
     """Bring the file to SCHEMA_VERSION, one transaction per step. Returns the version it started at."""
+    create_database_file(path)
     conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         start = conn.execute("PRAGMA user_version").fetchone()[0]
         if 0 < start < SCHEMA_VERSION:
-            # Keep the file as it was before the first migration that touches real data.
-            conn.execute("VACUUM INTO ?", (str(path.with_name(f"{path.name}.v{start}-backup")),))
+            # Keep the file as it was before the first migration that touches real data (as private as it is).
+            backup = path.with_name(f"{path.name}.v{start}-backup")
+            create_database_file(backup, stat.S_IMODE(path.stat().st_mode))
+            conn.execute("VACUUM INTO ?", (str(backup),))
         for version, statements in MIGRATIONS:
             if version <= start:
                 continue

@@ -21,5 +21,7 @@ def data_dir(override: str | os.PathLike[str] | None = None) -> Path:
         path = Path(user_data_dir("precis", appauthor=False))
     # Absolute from here on: SQLite URIs need one, and a later chdir must not move the store.
     path = path.expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    # Yours alone when Precis makes it (the chats in it are kept as written, keys pasted into them too); a folder
+    # that is already there keeps the mode it has.
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path

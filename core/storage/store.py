@@ -52,6 +52,7 @@ from .database import (  # the Store's API names them too
     SummaryRow,
     WriteSession,
     check_existing,
+    create_database_file,
     file_identity,
     make_engine,
     mark_checked,
@@ -180,6 +181,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         """A copy of this store, as committed now (what is still in its WAL included), opened in `folder`: work
         done on the copy (a screenshot opening a chat, which may summarize it) leaves this store as it was."""
         path = Path(folder) / DB_NAME
+        create_database_file(path)
         target = sqlite3.connect(path)
         try:
             with self.engine.connect() as conn:

@@ -90,6 +90,7 @@ def test_populated_version_1_database_is_migrated_keeping_everything(tmp_path):
                  "'active', 3.0, 1)", (record.id, record.model_dump_json()))
     conn.commit()
     conn.close()
+    db.chmod(0o640)  # the user's choice: the backup of the old file is no more readable than the file
 
     with open_store(tmp_path) as store:
         chat = store.get_chat("chat1")
@@ -106,7 +107,7 @@ def test_populated_version_1_database_is_migrated_keeping_everything(tmp_path):
         store.set_draft("chat1", "half a thought")
         assert store.get_draft("chat1") == "half a thought"
     assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    assert (tmp_path / f"{DB_NAME}.v1-backup").exists()
+    assert (tmp_path / f"{DB_NAME}.v1-backup").stat().st_mode & 0o777 == 0o640
 
 
 def test_database_from_a_newer_precis_is_refused_and_left_untouched(tmp_path):
