@@ -60,6 +60,8 @@ class ChatSwitcher:
         window = self.window
 
         def created(chat_id: str) -> None:
+            if self.closing:  # the window closed while the store answered: nothing to open it in
+                return
             self.refresh_chats()
             self.open_chat(chat_id)
             window.composer.edit.setFocus()
@@ -80,6 +82,8 @@ class ChatSwitcher:
         window = self.window
 
         def deleted(_none: None) -> None:
+            if self.closing:
+                return
             if window.chat.is_open(chat_id):
                 self.close_chat()
                 window.conversation.conversation.set_rows([])
@@ -94,7 +98,8 @@ class ChatSwitcher:
 
     def restore_chat(self, chat_id: str) -> None:
         self.window.chat.store_calls.write("restore the chat", lambda store: store.restore_chat(chat_id),
-                                           lambda _none: (self.refresh_chats(), self.open_chat(chat_id)))
+                                           lambda _none: self.closing or (self.refresh_chats(),
+                                                                          self.open_chat(chat_id)))
 
     def open_chat(self, chat_id: str) -> None:
         window = self.window
