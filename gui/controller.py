@@ -234,8 +234,10 @@ class ChatController(QObject):
         session = self.session
 
         def add(messages: tuple[Message, ...]) -> None:
-            if self.session is not session:
-                self.store.add_messages(session.chat_id, list(messages))
+            if self.session is not session:  # another chat is open: saved to its own chat, off the window's thread
+                chat_id = session.chat_id
+                self.store_calls.write("save the tool output",
+                                       lambda store: store.add_messages(chat_id, list(messages)))
                 return
             loading = self.snapshot is None  # shown once saved, as a message sent while loading
             done(messages)

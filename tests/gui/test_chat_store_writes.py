@@ -135,3 +135,21 @@ def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot
     window.status.undo.click()
     qtbot.waitUntil(lambda: set(listed(window)) == {kept, doomed} and window.chat.is_open(doomed), timeout=20_000)
     assert sorted(c.title for c in store.list_chats()) == ["Doomed", "Kept"]
+
+
+def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot, make_window, store):
+    started_in = store.create_chat("Build logs")
+    other = store.create_chat("Recipes")
+    window = make_window()
+    window.open_chat(started_in)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(started_in), timeout=20_000)
+
+    window.submit("/run echo started; sleep 30")
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
+    window.open_chat(other)  # closing the chat stops its tool; the result arrives once the other chat is open
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(other) and len(store.load_messages(started_in)) == 2,
+                    timeout=20_000)
+    call, result = store.load_messages(started_in)
+    assert call.tool_calls[0].arguments == {"command": "echo started; sleep 30"}
+    assert result.tool_call_id == call.tool_calls[0].id and result.content.endswith("[cancelled]")
+    assert store.load_messages(other) == [] and window.chat.snapshot.messages == []
