@@ -223,7 +223,7 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
     frequency = Counter(w for s in sentences if s.count == 1 for w in content_words(s.text) - addressed)
     total = max(len(sentences), 1)
     for s in sentences:
-        if s.count > 1 or s.decided:  # a repeated message is kept once, with its count, before anything else
+        if s.count > 1 or s.decided:  # a repeated message is kept once, with its count, first; then decisions
             s.score = 1e6 if s.count > 1 else DECIDED
             continue
         words = [w for w in WORD.findall(s.text) if w.lower() not in addressed]
@@ -462,8 +462,9 @@ def digest_room(messages: list[Message], count_tokens: Callable[[str], int]) -> 
 
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
                         date: str = "", decisions: Iterable[str] = ()) -> tuple[str, list[str]]:
-    """(digest text within max_tokens, its lines as key points). Sentences are kept whole or not at all; `date` is
-    the session's where the stretch starts (its marker was before the stretch). The sentences that state one of
+    """(digest text within max_tokens, its kept messages as key points: a line of the text may join several of one
+    speaker's). Sentences are kept whole or not at all; `date` is the session's where the stretch starts (its marker
+    was before the stretch). The sentences that state one of
     `decisions` (the rules' "Chose: ...", read from the same messages) are kept first, on their speaker's line like
     any other: a decision is said by someone, once."""
     sentences = sentences_of(messages, day_of(date))
