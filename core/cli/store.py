@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import datetime
 
@@ -12,6 +11,7 @@ from ..context.budget import over_budget
 from ..storage.chats import restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
+from ..storage.message_table import search_words
 from ..storage.store import ChatNotFound, MessageNotFound, StoreError, open_store
 from .group import cli, data_dir_option
 
@@ -149,7 +149,7 @@ def context(chat: str, data_dir: str | None) -> int:
 @data_dir_option
 def search(text: str, limit: int, data_dir: str | None) -> int:
     """Search messages of all chats, archived ones included."""
-    if not re.search(r"\w", text):  # the words searched for, as the store finds them: none to look for
+    if not search_words(text):
         return _fail("search", f"no word to search for in {text!r}", BAD_INPUT)
     try:
         with open_store(data_dir) as store:

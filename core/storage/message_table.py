@@ -62,11 +62,15 @@ def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None,
                    created_at=created_at, pinned=bool(pinned), incomplete=bool(incomplete))
 
 
+def search_words(text_: str) -> list[str]:
+    """The words `search` looks for in what the user typed (none: nothing to search for)."""
+    return re.findall(r"\w+", text_)
+
+
 def _fts_query(text_: str) -> str:
     """Every word as a quoted prefix ("kickbox" finds "kickboxing"), so punctuation in what the user typed is never
     FTS syntax."""
-    words = re.findall(r"\w+", text_)
-    return " ".join('"' + w.replace('"', '""') + '"*' for w in words)
+    return " ".join('"' + w.replace('"', '""') + '"*' for w in search_words(text_))
 
 
 # Rows are inserted this many at a time (all in the caller's one transaction), so importing 100,000 messages never
