@@ -135,8 +135,7 @@ def without_hedges(text: str) -> str:
     for n, match in enumerate(found):
         word = match.group(0)
         bare = word.lower().replace("’", "'")
-        kept = [found[k].group(0) for k in range(n) if k not in drop]
-        before = kept[-1].lower().replace("’", "'") if kept else ""
+        before = next((found[k].group(0) for k in range(n - 1, -1, -1) if k not in drop), "").lower().replace("’", "'")
         after = found[n + 1].group(0).lower().rstrip(",.!?;:") if n + 1 < len(found) else ""
         if (n in drop or not bare.isalpha() or not after[:1].isalpha() or not (word.islower() or match.start() == 0)
                 or before in NEGATIONS or before.endswith("n't")):
