@@ -23,6 +23,14 @@ def listed(window) -> dict[str, str]:
             if rows.item(i).data(ChatIdRole)}
 
 
+def window_open_at(qtbot, make_window, chat_id: str):
+    """A window with this chat open and nothing under way."""
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(chat_id), timeout=20_000)
+    return window
+
+
 @pytest.fixture
 def read_only_store(tmp_path):
     """The store as Precis opens one it may not write (a read-only file or folder): SQLite's read-only URI mode.
@@ -123,9 +131,7 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
 def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot, make_window, store):
     kept = store.create_chat("Kept")
     doomed = store.create_chat("Doomed")
-    window = make_window()
-    window.open_chat(doomed)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(doomed), timeout=20_000)
+    window = window_open_at(qtbot, make_window, doomed)
 
     window.chat_list.delete_requested.emit(doomed)  # what the list's "Delete…" sends once the user confirms
     qtbot.waitUntil(lambda: set(listed(window)) == {kept} and window.status.undo.isVisible(), timeout=20_000)
@@ -140,9 +146,7 @@ def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot
 def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot, make_window, store):
     started_in = store.create_chat("Build logs")
     other = store.create_chat("Recipes")
-    window = make_window()
-    window.open_chat(started_in)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(started_in), timeout=20_000)
+    window = window_open_at(qtbot, make_window, started_in)
 
     window.submit("/run echo started; sleep 30")
     qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
