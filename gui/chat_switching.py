@@ -26,7 +26,12 @@ class ChatSwitcher:
     def __init__(self, window: MainWindow) -> None:
         self.window = window
         self.closing = False  # the window is closing: the chat list is no longer refreshed
-        self.creating = False  # a chat is being created (see new_chat)
+        self.creation: Job | None = None  # the store call creating a chat, until it answers (see new_chat)
+        self.waiting_for_creation: list[Callable[[str], Any]] = []
+
+    @property
+    def creating(self) -> bool:
+        return self.creation is not None
 
     def connect(self) -> None:
         window, chat = self.window, self.window.chat
@@ -56,23 +61,33 @@ class ChatSwitcher:
             self.open_chat(chats[0].id)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE, then: Callable[[str], Any] | None = None) -> Job:
-        """Create a chat and open it; `then(chat_id)` once it is open. `creating` is true until the store answers."""
+        """Create a chat and open it; `then(chat_id)` once it is open. While one is being created, a second request
+        (files dropped twice, New chat clicked twice) waits for that chat instead of making another."""
         window = self.window
+        if then is not None:
+            self.waiting_for_creation.append(then)
+        if self.creation is not None:
+            return self.creation
 
         def created(chat_id: str) -> None:
+            waiting, self.waiting_for_creation = self.waiting_for_creation, []
             if self.closing:  # the window closed while the store answered: nothing to open it in
                 return
             self.refresh_chats()
             self.open_chat(chat_id)
             window.composer.edit.setFocus()
-            if then is not None:
-                then(chat_id)
+            for then_ in waiting:
+                then_(chat_id)
 
-        self.creating = True
+        def ended() -> None:  # after created, or after a failure: then what waited stays undone (text kept)
+            self.creation = None
+            self.waiting_for_creation.clear()
+
         window.status.tell("Creating the chat…")
-        job = window.chat.store_calls.write("create the chat", lambda store: store.create_chat(title), created)
-        job.finished.connect(lambda: setattr(self, "creating", False))
-        return job
+        self.creation = window.chat.store_calls.write("create the chat", lambda store: store.create_chat(title),
+                                                      created)
+        self.creation.finished.connect(ended)
+        return self.creation
 
     def rename_chat(self, chat_id: str, title: str) -> None:
         self.window.chat.store_calls.write("rename the chat", lambda store: store.rename_chat(chat_id, title),

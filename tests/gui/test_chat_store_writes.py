@@ -157,3 +157,20 @@ def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot,
     assert call.tool_calls[0].arguments == {"command": "echo started; sleep 30"}
     assert result.tool_call_id == call.tool_calls[0].id and result.content.endswith("[cancelled]")
     assert store.load_messages(other) == [] and window.chat.snapshot.messages == []
+
+
+def test_files_dropped_twice_with_no_chat_open_go_to_one_new_chat(qtbot, make_window, store, tmp_path):
+    notes, plan = tmp_path / "notes.txt", tmp_path / "plan.txt"
+    notes.write_text("alpha\n")
+    plan.write_text("beta\n")
+    window = make_window()
+    assert window.chat.session is None and store.list_chats() == []
+
+    window.sending.attach_files([str(notes)])
+    window.sending.attach_files([str(plan)])  # before the store has made the first drop's chat
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot is not None
+                    and len(window.chat.snapshot.messages) == 4, timeout=20_000)
+    chats = store.list_chats()
+    assert len(chats) == 1
+    results = [m.content for m in store.load_messages(chats[0].id) if m.role == "tool"]
+    assert sorted(results) == ["alpha\n", "beta\n"]
