@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import re
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -56,10 +57,12 @@ MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at
 
 def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
                       name: str | None, created_at: float, pinned: int, incomplete: int) -> Message:
-    calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"])
+    # Interned: a long chat's roles and tool names are a handful of strings, not one copy per message.
+    calls = tuple(ToolCall(id=c["id"], name=sys.intern(c["name"]), arguments=c["arguments"])
                   for c in json.loads(tool_calls)) if tool_calls else ()
-    return Message(role=role, content=content, tool_calls=calls, tool_call_id=tool_call_id, name=name, id=id_,
-                   created_at=created_at, pinned=bool(pinned), incomplete=bool(incomplete))
+    return Message(role=sys.intern(role), content=content, tool_calls=calls, tool_call_id=tool_call_id,
+                   name=sys.intern(name) if name else name, id=id_, created_at=created_at, pinned=bool(pinned),
+                   incomplete=bool(incomplete))
 
 
 def search_words(text_: str) -> list[str]:

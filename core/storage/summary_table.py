@@ -31,10 +31,12 @@ class SummaryTable:
     def _upsert_record(self, session: Session, chat_id: str, record: SummaryRecord) -> None:
         values = {"id": record.id, "chat_id": chat_id, "record": record.model_dump_json(), "status": record.status,
                   "created_at": record.created_at, "parent_id": record.parent_id, "depth": record.depth}
-        stmt = sqlite_insert(SummaryRow).values(**values)
+        # Values given at execution, not in the statement: SQLAlchemy's statement cache would keep the last
+        # record's JSON (one entry per covered message) alive for as long as the store is open.
+        stmt = sqlite_insert(SummaryRow)
         session.execute(stmt.on_conflict_do_update(
             index_elements=["chat_id", "id"],
-            set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}))
+            set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}), values)
 
     def save_summary_state(self, chat_id: str, records: Iterable[SummaryRecord],
                            archived_by: Mapping[str, str | None]) -> None:
