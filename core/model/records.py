@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
-from pydantic import BaseModel, Field, field_serializer, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from .messages import new_id
 
@@ -54,9 +54,10 @@ class Facets(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict)
 
 
-class CoveredMessage(NamedTuple):
-    """A covered message and the fingerprint of its original. A tuple, not a model: a record of a long chat holds
-    one per message (a pydantic object each was 40 MB at 100,000); stored as {"id", "sha256"} all the same."""
+@dataclass(frozen=True, slots=True)
+class CoveredMessage:
+    """A covered message and the fingerprint of its original. Slotted, not a model: a record of a long chat holds
+    one per message (a pydantic object each was 40 MB at 100,000)."""
 
     id: str
     sha256: str
@@ -155,10 +156,6 @@ class SummaryRecord(BaseModel):
     duration_ms: float = 0.0
     status: RecordStatus = "active"
     retention: Retention | None = None
-
-    @field_serializer("covered")
-    def _covered_as_objects(self, covered: list[CoveredMessage]) -> list[dict[str, str]]:
-        return [c._asdict() for c in covered]
 
     @model_validator(mode="after")
     def _rules_wrote_it(self) -> SummaryRecord:
