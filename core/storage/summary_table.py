@@ -34,7 +34,7 @@ class SummaryTable:
         # Values given at execution, not in the statement: SQLAlchemy's statement cache would keep the last
         # record's JSON (one entry per covered message) alive for as long as the store is open.
         stmt = sqlite_insert(SummaryRow)
-        session.execute(stmt.on_conflict_do_update(
+        session.connection().execute(stmt.on_conflict_do_update(
             index_elements=["chat_id", "id"],
             set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}), values)
 
