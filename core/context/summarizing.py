@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from ..model.messages import Message
@@ -65,12 +65,8 @@ class EngineEvent:
     depth: int
     tokens_before: int
     tokens_after: int
-    ratio: float
     mode: str
-    duration_ms: float
     fallback_used: bool
-    # Records whose status this event changed besides `record` (merged children, restored children).
-    affected: list[SummaryRecord] = field(default_factory=list)
 
 
 class Summarization:
@@ -317,8 +313,7 @@ class Summarization:
                  record.tokens_before, record.tokens_after, record.mode,
                  " (fallback: rules)" if record.fallback_used else "")
         self._emit(EngineEvent("summarized", record, reason, record.depth, record.tokens_before,
-                               record.tokens_after, before.ratio, record.mode, record.duration_ms,
-                               record.fallback_used))
+                               record.tokens_after, record.mode, record.fallback_used))
         return record
 
     def _facts_of(self, record: SummaryRecord) -> TrailFacts:
@@ -370,7 +365,7 @@ class Summarization:
         # The merged record now heads the chain: every depth and header changes.
         self.archive.renumber(new_texts=True)
         self._emit(EngineEvent("merged", record, record.trigger, record.depth, before.total, after.total,
-                               before.ratio, record.mode, record.duration_ms, False, affected=children))
+                               record.mode, False))
         return record
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str],
@@ -417,7 +412,6 @@ class Summarization:
         if not active:
             raise NothingToUndo("there is no summary to undo")
         record = active[-1]
-        started = time.perf_counter()
         before = self.meter.usage(recall=False)
         for covered in record.covered:
             position = archive.position.get(covered.id)
@@ -438,9 +432,8 @@ class Summarization:
         archive.renumber()
         after = self.meter.usage(recall=False)
         self.armed = after.ratio < self.setup.policy.reset_ratio
-        duration = round((time.perf_counter() - started) * 1000, 2)
-        self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, before.ratio,
-                               record.mode, duration, record.fallback_used, affected=children))
+        self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, record.mode,
+                               record.fallback_used))
         return record
 
     # ----- events -------------------------------------------------------------------------------------------
