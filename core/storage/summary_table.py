@@ -53,26 +53,6 @@ class SummaryTable:
                     [{"mid": mid, "rid": rid} for mid, rid in archived_by.items()])
             session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(updated_at=time.time()))
 
-    def save_summary(self, chat_id: str, record: SummaryRecord, archived_message_ids: Iterable[str],
-                     merged: Iterable[SummaryRecord] = ()) -> None:
-        """A new summary that archived these messages; `merged` are earlier records it folded in (now merged),
-        whose messages it takes over."""
-        merged = list(merged)
-        archived = {mid: record.id for mid in archived_message_ids}
-        if merged:
-            previous = {r.id for r in merged}
-            with self._read() as session:
-                rows = session.execute(select(MessageRow.id).where(MessageRow.chat_id == chat_id,
-                                                                   MessageRow.archived_by.in_(previous)))
-                archived.update({mid: record.id for (mid,) in rows})
-        self.save_summary_state(chat_id, [record, *merged], archived)
-
-    def apply_undo(self, chat_id: str, record: SummaryRecord, archived_by: Mapping[str, str | None],
-                   restored: Iterable[SummaryRecord] = ()) -> None:
-        """Undo a summary: its record (status undone), records it had merged (active again) and the archive
-        marks of the messages it released, in one transaction."""
-        self.save_summary_state(chat_id, [record, *restored], archived_by)
-
     def load_records(self, chat_id: str) -> list[SummaryRecord]:
         """Every summary record of the chat, any status, oldest first."""
         with self._read() as session:

@@ -64,7 +64,7 @@ def test_the_record_says_which_model_wrote_it_after_a_round_trip_through_sqlite(
         covered = store.load_messages(chat)[:4]
         by_model = SummaryRecord(mode="hybrid", text="The user asked about caches.", written_by="local: SmolLM2-135M-Instruct",
                                  covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered])
-        store.save_summary(chat, by_model, [m.id for m in covered])
+        store.save_summary_state(chat, [by_model], {m.id: by_model.id for m in covered})
     with open_store(data) as store:
         [loaded] = store.load_records(chat)
     assert loaded.written_by == "local: SmolLM2-135M-Instruct"
@@ -89,7 +89,7 @@ def test_history_and_context_say_why_a_summary_fell_back_to_the_rules(tmp_path, 
         fell_back = SummaryRecord(mode="rule", text="Summary of 4 messages", fallback_used=True,
                                   fallback_reason="the model took longer than 6 s, the summary's time limit",
                                   covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in covered])
-        store.save_summary(chat, fell_back, [m.id for m in covered])
+        store.save_summary_state(chat, [fell_back], {m.id: fell_back.id for m in covered})
     why = "fell back to rules: the model took longer than 6 s, the summary's time limit"
     assert main(["--data-dir", str(data), "history", "cache work"]) == 0
     assert f"rule ({why}), written by rules" in capsys.readouterr().out

@@ -38,7 +38,7 @@ for n in range(3):
     batch = messages[n * 100:(n + 1) * 100]
     record = SummaryRecord(text=f"summary {n}", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in batch])
     pause["on"] = n == 2
-    store.save_summary(chat, record, [m.id for m in batch])
+    store.save_summary_state(chat, [record], {m.id: record.id for m in batch})
     print("saved", n, flush=True)
 """
 

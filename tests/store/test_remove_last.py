@@ -32,7 +32,7 @@ def test_an_archived_message_is_never_removed(tmp_path):
         chat = store.create_chat("c")
         store.add_message(chat, message)
         record = SummaryRecord(text="s", covered=[CoveredMessage(id=message.id, sha256=message.sha256())])
-        store.save_summary(chat, record, [message.id])
+        store.save_summary_state(chat, [record], {message.id: record.id})
         with pytest.raises(MessageNotFound, match="archived"):
             store.remove_last_message(chat, message.id)
         assert store.load_messages(chat) == [message]

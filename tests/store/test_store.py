@@ -293,19 +293,19 @@ def test_summary_and_undo_persist_records_and_archive_marks(tmp_path):
         chat = store.create_chat("c")
         store.add_messages(chat, msgs)
         first = SummaryRecord(text="s1", covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in msgs[:2]])
-        store.save_summary(chat, first, [m.id for m in msgs[:2]])
+        store.save_summary_state(chat, [first], {m.id: first.id for m in msgs[:2]})
         second = SummaryRecord(text="s2", depth=2, parent_id=first.id,
                                covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in msgs[2:4]])
-        store.save_summary(chat, second, [m.id for m in msgs[2:4]])
+        store.save_summary_state(chat, [second], {m.id: second.id for m in msgs[2:4]})
         merged = SummaryRecord(text="s1+s2", merged_ids=[first.id, second.id])
         first.status = second.status = "merged"
-        store.save_summary(chat, merged, [], merged=[first, second])
+        store.save_summary_state(chat, [merged, first, second], {m.id: merged.id for m in msgs[:4]})
         assert store.archived_by(chat) == {m.id: merged.id for m in msgs[:4]}
         # Undo the merge: the merged records come back and take their messages again.
         merged.status = "undone"
         first.status = second.status = "active"
-        store.apply_undo(chat, merged, {**{m.id: first.id for m in msgs[:2]}, **{m.id: second.id for m in msgs[2:4]}},
-                         restored=[first, second])
+        store.save_summary_state(chat, [merged, first, second],
+                                 {**{m.id: first.id for m in msgs[:2]}, **{m.id: second.id for m in msgs[2:4]}})
     with open_store(tmp_path) as store:
         assert [(r.id, r.status) for r in store.load_records(chat)] == [
             (first.id, "active"), (second.id, "active"), (merged.id, "undone")]
