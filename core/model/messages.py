@@ -57,10 +57,3 @@ class Message:
 
     def with_changes(self, **changes: Any) -> Message:
         return replace(self, **changes)
-
-
-def tool_name_of(message: Message) -> str | None:
-    """The tool a message calls or answers, if any."""
-    if message.tool_calls:
-        return message.tool_calls[0].name
-    return message.name if message.role == "tool" else None

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall, new_id
@@ -20,7 +20,6 @@ from ..model.tokens import TokenCounter
 from .interchange import NESTED_TOO_DEEP, TranscriptError, pair_tool_results, parse_jsonl_line, read_interchange_chat
 from .store import Store
 
-Format = Literal["auto", "jsonl", "openai", "claude-code"]
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
 
 CLAUDE_CODE_COMPACTION_PREFIX = "This session is being continued from a previous conversation"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from precis.core.cli.main import main
-from precis.core.model.messages import Message, tool_name_of
+from precis.core.model.messages import Message
 from precis.core.storage.exporters import export_jsonl, export_markdown, export_openai, write_export
 from precis.core.storage.importers import ImportFailed, detect_format, import_file, parse_file
 from precis.core.storage.interchange import read_transcript
@@ -19,7 +19,7 @@ from tests.conftest import CLAUDE_CODE_RAW, TRANSCRIPTS
 def shape(messages: list[Message]) -> list[tuple]:
     """What a round trip must keep: role, content, tool name and arguments, and which call a result answers."""
     calls = {c.id: i for i, m in enumerate(messages) for c in m.tool_calls}
-    return [(m.role, m.content, tool_name_of(m), [c.arguments for c in m.tool_calls],
+    return [(m.role, m.content, m.name if m.role == "tool" else None, [(c.name, c.arguments) for c in m.tool_calls],
              calls.get(m.tool_call_id) if m.role == "tool" else None) for m in messages]
 
 
