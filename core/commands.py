@@ -95,7 +95,8 @@ def menus() -> dict[str, list[Command]]:
 
 
 def completions(prefix: str) -> list[Command]:
-    """The slash commands whose /name starts with what is typed (`/su` -> /summarize), for the composer."""
+    """The slash commands whose /name starts with what is typed (`/su` -> /summarize, `/SU` too): the composer's
+    completion list."""
     typed = prefix.strip().lower().lstrip("/")
     return [command for command in slash_commands() if command.name.startswith(typed)]
 

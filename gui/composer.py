@@ -40,12 +40,13 @@ class ComposerEdit(QPlainTextEdit):
         self.setPlaceholderText("Message…  (Enter to send, Shift+Enter for a new line, / for commands)")
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
-        # Slash-command completion from the command registry, with what each command does.
+        # Slash-command completion from the command registry, with what each command does; which commands match
+        # what is typed is the registry's rule (commands.completions), so the list shows them all, unfiltered.
         self._entries = {completion_entry(command): command for command in commands.slash_commands()}
-        self.completer = QCompleter(QStringListModel(list(self._entries), self), self)
+        self._offered = QStringListModel(self)
+        self.completer = QCompleter(self._offered, self)
         self.completer.setWidget(self)
-        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.completer.setCompletionMode(QCompleter.CompletionMode.PopupCompletion)
+        self.completer.setCompletionMode(QCompleter.CompletionMode.UnfilteredPopupCompletion)
         self.completer.activated[str].connect(self._complete)
 
     def _complete(self, entry: str) -> None:
@@ -60,10 +61,11 @@ class ComposerEdit(QPlainTextEdit):
         if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
             popup.hide()
             return
-        self.completer.setCompletionPrefix(text)
-        if self.completer.completionCount() == 0:
+        offered = commands.completions(text)
+        if not offered:
             popup.hide()
             return
+        self._offered.setStringList([completion_entry(command) for command in offered])
         popup.setCurrentIndex(self.completer.completionModel().index(0, 0))
         rect = self.cursorRect()
         rect.setWidth(min(self.width(), popup.sizeHintForColumn(0) + popup.verticalScrollBar().sizeHint().width()))
