@@ -217,7 +217,7 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
     """Score each sentence by what it tells per token: its words weighed by how rare they are in English and in
     these sentences (a word said once tells more than one said everywhere), with names, numbers, dates, titles
     and the words before likes, plans and possessions counting extra; the speakers' own names (said to each
-    other all the time) count for nothing; questions tell little until they are answered; words the other speaker
+    other all the time) count for nothing; questions tell little (their answers tell); words the other speaker
     just said tell less than new ones (a reaction repeats them, a report brings its own)."""
     addressed = speakers_names(sentences)
     frequency = Counter(w for s in sentences if s.count == 1 for w in content_words(s.text) - addressed)
@@ -393,7 +393,7 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     return out
 
 
-def lines_of(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
+def by_message(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
     """The chosen sentences grouped by the message they were said in, in order."""
     groups: list[list[Sentence]] = []
     for sentence in chosen:
@@ -409,7 +409,7 @@ def speaker_lines(chosen: Iterable[Sentence]) -> list[list[Sentence]]:
     speaker said it on the same day (what the other said between was not kept: naming the speaker once is enough).
     A repeated message keeps its own line with its count."""
     lines: list[list[Sentence]] = []
-    for group in lines_of(chosen):
+    for group in by_message(chosen):
         last = lines[-1][-1] if lines else None
         if last and last.count == 1 and group[0].count == 1 and (last.speaker, last.date) == (group[0].speaker,
                                                                                             group[0].date):
@@ -435,7 +435,7 @@ def render(header: str, chosen: Iterable[Sentence], index: dict[str, list[str]] 
 
 
 def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
-           count_tokens: Callable[[str], int], extra: list[tuple[str, str]] = ()) -> tuple[str, list[Sentence]]:
+           count_tokens: Callable[[str], int], extra: Iterable[tuple[str, str]] = ()) -> tuple[str, list[Sentence]]:
     """The digest of the best sentences in `room` less the index's share, and the index of the rest. What the index
     leaves of its share goes to more sentences (the index is made again of what they leave)."""
     index_room = int(room * MENTION_SHARE)
@@ -463,10 +463,9 @@ def digest_room(messages: list[Message], count_tokens: Callable[[str], int]) -> 
 def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
                         date: str = "", decisions: Iterable[str] = ()) -> tuple[str, list[str]]:
     """(digest text within max_tokens, its kept messages as key points: a line of the text may join several of one
-    speaker's). Sentences are kept whole or not at all; `date` is the session's where the stretch starts (its marker
-    was before the stretch). The sentences that state one of
-    `decisions` (the rules' "Chose: ...", read from the same messages) are kept first, on their speaker's line like
-    any other: a decision is said by someone, once."""
+    speaker's). Sentences are kept (tightened) or not at all; `date` is the session's where the stretch starts (its
+    marker was before the stretch). The sentences that state one of `decisions` (the rules' "Chose: ...", read from
+    the same messages) are kept first, on their speaker's line like any other: a decision is said by someone, once."""
     sentences = sentences_of(messages, day_of(date))
     # A kept sentence may be the decision's sentence with filler cut from it, or a clipped decision's whole one.
     stated = [set(WORD.findall(DECISION_KIND.sub("", d).removesuffix("…").lower())) for d in decisions]
@@ -478,7 +477,7 @@ def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: 
     # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
     text, chosen = fitted(header, sentences, room - count_tokens(header) - 1, max_tokens, count_tokens)
-    return text, [line_of(group).removeprefix("- ") for group in lines_of(chosen)]
+    return text, [line_of(group).removeprefix("- ") for group in by_message(chosen)]
 
 
 LINE = re.compile(r"^- ([^:\n]{1,40}): (.+?)(?: \(×(\d+)\))?$")
@@ -504,6 +503,7 @@ def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens:
 
 
 def line_of(group: list[Sentence]) -> str:
-    """One speaker's kept sentences of one message: "- Caroline: I went ... (×3)"."""
+    """One line of a speaker's kept sentences (of one message, or of several in a row: speaker_lines): "- Caroline:
+    I went ... (×3)"."""
     repeat = f" (×{group[0].count})" if group[0].count > 1 else ""
     return f"- {group[0].speaker}: {' '.join(s.text for s in group)}{repeat}"

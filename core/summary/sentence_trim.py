@@ -43,6 +43,8 @@ CLAUSE = re.compile(r"(\s*(?:[,;]|\s[-–—]+|—|--)\s+|\s+(?:and|but)\s+(?=(?
 # stays whole rather than becoming "Caroline!").
 MIN_KEPT = 3
 NEGATIONS = frozenset("not never no nor nothing none nobody cannot".split())
+# Not digest.WORD, which ranks: a curly apostrophe stays inside a word ("it’s" is one FRAME word) and a number runs
+# to the next space, for counting and testing the words a cut leaves.
 WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d\S*")
 # Intensifiers and hedges that can stand anywhere between words.
 HEDGES = frozenset("really actually totally truly absolutely definitely literally basically super".split())
@@ -71,6 +73,7 @@ def tightened(sentence: str) -> str:
 
 
 def trimmed_once(sentence: str) -> str:
+    """One pass of every cut, in order: emoji and tags, interjections, openers, praising clauses, hedges."""
     text = TAG.sub(".", re.sub(r"\s+([,.!?;:])", r"\1", " ".join(EMOJI.sub(" ", sentence).split())))
     text = without_interjections(text)
     while (opened := OPENER.sub("", text)) != text and WORD.search(opened):
