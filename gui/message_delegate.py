@@ -28,6 +28,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
 
+from ..core.storage.message_table import search_words
 from . import theme
 from .conversation_model import Row, RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
@@ -62,8 +63,8 @@ ACTION_TIPS = {
 STREAM_RELAYOUT_MS = 250
 
 def search_pattern(text: str) -> re.Pattern[str] | None:
-    """What a search highlights: every word that starts with one of the searched words (as the store matches)."""
-    words = re.findall(r"\w+", text)
+    """What a search highlights: every word that starts with one of the words the store searched for."""
+    words = search_words(text)
     if not words:
         return None
     return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
