@@ -117,9 +117,9 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
-def _summary_md(record: SummaryRecord) -> str:
+def _summary_md(record: SummaryRecord, covered: int) -> str:
     state = "" if record.status == "active" else f", {record.status}"
-    head = (f"> **Summary** (depth {record.depth}, {len(record.covered)} messages, {record.mode}, "
+    head = (f"> **Summary** (depth {record.depth}, {covered} messages, {record.kind}, "
             f"{record.tokens_before} → {record.tokens_after} tokens, {_when(record.created_at)}{state})")
     body = "\n".join("> " + line if line else ">" for line in record.text.splitlines())
     return f"{head}\n>\n{body}" if body else head
@@ -143,20 +143,27 @@ def _message_md(m: Message) -> str:
 
 def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord]) -> Iterator[str]:
     """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers."""
-    after: dict[str, list[SummaryRecord]] = {}
+    after: dict[str, list[tuple[SummaryRecord, int]]] = {}
     position = {m.id: i for i, m in enumerate(messages)}
+    by_id = {r.id: r for r in records}
+
+    def covered_ids(record: SummaryRecord) -> list[str]:  # a fold covers no message itself: its summaries' ones
+        return [c.id for c in record.covered] + [i for child in record.merged_ids if child in by_id
+                                                 for i in covered_ids(by_id[child])]
+
     for record in records:
         if record.status == "undone":
             continue
-        covered = [position[c.id] for c in record.covered if c.id in position]
+        ids = covered_ids(record)
+        covered = [position[i] for i in ids if i in position]
         anchor = messages[max(covered)].id if covered else (messages[-1].id if messages else "")
-        after.setdefault(anchor, []).append(record)
+        after.setdefault(anchor, []).append((record, len(ids)))
     yield f"# {title}"
     for m in messages:
         yield "\n\n" + _message_md(m)
-        for record in after.get(m.id, []):
-            yield "\n\n" + _summary_md(record)
+        for record, count in after.get(m.id, []):
+            yield "\n\n" + _summary_md(record, count)
     if not messages:
-        for record in after.get("", []):
-            yield "\n\n" + _summary_md(record)
+        for record, count in after.get("", []):
+            yield "\n\n" + _summary_md(record, count)
     yield "\n"

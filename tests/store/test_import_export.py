@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
+from precis.core.model.records import CoveredMessage, SummaryRecord
 from precis.core.storage.exporters import export_jsonl, export_markdown, export_openai, write_export
 from precis.core.storage.importers import ImportFailed, detect_format, import_file, parse_file
 from precis.core.storage.interchange import read_transcript
@@ -190,6 +191,21 @@ def test_a_file_with_no_messages_in_the_format_chosen_is_refused(tmp_path, capsy
     with open_store(data) as store:
         assert store.list_chats() == []
     assert main(["--data-dir", data, "import", str(openai)]) == 0  # the format told from the file: imported
+
+
+def test_markdown_export_places_a_fold_after_its_summaries_messages_and_counts_them():
+    """A fold covers no message itself: it was placed at the chat's end as '0 messages' in its newest summary's mode."""
+    messages = [Message(role="user", content=f"note {i}") for i in range(6)]
+    first = SummaryRecord(text="s1", mode="llm", status="merged",
+                          covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in messages[:2]])
+    second = SummaryRecord(text="s2", mode="llm", status="merged",
+                           covered=[CoveredMessage(id=m.id, sha256=m.sha256()) for m in messages[2:4]])
+    fold = SummaryRecord(text="folded", mode="llm", merged_ids=[first.id, second.id])
+    text = "".join(export_markdown("t", messages, [first, second, fold]))
+    head = "> **Summary** (depth 1, 4 messages, fold, "
+    assert text.count(head) == 1
+    assert text.index("note 3") < text.index(head) < text.index("note 4")
+    assert "(depth 1, 2 messages, llm, " in text  # its summaries, marked merged, after their own messages
 
 
 def test_markdown_export_shows_summaries_as_such(store):
