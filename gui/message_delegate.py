@@ -448,7 +448,7 @@ class MessageDelegate(QStyledItemDelegate):
         if row.record is not None:
             record = row.record
             return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
-                    f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.mode}")
+                    f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
         return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
             row.message.role, row.message.role.title())
 

@@ -90,10 +90,11 @@ def one_message(provider: Provider, text: str, args, out: TextIO, err: TextIO) -
 
 
 def describe_event(event: EngineEvent) -> str:
-    fallback = ", fell back to rules" if event.fallback_used else ""
+    record = event.record
+    fallback = ", fell back to rules" if record.fallback_used else ""
     what = "merged older summaries" if event.kind == "merged" else "summarized older messages"
     return (f"[precis: {what} ({event.reason}): {event.tokens_before} -> {event.tokens_after} tokens, "
-            f"depth {event.depth}, {event.mode}{fallback}]")
+            f"depth {record.depth}, {record.kind}{fallback}]")
 
 
 def chat_turn(engine: ContextEngine, provider: Provider, args, out: TextIO, err: TextIO,
@@ -216,10 +217,10 @@ def run_slash(engine: ContextEngine, name: str, argument: str, keep: Callable[[M
             return engine.summarize_now(argument or None).result().describe()
         if name == "undo-summary":
             record = engine.undo_last()
-            return f"undid the summary of {len(record.covered)} messages"
+            return f"undid the summary: {record.undone_description()}"
         if name == "history":
             chain = engine.chain()
-            summaries = [f"{r.depth}. {r.result(engine.archive.covered_count(r)).describe()} ({r.mode}, {r.trigger})"
+            summaries = [f"{r.depth}. {r.result(engine.archive.covered_count(r)).describe()} ({r.kind}, {r.trigger})"
                          for r in chain] or ["no summaries"]
             recent = [f"  {m.role}: {_one_line(m)}" for m in engine.archive.visible()[-HISTORY_MESSAGES:]]
             return "\n".join([*summaries, *(["recent messages:", *recent] if recent else [])])

@@ -124,7 +124,7 @@ def print_report(result: ReplayResult, out) -> None:
         covered = engine.archive.covered_count(record)
         retention = f" | trail coverage: {record.retention.describe()}" if record.retention else ""
         fallback = f" ({record.fallback})" if record.fallback_used else ""
-        print(f"  [{record.status}] depth {record.depth} {record.mode}{fallback}: {covered} messages, "
+        print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {covered} messages, "
               f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",
               file=out)
     print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)

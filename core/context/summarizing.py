@@ -59,14 +59,14 @@ class IntegrityError(RuntimeError):
 
 @dataclass
 class EngineEvent:
+    """A summary made, folded in or undone: its record (depth, kind, who wrote it) and the prompt's tokens before and
+    after."""
+
     kind: EventKind
     record: SummaryRecord
     reason: str
-    depth: int
     tokens_before: int
     tokens_after: int
-    mode: str
-    fallback_used: bool
 
 
 class Summarization:
@@ -312,8 +312,7 @@ class Summarization:
         log.info("summarized %d messages (%s): %d -> %d tokens, mode %s%s", len(candidates), reason,
                  record.tokens_before, record.tokens_after, record.mode,
                  " (fallback: rules)" if record.fallback_used else "")
-        self._emit(EngineEvent("summarized", record, reason, record.depth, record.tokens_before,
-                               record.tokens_after, record.mode, record.fallback_used))
+        self._emit(EngineEvent("summarized", record, reason, record.tokens_before, record.tokens_after))
         return record
 
     def _facts_of(self, record: SummaryRecord) -> TrailFacts:
@@ -364,8 +363,7 @@ class Summarization:
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
         # The merged record now heads the chain: every depth and header changes.
         self.archive.renumber(new_texts=True)
-        self._emit(EngineEvent("merged", record, record.trigger, record.depth, before.total, after.total,
-                               record.mode, False))
+        self._emit(EngineEvent("merged", record, record.trigger, before.total, after.total))
         return record
 
     def _merged_text(self, children: list[SummaryRecord], facets: Facets, key_points: list[str],
@@ -432,8 +430,7 @@ class Summarization:
         archive.renumber()
         after = self.meter.usage(recall=False)
         self.armed = after.ratio < self.setup.policy.reset_ratio
-        self._emit(EngineEvent("undone", record, "undo", record.depth, before.total, after.total, record.mode,
-                               record.fallback_used))
+        self._emit(EngineEvent("undone", record, "undo", before.total, after.total))
         return record
 
     # ----- events -------------------------------------------------------------------------------------------

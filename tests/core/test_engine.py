@@ -467,6 +467,25 @@ def test_undo_returns_the_chain_to_its_parent_and_undoes_merges():
     assert [r.id for r in engine.chain()] == [first.id, second.id]
 
 
+def test_the_terminal_chat_says_a_fold_is_a_fold():
+    """It said a fold's newest summary's mode, and undoing one 'undid the summary of 0 messages'."""
+    from precis.core.cli.chat import describe_event, run_slash
+
+    engine = engine_with(window=8000, reserve=200, max_depth=2)
+    events = []
+    engine.subscribe(events.append)
+    for _ in range(3):
+        fill(engine, 4)
+        engine.summarize_now()
+    [merged] = [e for e in events if e.kind == "merged"]
+    assert describe_event(merged).startswith("[precis: merged older summaries (merge at maximum depth): ")
+    assert describe_event(merged).endswith(", depth 1, fold]")
+    assert "(fold, merge at maximum depth)" in run_slash(engine, "history", "", lambda _message: None).splitlines()[0]
+    engine.undo_last()
+    assert (run_slash(engine, "undo-summary", "", lambda _message: None)
+            == "undid the summary: the 2 summaries it folded are back in the chain")
+
+
 def test_undo_refuses_when_an_original_no_longer_matches_its_fingerprint():
     engine = engine_with(window=8000, reserve=200)
     added = fill(engine, 6)

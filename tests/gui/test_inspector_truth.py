@@ -152,7 +152,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     fold, latest = window.chat.snapshot.chain
     assert fold.merged_ids
     titles = [MessageDelegate.title(row) for row in window.conversation.conversation.rows() if row.record is not None]
-    assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ")
+    assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ") and titles[0].endswith(" tokens · fold")
     assert titles[1].startswith(f"SUMMARY · depth 2 · {len(latest.covered)} messages · ")
     # What the fold is, in the Mode column, and on hover what it folds (it said its newest summary's mode).
     [folded] = [r.kind for r in window.chat.session.engine.archive.records if r.id in fold.merged_ids]
