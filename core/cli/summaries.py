@@ -73,7 +73,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
         with open_store(data_dir) as store:
             chat = store.find_chat(chat)
             # Who writes it and its time limit as Settings → Summarization say for this chat (the window's rule);
-            # the chat's model is the embedded one here. It was always the embedded model with a 6 s limit.
+            # the chat's model is the embedded one here.
             policy = effective_policy(store, chat.settings).model_copy(update={"mode": mode})
             summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)

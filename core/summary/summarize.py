@@ -20,7 +20,7 @@ from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Us
 from ..providers.local import LocalProvider
 from ..providers.model_process import ModelProcessDied
 from .digest import conversation_digest, is_conversation
-from .facets import analyze_calls, facets_of
+from .facets import extract_facets
 from .redact import redact
 from .summary_block import render_artifact_trail, rule_summary
 from .text_rules import SENTENCE_END, clip
@@ -101,7 +101,7 @@ class RuleSummarizer:
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         if is_conversation(request.messages):
-            facets = facets_of(request.messages, analyze_calls(request.messages))
+            facets = extract_facets(request.messages)
             # "What made you decide to ...?" asks about a decision; it is not one.
             facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
             # The sentences stating its decisions are digest lines under their speaker, kept first (the record's
@@ -531,14 +531,14 @@ class HybridSummarizer(LLMSummarizer):
     @staticmethod
     def _narrative_room(request: SummaryRequest) -> int:
         """Tokens the cap leaves beside the trail (the rules' key points give way to a narrative)."""
-        facets = facets_of(request.messages, analyze_calls(request.messages))
+        facets = extract_facets(request.messages)
         return request.max_tokens - request.counter.count_text(render_artifact_trail(facets)) - 16
 
     def _draft(self, request: SummaryRequest, out: LLMSummaryOut) -> SummaryDraft:
         count = request.counter.count_text
         if is_conversation(request.messages):
             # The dated digest of both speakers takes the trail's place, the narrative the rest.
-            facets = facets_of(request.messages, analyze_calls(request.messages))
+            facets = extract_facets(request.messages)
             digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count, request.date)
             narrative = fit_text(out.narrative.strip(), max(request.max_tokens - count(digest) - 8, 16),
                                  request.counter)
