@@ -1,6 +1,6 @@
 """The README's settings table, generated from the settings schema (core.model.schema).
 
-`python -m precis.gui.settings_table` rewrites the table in README.md between its markers; tests/test_settings_schema.py
+`python -m precis.gui.settings_table` rewrites the table in README.md between its markers; tests/gui/test_settings_schema.py
 fails when the README's table differs from what the schema generates.
 """
 
