@@ -96,14 +96,20 @@ def fit_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
     return text[:end].rstrip() + marker
 
 
+def conversation_facets(messages: list[Message]) -> Facets:
+    """The facets of talk (rule and hybrid summaries alike): "What made you decide to ...?" asks about a decision; it
+    is not one."""
+    facets = extract_facets(messages)
+    facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
+    return facets
+
+
 class RuleSummarizer:
     mode: SummaryMode = "rule"
 
     def summarize(self, request: SummaryRequest) -> SummaryDraft:
         if is_conversation(request.messages):
-            facets = extract_facets(request.messages)
-            # "What made you decide to ...?" asks about a decision; it is not one.
-            facets.decisions = [d for d in facets.decisions if not d.rstrip().endswith("?")]
+            facets = conversation_facets(request.messages)
             # The sentences stating its decisions are digest lines under their speaker, kept first (the record's
             # facets list them too).
             text, key_points = conversation_digest(request.messages, request.max_tokens, request.counter.count_text,
@@ -538,7 +544,7 @@ class HybridSummarizer(LLMSummarizer):
         count = request.counter.count_text
         if is_conversation(request.messages):
             # The dated digest of both speakers takes the trail's place, the narrative the rest.
-            facets = extract_facets(request.messages)
+            facets = conversation_facets(request.messages)
             digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count, request.date)
             narrative = fit_text(out.narrative.strip(), max(request.max_tokens - count(digest) - 8, 16),
                                  request.counter)

@@ -20,6 +20,7 @@ from precis.core.summary.digest import (
     trimmed,
 )
 from precis.core.summary.summarize import (
+    HybridSummarizer,
     LLMActionItem,
     LLMSummaryOut,
     RuleSummarizer,
@@ -29,6 +30,7 @@ from precis.core.summary.summarize import (
 )
 
 from tests.conftest import SHARED_TRANSCRIPTS
+from tests.fakes import ScriptedProvider
 
 COUNT = TokenCounter().count_text
 
@@ -301,6 +303,20 @@ def test_a_rule_summary_of_talk_keeps_its_decisions_as_digest_lines_within_the_d
     assert small.text.count("walked") <= 1
     merged = merged_digest([draft.text], len(messages), 4000, COUNT)
     assert next(line for line in merged.splitlines() if decision in line).startswith("- Caroline: ")
+
+
+def test_a_question_about_a_decision_is_no_decision_in_a_rule_or_a_hybrid_summary_of_talk():
+    messages = varied_talk(1)
+    decision = "We decided to adopt a puppy named Bailey in May."
+    messages.insert(3, Message(role="user", content=f"Caroline: {decision}"))
+    messages.insert(4, Message(role="assistant", content="Melanie: What made you decide to adopt a puppy?"))
+    request = SummaryRequest(messages, max_tokens=4000, counter=TokenCounter())
+    rule = RuleSummarizer().summarize(request)
+    # The model's story is scripted: the facets of talk are the rules' in both modes.
+    hybrid = HybridSummarizer(ScriptedProvider(["Caroline and Melanie talked about their walks."])).summarize(request)
+    assert hybrid.mode == "hybrid" and not hybrid.fallback_used
+    [chose] = rule.facets.decisions
+    assert decision in chose and hybrid.facets.decisions == [chose]
 
 
 def test_a_digest_keeps_a_concrete_fact_over_praise_of_the_same_length():
