@@ -506,7 +506,8 @@ NO_ROOM = "no room for the model's narrative beside the rules' trail"
 @dataclass
 class HybridSummarizer(LLMSummarizer):
     """The rules' summary (requests, key points, files, commands, errors, decisions) plus the model's narrative,
-    which only takes room the trail does not need: a hybrid summary keeps at least what the rules' keeps."""
+    which only takes room the trail does not need: a hybrid summary of tool traffic keeps at least what the rules'
+    keeps. Of talk, the rules' digest takes six tenths of the cap and the narrative what the digest leaves."""
 
     mode: SummaryMode = "hybrid"
     # The model writes only the story, in plain text, from the start of each message: a short request and reply
