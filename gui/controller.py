@@ -69,6 +69,11 @@ class ChatController(QObject):
         if not self.store.chats_changed():
             return
         self.chats_changed.emit()
+        self._reload_open_chat()
+
+    def _reload_open_chat(self) -> None:
+        """The open chat as stored, if it differs from what its engine holds (checked on its worker, after what it
+        is doing; quietly)."""
         session = self.session
         if session is not None and self.chat_runner is not None:
             job = self.chat_runner.submit("look for changes made elsewhere", lambda _job: session.reload_if_changed())
@@ -259,12 +264,22 @@ class ChatController(QObject):
     def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:
         if self.session is not None:
             session = self.session
-            self.run_on_chat("summarize", lambda _job: session.summarize_now(instructions, up_to), self.apply, failed)
+            self.run_on_chat("summarize", lambda _job: session.summarize_now(instructions, up_to), self.apply,
+                             self._reloading(failed))
 
     def undo_summary(self, failed: Failed = None) -> None:
         if self.session is not None:
             session = self.session
-            self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, failed)
+            self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, self._reloading(failed))
+
+    def _reloading(self, failed: Failed) -> Callable[[str], None]:
+        """A summary or undo that failed (the store refused it: another Precis summarized meanwhile) leaves the
+        chat shown as stored."""
+        def reload(error: str) -> None:
+            self._reload_open_chat()
+            if failed is not None:
+                failed(error)
+        return reload
 
     def show_version(self, message_id: str, position: int, done: Done) -> None:
         session = self.session

@@ -30,7 +30,7 @@ from ..core.providers.base import (
     token_counter,
 )
 from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
-from ..core.storage.store import ChatSettings, Store, Versions, attach_engine
+from ..core.storage.store import ChatSettings, Store, StoreError, Versions, attach_engine
 from .conversation_model import Row, build_rows, row_index
 from .workers import Job, StreamBuffer
 
@@ -117,6 +117,9 @@ class ChatSession:
         self._events: list[EngineEvent] = []
         self._recalled: list[tuple[str, str]] = []
         self._detach = None
+        # A summary or undo the store refused (read-only, or another Precis changed the chat's summaries meanwhile):
+        # the engine no longer matches the store, so the chat is loaded again (reload_if_changed).
+        self._not_saved: StoreError | None = None
         self.max_reply_tokens = 512
         self.versions: dict[str, Versions] = {}
         # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
@@ -162,7 +165,8 @@ class ChatSession:
         self.max_reply_tokens = max(16, settings.reserve_output)
         if self._detach is not None:
             self._detach()
-        self._detach = attach_engine(self.store, self.chat_id, engine)
+        self._not_saved = None
+        self._detach = attach_engine(self.store, self.chat_id, engine, on_error=self._save_failed)
         engine.subscribe(self._events.append)  # not a closure over the session: no reference cycle through it
         self.engine = engine
         self.versions = self.store.versions(self.chat_id)
@@ -198,15 +202,26 @@ class ChatSession:
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
-        know, e.g. `precis chat --chat` in a terminal), else None."""
+        know, e.g. `precis chat --chat` in a terminal) or the store refused this engine's last summary or undo,
+        else None."""
         engine = self.engine
         if engine is None:
             return None
         ours = (len(engine.messages), engine.messages[-1].id if engine.messages else None, len(engine.records),
                 len(engine.chain()))
-        if self.store.chat_fingerprint(self.chat_id) == ours:
+        if self._not_saved is None and self.store.chat_fingerprint(self.chat_id) == ours:
             return None
         return self.build_engine(estimate=False)
+
+    def _save_failed(self, error: StoreError) -> None:
+        log.warning("%s", error)
+        self._not_saved = error
+
+    def _saved(self) -> None:
+        """A summary or undo asked for by the user was saved, or its refusal is raised (shown; the chat is loaded
+        again from the store by reload_if_changed)."""
+        if self._not_saved is not None:
+            raise self._not_saved
 
     def _counter(self) -> TokenCounter:
         """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
@@ -366,11 +381,13 @@ class ChatSession:
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
         """A manual summary, optionally only of the messages up to and including `up_to`."""
         self.engine.summarize_now(instructions or None, up_to=up_to)
+        self._saved()
         return self.snapshot()
 
     @_on_exact_counts
     def undo_last(self) -> Snapshot:
         self.engine.undo_last()
+        self._saved()
         return self.snapshot()
 
 

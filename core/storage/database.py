@@ -56,6 +56,10 @@ class StoreWriteError(StoreError):
     pass
 
 
+class StoreConflict(StoreError):
+    """Another Precis changed what a write was based on; nothing was written."""
+
+
 class ChatNotFound(StoreError):
     pass
 

@@ -44,6 +44,7 @@ from .database import (  # the Store's API names them too
     MessageNotFound,
     MessageRow,
     SettingRow,
+    StoreConflict,
     StoreCorrupt,
     StoreError,
     StoreLocked,
@@ -353,6 +354,6 @@ class Store(MessageTable, SummaryTable, VersionTable):
 
 
 __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "ChatInfo", "ChatNotFound", "ChatRow",
-           "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store", "StoreCorrupt",
+           "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store", "StoreConflict", "StoreCorrupt",
            "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow", "Versions", "attach_engine", "migrate",
            "open_store"]

@@ -4,7 +4,7 @@ as they happen."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam
@@ -12,7 +12,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select, update
 
 from ..model.records import SummaryRecord
-from .database import MESSAGE, ChatRow, MessageRow, StoreError, SummaryRow
+from .database import MESSAGE, ChatRow, MessageRow, StoreConflict, StoreError, SummaryRow
 
 if TYPE_CHECKING:
     from .store import Store
@@ -39,11 +39,22 @@ class SummaryTable:
             set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}), values)
 
     def save_summary_state(self, chat_id: str, records: Iterable[SummaryRecord],
-                           archived_by: Mapping[str, str | None]) -> None:
+                           archived_by: Mapping[str, str | None], active_before: Set[str] | None = None) -> None:
         """Records (new or with a changed status) and which summary hides each given message: one transaction,
-        so after a crash the chat is wholly before or wholly after a summarization or an undo."""
+        so after a crash the chat is wholly before or wholly after a summarization or an undo.
+
+        `active_before`: the chat's active summaries the change was made from. If the store's differ, another
+        Precis (the window, a command) summarized or undid meanwhile, and saving would stack a second summary on
+        the same messages or undo one twice: StoreConflict, nothing written."""
         with self._write("save the summary") as session:
             self._chat_row(session, chat_id, deleted_ok=True)
+            if active_before is not None:
+                stored = set(session.exec(select(SummaryRow.id).where(SummaryRow.chat_id == chat_id,
+                                                                      SummaryRow.status == "active")).all())
+                if stored != set(active_before):
+                    raise StoreConflict(f"could not save the summary: another Precis summarized this chat or undid "
+                                        f"one of its summaries meanwhile ({self.path}). Nothing was changed; "
+                                        "open the chat again to see its summaries as they are now.")
             for record in records:
                 self._upsert_record(session, chat_id, record)
             if archived_by:
@@ -67,7 +78,8 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
 
     The engine's records (status, depth, ...) are compared with what was last saved, and only the differences are
     written, with which record now hides each message the event's records cover (a summary's own range, a merge's
-    or an undone merge's whole range): no event looks at the rest of the chat. The engine swallows listener
+    or an undone merge's whole range): no event looks at the rest of the chat. A save is refused (StoreConflict)
+    when another Precis changed the chat's summaries since the engine was restored or last saved. The engine swallows listener
     errors, so a failed save (disk full) goes to `on_error` for the caller to show; without one it is raised into
     the engine's log. Returns a function that detaches.
     """
@@ -84,7 +96,8 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
         touched = unsaved | set(engine.archive.covered(event.record))
         archive = {mid: engine.archived_by(mid) for mid in touched}
         try:
-            store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive)
+            store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive,
+                                     active_before={rid for rid, m in saved_records.items() if m[0] == "active"})
         except StoreError as exc:
             unsaved.update(touched)
             if on_error is None:

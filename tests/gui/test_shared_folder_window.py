@@ -52,3 +52,30 @@ def test_messages_another_process_adds_to_the_open_chat_are_shown(qtbot, make_wi
                     timeout=20_000)
     # The engine that builds the next prompt knows it too, not only the rows.
     assert window.chat.session.engine.messages[-1].content == "answer from the terminal"
+
+
+def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_window(qtbot, make_window, store,
+                                                                                   isolated_home):
+    """`precis summarize` summarizes the open chat before the window has looked (its check for changes is off
+    here, as if the command finished between two of them); Summarize now in the window is then refused, said so,
+    and the window shows the chat as stored: one summary, not two of the same messages."""
+    from precis.core.storage.chats import GLOBAL_POLICY_KEY
+
+    from tests.gui.test_window import dialogue, idle, open_imported_chat
+
+    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    window = make_window()
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(30, "We compared the kickboxing gyms, point"))
+    window.chat._watch.stop()
+
+    summarized = run_in_another_process("-m", "precis.core.cli.main", "--data-dir", str(isolated_home),
+                                        "summarize", chat_id)
+    assert summarized.returncode == 0, summarized.stderr
+    theirs = [r.id for r in store.load_records(chat_id)]
+    assert len(theirs) == 1
+
+    window.summarize_now()
+    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] == theirs, timeout=30_000)
+    assert "another Precis" in window.composer.hint.text()
+    assert [r.id for r in store.load_records(chat_id)] == theirs
+    assert [r.id for r in window.chat.session.engine.chain()] == theirs  # the next prompt holds it once
