@@ -174,7 +174,7 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
         poll.stop()
         if window.inspector.chain.rowCount():
             window.inspector.chain.selectRow(0)  # the newest summary, with its text and facets
-        # Paint twice: the first paint measures the visible rows, the second lays them out exactly.
+        # Painted more than once: the first paint measures the visible rows, the next lay them out exactly.
         for _ in range(3):
             app.processEvents()
             window.grab()
@@ -199,5 +199,6 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
 
 
 def _settled(window) -> bool:
+    """The chat asked for is open and no work on it is under way."""
     chat = window.chat
     return not chat.busy and (chat.session is None or chat.snapshot is not None)

@@ -157,7 +157,7 @@ class ChatSession:
         gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
         with collector_paused():  # a long chat's messages, maps and rows: all of it lives on
             snapshot = self._build_engine(estimate)
-            _settled()  # before the collector is back: its next pass would walk all that was made meanwhile
+            _freeze_the_open_chat()  # before the collector is back: its next pass would walk all that was made meanwhile
         return snapshot
 
     def _build_engine(self, estimate: bool) -> Snapshot:
@@ -197,7 +197,7 @@ class ChatSession:
             if self._uncounted:
                 job.report(self.snapshot())
         snapshot = self.snapshot()
-        _settled()
+        _freeze_the_open_chat()
         return snapshot
 
     def reload_if_changed(self) -> Snapshot | None:
@@ -391,7 +391,7 @@ class ChatSession:
         return self.snapshot()
 
 
-def _settled() -> None:
+def _freeze_the_open_chat() -> None:
     """What is alive now lives long (the open chat: its messages, the engine's maps, its rows): out of the cyclic
     collector's full passes from now on, which walked it all holding the interpreter lock (0.1-0.4 s stalls of the
     window at 100,000 messages, whichever thread set them off). Reference counting frees it when the chat closes:
