@@ -16,7 +16,6 @@ class Command:
     title: str  # the menu item's text
     help: str  # one line for /help and the menu's tooltip
     argument: str = ""  # hint for the argument, e.g. "CMD" or "[instructions]" (brackets: optional)
-    needs_chat: bool = False  # only makes sense with a chat open
     shortcut: str = ""  # key sequence, e.g. "Ctrl+E"
     menu: str = ""  # the menu it appears in ("File", "Chat", "View"), or none
     slash: bool = True  # whether it can be typed as /name
@@ -45,29 +44,29 @@ register("new-chat", "New chat", "start a new chat", shortcut="Ctrl+N", menu="Fi
 register("import", "Import transcript…", "import a chat file (JSONL, OpenAI JSON, Claude Code session)",
          shortcut="Ctrl+I", menu="File", slash=False)
 register("export", "Export…", "write the chat to a file: Markdown or Precis JSONL (with its summaries) or OpenAI "
-         "chat JSON", needs_chat=True, shortcut="Ctrl+Shift+E", menu="File", slash=False)
+         "chat JSON", shortcut="Ctrl+Shift+E", menu="File", slash=False)
 register("settings", "Settings…", "the model, the summarization policy and this chat's overrides",
          shortcut="Ctrl+,", menu="File", slash=False)
 register("quit", "Quit", "close the window (a reply being written keeps what arrived)", shortcut="Ctrl+Q",
          menu="File", slash=False)
 register("edit-last", "Edit and resend the last message", "put your last message back in the box to change it",
-         needs_chat=True, shortcut="Ctrl+E", menu="Chat", slash=False)
+         shortcut="Ctrl+E", menu="Chat", slash=False)
 register("regenerate", "Regenerate the last reply", "replace the last reply with a new one (Undo brings it back)",
-         needs_chat=True, shortcut="Ctrl+R", menu="Chat", slash=False)
+         shortcut="Ctrl+R", menu="Chat", slash=False)
 register("context", "Show the context", "show what the model sees: tokens by kind and the summary chain",
-         needs_chat=True, menu="Chat")
+         menu="Chat")
 register("summarize", "Summarize now", "summarize older messages now, optionally with extra instructions",
-         argument="[instructions]", needs_chat=True, menu="Chat")
+         argument="[instructions]", menu="Chat")
 register("undo-summary", "Undo the latest summary", "undo the latest summary and bring its messages back",
-         needs_chat=True, menu="Chat")
-register("history", "History", "list the summaries, then the recent messages", needs_chat=True, menu="Chat")
+         menu="Chat")
+register("history", "History", "list the summaries, then the recent messages", menu="Chat")
 register("pin", "Pin the message", "pin the selected (or last) message so it is never summarized",
-         needs_chat=True, menu="Chat")
-register("unpin", "Unpin the message", "unpin the selected (or last) message", needs_chat=True, menu="Chat")
+         menu="Chat")
+register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat")
 register("run", "Run a shell command", "run a shell command and add its output and exit code as a tool message",
-         argument="CMD", needs_chat=True)
+         argument="CMD")
 register("grep", "Search files", "search files for a regular expression and add the matches as a tool message",
-         argument="PATTERN [PATH]", needs_chat=True)
+         argument="PATTERN [PATH]")
 register("inspector", "Context inspector", "show or hide the context inspector", shortcut="Ctrl+Shift+I",
          menu="View", slash=False)
 register("search", "Search all chats", "full-text search across all chats, archived messages included",
