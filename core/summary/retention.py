@@ -69,8 +69,9 @@ OUTPUT_REDIRECT = re.compile(r"\s+\d?>(?:&\d|\s*/dev/null)(?!\S)")
 OUTPUT_TRUNCATION = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+-n)?(?:\s+-?\d+)?\s*$")
 
 WORD = re.compile(r"[a-z0-9_]{3,}")
-# Words that carry no request of their own.
-STOPWORDS = frozenset("""
+# Words that carry no request of their own: an instruction's key words are the others. Not text_rules.STOP_WORDS
+# (what recall and digests leave out): this list holds the words of asking too ("please", "want", "make sure").
+NOT_REQUEST_WORDS = frozenset("""
 the and for are but not you your yours our ours out all any can had has have her his him how its may new now
 one see two way who why yes was were will with this that these those then than them they there their what when
 where which while would could should shall also just like into onto from over under only some such very more
@@ -178,7 +179,7 @@ def _exit_code(result: str) -> int | None:
 
 def _key_words(text: str) -> tuple[str, ...]:
     """The words that carry a request: content words, most repeated first, capped."""
-    counts = Counter(w for w in WORD.findall(text.lower()) if w not in STOPWORDS and not w.isdigit())
+    counts = Counter(w for w in WORD.findall(text.lower()) if w not in NOT_REQUEST_WORDS and not w.isdigit())
     # Counter keeps first-appearance order among equal counts, so the choice is deterministic.
     return tuple(w for w, _ in counts.most_common(MAX_INSTRUCTION_WORDS))
 
