@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from html import escape
@@ -32,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.context.engine import UsageReport
+from ..core.context.engine import UsageReport, recalled_parts
 from ..core.context.policy import SummarizationPolicy
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
@@ -658,15 +657,12 @@ class Inspector(QFrame):
 
 
 RECALLED_LABEL_CHARS = 140
-_RECALL_HEADER = re.compile(r"\[Recalled: (?P<where>.*?),? ?message \w+\]")
 
 
 def recalled_label(snippet: str) -> str:
     """A recalled snippet for the list: when and who, then the start of its text ("8 May, 2023, 1:56 pm · Caroline:
     I went to a LGBTQ support group…"), without the bracketed header the model reads."""
-    header, _, body = snippet.partition("\n")
-    match = _RECALL_HEADER.fullmatch(header)
-    where = match["where"] if match else header
+    where, body = recalled_parts(snippet)
     text = _cut(body, RECALLED_LABEL_CHARS)
     return f"{where} · {text}" if where else text
 

@@ -18,13 +18,13 @@ from .archive import Archive
 from .policy import SummarizationPolicy
 from .prompt import Prompt, PromptAssembler
 from .recall import RecallIndex, RecallSearch
-from .recalling import Recaller
+from .recalling import Recaller, recalled_parts
 from .summarizing import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, Summarization
 from .usage import Budget, ContextItem, ContextSetup, UsageMeter, UsageReport
 
 # What callers import from here (the parts' modules are the engine's own business).
 __all__ = ["Budget", "ContextEngine", "ContextItem", "EngineEvent", "IntegrityError", "NothingToSummarize",
-           "NothingToUndo", "Prompt", "UsageReport"]
+           "NothingToUndo", "Prompt", "UsageReport", "recalled_parts"]
 
 
 class _Shared:

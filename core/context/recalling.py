@@ -5,6 +5,7 @@ Finding the matches is recall.py's (or the store's index); this module chooses, 
 
 from __future__ import annotations
 
+import re
 import string
 import time
 
@@ -26,6 +27,8 @@ OPENING_SENTENCES = 2
 NOT_LETTERS = str.maketrans({c: " " for c in string.punctuation + "\n\t"})
 # The best matches are recalled with the two messages that followed them, the others with one (their reply).
 BEST_MATCHES = 3
+# A snippet's first line, as _snippet writes it: "[Recalled: Caroline, 8 May, 2023, message 1a2b3c4d]".
+RECALL_HEADER = re.compile(r"\[Recalled: (?P<where>.*?),? ?message \w+\]")
 
 
 class Recaller:
@@ -112,6 +115,14 @@ class Recaller:
             return date
         created = message.created_at
         return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
+
+
+def recalled_parts(snippet: str) -> tuple[str, str]:
+    """(who and when, text) of a recalled snippet: ("Caroline, 8 May, 2023", "I went to ..."); the who or the when
+    is left out where the snippet's header leaves it out."""
+    header, _, text = snippet.partition("\n")
+    match = RECALL_HEADER.fullmatch(header)
+    return (match["where"] if match else header), text
 
 
 def asked_starts(asked: list[str]) -> tuple[str, ...]:

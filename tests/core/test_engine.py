@@ -9,7 +9,14 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from precis.core.context.budget import over_budget
-from precis.core.context.engine import Budget, ContextEngine, IntegrityError, NothingToSummarize, NothingToUndo
+from precis.core.context.engine import (
+    Budget,
+    ContextEngine,
+    IntegrityError,
+    NothingToSummarize,
+    NothingToUndo,
+    recalled_parts,
+)
 from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.context.recalling import asked_starts, relevant_part
 from precis.core.model.messages import Message, ToolCall
@@ -304,6 +311,9 @@ def test_a_recalled_reply_follows_its_match_without_repeating_the_date():
     recalled = [i.message.content for i in engine.recalled()]
     assert recalled[0].startswith(f"[Recalled: 8 May, 2023, 1:56 pm, message {asked.id[:8]}]\nCaroline: ")
     assert recalled[1].startswith("[Recalled: message ") and "Biscuit" in recalled[1]
+    # What the inspector lists: who and when, then the text, without the header the model reads.
+    assert recalled_parts(recalled[0]) == ("8 May, 2023, 1:56 pm", recalled[0].partition("\n")[2])
+    assert recalled_parts(recalled[1])[0] == "" and recalled_parts(recalled[1])[1].startswith("Melanie: We called")
 
 
 def test_recall_is_off_with_its_switch_and_after_the_reply():
