@@ -158,11 +158,17 @@ class UsageMeter:
         system, summaries = self._system_tokens(), self._summary_tokens()
         raw = REPLY_PRIMING + system + summaries + tally.by_kind["message"] + tally.by_kind["tool_output"]
         recalled = sum(i.tokens for i in self.recaller.recalled(raw)) if recall else 0
-        by_kind = {"system": system, "summaries": summaries, "recalled": recalled,
-                   "messages": tally.by_kind["message"], "tool_outputs": tally.by_kind["tool_output"]}
         floor = REPLY_PRIMING + system + summaries + tally.pinned
-        by_kind = {k: counter.calibrated(v) for k, v in by_kind.items()}
         total = counter.calibrated(raw + recalled)
+        # The kinds add up to the total shown above them: the reply's priming (the header the model's answer starts
+        # with) counts with the messages, and calibration rounds running sums, not each kind (3 tokens apart before).
+        raw_by_kind = {"system": system, "summaries": summaries, "recalled": recalled,
+                       "messages": REPLY_PRIMING + tally.by_kind["message"], "tool_outputs": tally.by_kind["tool_output"]}
+        by_kind, running, shown = {}, 0, 0
+        for kind, tokens in raw_by_kind.items():
+            running += tokens
+            by_kind[kind] = counter.calibrated(running) - shown
+            shown += by_kind[kind]
         available = budget.available
         return UsageReport(by_kind=by_kind, total=total, available=available, window=budget.window,
                            reserve_output=budget.reserve_output, ratio=total / available,

@@ -949,6 +949,7 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
     if recall:
         items = engine.recaller.with_recall(items)
     by_kind = dict.fromkeys(names.values(), 0)
+    by_kind["messages"] = REPLY_PRIMING  # the header the reply starts with: sent after the messages
     raw = floor = REPLY_PRIMING
     for item in items:
         by_kind[names[item.kind]] += item.tokens
@@ -956,8 +957,12 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
         if item.kind in ("system", "summary") or item.message.pinned:
             floor += item.tokens
     calibrated = engine.counter.calibrated
-    return ({k: calibrated(v) for k, v in by_kind.items()}, calibrated(raw),
-            calibrated(floor) / engine.budget.available)
+    # Calibrated as running sums, so that the kinds shown add up to the total shown.
+    shown, running = {}, 0
+    for kind, tokens in by_kind.items():
+        shown[kind] = calibrated(running + tokens) - calibrated(running)
+        running += tokens
+    return shown, calibrated(raw), calibrated(floor) / engine.budget.available
 
 
 @given(steps=st.lists(st.sampled_from(["user", "assistant", "tool", "system", "pinned", "pin", "unpin", "pin archived",
@@ -1000,6 +1005,7 @@ def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, 
         for recall in (False, True):
             usage = engine.usage(recall)
             assert (usage.by_kind, usage.total, usage.floor_ratio) == recounted_usage(engine, recall)
+            assert sum(usage.by_kind.values()) == usage.total  # the inspector's and `precis context`'s lines add up
         # Merges fold the chain in place: which summary hides each message is what a restore derives.
         fresh = restored_afresh(engine)
         assert [r.id for r in engine.chain()] == [r.id for r in fresh.chain()]

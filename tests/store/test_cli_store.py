@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 
 from precis.core.cli.main import main
@@ -43,6 +44,10 @@ def test_import_chats_export_search_and_context(tmp_path, capsys):
     assert code == 0
     assert "/ 7,680 tokens" in out and "summaries" in out and "tool outputs" in out
     assert "summary chain: 1" in out and "404 messages" in out and "142,431 → " in out
+    # The lines by kind add up to the total above them (the reply's priming was in the total alone: 3 apart).
+    total = int(re.search(r"context: ([\d,]+) /", out).group(1).replace(",", ""))
+    kinds = re.findall(r"^  (system prompt|summaries|recalled|messages|tool outputs) +([\d,]+) ", out, re.MULTILINE)
+    assert len(kinds) == 5 and sum(int(n.replace(",", "")) for _, n in kinds) == total
 
 
 def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
