@@ -109,11 +109,12 @@ class ChatList(QFrame):
         self.list.clear()
         metrics, width = self.list.fontMetrics(), self.list.viewport().width() - 12
         for hit in hits:
-            about = f" · {hit.role}" + (" · archived" if hit.archived_by else "")
-            # The chat's name on one line (a long one took three or four of the narrow list's), whole in the tooltip.
-            name = metrics.elidedText(hit.chat_title, Qt.TextElideMode.ElideRight,
-                                      max(width - metrics.horizontalAdvance(about), 40))
-            item = QListWidgetItem(f"{name}{about}\n{_snippet_line(hit.snippet)}")
+            about = hit.role + (" · archived" if hit.archived_by else "")
+            # The chat's name on a line of its own (a long one took three or four of the narrow list's), whole in
+            # the tooltip; beside the role it had 40 pixels of the list's default width: locomo_1, _2 and _3 were
+            # each "loco…".
+            name = metrics.elidedText(hit.chat_title, Qt.TextElideMode.ElideRight, width)
+            item = QListWidgetItem(f"{name}\n{about}: {_snippet_line(hit.snippet)}")
             item.setToolTip(hit.chat_title)
             item.setData(HitRole, hit)
             self.list.addItem(item)

@@ -148,5 +148,20 @@ def test_a_hit_names_its_chat_on_one_line(qtbot, make_window, store):
     heading = item.text().splitlines()[0]
     metrics = window.chat_list.list.fontMetrics()
     assert metrics.horizontalAdvance(heading) <= window.chat_list.list.viewport().width(), heading
-    assert heading.startswith("Work on bead") and heading.endswith(" · user")
+    assert heading.startswith("Work on bead") and item.text().splitlines()[1].startswith("user: ")
     assert title in item.toolTip()
+
+
+def test_hits_in_chats_whose_names_start_alike_say_which_chat_at_the_list_s_width(qtbot, make_window, store):
+    """LoCoMo's three conversations imported: each hit said "loco… · user · archived" at the list's default width
+    (the name had what the role and "archived" left, 40 pixels)."""
+    for n in (1, 2, 3):
+        store.import_chat(f"locomo_{n}", [Message(role="user", content=f"Kickboxing class number {n} tonight."),
+                                          *dialogue(4, "Step")])
+    window = make_window()
+    window.chat_list.search.setText("kickboxing")
+    qtbot.waitUntil(lambda: hits_shown(window) == 3, timeout=5_000)
+    rows = window.chat_list.list
+    headings = sorted(rows.item(i).text().splitlines()[0] for i in range(3))
+    assert headings == ["locomo_1", "locomo_2", "locomo_3"]
+    assert all(rows.item(i).text().splitlines()[1].startswith("user: ") for i in range(3))
