@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +47,7 @@ class StatusLine:
         for widget in (self.undo, self.progress, self.counting, self.model):
             bar.addPermanentWidget(widget)
         self._work_text = ""
+        self._notice = ("", 0.0)  # the last result told, and until when (time.monotonic) it is shown
 
     def working(self, text: str) -> None:
         self.progress.show()
@@ -53,13 +55,20 @@ class StatusLine:
         self.bar.showMessage(text)
 
     def idle(self) -> None:
-        """The work is done: its own line goes; a result or an error said since stays for its time."""
+        """The work is done: its own line goes; a result or an error said since stays for its time, and one said
+        before the work began comes back for what is left of its time (deleting the open chat opens the next:
+        "Chat deleted." went at once, leaving its Undo button unexplained)."""
         self.progress.hide()
         if self.bar.currentMessage() == self._work_text:
             self.bar.clearMessage()
+            text, until = self._notice
+            left = int((until - time.monotonic()) * 1000)
+            if left > 0:
+                self.bar.showMessage(text, left)
         self._work_text = ""
 
     def tell(self, text: str, msecs: int = NOTICE_MS) -> None:
+        self._notice = (text, time.monotonic() + msecs / 1000)
         self.bar.showMessage(text, msecs)
 
     def failed(self, error: str) -> None:

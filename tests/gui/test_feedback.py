@@ -144,3 +144,18 @@ def test_the_status_bar_stops_saying_work_runs_once_the_chats_work_is_done(qtbot
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     qtbot.waitUntil(lambda: not window.status.progress.isVisibleTo(window), timeout=5_000)
     assert window.statusBar().currentMessage() == ""
+
+
+def test_deleting_the_open_chat_says_so_beside_its_undo_after_the_next_chat_opens(qtbot, make_window, store):
+    """Deleting the open chat opens the next one; the work of opening it replaced "Chat deleted." and, done, cleared
+    the line: an "Undo delete" button was left with nothing saying what had happened."""
+    kept = store.import_chat("Kept", dialogue(6, "Tomato bed"))
+    doomed = store.create_chat("Doomed")
+    window = make_window()
+    window.open_chat(doomed)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(doomed), timeout=20_000)
+
+    window.chat_list.delete_requested.emit(doomed)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(kept) and window.status.undo.isVisible(),
+                    timeout=20_000)
+    assert window.statusBar().currentMessage() == "Chat deleted."
