@@ -398,9 +398,24 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
             raise TranscriptError(str(path), 1, f"no chat messages in it, read as {FORMAT_NAMES[chosen]}"
                                                 + ("" if fmt == "auto" else " (--format auto tells the format)"))
     except TranscriptError as exc:
-        raise ImportFailed(exc) from None
+        raise ImportFailed(_with_format_hint(exc, path, data, fmt)) from None
     parsed.undecodable = find_undecodable(data)
     return parsed
+
+
+def _with_format_hint(error: TranscriptError, path: Path, data: bytes, fmt: str) -> TranscriptError:
+    """A file read in the format --format named that looks like another says so: a Claude Code session read as
+    OpenAI chat JSON was 'line 2: not valid JSON (Extra data at column 1)', as if the file were broken."""
+    if fmt == "auto" or "--format auto" in error.problem:
+        return error
+    try:
+        looks_like = detect_format(path, data)
+    except TranscriptError:
+        return error
+    if looks_like == fmt:
+        return error
+    return TranscriptError(error.source, error.line, f"{error.problem}, read as {FORMAT_NAMES.get(fmt, fmt)}; it "
+                                                     f"looks like {FORMAT_NAMES[looks_like]} (--format auto reads it)")
 
 
 def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> ImportResult:

@@ -316,3 +316,23 @@ def test_a_blank_title_given_on_import_is_no_title(store, tmp_path):
     path.write_text('{"role": "user", "content": "Tide tables for May?"}\n')
     for title, kept in (("   ", "harbour survey"), ("", "harbour survey"), ("  Tides  ", "Tides")):
         assert store.get_chat(import_file(store, path, title=title).chat_id).title == kept
+
+
+def test_a_file_imported_in_the_wrong_format_says_what_it_looks_like(tmp_path, capsys):
+    """--format names a format the file is not in: the error says what it was read as and what the file looks
+    like, not only 'line 2: not valid JSON (Extra data at column 1)', which reads as a broken file."""
+    data = str(tmp_path / "data")
+    interchange = next(p for p in TRANSCRIPTS if p.name == "sweagent_1.jsonl")
+    for path, fmt, looks_like in ((CLAUDE_CODE_RAW, "openai", "a Claude Code session"),
+                                  (CLAUDE_CODE_RAW, "jsonl", "a Claude Code session"),
+                                  (interchange, "openai", "interchange JSONL")):
+        assert main(["--data-dir", data, "import", str(path), "--format", fmt]) == 2
+        err = capsys.readouterr().err
+        assert f"it looks like {looks_like} (--format auto reads it)" in err and "Nothing was imported" in err
+    with open_store(data) as store:
+        assert store.list_chats() == []
+    # A file that is in the format named keeps its own error alone.
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"role": "user", "content": 5}\n')
+    assert main(["--data-dir", data, "import", str(bad), "--format", "jsonl"]) == 2
+    assert "looks like" not in capsys.readouterr().err
