@@ -380,12 +380,14 @@ class ChatSession:
     @_on_exact_counts
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
         """A manual summary, optionally only of the messages up to and including `up_to`."""
+        self._not_saved = None  # an earlier refusal is saved with this change, or refuses it too
         self.engine.summarize_now(instructions or None, up_to=up_to)
         self._saved()
         return self.snapshot()
 
     @_on_exact_counts
     def undo_last(self) -> Snapshot:
+        self._not_saved = None
         self.engine.undo_last()
         self._saved()
         return self.snapshot()
