@@ -23,6 +23,17 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
+def gone_within(pid: int, seconds: float) -> bool:
+    """Whether the process ends within `seconds`: a killed process must be scheduled to exit, which a loaded machine
+    can delay past a fixed pause."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
     # In its own process, so the peak memory measured (VmHWM, which starts afresh at exec unlike ru_maxrss) is that
     # of the reading side alone.
@@ -41,15 +52,14 @@ def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
     assert int(length) <= tools.MAX_TOOL_OUTPUT_CHARS + 200 and code == "None"
     assert int(peak_mb) < 150, f"peak {peak_mb} MB while reading an endless producer"
     assert "output passed 200,000 bytes; the command was stopped" in note
-    assert not alive(int((tmp_path / "pid").read_text()))
+    assert gone_within(int((tmp_path / "pid").read_text()), seconds=10)
 
 
 def test_a_timeout_keeps_what_was_printed_and_kills_the_group(tmp_path):
     output, code = tools.run_shell(f"echo before; sleep 30 & echo $! > {tmp_path}/pid; wait", timeout=1)
     assert code is None
     assert output.startswith("before\n") and output.endswith("[timed out after 1 s; the command was stopped]")
-    time.sleep(0.2)
-    assert not alive(int((tmp_path / "pid").read_text()))
+    assert gone_within(int((tmp_path / "pid").read_text()), seconds=10)
 
 
 def test_a_detached_background_process_does_not_hold_the_result(tmp_path):

@@ -7,6 +7,7 @@ from precis.core.storage.store import Versions
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QStyleOptionViewItem
 
+from tests.gui.held_replies import HeldReplies
 from tests.gui.test_message_actions import click_chip
 from tests.gui.test_window import idle
 
@@ -64,7 +65,7 @@ def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, m
 
 def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, make_window, store, local_provider,
                                                                      isolated_home):
-    window = make_window(local_provider)
+    window = make_window(HeldReplies(local_provider, after_pieces=1))  # the close comes before a short reply ends
     chat_id = new_chat(window, store, reserve_output=400)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
     window.submit("Write a long story about a lighthouse keeper.")

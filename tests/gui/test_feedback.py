@@ -11,29 +11,13 @@ from precis.core.storage.chats import GLOBAL_POLICY_KEY
 from precis.gui.wording import NEW_CHAT_TITLE, title_from
 from PySide6.QtCore import Qt
 
+from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import dialogue, idle, open_imported_chat
 
 
 def list_text(window) -> str:
     rows = window.chat_list.list
     return "\n".join(rows.item(i).text() for i in range(rows.count()))
-
-
-class HeldReplies:
-    """The real local model whose replies begin only once the test releases them: a one-sentence reply can end
-    before a loaded machine shows the state "while the reply is written", which the test must see."""
-
-    def __init__(self, provider) -> None:
-        self.provider = provider
-        self.release = threading.Event()
-
-    def __getattr__(self, name):
-        return getattr(self.provider, name)
-
-    def stream_chat(self, messages, **options):
-        if not self.release.wait(60):
-            raise TimeoutError("the test never released the reply")
-        yield from self.provider.stream_chat(messages, **options)
 
 
 @pytest.mark.model

@@ -16,6 +16,7 @@ from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox
 
 from tests.conftest import SHARED_TRANSCRIPTS
+from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import idle
 
 CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
@@ -37,7 +38,8 @@ def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_o
 
 @pytest.mark.model
 def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, make_window, store, local_provider):
-    window = make_window(local_provider)
+    # Held after its first piece, so that the Stop below reaches the reply however soon a short one would end.
+    window = make_window(HeldReplies(local_provider, after_pieces=1))
     model = window.conversation.conversation
     window.composer.edit.setFocus()
     qtbot.keyClicks(window.composer.edit, "Where did the deploy script go? It was in tools/ yesterday")
@@ -54,6 +56,7 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
     stored = store.load_messages(chat.id)
     assert [m.role for m in stored] == ["user", "assistant"]
     assert stored[0].content == "Where did the deploy script go? It was in tools/ yesterday"
+    assert stored[1].content and stored[1].incomplete  # stopped: what arrived is kept, marked as cut
 
 
 def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbot, make_window, store, tmp_path):
