@@ -17,7 +17,14 @@ from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.tokens import TokenCounter
-from .interchange import NESTED_TOO_DEEP, TranscriptError, pair_tool_results, parse_jsonl_line, read_interchange_chat
+from .interchange import (
+    NESTED_TOO_DEEP,
+    TranscriptError,
+    not_a_message,
+    pair_tool_results,
+    parse_jsonl_line,
+    read_interchange_chat,
+)
 from .store import Store
 
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
@@ -111,8 +118,7 @@ def detect_format(path: Path, data: bytes) -> str:
         if "type" in value and ("uuid" in value or "sessionId" in value or value["type"] in _CLAUDE_CODE_SKIPPED):
             return "claude-code"
         if text.strip() != first:  # a whole object on the first line and more after it: JSON Lines, not messages
-            raise TranscriptError(str(path), 1, "not a chat message: each line of interchange JSONL has a 'role' "
-                                                f"and its 'content' (this one has {', '.join(map(repr, value))})")
+            raise not_a_message(str(path), 1, value)
     if isinstance(value, (dict, list)) or first[:1] in ("{", "["):
         return "openai"
     raise TranscriptError(str(path), 1, "not a known chat format (interchange JSONL, OpenAI chat JSON or "

@@ -35,14 +35,19 @@ def _decode_line(raw: bytes | str) -> str:
     return raw.lstrip("\ufeff")  # a byte-order mark some editors write before the first line
 
 
+def not_a_message(source: str, line: int, record: dict) -> TranscriptError:
+    """What a JSON object without a 'role' is told: not a message, and what it has instead."""
+    return TranscriptError(source, line, "not a chat message: each line of interchange JSONL has a 'role' and its "
+                                         f"'content' (this one has {', '.join(map(repr, record)) or 'nothing'})")
+
+
 def message_from_record(record: Any, *, source: str, line: int) -> Message:
     """One parsed JSON object to a Message; TranscriptError names what is wrong."""
     if not isinstance(record, dict):
         raise TranscriptError(source, line, f"expected a JSON object, got {type(record).__name__}")
     role = record.get("role")
     if "role" not in record:
-        raise TranscriptError(source, line, "not a chat message: each line of interchange JSONL has a 'role' and "
-                                            f"its 'content' (this one has {', '.join(map(repr, record)) or 'nothing'})")
+        raise not_a_message(source, line, record)
     if role not in ROLES:
         raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(ROLES)}, got {role!r}")
     content = record.get("content", "")
