@@ -7,6 +7,7 @@ import gc
 import os
 import sys
 
+from PySide6.QtCore import qInstallMessageHandler
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
@@ -42,6 +43,17 @@ def _keep_the_window_thread_waiting_less() -> None:
     gc.freeze()
 
 
+# What Qt's offscreen platform says whenever a window is shown or resized: nothing the person asked for is wrong.
+_OFFSCREEN_NOISE = "This plugin does not support propagateSizeHints()"
+
+
 def offscreen() -> None:
-    """Render without a display (tests, screenshots)."""
+    """Render without a display (`precis screenshot`): `precis screenshot` printed _OFFSCREEN_NOISE twice with
+    every picture; Qt's other messages still go to standard error."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    def quieter(_kind, _context, message: str) -> None:
+        if message != _OFFSCREEN_NOISE:
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(quieter)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
 
 import pytest
@@ -123,3 +126,14 @@ def test_the_window_without_a_display_says_so_instead_of_aborting(tmp_path, caps
     assert main(["--data-dir", str(tmp_path / "d")]) == 1
     err = capsys.readouterr().err
     assert "there is no display to show the window on" in err and "precis screenshot draws the window" in err
+
+
+def test_a_screenshot_says_nothing_on_standard_error_when_all_went_well(tmp_path):
+    """Qt's offscreen platform printed 'This plugin does not support propagateSizeHints()' twice with every picture,
+    which reads as something having gone wrong."""
+    shot = tmp_path / "shot.png"
+    done = subprocess.run([sys.executable, "-m", "precis.core.cli.main", "screenshot", str(shot), "--size",
+                           "1000x700", "--data-dir", str(tmp_path / "d")], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.returncode == 0 and done.stdout.strip() == str(shot) and shot.stat().st_size > 0
+    assert done.stderr == ""
