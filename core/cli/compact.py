@@ -81,6 +81,22 @@ def archived_indices(result: ReplayResult) -> list[int]:
     return [i for i, m in enumerate(result.originals) if m.id not in verbatim]
 
 
+# A prompt item's kind, as UsageReport.by_kind names it; "trimmed": shrunk to one line or cut to fit.
+_KIND_NAMES = {"system": "system", "summary": "summaries", "recalled": "recalled", "message": "messages",
+               "tool_output": "tool_outputs", "trimmed": "trimmed"}
+
+
+def sent_by_kind(prompt) -> dict[str, int]:
+    """The tokens of the prompt as sent, by kind; they add up to its tokens (the reply's priming with the
+    messages). The stats' usage_by_kind was the context before trimming: with old tool outputs shrunk to one
+    line, its kinds added up to 3,853 beside context_tokens 3,204 (sweagent_1 at 4,000)."""
+    kinds = dict.fromkeys(_KIND_NAMES.values(), 0)
+    for item in prompt.items:
+        kinds[_KIND_NAMES[item.kind]] += item.tokens
+    kinds["messages"] += prompt.tokens - sum(kinds.values())
+    return kinds
+
+
 def result_json(result: ReplayResult) -> dict:
     engine, prompt = result.engine, result.prompt
     usage = engine.usage(recall=False)  # of the context as replayed (recall is in the probes)
@@ -99,7 +115,7 @@ def result_json(result: ReplayResult) -> dict:
             "window": engine.budget.window,
             "reserve_output": engine.budget.reserve_output,
             "usage_ratio": round(prompt.tokens / engine.budget.available, 4),
-            "usage_by_kind": usage.by_kind,
+            "usage_by_kind": sent_by_kind(prompt),
             "summaries_made": len(engine.records),
             "active_summaries": len(engine.chain()),
             "tokens_exact": usage.exact,
@@ -115,10 +131,7 @@ def print_report(result: ReplayResult, out) -> None:
           f"({budget.available} available after reserving {budget.reserve_output} for the reply)", file=out)
     print(f"prompt: {len(prompt.items)} items, {prompt.tokens} tokens "
           f"({prompt.tokens / budget.available:.0%} of the budget)", file=out)
-    kinds: dict[str, int] = {}
-    for item in prompt.items:
-        kinds[item.kind] = kinds.get(item.kind, 0) + item.tokens
-    print("by kind: " + ", ".join(f"{k} {v}" for k, v in kinds.items()), file=out)
+    print("by kind: " + ", ".join(f"{k} {v}" for k, v in sent_by_kind(prompt).items() if v), file=out)
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
         covered = engine.archive.covered_count(record)

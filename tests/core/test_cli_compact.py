@@ -31,6 +31,21 @@ def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(
     assert all(originals[i].content in verbatim for i in kept)
 
 
+def test_the_tokens_by_kind_are_those_of_the_context_as_sent(capsys):
+    """usage_by_kind was the context before trimming (old tool outputs whole): at 4,000 its kinds added up to 3,853
+    beside context_tokens 3,204. Now they add up to it, shrunk tool outputs as their own kind, in the report too."""
+    path = SHARED_TRANSCRIPTS / "sweagent_1.jsonl"
+    assert main(["compact", str(path), "--context-tokens", "4000", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)["stats"]
+    assert sum(stats["usage_by_kind"].values()) == stats["context_tokens"]
+    assert stats["usage_by_kind"]["trimmed"] > 0
+    assert main(["compact", str(path), "--context-tokens", "4000"]) == 0
+    report = capsys.readouterr().out
+    by_kind = next(line for line in report.splitlines() if line.startswith("by kind: "))
+    shown = {k: int(v) for k, v in (part.rsplit(" ", 1) for part in by_kind.removeprefix("by kind: ").split(", "))}
+    assert {k: v for k, v in stats["usage_by_kind"].items() if v} == shown
+
+
 def test_plain_report_names_the_chain(capsys):
     assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "4096"]) == 0
     out = capsys.readouterr().out
