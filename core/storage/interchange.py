@@ -117,18 +117,12 @@ def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
         raise TranscriptError(source, number, NESTED_TOO_DEEP) from None
 
 
-def iter_jsonl(lines: Iterable[bytes | str], source: str) -> Iterator[Message]:
-    for number, raw in enumerate(lines, start=1):
-        record = parse_jsonl_line(raw, source, number)
-        if record is not None:
-            yield message_from_record(record, source=source, line=number)
-
-
 def read_transcript(path: str | Path) -> list[Message]:
-    """Read an interchange JSONL file. Raises TranscriptError (file, line, field) or OSError."""
+    """The messages of an interchange JSONL file, read as an import reads them (read_interchange_chat). Raises
+    TranscriptError (file, line, field) or OSError."""
     path = Path(path)
     with path.open("rb") as fh:
-        return pair_tool_results(list(iter_jsonl(fh, str(path))))
+        return read_interchange_chat(fh, str(path))[0]
 
 
 def _summaries_of(record: dict[str, Any], source: str, line: int) -> list[SummaryRecord]:
