@@ -58,7 +58,9 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
     if usage.ratio <= 1:
         return None
     prompt = engine.assemble()
-    sent_ids = {message.id for message in prompt.messages}
+    # By source: a tool output shrunk to its line is sent as a message of its own id, and was also counted here as
+    # left out ("2 oldest messages left out; 2 old tool outputs shrunk to one line" of the same two).
+    sent_ids = {item.source_id for item in prompt.items}
     left_out = [m for m in engine.archive.visible() if m.id not in sent_ids]
     cut_short = cut_messages(engine, prompt)
     # Tool outputs down to their one line (not the marker for left-out messages, not texts cut short).
@@ -66,8 +68,8 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
                  for item in prompt.items)
     sent = (f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent "
             f"({prompt.tokens:,} tokens).")
-    cuts = [f"{len(left_out)} oldest messages left out" if left_out else "",
-            f"{shrunk} old tool outputs shrunk to one line" if shrunk else "",
+    cuts = [f"{len(left_out)} oldest message{'s' * (len(left_out) != 1)} left out" if left_out else "",
+            f"{shrunk} old tool output{'s' * (shrunk != 1)} shrunk to one line" if shrunk else "",
             *(c.describe() for c in cut_short)]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
     due = engine.summary_due(next_message=True)  # not held back by a call still awaiting its result
@@ -75,6 +77,8 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
         next_message = "The next message first summarizes older messages to make room (this can take a while)."
     elif not engine.policy.enabled:
         next_message = "Automatic summaries are off: the next message is sent cut like this."
+    elif not left_out and not cut_short:
+        next_message = "Old tool outputs shrunk to one line make it fit: no summary is due yet."
     else:
         next_message = "No summary can make room: the next message is sent cut like this."
     if engine.can_summarize():

@@ -1049,3 +1049,24 @@ def test_opening_a_chat_again_cuts_and_counts_none_of_its_old_tool_outputs_again
     counted.clear()
     other.assemble()
     assert lines <= set(counted)
+
+
+def test_over_the_budget_by_tool_outputs_that_shrink_to_fit_nothing_is_said_left_out():
+    """A chat over the budget by old tool outputs, which shrink to their one line to fit: the inspector said "2 oldest
+    messages left out; 2 old tool outputs shrunk to one line" of the same outputs (sent shrunk, under ids of their
+    own), and "No summary can make room" beside "Summarize now to make room yourself"."""
+    engine = engine_with(window=2048, reserve=256)
+    engine.append(user("Read the two modules."), auto=False)
+    for n in (1, 2):
+        for message in tool_pair("Read", {"file_path": f"/src/module_{n}.py"},
+                                 "\n".join(f"{i}\tdef function_{n}_{i}(): return {i}" for i in range(80))):
+            engine.append(message, auto=False)
+    for message in (assistant("Both modules define plain functions."), user("Thanks. What next?")):
+        engine.append(message, auto=False)
+    assert engine.usage().ratio > 1 and engine.summary_due(next_message=True) is None
+    prompt = engine.assemble()
+    assert prompt.tokens <= engine.budget.available
+    assert {i.source_id for i in prompt.items} >= {m.id for m in engine.messages}  # every message is sent
+    note = over_budget(engine)
+    assert note.cut == "Cut: 1 old tool output shrunk to one line."
+    assert note.next_message == "Old tool outputs shrunk to one line make it fit: no summary is due yet."
