@@ -148,9 +148,11 @@ class MessageTable:
             del values[key]
         values["token_count"] = None
         with self._write("save the message") as session:
-            result = session.execute(update(MessageRow)
-                                     .where(MessageRow.chat_id == chat_id, MessageRow.id == message.id)
-                                     .values(**values))
+            # The values at execution, not in the statement: SQLAlchemy's statement cache would keep the first text
+            # saved this way (a whole pasted log) for as long as the store is open.
+            result = session.connection().execute(
+                update(MESSAGE).where(MESSAGE.c.chat_id == bindparam("in_chat"), MESSAGE.c.id == bindparam("of_id")),
+                {**values, "in_chat": chat_id, "of_id": message.id})
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
 

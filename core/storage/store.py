@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from pydantic import Field as PydanticField
-from sqlalchemy import func
+from sqlalchemy import bindparam, func
 from sqlmodel import Session, select, update
 
 from ..context.policy import SummarizationPolicy, policy_errors
@@ -322,7 +322,10 @@ class Store(MessageTable, SummaryTable, VersionTable):
 
     def set_draft(self, chat_id: str, draft: str) -> None:
         with self._write("save the draft") as session:
-            session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(draft=draft))
+            # The draft at execution, not in the statement (see update_message): a pasted log would stay cached.
+            chats = ChatRow.__table__
+            session.connection().execute(update(chats).where(chats.c.id == bindparam("of_id")),
+                                         {"draft": draft, "of_id": chat_id})
 
     def get_setting(self, key: str, default: Any = None) -> Any:
         with self._read() as session:

@@ -410,3 +410,24 @@ def test_a_new_chat_that_cannot_be_made_says_create_not_import(tmp_path):
             read_only.import_chat("notes", [Message(role="user", content="kiwis")])
     finally:
         read_only.close()
+
+
+def test_a_saved_text_is_not_kept_in_memory_once_a_later_one_is_saved(tmp_path):
+    """SQLAlchemy's statement cache kept the values written into a statement: the first streamed reply or draft saved
+    (a pasted log) stayed in memory for as long as the store was open."""
+    import gc
+
+    length = 1_234_567  # no other text of the tests is this long
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("c")
+        message = Message(role="user", content="short")
+        store.add_message(chat, message)
+        store.update_message(chat, message.with_changes(content="z" * length))
+        store.set_draft(chat, "d" * length)
+        store.update_message(chat, message.with_changes(content="the reply as it ended"))
+        store.set_draft(chat, "")
+        assert store.load_messages(chat)[0].content == "the reply as it ended" and store.get_draft(chat) == ""
+        gc.collect()
+        held = [type(owner).__name__ for owner in gc.get_objects()
+                for kept in gc.get_referents(owner) if isinstance(kept, str) and len(kept) == length]
+        assert held == []
