@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime
 
 import click
 
 from ..context.budget import over_budget
+from ..model.records import local_time
 from ..storage.chats import restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
@@ -32,10 +32,6 @@ def exit_code(error: object) -> int:
 def _fail(command: str, message: object, code: int | None = None) -> int:
     print(f"precis {command}: {message}", file=sys.stderr)
     return exit_code(message) if code is None else code
-
-
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
 
 
 @cli.command("import")
@@ -72,7 +68,7 @@ def chats(data_dir: str | None) -> int:
     if not stored:
         print("no chats yet (start one in the window, or `precis import FILE`)")
     for chat in stored:
-        print(f"{chat.id}  {_when(chat.updated_at)}  {chat.message_count:>6} msgs  {chat.title}")
+        print(f"{chat.id}  {local_time(chat.updated_at)}  {chat.message_count:>6} msgs  {chat.title}")
     return 0
 
 
@@ -137,7 +133,7 @@ def context(chat: str, data_dir: str | None) -> int:
         fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
         # As `precis history` says it: a fold is a fold, not its newest summary's mode.
-        print(f"  {record.depth}. {_when(record.created_at)}  {covered:,} messages  "
+        print(f"  {record.depth}. {local_time(record.created_at)}  {covered:,} messages  "
               f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
               f"({record.trigger}){kept}")
     return 0

@@ -7,14 +7,14 @@ import click
 
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.messages import Message
-from ..model.records import SummaryRecord, fold_description
+from ..model.records import SummaryRecord, fold_description, local_time
 from ..providers.base import ProviderError
 from ..providers.registry import make_provider
 from ..storage.chats import effective_policy, restore_engine, summarizer_for
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
 from .group import cli, data_dir_option
-from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, _when
+from .store import BAD_INPUT, DEFAULT_WINDOW, _fail
 
 SNIPPET_CHARS = 70
 
@@ -122,7 +122,7 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
     except (StoreError, ValueError, IntegrityError) as exc:
         return _fail("undo-summary", exc)
     # A fold archives no message itself: 'the summary of 0 messages' was undone, it said.
-    print(f"{chat.title}: undid the summary of {_when(record.created_at)}: {record.undone_description()}")
+    print(f"{chat.title}: undid the summary of {local_time(record.created_at)}: {record.undone_description()}")
     return 0
 
 
@@ -149,7 +149,7 @@ def history(chat: str, full: bool, data_dir: str | None) -> int:
     for record in sorted(records, key=lambda r: r.created_at):
         status = "" if record.status == "active" else f"  [{record.status}]"
         leaves = _leaves(record, by_record)
-        print(f"{record.depth}. {_when(record.created_at)}  {_range(leaves, position)}  "
+        print(f"{record.depth}. {local_time(record.created_at)}  {_range(leaves, position)}  "
               f"{record.result(len(leaves)).describe()}  {_how(record, by_record)}{status}")
         if full:
             covered = [by_id[i] for i in sorted((i for i in leaves if i in by_id), key=position.__getitem__)]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 import string
-import time
 
 from ..model.messages import Message
+from ..model.records import local_time
 from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import SPEAKER, session_date
 from ..summary.summarize import fit_text
@@ -114,7 +114,7 @@ class Recaller:
         if date := session_date(marker.content) if marker else "":
             return date
         created = message.created_at
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(created)) if created > 0 else "undated"
+        return local_time(created) if created > 0 else "undated"
 
 
 def recalled_parts(snippet: str) -> tuple[str, str]:

@@ -205,3 +205,8 @@ class SummaryRecord(BaseModel):
 def fold_description(kinds: list[str]) -> str:
     """What a fold holds: 'fold of 3 summaries (llm, llm, rule)', its summaries' kinds oldest first."""
     return f"fold of {len(kinds)} summar{'y' if len(kinds) == 1 else 'ies'} ({', '.join(kinds)})"
+
+
+def local_time(timestamp: float) -> str:
+    """A time as Precis writes it for people, in local time: '2026-11-23 09:05'."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))

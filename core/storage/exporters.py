@@ -12,12 +12,11 @@ import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.messages import Message
-from ..model.records import SummaryRecord
+from ..model.records import SummaryRecord, local_time
 from .interchange import jsonl_lines
 
 if TYPE_CHECKING:
@@ -113,14 +112,10 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{ticks}{lang}\n{text}\n{ticks}"
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
-
-
 def _summary_md(record: SummaryRecord, covered: int) -> str:
     state = "" if record.status == "active" else f", {record.status}"
     head = (f"> **Summary** (depth {record.depth}, {covered} messages, {record.kind}, "
-            f"{record.tokens_before} → {record.tokens_after} tokens, {_when(record.created_at)}{state})")
+            f"{record.tokens_before} → {record.tokens_after} tokens, {local_time(record.created_at)}{state})")
     body = "\n".join("> " + line if line else ">" for line in record.text.splitlines())
     return f"{head}\n>\n{body}" if body else head
 
