@@ -48,9 +48,12 @@ class StatusLine:
             bar.addPermanentWidget(widget)
         self._work_text = ""
         self._notice = ("", 0.0)  # the last result told, and until when (time.monotonic) it is shown
+        self._covered = ""  # what the status line showed when the work began
 
     def working(self, text: str) -> None:
         self.progress.show()
+        if self.bar.currentMessage() != self._work_text:  # what the work covers up, if anything
+            self._covered = self.bar.currentMessage()
         self._work_text = text
         self.bar.showMessage(text)
 
@@ -63,7 +66,7 @@ class StatusLine:
             self.bar.clearMessage()
             text, until = self._notice
             left = int((until - time.monotonic()) * 1000)
-            if left > 0:
+            if left > 0 and text and text == self._covered:  # not one already gone (cleared, or replaced)
                 self.bar.showMessage(text, left)
         self._work_text = ""
 
