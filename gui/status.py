@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -47,31 +46,26 @@ class StatusLine:
         for widget in (self.undo, self.progress, self.counting, self.model):
             bar.addPermanentWidget(widget)
         self._work_text = ""
-        self._notice = ("", 0.0)  # the last result told, and until when (time.monotonic) it is shown
-        self._covered = ""  # what the status line showed when the work began
+        self._undo_text = ""  # what the Undo offer undoes, said beside its button
 
     def working(self, text: str) -> None:
         self.progress.show()
-        if self.bar.currentMessage() != self._work_text:  # what the work covers up, if anything
-            self._covered = self.bar.currentMessage()
         self._work_text = text
         self.bar.showMessage(text)
 
     def idle(self) -> None:
-        """The work is done: its own line goes; a result or an error said since stays for its time, and one said
-        before the work began comes back for what is left of its time (deleting the open chat opens the next:
-        "Chat deleted." went at once, leaving its Undo button unexplained)."""
+        """The work is done: its own line goes; a result or an error said since stays for its time. While an Undo
+        is offered, what it undoes comes back beside it (deleting the open chat opens the next: "Chat deleted." went
+        at once, leaving its Undo button unexplained). Nothing else said before the work comes back: it was about
+        what came before (a reply cut at its limit, a chat being created), not about what the work did."""
         self.progress.hide()
         if self.bar.currentMessage() == self._work_text:
             self.bar.clearMessage()
-            text, until = self._notice
-            left = int((until - time.monotonic()) * 1000)
-            if left > 0 and text and text == self._covered:  # not one already gone (cleared, or replaced)
-                self.bar.showMessage(text, left)
+            if self._undo_action is not None and self._undo_timer.isActive():
+                self.bar.showMessage(self._undo_text, self._undo_timer.remainingTime())
         self._work_text = ""
 
     def tell(self, text: str, msecs: int = NOTICE_MS) -> None:
-        self._notice = (text, time.monotonic() + msecs / 1000)
         self.bar.showMessage(text, msecs)
 
     def failed(self, error: str) -> None:
@@ -80,6 +74,7 @@ class StatusLine:
     def offer_undo(self, text: str, label: str, action: Callable[[], Any]) -> None:
         """Say what happened, with a button labelled with what it undoes (e.g. "Undo regenerate")."""
         self._undo_action = action
+        self._undo_text = text
         self.tell(text, UNDO_OFFER_MS)
         self.undo.setText(label)
         self.undo.show()

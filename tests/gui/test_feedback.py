@@ -29,6 +29,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     chat_id = window.chat.session.chat_id
     assert store.get_chat(chat_id).title == NEW_CHAT_TITLE and window.windowTitle() == f"{NEW_CHAT_TITLE} — Precis"
+    assert window.statusBar().currentMessage() == ""  # "Creating the chat…" does not come back once it is made
 
     first = "Tell me about kickboxing in one sentence"
     qtbot.keyClicks(window.composer.edit, first)
@@ -64,6 +65,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     window.open_chat(other)
     qtbot.waitUntil(lambda: idle(window), timeout=20_000)
     assert not window.status.undo.isVisible()  # it would undo nothing here
+    assert window.statusBar().currentMessage() == ""  # nor is the other chat's edit said here
 
 
 def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_window, store):

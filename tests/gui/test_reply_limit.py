@@ -39,7 +39,6 @@ def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, mak
         "reply' sets it")
 
     server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
-    window.statusBar().clearMessage()
-    window.submit("Thanks")
+    window.submit("Thanks")  # while the first reply's notice is still up: it is not said of this one
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "Done.", timeout=20_000)
     assert "limit" not in window.statusBar().currentMessage()
