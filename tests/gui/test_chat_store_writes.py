@@ -112,8 +112,9 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
             qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)
             assert listed(window) == {chat_id: "Garden plans"} and window.chat.is_open(chat_id)
         heartbeat.timer.stop()
-        # Each write waited 2.5 s for the lock; on the window's thread the timer could not have ticked meanwhile.
-        assert len(heartbeat.ticks) > 30 and heartbeat.longest_gap() < 1.25, heartbeat.longest_gap()
+        # Each write waited 2.5 s for the lock; on the window's thread the timer could not have ticked meanwhile
+        # (the bound leaves a loaded machine's scheduling delay room below that).
+        assert len(heartbeat.ticks) > 30 and heartbeat.longest_gap() < 2.0, heartbeat.longest_gap()
 
         blocker.execute("ROLLBACK")  # the other program is done: the same clicks now work
         window.chat_list.rename_requested.emit(chat_id, "Vegetable garden")

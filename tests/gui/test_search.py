@@ -40,7 +40,7 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
         window.theme_actions["dark"].trigger()  # saving the choice waits for the lock
         window.refresh_chats()
         qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)  # readers are not held up by the writer
-        qtbot.waitUntil(lambda: len(heartbeat.ticks) >= 20, timeout=5_000)  # a second with the save still waiting
+        qtbot.waitUntil(lambda: len(heartbeat.ticks) >= 40, timeout=10_000)  # 2 s with the save still waiting
         assert window.chat.store_calls.busy
     finally:
         blocker.execute("COMMIT")
@@ -49,7 +49,7 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
     heartbeat.timer.stop()
     # Before, the save waited on the GUI thread: the window froze for the busy timeout (5 s), then the save failed.
     print(f"longest GUI-thread gap while the database was locked: {heartbeat.longest_gap() * 1000:.0f} ms")
-    assert heartbeat.longest_gap() < 0.5, heartbeat.longest_gap()
+    assert heartbeat.longest_gap() < 1.0, heartbeat.longest_gap()  # far below the 2 s the save waited
     qtbot.waitUntil(lambda: idle(window), timeout=10_000)  # the commit is picked up as a change made elsewhere
 
 
