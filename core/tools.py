@@ -173,7 +173,7 @@ def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None
         matched_files += hit
     if total > MAX_GREP_MATCHES:
         lines.append(f"[... {total - MAX_GREP_MATCHES} more matches not shown]")
-    lines.append(f"{total} matches in {matched_files} files")
+    lines.append(f"{total} match{'' if total == 1 else 'es'} in {matched_files} file{'' if matched_files == 1 else 's'}")
     return "\n".join(lines)
 
 

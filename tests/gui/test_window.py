@@ -257,7 +257,7 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=20_000)
     grep_call, grep_result = store.load_messages(chat_id)[2:]
     assert grep_call.tool_calls[0].name == "grep"
-    assert "notes.txt:2: beta needle" in grep_result.content and "1 matches in 1 files" in grep_result.content
+    assert "notes.txt:2: beta needle" in grep_result.content and "1 match in 1 file" in grep_result.content
 
     window.submit("/run sleep 30")
     qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
