@@ -25,7 +25,7 @@ from precis.core.storage.interchange import read_transcript  # noqa: E402
 from precis.core.storage.store import open_store  # noqa: E402
 from PySide6.QtCore import QEvent, QEventLoop, QObject, QTimer  # noqa: E402
 
-TRANSCRIPT = Path(__file__).resolve().parents[2] / "shared" / "transcripts" / "claudecode_session.jsonl"
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts" / "claudecode_session.jsonl"
 MESSAGES = int(os.environ.get("BENCH_MESSAGES", "10000"))
 CHUNKS = 2_000
 FLUSH_EVERY = 10

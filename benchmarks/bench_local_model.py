@@ -24,7 +24,7 @@ from precis.core.providers.local import LocalProvider  # noqa: E402
 from precis.core.providers.model_process import ModelProcessDied  # noqa: E402
 from precis.core.storage.interchange import read_transcript  # noqa: E402
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts"
 PROMPT = [Message("system", "You are a helpful assistant."),
           Message("user", "Explain in a few sentences why the sky is blue.")]
 

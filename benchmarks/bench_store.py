@@ -20,7 +20,7 @@ from precis.core.storage.importers import import_file  # noqa: E402
 from precis.core.storage.interchange import read_transcript  # noqa: E402
 from precis.core.storage.store import attach_engine, open_store  # noqa: E402
 
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
+TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts"
 RAW = TRANSCRIPTS / "claudecode_session.raw.jsonl"
 OPEN_GOAL_S = 0.5
 SEARCH_GOAL_MS = 50.0

@@ -4,11 +4,11 @@ Drives Precis only through its command line (`precis compact ... --json`, run as
 from precis (tests/test_fidelity_independent.py checks it), so the summarizers' own fact extraction never grades
 their output.
 
-- Conversations (../shared/conversations, LoCoMo): the questions whose answer (5 words or fewer) appears
+- Conversations (tests/data/conversations, LoCoMo): the questions whose answer (5 words or fewer) appears
   literally, case- and punctuation-insensitively, in their evidence messages; of those whose evidence was all
   summarized away, the share of answers still in what the model is sent. Beside it, the summaries' size in the
   prompt over the size of the originals they replaced (tiktoken cl100k_base).
-- Transcripts (../shared/transcripts): the gold facts of benchmarks/gold.py of every archived message, against the
+- Transcripts (tests/data/transcripts): the gold facts of benchmarks/gold.py of every archived message, against the
   final prompt, per kind.
 
     python -m benchmarks.fidelity                        # rule mode, 8k and 32k, everything (about a minute)
@@ -41,9 +41,9 @@ import tiktoken
 
 from benchmarks.gold import KINDS, check, gold_facts, normalize_answer, normalized_words, squash
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-TRANSCRIPTS_DIR = SHARED / "transcripts"
-CONVERSATIONS_DIR = SHARED / "conversations"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+TRANSCRIPTS_DIR = DATA / "transcripts"
+CONVERSATIONS_DIR = DATA / "conversations"
 WINDOWS = {"4k": 4096, "8k": 8192, "32k": 32768}
 MODES = ("rule", "hybrid", "llm")
 MAX_ANSWER_WORDS = 5

@@ -2,7 +2,7 @@
 
 The summarizers build their artifact trail with precis.core.summary.retention; grading them with the same code
 would measure agreement with the trail's format. These rules are written separately, from the interchange
-format alone (../shared/transcripts/README.md), so a summary is graded by what it says, not how.
+format alone (tests/data/transcripts/README.md), so a summary is graded by what it says, not how.
 
 Kinds: files read or changed, commands with their outcome, error names (the errors the session hit: in the
 output of commands run; a file read, viewed or edited shows its text, and a `rescue ArgumentError` there is not an

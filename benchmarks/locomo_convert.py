@@ -1,4 +1,4 @@
-"""Convert LoCoMo's data/locomo10.json into the interchange files of ../shared/conversations/.
+"""Convert LoCoMo's data/locomo10.json into the interchange files of tests/data/conversations/.
 
 Used to get held-out conversations (4-10) for the fidelity benchmark; it reproduces the shared files 1-3 exactly.
 Usage: python -m benchmarks.locomo_convert LOCOMO10_JSON OUT_DIR [FIRST LAST]   (default: all ten)

@@ -15,9 +15,54 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-SHARED_TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "transcripts"
-TRANSCRIPTS = sorted(p for p in SHARED_TRANSCRIPTS.glob("*.jsonl") if not p.name.endswith(".raw.jsonl"))
-CLAUDE_CODE_RAW = SHARED_TRANSCRIPTS / "claudecode_session.raw.jsonl"
+REPOSITORY = Path(__file__).resolve().parents[1]
+DATA = REPOSITORY / "tests" / "data"
+TRANSCRIPTS_DIR = DATA / "transcripts"
+CONVERSATIONS_DIR = DATA / "conversations"
+TRANSCRIPTS = sorted(p for p in TRANSCRIPTS_DIR.glob("*.jsonl") if not p.name.endswith(".raw.jsonl"))
+CLAUDE_CODE_RAW = TRANSCRIPTS_DIR / "claudecode_session.raw.jsonl"
+
+
+def outside_the_repository(path) -> bool:
+    """Whether a path lies beside the repository rather than in it: what a fresh clone, alone in its folder, lacks
+    (the tests once read ../shared, and a clone without it failed 66 tests and silently lost 19 more)."""
+    try:
+        absolute = Path(os.path.abspath(os.fsdecode(path)))
+    except (TypeError, ValueError):
+        return False
+    if absolute.parent == absolute or REPOSITORY.parent not in absolute.parents:
+        return False
+    neighbour = absolute.relative_to(REPOSITORY.parent).parts[0]
+    # Hidden folders beside a clone in a home folder are caches and settings (fontconfig's, pip's), and a clone in the
+    # temporary folder has the tests' own temporary files beside it.
+    return neighbour != REPOSITORY.name and not neighbour.startswith((".", "tmp", "pytest-of-"))
+
+
+READS_OUTSIDE: list[str] = []
+
+
+def note_reads_outside(event: str, args: tuple) -> None:
+    if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        if outside_the_repository(args[0]):
+            READS_OUTSIDE.append(os.fsdecode(args[0]))
+
+
+sys.addaudithook(note_reads_outside)
+
+
+def pytest_collection_finish(session):
+    if READS_OUTSIDE:
+        raise pytest.UsageError(f"collecting the tests read outside the repository: {sorted(set(READS_OUTSIDE))}")
+
+
+@pytest.fixture(autouse=True)
+def reads_only_the_repository():
+    """A test that reads a file beside the repository fails: the README's test command runs from a clone alone."""
+    yield
+    if READS_OUTSIDE:
+        paths = sorted(set(READS_OUTSIDE))
+        READS_OUTSIDE.clear()
+        pytest.fail(f"read outside the repository: {paths}")
 
 
 @pytest.fixture(autouse=True)

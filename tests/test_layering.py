@@ -70,3 +70,13 @@ def test_no_bare_core_or_gui_imports():
                 if name.split(".")[0] in ("core", "gui"):
                     offenders.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
     assert offenders == []
+
+
+def test_a_read_beside_the_repository_is_caught_and_one_inside_is_not(tmp_path):
+    from tests.conftest import REPOSITORY, outside_the_repository
+
+    assert outside_the_repository(REPOSITORY.parent / "shared" / "transcripts" / "sweagent_1.jsonl")
+    assert outside_the_repository(str(REPOSITORY) + "-other/file")
+    assert not outside_the_repository(REPOSITORY / "tests" / "data" / "transcripts" / "sweagent_1.jsonl")
+    assert not outside_the_repository(REPOSITORY)
+    assert not outside_the_repository(tmp_path / "x")

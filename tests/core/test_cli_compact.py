@@ -8,11 +8,11 @@ import pytest
 from precis.core.cli.main import main
 from precis.core.storage.interchange import read_transcript
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import CONVERSATIONS_DIR, TRANSCRIPTS_DIR
 
 
 def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(capsys):
-    path = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
+    path = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
     assert main(["compact", str(path), "--context-tokens", "8192", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     originals = read_transcript(path)
@@ -34,7 +34,7 @@ def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(
 def test_the_tokens_by_kind_are_those_of_the_context_as_sent(capsys):
     """usage_by_kind was the context before trimming (old tool outputs whole): at 4,000 its kinds added up to 3,853
     beside context_tokens 3,204. Now they add up to it, shrunk tool outputs as their own kind, in the report too."""
-    path = SHARED_TRANSCRIPTS / "sweagent_1.jsonl"
+    path = TRANSCRIPTS_DIR / "sweagent_1.jsonl"
     assert main(["compact", str(path), "--context-tokens", "4000", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)["stats"]
     assert sum(stats["usage_by_kind"].values()) == stats["context_tokens"]
@@ -47,7 +47,7 @@ def test_the_tokens_by_kind_are_those_of_the_context_as_sent(capsys):
 
 
 def test_plain_report_names_the_chain(capsys):
-    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "4096"]) == 0
+    assert main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), "--context-tokens", "4096"]) == 0
     out = capsys.readouterr().out
     assert "summaries made:" in out and "trail coverage: files" in out
 
@@ -64,7 +64,7 @@ def test_missing_file_and_missing_key_are_clear_errors(tmp_path, capsys, monkeyp
     assert main(["compact", str(tmp_path / "nope.jsonl")]) == 2
     assert "cannot read" in capsys.readouterr().err
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code = main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--mode", "llm", "--provider", "openai"])
+    code = main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), "--mode", "llm", "--provider", "openai"])
     assert code == 1
     assert "no API key for openai" in capsys.readouterr().err
 
@@ -72,17 +72,15 @@ def test_missing_file_and_missing_key_are_clear_errors(tmp_path, capsys, monkeyp
 @pytest.mark.parametrize("seconds", ["0", "-1"])
 def test_a_summary_time_limit_that_is_not_positive_is_bad_input(capsys, seconds):
     """--summary-seconds -1 was taken, and the replay run."""
-    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--summary-seconds", seconds]) == 2
+    assert main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), "--summary-seconds", seconds]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "Invalid value for '--summary-seconds'" in err
 
 
-CONVERSATION = SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl"
+CONVERSATION = CONVERSATIONS_DIR / "locomo_1.jsonl"
 
 
 def test_probes_get_the_prompt_of_their_question_with_recall_and_leave_the_chat_alone(tmp_path, capsys):
-    if not CONVERSATION.exists():
-        pytest.skip("../shared/conversations is not here")
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "When did Caroline go to the LGBTQ support group?"}) + "\n\n"
                          + json.dumps({"question": "What did Caroline research?"}) + "\n")
@@ -108,14 +106,14 @@ def test_probes_get_the_prompt_of_their_question_with_recall_and_leave_the_chat_
 def test_a_bad_probe_line_is_named_by_file_and_line(tmp_path, capsys, line, reason):
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "fine"}) + "\n" + line + "\n")
-    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--probes", str(questions)]) == 2
+    assert main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), "--probes", str(questions)]) == 2
     err = capsys.readouterr().err
     assert f"{questions}, line 2" in err and reason in err
 
 
 def test_a_raw_claude_code_session_is_read_directly(capsys):
     """The importers' reader: every original is replayed, Claude Code's own compaction included in what it covers."""
-    raw = SHARED_TRANSCRIPTS / "claudecode_session.raw.jsonl"
+    raw = TRANSCRIPTS_DIR / "claudecode_session.raw.jsonl"
     assert main(["compact", str(raw), "--context-tokens", "8192"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("646 messages replayed into a 8192-token window") and "None" not in out + err
@@ -142,6 +140,6 @@ def test_a_message_larger_than_the_budget_is_reported_cut_with_its_tokens(tmp_pa
 
 
 def test_nothing_is_reported_cut_when_every_message_fits(capsys):
-    assert main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_1.jsonl"), "--context-tokens", "8192", "--json"]) == 0
+    assert main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), "--context-tokens", "8192", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["cut"] == [] and "cut from" not in captured.err

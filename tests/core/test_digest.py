@@ -29,7 +29,7 @@ from precis.core.summary.summarize import (
     without_noise,
 )
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import CONVERSATIONS_DIR
 from tests.fakes import ScriptedProvider
 
 COUNT = TokenCounter().count_text
@@ -412,7 +412,7 @@ def test_in_a_small_window_a_digest_fits_beside_the_messages_it_keeps():
 def test_a_long_conversation_opened_in_a_small_window_keeps_its_recent_tail_verbatim():
     """Opening locomo_1 (438 messages) at 8k: the digest of the rest is expected above the target fill by itself,
     which is no reason to drop recent messages (the tail shrank to 2 of the 6 kept)."""
-    messages = read_transcript(SHARED_TRANSCRIPTS.parent / "conversations" / "locomo_1.jsonl")
+    messages = read_transcript(CONVERSATIONS_DIR / "locomo_1.jsonl")
     policy = SummarizationPolicy(mode="rule")
     engine = ContextEngine.restore(messages, [], Budget(window=8192, reserve_output=512), policy, TokenCounter())
     engine.maybe_summarize()

@@ -32,7 +32,7 @@ from precis.core.summary.summarize import (
     SummaryRequest,
 )
 
-from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR, TRANSCRIPTS
 from tests.fakes import ScriptedProvider
 
 COUNTER = TokenCounter()
@@ -109,7 +109,7 @@ def test_counting_many_messages_on_threads_counts_each_as_one_at_a_time_and_repl
     """A long chat opened for the first time shows from stand-in counts (estimate_missing) while its messages are
     counted on several threads (count_messages): the counts are the ones counting each alone makes, the stand-ins go
     as they are counted, usage says it is not exact until then, and stand-ins are never handed out for saving."""
-    messages = read_transcript(SHARED_TRANSCRIPTS / "claudecode_session.jsonl")
+    messages = read_transcript(TRANSCRIPTS_DIR / "claudecode_session.jsonl")
     alone = TokenCounter()
     expected = {m.id: alone.raw_message_tokens(m) for m in messages}
 

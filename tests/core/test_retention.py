@@ -8,14 +8,14 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR
 
-CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
+CLAUDE_CODE = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
 
 
 @lru_cache(maxsize=None)
 def transcript(name: str) -> tuple[Message, ...]:
-    return tuple(read_transcript(SHARED_TRANSCRIPTS / name))
+    return tuple(read_transcript(TRANSCRIPTS_DIR / name))
 
 
 def call(name: str, result: str = "", **arguments) -> list[Message]:

@@ -19,7 +19,7 @@ from precis.core.summary.summary_block import render_artifact_trail, rule_summar
 from precis.core.summary.tool_kinds import canonical_tool
 from precis.core.summary.tool_output import one_line
 
-from tests.conftest import SHARED_TRANSCRIPTS, TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR, TRANSCRIPTS
 
 COUNT = TokenCounter().count_text
 
@@ -31,7 +31,7 @@ def document_line(tool_name: str, facts: list[str], error: bool = False) -> str:
 
 @lru_cache(maxsize=None)
 def transcript(name: str) -> tuple[Message, ...]:
-    return tuple(read_transcript(SHARED_TRANSCRIPTS / name))
+    return tuple(read_transcript(TRANSCRIPTS_DIR / name))
 
 
 def pairs(messages) -> list[tuple[ToolCall | None, Message]]:

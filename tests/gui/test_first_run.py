@@ -15,12 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import idle
 
-CLAUDE_CODE = SHARED_TRANSCRIPTS / "claudecode_session.jsonl"
-needs_shared = pytest.mark.skipif(not CLAUDE_CODE.exists(), reason=f"{CLAUDE_CODE} is missing (../shared)")
+CLAUDE_CODE = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
 
 
 def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_off(qtbot, make_window):
@@ -101,7 +100,6 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
-@needs_shared
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
@@ -126,7 +124,6 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
-@needs_shared
 def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, make_window, store, isolated_home):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()

@@ -26,7 +26,7 @@ from precis.core.providers.registry import make_provider
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
-from tests.conftest import SHARED_TRANSCRIPTS, free_port
+from tests.conftest import TRANSCRIPTS_DIR, free_port
 from tests.stand_in_ollama import MODEL, MODEL_SIZE, StandInOllama
 
 
@@ -101,7 +101,7 @@ def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes
         summarizer = LLMSummarizer(provider, deadline_seconds=600)  # the model's answer, however busy the machine
         engine = ContextEngine(Budget(window=provider.context_window(), reserve_output=512),
                                SummarizationPolicy(mode="llm"), token_counter(provider), summarizer)
-        for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
+        for message in read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl"):
             engine.append(message, auto=False)
         record = engine.summarize_now()
         assert summarizer.attempts == ["ok"] and not record.fallback_used and record.text.strip()
@@ -124,7 +124,7 @@ def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(o
     summarizer = LLMSummarizer(provider, deadline_seconds=600)  # the model's answer, however busy the machine
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"), TokenCounter(),
                            summarizer)
-    for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
+    for message in read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl"):
         engine.append(message, auto=False)
     record = engine.summarize_now()
     assert summarizer.attempts == ["ok"] and not record.fallback_used and record.text.strip()

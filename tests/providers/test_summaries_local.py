@@ -18,14 +18,14 @@ from precis.core.providers.local import LocalProvider
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR
 
 pytestmark = pytest.mark.model  # every test here runs the embedded model
 
 
 def test_compact_hybrid_on_a_shared_transcript_writes_records_from_the_model(capsys, local_provider):
     # A generous time limit: this checks what the model writes, on a machine that may be busy with other work.
-    code = main(["compact", str(SHARED_TRANSCRIPTS / "sweagent_3.jsonl"), "--mode", "hybrid",
+    code = main(["compact", str(TRANSCRIPTS_DIR / "sweagent_3.jsonl"), "--mode", "hybrid",
                  "--context-tokens", "4096", "--summary-seconds", "600", "--json"])
     assert code == 0
     result = json.loads(capsys.readouterr().out)
@@ -47,7 +47,7 @@ def test_llm_summary_from_the_local_model_is_schema_valid(local_provider):
     summarizer = LLMSummarizer(local_provider, deadline_seconds=600)  # the model's answer, however busy the machine
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"),
                            TokenCounter(), summarizer)
-    for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl"):
+    for message in read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl"):
         engine.append(message, auto=False)
     record = engine.summarize_now()
     # Greedy decoding makes this deterministic: the model's summary is the one used, not the rules' fallback.
@@ -60,7 +60,7 @@ def test_llm_summary_from_the_local_model_is_schema_valid(local_provider):
 def test_calibration_from_real_usage_brings_the_estimate_within_five_percent(local_provider):
     """As in a chat: the usage reported for one reply corrects the estimate of the next, longer prompt."""
     counter = TokenCounter()
-    chat = [m for m in read_transcript(SHARED_TRANSCRIPTS / "sweagent_3.jsonl") if m.role != "tool"][:8]
+    chat = [m for m in read_transcript(TRANSCRIPTS_DIR / "sweagent_3.jsonl") if m.role != "tool"][:8]
     first = chat[:3]
     usage = complete(local_provider, first, max_tokens=1).usage
     before = abs(counter.prompt_raw_tokens(chat) - len(local_provider.prompt_tokens(chat)))
@@ -73,7 +73,7 @@ def test_calibration_from_real_usage_brings_the_estimate_within_five_percent(loc
 
 def test_a_summary_past_its_deadline_is_cancelled_and_the_rules_write_it_saying_why(local_provider):
     """The documents' target is under 10 s a summary: at the deadline generation stops and the rules take over."""
-    messages = read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:30]
+    messages = read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:30]
     summarizer = LLMSummarizer(local_provider, deadline_seconds=0.3)
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"),
                            TokenCounter(), summarizer)
@@ -90,7 +90,7 @@ def test_a_summary_past_its_deadline_is_cancelled_and_the_rules_write_it_saying_
 def summarize_first_messages(summarizer: LLMSummarizer):
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"),
                            TokenCounter(), summarizer)
-    for message in read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:30]:
+    for message in read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:30]:
         engine.append(message, auto=False)
     return engine.summarize_now()
 

@@ -14,7 +14,7 @@ from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, summari
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import open_store
 
-from tests.conftest import SHARED_TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS_DIR
 
 pytestmark = pytest.mark.model
 
@@ -24,7 +24,7 @@ def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
     with open_store(tmp_path / "data") as store:
         store.set_setting(GLOBAL_POLICY_KEY, policy)
         chat = store.create_chat("agent run")
-        store.add_messages(chat, read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:24])
+        store.add_messages(chat, read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:24])
         summarizer = summarizer_for(SummarizationPolicy(**policy), chat_provider)
         summarizer.deadline_seconds = 600  # this checks who wrote the summary, on a machine that may be busy
         engine, _ = restore_engine(store, chat, default_window=8192, summarizer=summarizer)
@@ -92,7 +92,7 @@ def test_precis_summarize_writes_with_the_summarizer_and_time_limit_the_settings
                                               "summarizer_base_url": llama_server, "summarizer_model": "smollm2",
                                               "summary_seconds": 600})
         chat = store.create_chat("agent run")
-        store.add_messages(chat, read_transcript(SHARED_TRANSCRIPTS / "sweagent_2.jsonl")[:24])
+        store.add_messages(chat, read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:24])
     assert main(["--data-dir", str(data), "summarize", chat, "--mode", "llm"]) == 0
     with open_store(data) as store:
         [record] = store.load_records(chat)
