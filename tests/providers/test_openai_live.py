@@ -1,4 +1,4 @@
-"""The httpx OpenAI-compatible client against a real server: llama-cpp-python's, serving SmolLM2 on loopback."""
+"""The httpx OpenAI-compatible client against a real server: llama.cpp's (xllamacpp's), serving SmolLM2 on loopback."""
 
 from __future__ import annotations
 

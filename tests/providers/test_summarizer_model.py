@@ -1,6 +1,6 @@
 """A separate summarizer model (the documents' lighter model for summaries): the chat's model by default, the
 embedded local model, or another provider and model, as the summarization settings say. Real peers: the embedded
-model and llama_cpp.server over loopback."""
+model and llama.cpp's OpenAI-compatible server over loopback."""
 
 from __future__ import annotations
 
