@@ -7,6 +7,7 @@ template and llama.cpp's native tool calls. Serves until it is terminated.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -42,6 +43,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> None:
+    # As in the model process (local.py): llama.cpp's OpenMP threads wait passively, not spinning beside the tests.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import xllamacpp
 
     server = xllamacpp.Server(server_params(parse(argv)))

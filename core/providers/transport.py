@@ -38,7 +38,7 @@ from .base import (
 DETAIL_CHARS = 300
 CONTEXT_ERROR_MARKERS = (
     "context_length_exceeded", "maximum context length", "context length", "context window",
-    "n_ctx", "prompt is too long", "too many tokens",
+    "n_ctx", "context size", "prompt is too long", "too many tokens",
 )
 # Key-like strings a server may echo back (OpenAI quotes a masked key in 401 messages).
 _KEY_LIKE = re.compile(r"\b(?:sk|pk|key|rk)-[A-Za-z0-9_\-*.]{6,}")
