@@ -23,6 +23,11 @@ TRANSCRIPTS = sorted(p for p in TRANSCRIPTS_DIR.glob("*.jsonl") if not p.name.en
 CLAUDE_CODE_RAW = TRANSCRIPTS_DIR / "claudecode_session.raw.jsonl"
 
 
+# Where the interpreter and the installed packages live (a virtual environment may sit beside the clone, or borrow
+# another's packages): installed code, not data a test needs.
+INSTALLED = {Path(os.path.abspath(p)) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path) if p}
+
+
 def outside_the_repository(path) -> bool:
     """Whether a path lies beside the repository rather than in it: what a fresh clone, alone in its folder, lacks
     (the tests once read ../shared, and a clone without it failed 66 tests and silently lost 19 more)."""
@@ -31,6 +36,8 @@ def outside_the_repository(path) -> bool:
     except (TypeError, ValueError):
         return False
     if absolute.parent == absolute or REPOSITORY.parent not in absolute.parents:
+        return False
+    if any(root == absolute or root in absolute.parents for root in INSTALLED if REPOSITORY not in (root, *root.parents)):
         return False
     neighbour = absolute.relative_to(REPOSITORY.parent).parts[0]
     # Hidden folders beside a clone in a home folder are caches and settings (fontconfig's, pip's), and a clone in the

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "core"
 
@@ -80,3 +82,5 @@ def test_a_read_beside_the_repository_is_caught_and_one_inside_is_not(tmp_path):
     assert not outside_the_repository(REPOSITORY / "tests" / "data" / "transcripts" / "sweagent_1.jsonl")
     assert not outside_the_repository(REPOSITORY)
     assert not outside_the_repository(tmp_path / "x")
+    # Installed packages may live beside the clone (a shared virtual environment): code, not test data.
+    assert not outside_the_repository(Path(pytest.__file__))
