@@ -32,7 +32,7 @@ from precis.core.summary.summarize import (
     SummaryRequest,
 )
 
-from tests.conftest import TRANSCRIPTS_DIR, TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, TRANSCRIPTS_DIR
 from tests.fakes import ScriptedProvider
 
 COUNTER = TokenCounter()

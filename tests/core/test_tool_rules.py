@@ -19,7 +19,7 @@ from precis.core.summary.summary_block import render_artifact_trail, rule_summar
 from precis.core.summary.tool_kinds import canonical_tool
 from precis.core.summary.tool_output import one_line
 
-from tests.conftest import TRANSCRIPTS_DIR, TRANSCRIPTS
+from tests.conftest import TRANSCRIPTS, TRANSCRIPTS_DIR
 
 COUNT = TokenCounter().count_text
 
