@@ -114,7 +114,7 @@ def ten_thousand_messages() -> list[Message]:
 
 
 def main() -> None:
-    from precis.core.storage.chats import GLOBAL_POLICY_KEY
+    from precis.core.settings import SUMMARIZATION_KEY
     from precis.gui.app import application
     from precis.gui.conversation import Row
     from precis.gui.main_window import MainWindow
@@ -126,7 +126,7 @@ def main() -> None:
         # Rule mode keeps the model's weights (about 300 MB, loaded for the first reply anyway) out of what this
         # measures: the chat itself.
         # First paint is measured with automatic summaries off (every opening the same), then they are turned on.
-        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
         chat_id = store.import_chat("10k", ten_thousand_messages())
         window = MainWindow(store, load_model=False)
         window.resize(1400, 900)
@@ -175,7 +175,7 @@ def main() -> None:
               f"{', '.join(f'{t * 1000:.0f}' for t in whole)}; the first opening counts them all)")
 
         # Opened again with automatic summaries on, the chat is summarized (it is far past its window).
-        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
         window.open_chat(store.create_chat("empty"))
         while not idle():
             app.processEvents()
@@ -227,7 +227,7 @@ def main() -> None:
         # "Summarize now" on a 2,000-message chat (automatic summaries off, so there is all of it to take), then
         # again with a chat switch and a window close in the middle of it (neither waits for it: it finishes or is
         # dropped in the background).
-        store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
         summaries = []
         for action in ("summary", "switch", "close"):
             stalled = store.import_chat(f"to summarize ({action})", ten_thousand_messages()[:2000])

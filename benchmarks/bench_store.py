@@ -14,8 +14,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from precis.core.context.engine import Budget, ContextEngine  # noqa: E402
-from precis.core.context.policy import SummarizationPolicy  # noqa: E402
 from precis.core.model.messages import new_id  # noqa: E402
+from precis.core.settings import SummarizationPolicy  # noqa: E402
 from precis.core.storage.importers import import_file  # noqa: E402
 from precis.core.storage.interchange import read_transcript  # noqa: E402
 from precis.core.storage.store import attach_engine, open_store  # noqa: E402

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from .model.messages import Message, ToolCall, new_id
 from .providers.base import CancelToken
+from .settings import RUN_TIMEOUT_SECONDS
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
 KEPT_TAIL_CHARS = 2_000  # of a longer output, its last characters are kept with its start
 # /run waits this long by default: a chat should not hang for minutes on a command that never ends.
-RUN_TIMEOUT_SECONDS = 60.0
 # After the shell exits, how long output from processes it left behind is still read.
 BACKGROUND_GRACE_SECONDS = 0.5
 MAX_FILE_BYTES = 2_000_000

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QWidget
 
+from ..core.settings import APPEARANCE_KEY, Appearance
 from ..core.storage.store import Store
 from . import theme
 from .conversation import ConversationView
@@ -16,14 +17,14 @@ TEXT_SIZES = (0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 1.75, 2.0)
 
 
 class AppearanceControl:
-    """Applies and saves theme.Appearance; `views` and `editors` are what the text size scales."""
+    """Applies and saves Appearance; `views` and `editors` are what the text size scales."""
 
     def __init__(self, store: Store, save_setting: Callable[[str, object], object],
                  views: Sequence[ConversationView], editors: Sequence[QWidget]) -> None:
         self._save_setting = save_setting  # off the GUI thread
         self.views = views
         self.editors = editors
-        self.value = theme.Appearance.model_validate(store.get_setting(theme.APPEARANCE_KEY, {}) or {})
+        self.value = Appearance.model_validate(store.get_setting(APPEARANCE_KEY, {}) or {})
         self._base_points = QApplication.font().pointSizeF()
         theme.choose(self.value.theme)
         if self.value.text_size != 1.0:
@@ -48,9 +49,9 @@ class AppearanceControl:
             self._save(self.value.model_copy(update={"text_size": size}))
             self._apply_text_size()
 
-    def _save(self, value: theme.Appearance) -> None:
+    def _save(self, value: Appearance) -> None:
         self.value = value
-        self._save_setting(theme.APPEARANCE_KEY, value.model_dump(exclude_defaults=True))
+        self._save_setting(APPEARANCE_KEY, value.model_dump(exclude_defaults=True))
 
     def _apply_text_size(self) -> None:
         font = QFont(QApplication.font())

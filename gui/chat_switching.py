@@ -8,23 +8,38 @@ is told in the status bar and leaves the list as it was."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from PySide6.QtCore import QObject, Signal
+
+from ..core.chat.rows import build_rows
+from ..core.chat.snapshot import Snapshot
 from ..core.storage.store import ChatInfo
-from .conversation import build_rows
-from .session import Snapshot
+from .chat_list import ChatList
+from .composer import Composer
+from .controller import ChatController
+from .conversation import ConversationView
+from .feedback import Feedback
+from .inspector import Inspector
+from .status import StatusLine
 from .wording import NEW_CHAT_TITLE, title_from
 from .workers import Job
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
+class ChatSwitcher(QObject):
+    """The window's chat switching, over the parts it shows chats in."""
 
-class ChatSwitcher:
-    """The window's chat switching; the window's widgets and controller are reached through `window`."""
+    switched = Signal()  # another chat is about to open (or none): what was under way for the last one is dropped
+    title_changed = Signal(str)  # the window's title
+    shown = Signal()  # a snapshot of the open chat is shown (rows, inspector)
+    closed = Signal()  # the open chat closed: none is open until the next opens
+    summary_revealed = Signal(str)  # a search hit was archived in this summary: show it in the inspector
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(self, chat: ChatController, chat_list: ChatList, conversation: ConversationView, composer: Composer,
+                 inspector: Inspector, status: StatusLine, feedback: Feedback, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.chat, self.chat_list, self.conversation, self.composer = chat, chat_list, conversation, composer
+        self.inspector, self.status, self.feedback = inspector, status, feedback
         self.closing = False  # the window is closing: the chat list is no longer refreshed
         self.creation: Job | None = None  # the store call creating a chat, until it answers (see new_chat)
         self.waiting_for_creation: list[Callable[[str], Any]] = []
@@ -34,11 +49,11 @@ class ChatSwitcher:
         return self.creation is not None
 
     def connect(self) -> None:
-        window, chat = self.window, self.window.chat
+        chat = self.chat
         chat.rows_loaded.connect(lambda snap: self.show_rows(snap, scroll_to_end=True))
         chat.snapshot_changed.connect(self.show_snapshot)
         chat.chats_changed.connect(self.refresh_chats)
-        chat_list = window.chat_list
+        chat_list = self.chat_list
         chat_list.chat_selected.connect(self.open_chat)
         chat_list.new_requested.connect(self.new_chat)
         chat_list.rename_requested.connect(self.rename_chat)
@@ -48,22 +63,20 @@ class ChatSwitcher:
 
     def refresh_chats(self) -> None:
         if not self.closing:
-            self.window.chat.store_calls.newest("list the chats", lambda store: store.list_chats(), self._show_chats)
+            self.chat.store_calls.newest("list the chats", lambda store: store.list_chats(), self._show_chats)
 
     def _show_chats(self, chats: list[ChatInfo]) -> None:
         if self.closing:
             return
-        window = self.window
-        current = window.chat.session.chat_id if window.chat.session else None
-        window.chat_list.set_chats(chats, current)
+        current = self.chat.session.chat_id if self.chat.session else None
+        self.chat_list.set_chats(chats, current)
         self.update_title()
-        if window.chat.session is None and chats:
+        if self.chat.session is None and chats:
             self.open_chat(chats[0].id)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE, then: Callable[[str], Any] | None = None) -> Job:
         """Create a chat and open it; `then(chat_id)` once it is open. While one is being created, a second request
         (files dropped twice, New chat clicked twice) waits for that chat instead of making another."""
-        window = self.window
         if then is not None:
             self.waiting_for_creation.append(then)
         if self.creation is not None:
@@ -75,7 +88,7 @@ class ChatSwitcher:
                 return
             self.refresh_chats()
             self.open_chat(chat_id)
-            window.composer.edit.setFocus()
+            self.composer.edit.setFocus()
             for then_ in waiting:
                 then_(chat_id)
 
@@ -83,75 +96,73 @@ class ChatSwitcher:
             self.creation = None
             self.waiting_for_creation.clear()
 
-        window.status.tell("Creating the chat…")
-        self.creation = window.chat.store_calls.write("create the chat", lambda store: store.create_chat(title),
+        self.status.tell("Creating the chat…")
+        self.creation = self.chat.store_calls.write("create the chat", lambda store: store.create_chat(title),
                                                       created)
         self.creation.finished.connect(ended)
         return self.creation
 
     def rename_chat(self, chat_id: str, title: str) -> None:
-        self.window.chat.store_calls.write("rename the chat", lambda store: store.rename_chat(chat_id, title),
+        self.chat.store_calls.write("rename the chat", lambda store: store.rename_chat(chat_id, title),
                                            lambda _none: self.refresh_chats())
 
     def delete_chat(self, chat_id: str) -> None:
-        window = self.window
 
         def deleted(_none: None) -> None:
             if self.closing:
                 return
-            if window.chat.is_open(chat_id):
+            if self.chat.is_open(chat_id):
                 self.close_chat()
-                window.conversation.conversation.set_rows([])
+                self.conversation.conversation.set_rows([])
                 # The next chat is opened here, before the undo is offered: opening a chat withdraws the offer.
-                others = [chat.id for chat in window.chat_list.chats if chat.id != chat_id]
+                others = [chat.id for chat in self.chat_list.chats if chat.id != chat_id]
                 if others:
                     self.open_chat(others[0])
             self.refresh_chats()
-            window.status.offer_undo("Chat deleted.", "Undo delete", lambda: self.restore_chat(chat_id))
+            self.status.offer_undo("Chat deleted.", "Undo delete", lambda: self.restore_chat(chat_id))
 
-        window.chat.store_calls.write("delete the chat", lambda store: store.delete_chat(chat_id), deleted)
+        self.chat.store_calls.write("delete the chat", lambda store: store.delete_chat(chat_id), deleted)
 
     def restore_chat(self, chat_id: str) -> None:
-        self.window.chat.store_calls.write("restore the chat", lambda store: store.restore_chat(chat_id),
+        self.chat.store_calls.write("restore the chat", lambda store: store.restore_chat(chat_id),
                                            lambda _none: self.closing or (self.refresh_chats(),
                                                                           self.open_chat(chat_id)))
 
     def open_chat(self, chat_id: str) -> None:
-        window = self.window
-        if window.chat.is_open(chat_id):
+        if self.chat.is_open(chat_id):
             return
         self.close_chat()
-        window.feedback.chat_switched()
-        window.sending.editing = None
-        window.chat_list.set_chats(window.chat_list.chats, chat_id)
-        window.composer.set_text(window.store.get_draft(chat_id))
-        window.chat.open(chat_id)
+        self.switched.emit()
+        self.chat_list.set_chats(self.chat_list.chats, chat_id)
+        self.composer.set_text(self.chat.store.get_draft(chat_id))
+        self.chat.open(chat_id)
         self.update_title()
 
     def close_chat(self) -> None:
-        window = self.window
-        if window.chat.session is None:
+        if self.chat.session is None:
             return
-        window.composer.flush_draft()
-        window.chat.close()
-        window.update_actions()
+        self.composer.flush_draft()
+        self.chat.close()
+        self.closed.emit()
         self.update_title()
 
+    def open_title(self) -> str | None:
+        """The open chat's title as the chat list has it (None: no chat is open)."""
+        session = self.chat.session
+        return next((c.title for c in self.chat_list.chats if session and c.id == session.chat_id), None)
+
     def update_title(self) -> None:
-        window = self.window
-        session = window.chat.session
-        chat = next((c for c in window.chat_list.chats if session and c.id == session.chat_id), None)
-        window.setWindowTitle(f"{chat.title} — Precis" if chat else "Precis")
+        title = self.open_title()
+        self.title_changed.emit(f"{title} — Precis" if title else "Precis")
 
     def title_untitled_chat(self, text: str) -> None:
         """A chat made with "New chat" takes its title from its first message."""
-        window = self.window
-        chat = next((c for c in window.chat_list.chats if c.id == window.chat.session.chat_id), None)
-        if chat is not None and chat.title == NEW_CHAT_TITLE and window.conversation.conversation.rowCount() == 0:
+        chat = next((c for c in self.chat_list.chats if c.id == self.chat.session.chat_id), None)
+        if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.conversation.rowCount() == 0:
             self.rename_chat(chat.id, title_from(text))
 
     def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
-        conversation = self.window.conversation
+        conversation = self.conversation
         keep_bottom = scroll_to_end or conversation.is_at_bottom()
         if snapshot.rows is not None:  # built on the worker
             conversation.conversation.set_rows(snapshot.rows, snapshot.row_index)
@@ -162,32 +173,29 @@ class ChatSwitcher:
             conversation.scroll_to_end()
 
     def show_snapshot(self, snapshot: Snapshot, rebuild_rows: bool) -> None:
-        window = self.window
         if rebuild_rows:
             self.show_rows(snapshot)
-        window.conversation.conversation.set_versions(snapshot.versions)
-        window.inspector.show_snapshot(snapshot)
-        window.update_actions()
-        window.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
+        self.conversation.conversation.set_versions(snapshot.versions)
+        self.inspector.show_snapshot(snapshot)
+        self.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
         for event in snapshot.events:
-            window.feedback.announce(event)
-        window.snapshot_shown.emit()
+            self.feedback.announce(event)
+        self.shown.emit()
 
     def search(self, text: str) -> None:
         """Search all chats in the background (the list shows the newest answer) and highlight the words in the
         conversation and the archive; "" goes back to the chats and clears the highlight."""
-        window = self.window
         if text:
-            window.chat.store_calls.newest("search", lambda store: store.search(text), window.chat_list.show_hits)
+            self.chat.store_calls.newest("search", lambda store: store.search(text), self.chat_list.show_hits)
         else:
-            window.chat.store_calls.forget("search")
-            window.chat_list.show_hits(None)
-        for view in (window.conversation, window.inspector.archived_view):
+            self.chat.store_calls.forget("search")
+            self.chat_list.show_hits(None)
+        for view in (self.conversation, self.inspector.archived_view):
             view.set_highlight(text)
 
     def open_hit(self, hit) -> None:
         """Open the chat of a search hit at the message; an archived one also in its summary's archive."""
-        window, chat = self.window, self.window.chat
+        chat = self.chat
 
         def reveal(chat_id: str) -> None:
             if chat_id != hit.chat_id:
@@ -195,12 +203,12 @@ class ChatSwitcher:
             chat.chat_opened.disconnect(reveal)
             record_id = chat.snapshot.hidden.get(hit.message_id) if chat.snapshot else None
             if record_id is None:
-                window.conversation.reveal(hit.message_id)
+                self.conversation.reveal(hit.message_id)
                 return
-            window.conversation.reveal(f"summary:{record_id}")
-            window.select_summary(record_id)
-            window.inspector.details.setCurrentWidget(window.inspector.archived_view)
-            window.inspector.archived_view.reveal(hit.message_id)
+            self.conversation.reveal(f"summary:{record_id}")
+            self.summary_revealed.emit(record_id)
+            self.inspector.details.setCurrentWidget(self.inspector.archived_view)
+            self.inspector.archived_view.reveal(hit.message_id)
 
         chat.chat_opened.connect(reveal)
         if chat.is_open(hit.chat_id):

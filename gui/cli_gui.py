@@ -72,9 +72,10 @@ def _no_display() -> str | None:
 def _launch_configured_model(store) -> None:
     """Start the local model's process loading before Qt is imported and the window built, so its model is loaded
     by the time the window is up (the window's provider, made from the same setting, finds that process)."""
-    from ..core.providers.registry import PROVIDER_KEY, ProviderChoice
+    from ..core.providers.registry import launch
+    from ..core.settings import PROVIDER_KEY, ProviderChoice
 
-    ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY)).launch()
+    launch(ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY)))
 
 
 def _parse_size(_ctx, _param, text: str) -> tuple[int, int]:

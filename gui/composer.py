@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from ..core import commands
+from ..core.chat import commands
 from .wording import brief
 
 DRAFT_SAVE_MS = 400

@@ -11,15 +11,16 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from ..core.chat.commands import REGISTRY, CommandResult, SlashCommand, run_command, tool_messages
+from ..core.chat.session import ChatSession
+from ..core.chat.snapshot import Snapshot
 from ..core.model.messages import Message
 from ..core.providers.base import Provider
-from ..core.providers.registry import PROVIDER_KEY, ProviderChoice, api_key_for, save_api_key
-from ..core.storage.chats import GLOBAL_POLICY_KEY
+from ..core.providers.registry import api_key_for, save_api_key
+from ..core.settings import PROVIDER_KEY, SUMMARIZATION_KEY, ChatSettings, ProviderChoice
 from ..core.storage.importers import import_file
-from ..core.storage.store import ChatSettings, Store
-from ..core.tools import RUN_TIMEOUT_SECONDS
+from ..core.storage.store import Store
 from .model_control import ModelControl
-from .session import ChatSession, Snapshot
 from .store_calls import StoreCalls
 from .workers import Job, Runner, StreamBuffer
 
@@ -56,7 +57,7 @@ class ChatController(QObject):
         self.reply_job: Job | None = None
         self.command_job: Job | None = None
         self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
-        self.model = ModelControl(store, self, provider)
+        self.model = ModelControl(store, self.runner, self.track, provider, parent=self)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._watch = QTimer(self)
         self._watch.setInterval(WATCH_INTERVAL_MS)
@@ -128,7 +129,8 @@ class ChatController(QObject):
                                  lambda snap: snap is not None and self.apply(snap))
 
         self.run_on_chat("count the context", lambda _job: session.build_engine(), built)
-        self.count_job = counting = self.run_on_chat("count the tokens", session.count_exactly, counted)
+        self.count_job = counting = self.run_on_chat(
+            "count the tokens", lambda job: session.count_exactly(job.cancel_token, job.report), counted)
         counting.progress.connect(self.apply)
         counting.finished.connect(lambda: self.count_job is counting and setattr(self, "count_job", None))
 
@@ -214,7 +216,8 @@ class ChatController(QObject):
         """Write the reply into `placeholder`; with `regenerate` it is the last reply, written again in place."""
         session = self.session
         self.reply_job = self.run_on_chat("write the reply",
-                                          lambda job: session.reply(buffer, job.cancel_token, placeholder, regenerate),
+                                          lambda job: session.reply(placeholder, on_text=buffer.append,
+                                                                     cancel=job.cancel_token, regenerate=regenerate),
                                           done, failed)
         self.reply_job.finished.connect(lambda: setattr(self, "reply_job", None))
         return self.reply_job
@@ -260,6 +263,27 @@ class ChatController(QObject):
             if job is not None:
                 job.cancel()
 
+    def run_command(self, name: str, argument: str, done: Callable[[CommandResult], Any]) -> Job:
+        """A chat command of the registry through its one handler (core.chat.commands), on the chat's worker; `done`
+        presents the result. A refused summary or undo leaves the chat shown as stored. (A tool command runs beside
+        the chat instead: see tool_messages and run_tool.)"""
+        session, command = self.session, REGISTRY[name]
+
+        def ran(result: CommandResult) -> None:
+            if result.failed:
+                self._reload_open_chat()
+            elif result.snapshot is not None:
+                self.apply(result.snapshot)
+            done(result)
+
+        return self.run_on_chat(command.title[0].lower() + command.title[1:],
+                                lambda job: run_command(session, SlashCommand(name, argument), job.cancel_token), ran)
+
+    def tool_messages(self, name: str, argument: str) -> Callable[[Job], tuple[Message, ...]]:
+        """What a tool command gives the open chat, to run with run_tool (its handler's, core.chat.commands)."""
+        session = self.session
+        return lambda job: tool_messages(name, argument, job.cancel_token, session.settings.run_timeout)
+
     # ---- summaries and pins ---------------------------------------------------------------------------------------
     def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:
         if self.session is not None:
@@ -302,17 +326,13 @@ class ChatController(QObject):
         `chat` those of the chat `chat_id`; then the open chat's engine follows them. Runs off the GUI thread."""
         if key:
             save_api_key(choice.kind, key, choice.base_url or None)
-        self.store.set_setting(GLOBAL_POLICY_KEY, policy)
+        self.store.set_setting(SUMMARIZATION_KEY, policy)
         if chat is not None and chat_id is not None:
             self.store.update_chat_settings(chat_id, chat)
-
-    def run_timeout(self) -> float:
-        """The open chat's /run time limit in seconds (a store read: call it off the GUI thread)."""
-        return self.store.get_chat(self.session.chat_id).settings.run_timeout if self.session else RUN_TIMEOUT_SECONDS
 
     def settings_now(self) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
         """(provider choice, global policy, the open chat's settings, whether an API key is saved)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         chat = self.store.get_chat(self.session.chat_id).settings if self.session else None
         key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
-        return choice, self.store.get_setting(GLOBAL_POLICY_KEY, {}) or {}, chat, key_saved
+        return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved

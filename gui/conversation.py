@@ -9,10 +9,11 @@ from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu
 
-from .conversation_model import ConversationModel, Row, build_rows
+from ..core.chat.rows import Row
+from .conversation_model import ConversationModel
 from .message_delegate import READING_WIDTH, MessageDelegate, search_pattern
 
-__all__ = ["READING_WIDTH", "ConversationView", "Row", "build_rows"]
+__all__ = ["READING_WIDTH", "ConversationView"]
 
 # The context menu's words for the hover actions (the chips are shorter).
 MENU_LABELS = {"copy": "Copy message", "edit": "Edit and resend", "regenerate": "Regenerate reply",

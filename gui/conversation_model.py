@@ -2,72 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-
 from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 
+from ..core.chat.rows import Row, row_index
 from ..core.model.messages import Message
-from ..core.model.records import SummaryRecord
 from ..core.storage.store import Versions
 from .wording import fallback_sentence
 
 RowRole = Qt.ItemDataRole.UserRole + 1
-
-
-@dataclass
-class Row:
-    """One row of the flow: a message, or a summary standing where the messages it archived were."""
-
-    message: Message | None = None
-    record: SummaryRecord | None = None
-    covered: int = 0  # a summary's: the messages it stands for (a fold's are its summaries' messages)
-    expanded: bool = False
-    # The chat's opening system message, its system prompt; a later one (a session or date marker) is conversation.
-    opening: bool = False
-    # Set while a reply streams into this row.
-    streaming: bool = False
-    error: str | None = None
-    _key: str = field(init=False, default="")
-
-    def __post_init__(self) -> None:
-        self._key = self.message.id if self.message is not None else f"summary:{self.record.id}"
-
-    @property
-    def key(self) -> str:
-        return self._key
-
-    @property
-    def kind(self) -> str:
-        if self.record is not None:
-            return "summary"
-        if self.message.role == "tool":
-            return "tool_result"
-        if self.message.tool_calls and not self.message.content.strip():
-            return "tool_call"
-        return self.message.role
-
-
-def build_rows(messages: list[Message], active_records: list[SummaryRecord],
-               archived_by: dict[str, str]) -> list[Row]:
-    """The flow: each active summary once, where its first archived message was, then the visible messages."""
-    records = {r.id: r for r in active_records}
-    covered = Counter(archived_by.values())
-    shown: set[str] = set()
-    rows: list[Row] = []
-    for message in messages:
-        record_id = archived_by.get(message.id)
-        if record_id is None or record_id not in records:
-            rows.append(Row(message=message, opening=not rows and message.role == "system"))
-        elif record_id not in shown:
-            shown.add(record_id)
-            rows.append(Row(record=records[record_id], covered=covered[record_id]))
-    return rows
-
-
-def row_index(rows: list[Row]) -> dict[str, int]:
-    """Row number by key."""
-    return {row.key: number for number, row in enumerate(rows)}
 
 
 class ConversationModel(QAbstractListModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QTimer
 
-from ..core import commands
+from ..core.chat import commands
 from ..core.context.budget import DraftFit, draft_fit
 from ..core.model.tokens import TokenCounter
 from .composer import Composer

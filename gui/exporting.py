@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QWidget
 
 from ..core.storage.exporters import EXPORT_FORMATS, EXPORT_SUFFIXES, EXPORT_TITLES, export_chat, write_export
+from .controller import ChatController
+from .feedback import Feedback
+from .status import StatusLine
 from .workers import Job
-
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 # The file dialog's filters, in the order offered; Markdown (for a person to read) first.
 FILTERS = {f"{EXPORT_TITLES[fmt]} (*{EXPORT_SUFFIXES[fmt]})": fmt
@@ -32,14 +31,14 @@ def file_name_for(title: str, fmt: str) -> str:
     return stem + EXPORT_SUFFIXES[fmt]
 
 
-def choose_export(window: MainWindow) -> QFileDialog | None:
-    """Ask where to write the open chat (the dialog's filter picks the format) and export it there."""
-    session = window.chat.session
+def choose_export(parent: QWidget, chat: ChatController, title: str, feedback: Feedback,
+                  status: StatusLine) -> QFileDialog | None:
+    """Ask where to write the open chat, titled `title` (the dialog's filter picks the format), and export it."""
+    session = chat.session
     if session is None:
-        window.feedback.hint_error("Open a chat to export it.")
+        feedback.hint_error("Open a chat to export it.")
         return None
-    title = next((chat.title for chat in window.chat_list.chats if chat.id == session.chat_id), "chat")
-    dialog = QFileDialog(window, "Export the chat")
+    dialog = QFileDialog(parent, "Export the chat")
     dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
     dialog.setNameFilters(list(FILTERS))
@@ -47,22 +46,22 @@ def choose_export(window: MainWindow) -> QFileDialog | None:
     # Choosing another format changes the ending of the name in the box to match.
     dialog.filterSelected.connect(lambda chosen: dialog.selectFile(
         Path(dialog.selectedFiles()[0]).with_suffix(EXPORT_SUFFIXES[FILTERS[chosen]]).name))
-    dialog.fileSelected.connect(lambda path: export_to(window, session.chat_id, path,
-                                                       format_for(path, dialog.selectedNameFilter())))
+    dialog.fileSelected.connect(lambda path: export_to(chat, session.chat_id, path,
+                                                       format_for(path, dialog.selectedNameFilter()), feedback,
+                                                       status))
     dialog.open()
     return dialog
 
 
-def export_to(window: MainWindow, chat_id: str, path: str, fmt: str) -> Job:
+def export_to(chat: ChatController, chat_id: str, path: str, fmt: str, feedback: Feedback, status: StatusLine) -> Job:
     """Write the chat to `path` off the GUI thread: whole or not at all; the status bar says where it went, and a
     failure says why in the composer's hint line."""
-    store = window.store
+    store = chat.store
 
     def write(_job: Job) -> str:
         write_export(export_chat(store, chat_id, fmt), path)
         return path
 
-    return window.chat.run("export", write, f"Exporting to {path}…",
-                           lambda written: window.status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {written}.",
-                                                              15_000),
-                           lambda error: window.feedback.hint_error(f"Export failed: {error}"))
+    return chat.run("export", write, f"Exporting to {path}…",
+                    lambda written: status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {written}.", 15_000),
+                    lambda error: feedback.hint_error(f"Export failed: {error}"))

@@ -31,12 +31,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..core.chat.rows import Row
 from ..core.context.engine import UsageReport, recalled_parts
-from ..core.context.policy import SummarizationPolicy
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
+from ..core.settings import SummarizationPolicy
 from . import theme
-from .conversation import ConversationView, Row
+from .conversation import ConversationView
 from .markdown import SafeDocument, markdown_literal, summary_markdown
 from .wording import fallback_sentence
 

@@ -7,6 +7,7 @@ the window's parts are: the menus (menus.py), which chat is shown (chat_switchin
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 
@@ -22,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core import commands as slash
-from ..core import tools
+from ..core.chat import commands as slash
+from ..core.chat.snapshot import Snapshot
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
@@ -36,13 +37,12 @@ from .conversation import ConversationView
 from .draft_count import DraftCount
 from .exporting import choose_export
 from .feedback import Feedback
-from .history import show_history, show_text
 from .inspector import ActionState, Inspector
 from .menus import Menus
 from .sending import Sender
-from .session import Snapshot
 from .settings_dialog import SettingsDialog
 from .status import StatusLine
+from .text_window import show_text
 from .welcome import WelcomePanel
 from .wording import NEW_CHAT_TITLE
 from .workers import Job
@@ -101,9 +101,11 @@ class MainWindow(QMainWindow):
         self.status = StatusLine(self.statusBar())
 
         self.feedback = Feedback(self.chat, self.status, self.composer, self.inspector, self.job_failed.emit)
-        self.chats = ChatSwitcher(self)
-        self.sending = Sender(self)
+        self.chats = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,
+                                  self.status, self.feedback, parent=self)
         self.handlers = self._command_handlers()
+        self.sending = Sender(self.chat, self.chats, self.composer, self.conversation, self.inspector, self.status,
+                              self.feedback, lambda name, argument: self.handlers[name](argument), parent=self)
         self.appearance = AppearanceControl(store, self.chat.store_calls.set_setting,
                                             [self.conversation, self.inspector.archived_view], [self.composer.edit])
         self.menus = Menus(self, self.appearance, self.handlers)
@@ -121,39 +123,68 @@ class MainWindow(QMainWindow):
 
     # ---- wiring -----------------------------------------------------------------------------------------------
     def _command_handlers(self) -> dict[str, Callable[[str], object]]:
-        """What each registered command does in the window, given its argument ("" from a menu)."""
-        sending, chat = self.sending, self.chat
-        return {
+        """What each registered command does in the window, given its argument ("" from a menu): a chat command
+        through its one handler in the core (run_chat_command), the window's own commands here."""
+        own: dict[str, Callable[[str], object]] = {
             "new-chat": lambda _arg: self.chats.new_chat(),
             "import": lambda _arg: self.choose_import(),
-            "export": lambda _arg: choose_export(self),
+            "export": lambda _arg: choose_export(self, self.chat, self.chats.open_title() or "chat", self.feedback,
+                                                 self.status),
             "settings": lambda _arg: self.open_settings(),
             "quit": lambda _arg: self.close(),
-            "edit-last": lambda _arg: sending.edit_last(),
-            "regenerate": lambda _arg: sending.regenerate(),
-            "context": lambda _arg: (self._show_inspector(), self.feedback.show_context()),
-            "summarize": self.summarize_now,
-            "undo-summary": lambda _arg: chat.undo_summary(self.feedback.hint_error),
-            "history": lambda _arg: chat.snapshot is not None and show_history(self, chat.snapshot),
-            "pin": lambda _arg: self.pin_selected(True),
-            "unpin": lambda _arg: self.pin_selected(False),
-            "run": lambda arg: sending.run_tool(f"Running: {arg}",
-                                                lambda job: tools.run_command_messages(arg, job.cancel_token,
-                                                                                       timeout=chat.run_timeout())),
-            "grep": lambda arg: sending.run_tool(f"Searching: {arg}",
-                                                 lambda job: tools.grep_messages(arg, job.cancel_token)),
+            "edit-last": lambda _arg: self.sending.edit_last(),
+            "regenerate": lambda _arg: self.sending.regenerate(),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
             "zoom-in": lambda _arg: self.appearance.zoom(1),
             "zoom-out": lambda _arg: self.appearance.zoom(-1),
             "zoom-reset": lambda _arg: self.appearance.zoom(0),
-            "help": lambda _arg: show_text(self, "Commands", "```\n" + slash.help_text() + "\n```"),
         }
+        chat = {name: functools.partial(self.run_chat_command, name)
+                for name, command in slash.REGISTRY.items() if command.handler is not None}
+        return {**own, **chat}
+
+    def run_chat_command(self, name: str, argument: str) -> None:
+        """A chat command: a tool runs beside the chat with a visible Stop; /pin and /unpin from a menu act on the
+        selected message; what the others answer is shown where the command's kind of answer goes."""
+        if name == "help":  # needs no chat
+            show_text(self, "Commands", "```\n" + slash.help_text() + "\n```")
+            return
+        if self.chat.session is None:
+            self.feedback.hint_error("Open a chat first.")
+            return
+        if slash.REGISTRY[name].tool:
+            self.sending.run_tool(f"{slash.REGISTRY[name].title}: {argument}", self.chat.tool_messages(name, argument))
+            return
+        if name in ("pin", "unpin") and not argument:
+            row = self.conversation.selected_row()
+            argument = row.message.id if row is not None and row.message is not None else ""
+
+        def present(result: slash.CommandResult) -> None:
+            if result.failed:
+                self.feedback.hint_error(result.text)
+            elif name == "history":
+                show_text(self, "History", "```\n" + result.text + "\n```")
+            elif name == "context":
+                self._show_inspector()
+                self.composer.set_hint(result.text)
+            else:
+                self.status.tell(result.text)
+
+        self.chat.run_command(name, argument, present)
 
     def _connect(self) -> None:
         chat, conversation, model = self.chat, self.conversation, self.conversation.conversation
         self.chats.connect()
+        self.chats.switched.connect(self.feedback.chat_switched)
+        self.chats.switched.connect(self.sending.forget_edit)
+        self.chats.title_changed.connect(self.setWindowTitle)
+        self.chats.shown.connect(self.update_actions)
+        self.chats.shown.connect(self.snapshot_shown.emit)
+        self.chats.closed.connect(self.update_actions)
+        self.chats.summary_revealed.connect(self.select_summary)
         self.sending.connect()
+        self.sending.reply_finished.connect(self.reply_finished.emit)
         chat.work_started.connect(self.status.working)
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self.feedback.job_failed)
@@ -162,6 +193,7 @@ class MainWindow(QMainWindow):
         chat.model.state_changed.connect(
             lambda state, reason: self.status.show_model(chat.model.provider.name, chat.model.provider.model, state, reason))
         chat.model.failed.connect(self.feedback.model_failed)
+        chat.model.switch_failed.connect(self.feedback.job_failed)
         self.chat_list.import_requested.connect(self.choose_import)
         self.inspector.summarize_requested.connect(self.summarize_now)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_error))

@@ -1,4 +1,4 @@
-"""The window's menus and shortcuts, built from the command registry (core/commands.py), and the theme menu."""
+"""The window's menus and shortcuts, built from the command registry (core/chat/commands.py), and the theme menu."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMainWindow, QMenu
 
-from ..core import commands
+from ..core.chat import commands
 from .appearance import AppearanceControl
 
 Handler = Callable[[str], object]

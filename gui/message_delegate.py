@@ -28,9 +28,10 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
 
+from ..core.chat.rows import Row
 from ..core.storage.message_table import search_words
 from . import theme
-from .conversation_model import Row, RowRole
+from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
 

@@ -8,17 +8,18 @@ show in the same status line.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
 from ..core.providers.base import Provider
-from ..core.providers.registry import PROVIDER_KEY, ProviderChoice, make_provider
+from ..core.providers.registry import make_provider, provider_for
+from ..core.settings import PROVIDER_KEY, ProviderChoice
 from ..core.storage.store import Store
-from .workers import Job
+from .workers import Job, Runner
 
-if TYPE_CHECKING:  # the controller creates this part and runs its jobs
-    from .controller import ChatController
+# Shows a job's work in the status line and hands its outcome on: (job, text, done, failed, report failures).
+Track = Callable[[Job, str, Callable[[Any], Any], Callable[[str], Any], bool], Job]
 
 
 class ModelControl(QObject):
@@ -28,11 +29,13 @@ class ModelControl(QObject):
     ready = Signal()
     failed = Signal(str)  # the model did not load
     notice = Signal(str)  # something the user should read in the status bar
+    switch_failed = Signal(str)  # the model chosen in Settings did not load; the one in use stays
 
-    def __init__(self, store: Store, work: ChatController, provider: Provider | None = None) -> None:
-        super().__init__(work)
+    def __init__(self, store: Store, runner: Runner, track: Track, provider: Provider | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
         self.store = store
-        self.work = work
+        self.runner, self.track = runner, track
         self.state = ""
         self.fixed = provider is not None
         self.provider: Provider = provider or make_provider("local")
@@ -43,7 +46,7 @@ class ModelControl(QObject):
             return
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         try:
-            self.provider = choice.make()
+            self.provider = provider_for(choice)
         except Exception as exc:  # noqa: BLE001 - a bad configuration must not stop the app opening
             self.notice.emit(f"{choice.kind}: {exc}; using the local model")
             self.provider = make_provider("local")
@@ -59,7 +62,7 @@ class ModelControl(QObject):
         previous = self.provider
 
         def build(_job: Job) -> Provider:
-            provider = choice.make()
+            provider = provider_for(choice)
             load = getattr(provider, "load", None)
             if load is not None:
                 load()
@@ -70,19 +73,19 @@ class ModelControl(QObject):
             self.provider = provider
             close_previous = getattr(previous, "close", None)
             if close_previous is not None:  # off the GUI thread: a model process takes a moment to stop
-                self.work.runner.submit("stop the previous model", lambda _job: close_previous(keep=provider))
+                self.runner.submit("stop the previous model", lambda _job: close_previous(keep=provider))
             done(True)
             if getattr(provider, "load", None) is not None:
                 self.set_state("ready")
                 self.ready.emit()
 
         def refused(error: str) -> None:
-            self.work.failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
+            self.switch_failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
             done(False)
 
-        job = self.work.runner.submit("switch the model", build)
-        self.work.track(job, f"Loading {choice.kind} · {choice.model_path or choice.model or 'the default model'}…",
-                        built, refused, report=False)
+        job = self.runner.submit("switch the model", build)
+        self.track(job, f"Loading {choice.kind} · {choice.model_path or choice.model or 'the default model'}…", built,
+                   refused, False)
 
     def set_state(self, state: str, reason: str = "") -> None:
         self.state = state
@@ -111,8 +114,8 @@ class ModelControl(QObject):
                 self.failed.emit(error)
 
         self.set_state("loading…")
-        job = self.work.runner.submit("load the model", lambda _job: load())
-        self.work.track(job, f"Loading the local model {provider.model}…", loaded, not_loaded, report=False)
+        job = self.runner.submit("load the model", lambda _job: load())
+        self.track(job, f"Loading the local model {provider.model}…", loaded, not_loaded, False)
 
     def stop(self) -> None:
         """Stop the local model's process once the window is gone: after finish_background_work, since stopping it

@@ -7,18 +7,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..core import commands as slash
+from PySide6.QtCore import QObject, Signal
+
 from ..core import tools
+from ..core.chat import commands as slash
+from ..core.chat.rows import Row
+from ..core.chat.snapshot import ReplyResult, Snapshot
 from ..core.model.messages import Message
-from .conversation import Row
-from .session import ReplyResult, Snapshot
+from .chat_switching import ChatSwitcher
+from .composer import Composer
+from .controller import ChatController
+from .conversation import ConversationView
+from .feedback import Feedback
+from .inspector import Inspector
+from .status import StatusLine
 from .wording import brief, title_from
 from .workers import Job, StreamBuffer, StreamPump
-
-if TYPE_CHECKING:
-    from .main_window import MainWindow
 
 
 @dataclass(frozen=True)
@@ -31,17 +36,19 @@ class Replaced:
     new_ids: list[str]
 
 
-class Sender:
-    """The window's sending; its other parts are reached through `window`."""
+class Sender(QObject):
+    """The window's sending, over the parts it sends from and shows replies in; a slash command goes to
+    `run_command(name, argument)`."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
-        self.store = window.store
-        self.chat = window.chat
-        self.composer = window.composer
-        self.conversation = window.conversation
-        self.inspector = window.inspector
-        self.status = window.status
+    reply_finished = Signal(object)  # a ReplyResult, once the reply is shown
+
+    def __init__(self, chat: ChatController, chats: ChatSwitcher, composer: Composer, conversation: ConversationView,
+                 inspector: Inspector, status: StatusLine, feedback: Feedback,
+                 run_command: Callable[[str, str], object], parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.chat, self.chats, self.composer, self.conversation = chat, chats, composer, conversation
+        self.inspector, self.status, self.feedback = inspector, status, feedback
+        self._run_command = run_command
         # The last user message being edited in the composer (edit-and-resend), if any.
         self.editing: Message | None = None
 
@@ -56,8 +63,8 @@ class Sender:
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
         created, titled from the text."""
         if self.chat.session is None:  # sent once the chat is made; if it cannot be, the text stays in the composer
-            if not self.window.chats.creating:
-                self.window.chats.new_chat(title_from(text), then=lambda _chat_id: self.submit(text))
+            if not self.chats.creating:
+                self.chats.new_chat(title_from(text), then=lambda _chat_id: self.submit(text))
             return
         if text.strip() == "/":  # nothing after the slash: nothing to run, and nothing left behind to prefix the next
             self.clear_composer()
@@ -88,7 +95,7 @@ class Sender:
         if self.chat.reply_job is not None:
             return
         message = Message(role="user", content=text)
-        self.window.chats.title_untitled_chat(text)
+        self.chats.title_untitled_chat(text)
         replaced = self.tail_from(self.editing) if self.editing is not None else []
         self.editing = None
         self.clear_composer()
@@ -103,7 +110,7 @@ class Sender:
 
         def saved(snapshot: Snapshot) -> None:
             self.chat.apply(snapshot, rebuild_rows=True if loading else None)
-            self.window.chats.refresh_chats()  # the chat list counts the message while the reply is written
+            self.chats.refresh_chats()  # the chat list counts the message while the reply is written
             self.start_reply(Replaced("Message edited and resent.", "Undo edit", replaced, [message.id])
                              if replaced else None)
 
@@ -132,10 +139,14 @@ class Sender:
         self.composer.set_hint("Editing your last message: Send replaces it and its reply (Esc cancels).")
         self.composer.edit.setFocus()
 
+    def forget_edit(self) -> None:
+        """Another chat opens: the message being edited is not this chat's."""
+        self.editing = None
+
     def cancel_edit(self) -> None:
         if self.editing is not None:
             self.editing = None
-            self.composer.set_text(self.store.get_draft(self.chat.session.chat_id) if self.chat.session else "")
+            self.composer.set_text(self.chat.store.get_draft(self.chat.session.chat_id) if self.chat.session else "")
             self.composer.set_hint("Edit cancelled.")
 
     def regenerate(self) -> None:
@@ -191,7 +202,7 @@ class Sender:
             self.conversation.scroll_to_end()
         buffer = StreamBuffer()
         pump = StreamPump(buffer, lambda text: model.update_message(placeholder.with_changes(content=text),
-                                                                     streaming=True), self.window)
+                                                                     streaming=True), self)
 
         def done(result: ReplyResult) -> None:
             pump.stop()
@@ -212,8 +223,8 @@ class Sender:
                 self.offer_replaced_back(replaced, result.message)
             elif regenerate is not None and not result.problem:
                 self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 10_000)
-            self.window.chats.refresh_chats()
-            self.window.reply_finished.emit(result)
+            self.chats.refresh_chats()
+            self.reply_finished.emit(result)
 
         def failed(error: str) -> None:
             pump.stop()
@@ -226,7 +237,7 @@ class Sender:
 
     def run_command(self, command: slash.SlashCommand) -> None:
         self.clear_composer()
-        self.window.handlers[command.name](command.argument)
+        self._run_command(command.name, command.argument)
 
     def run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]]) -> None:
         """Run a tool off the GUI thread with a visible Stop; its call and result become messages of the chat."""
@@ -237,13 +248,13 @@ class Sender:
                     self.conversation.conversation.append(Row(message=message))
             self.conversation.scroll_to_end()
 
-        job = self.chat.run_tool(label, produce, show, self.window.feedback.hint_error)
+        job = self.chat.run_tool(label, produce, show, self.feedback.hint_error)
         self.composer.set_streaming(True)
         job.finished.connect(lambda: self.composer.set_streaming(self.chat.reply_job is not None))
 
     def attach_files(self, paths: list[str]) -> None:
         if self.chat.session is None:
-            self.window.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)),
+            self.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)),
                                        then=lambda _chat_id: self.attach_files(paths))
             return
 

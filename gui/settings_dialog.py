@@ -30,11 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.context.policy import SummarizationPolicy
 from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.discovery import FoundModel
-from ..core.providers.registry import DEFAULT_MODELS, ProviderChoice, check_connection
-from ..core.storage.store import ChatSettings
+from ..core.providers.registry import check_connection, provider_for
+from ..core.settings import DEFAULT_MODELS, ChatSettings, ProviderChoice, SummarizationPolicy
 from .model_picker import BUILT_IN, ModelPicker
 from .workers import Runner
 
@@ -313,7 +312,7 @@ class SettingsDialog(QDialog):
         self._restyle(self.test_result)
 
         def ask(_job) -> str:
-            provider = choice.make(api_key=key)
+            provider = provider_for(choice, api_key=key)
             try:
                 return check_connection(provider)
             finally:

@@ -7,24 +7,11 @@ read `theme.current` when they paint, so a change of scheme repaints in the new 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
-from pydantic import BaseModel, Field
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
-ThemeChoice = Literal["system", "light", "dark"]
-APPEARANCE_KEY = "appearance"
-
-
-class Appearance(BaseModel):
-    """The window's look, saved in the store's settings under APPEARANCE_KEY."""
-
-    theme: ThemeChoice = Field("system", title="Theme",
-                               description="system follows the desktop's light or dark setting")
-    text_size: float = Field(1.0, ge=0.5, le=3.0, title="Text size", json_schema_extra={"unit": "% of the system's"},
-                           description="of the conversation and the message box; View → Zoom in, Zoom out, "
-                                       "Actual size (Ctrl+=, Ctrl+-, Ctrl+0)")
+from ..core.settings import ThemeChoice
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-from precis.core import commands as slash
 from precis.core import tools
+from precis.core.chat import commands as slash
 from precis.core.providers.base import CancelToken
 
 

@@ -10,14 +10,14 @@ import click
 
 from ..context.budget import cut_messages
 from ..context.engine import Budget, ContextEngine, Prompt
-from ..context.policy import SummarizationPolicy
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..providers.base import ProviderError
-from ..providers.registry import KINDS, make_provider
+from ..providers.registry import make_provider
+from ..settings import KINDS, SUMMARY_SECONDS, SummarizationPolicy
 from ..storage.importers import ImportFailed, parse_file
 from ..storage.interchange import message_to_record
-from ..summary.summarize import DEADLINE_SECONDS, make_summarizer
+from ..summary.summarize import make_summarizer
 from .group import cli
 
 
@@ -154,7 +154,7 @@ def print_report(result: ReplayResult, out) -> None:
               help="who writes llm/hybrid summaries (default: the embedded local model)")
 @click.option("--base-url")
 @click.option("--model")
-@click.option("--summary-seconds", type=click.FloatRange(min=0, min_open=True), default=DEADLINE_SECONDS,
+@click.option("--summary-seconds", type=click.FloatRange(min=0, min_open=True), default=SUMMARY_SECONDS,
               show_default=True,
               help="time limit of one llm/hybrid summary; past it the rules write that summary")
 @click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")

@@ -33,7 +33,8 @@ def start_local_model_early() -> None:
     import sqlite3
     from contextlib import closing
 
-    from ..providers.registry import PROVIDER_KEY, ProviderChoice
+    from ..providers.registry import launch
+    from ..settings import PROVIDER_KEY, ProviderChoice
     from ..storage.paths import DB_NAME, data_dir
 
     try:
@@ -43,7 +44,7 @@ def start_local_model_early() -> None:
             with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1)) as db:
                 row = db.execute("SELECT value FROM setting WHERE key = ?", (PROVIDER_KEY,)).fetchone()
             stored = json.loads(row[0]) if row else None
-        ProviderChoice.from_setting(stored).launch()
+        launch(ProviderChoice.from_setting(stored))
     except (OSError, ValueError, sqlite3.Error):
         pass
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..settings import SummarizationPolicy
 from .engine import ContextEngine, Prompt
-from .policy import SummarizationPolicy
 from .usage import UsageReport
 
 

@@ -13,9 +13,9 @@ from ..model.bulk import collector_paused
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..model.tokens import TokenCounter
+from ..settings import SummarizationPolicy
 from ..summary.summarize import RuleSummarizer, Summarizer
 from .archive import Archive
-from .policy import SummarizationPolicy
 from .prompt import Prompt, PromptAssembler
 from .recall import RecallIndex, RecallSearch
 from .recalling import Recaller, recalled_parts

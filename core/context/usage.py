@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING, Literal
 
 from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING, TokenCounter
+from ..settings import SummarizationPolicy
 from ..summary.retention import context_text as retention_context_text
 from ..summary.summarize import Summarizer
 from .archive import Archive, shown_kind
-from .policy import SummarizationPolicy
 
 if TYPE_CHECKING:  # recall builds ContextItems from this module
     from .recalling import Recaller

@@ -100,6 +100,10 @@ class ProviderTimeout(ProviderError):
     retryable = True
 
 
+# How freely a reply's tokens are sampled unless the user chooses otherwise (`precis chat --temperature`).
+DEFAULT_TEMPERATURE = 0.7
+
+
 class ProviderUnavailable(ProviderError):
     """Cannot connect, or the backend cannot load."""
 

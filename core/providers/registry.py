@@ -9,86 +9,16 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
-
+from ..settings import DEFAULT_MODELS, KINDS, ProviderChoice
 from .base import AuthError, Provider
 
-Kind = Literal["local", "openai", "anthropic"]
-KINDS: tuple[str, ...] = Kind.__args__
-# The store setting holding the ProviderChoice.
-PROVIDER_KEY = "provider"
 KEYRING_SERVICE = "precis"
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 OFFICIAL_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 # Set to 1 to send a key over plain HTTP to a host that is not this machine (a trusted network only).
 ALLOW_HTTP_KEY_ENV = "PRECIS_ALLOW_HTTP_KEY"
-
-
-class ProviderChoice(BaseModel):
-    """Where replies come from: the settings of the Provider and Local model pages, stored under the `provider`
-    setting. The API key is not here: it is kept in the OS keyring (or the environment), never in the database."""
-
-    kind: Kind = Field("local", title="Provider",
-                       description="local: a model run on this computer (Settings → Local model); openai: any "
-                                   "OpenAI-compatible server (OpenAI, Ollama, LM Studio, a llama.cpp server); "
-                                   "anthropic: Claude")
-    base_url: str = Field("", title="Base URL", json_schema_extra={"line": True},
-                          description="The server's address, e.g. http://localhost:11434/v1 for Ollama; empty: "
-                                      "the provider's official endpoint")
-    model: str = Field("", title="Model", json_schema_extra={"line": True},
-                       description=f"The model's name on the server; empty: {DEFAULT_MODELS['openai']} (openai) or "
-                                   f"{DEFAULT_MODELS['anthropic']} (anthropic)")
-    extra_buffer_types: bool = Field(False, title="Extra buffer types", json_schema_extra={"page": "Local model"},
-                                     description="Repack the local model's weights for this CPU's kernels "
-                                                 "(llama.cpp's use_extra_bufts): faster on some CPUs, but on Intel "
-                                                 "AMX CPUs it crashes the model, so it is off unless turned on")
-    # The local model's GGUF file ('' : the built-in SmolLM2); set by the model picker, not typed.
-    model_path: str = ""
-
-    @field_validator("base_url")
-    @classmethod
-    def _web_address(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, not {value[:30]!r}")
-        return value
-
-    @model_validator(mode="after")
-    def _local_has_no_server(self) -> ProviderChoice:
-        if self.kind == "local" and (self.base_url or self.model):
-            raise ValueError("the local model has no base URL or model name to set; choose openai or anthropic, "
-                             "or pick a model in Local model")
-        return self
-
-    @classmethod
-    def from_setting(cls, value: Any) -> ProviderChoice:
-        """The stored setting; a value that no longer validates keeps its valid fields, the rest default."""
-        value = value if isinstance(value, dict) else {}
-        try:
-            return cls.model_validate(value)
-        except ValidationError as exc:
-            bad = {err["loc"][0] for err in exc.errors() if err["loc"]}
-        kept = {name: value[name] for name in cls.model_fields if name in value and name not in bad}
-        try:
-            return cls.model_validate(kept)
-        except ValidationError:  # valid fields that do not go together (a local model with a URL): the model alone
-            return cls(**{name: kept[name] for name in ("model_path", "extra_buffer_types") if name in kept})
-
-    def to_setting(self) -> dict[str, Any]:
-        return self.model_dump()
-
-    def make(self, api_key: str | None = None) -> Provider:
-        """The provider these settings name (see make_provider)."""
-        return make_provider(self.kind, base_url=self.base_url or None, model=self.model or None, api_key=api_key,
-                             extra_buffer_types=self.extra_buffer_types, model_path=self.model_path or None)
-
-    def launch(self) -> None:
-        """Start loading the local model these settings name in its process, without waiting (app start-up)."""
-        if self.kind == "local":
-            self.make().launch()
 
 
 def _official(kind: str, base_url: str | None) -> bool:
@@ -191,3 +121,16 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
     from .anthropic import AnthropicProvider
 
     return AnthropicProvider(base_url or ANTHROPIC_URL, model, key)
+
+
+def provider_for(choice: ProviderChoice, api_key: str | None = None) -> Provider:
+    """The provider a ProviderChoice (Settings → Provider, Local model) names (see make_provider)."""
+    return make_provider(choice.kind, base_url=choice.base_url or None, model=choice.model or None, api_key=api_key,
+                         extra_buffer_types=choice.extra_buffer_types, model_path=choice.model_path or None)
+
+
+def launch(choice: ProviderChoice) -> None:
+    """Start loading the local model a choice names in its process, without waiting (app start-up)."""
+    if choice.kind == "local":
+        provider_for(choice).launch()
+

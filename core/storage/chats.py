@@ -8,19 +8,15 @@ from __future__ import annotations
 import logging
 
 from ..context.engine import Budget, ContextEngine
-from ..context.policy import SummarizationPolicy, policy_errors
 from ..model.bulk import collector_paused
 from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError
 from ..providers.registry import make_provider
+from ..settings import SUMMARIZATION_KEY, ChatSettings, SummarizationPolicy, policy_errors
 from ..summary.summarize import Summarizer, make_summarizer
-from .store import ChatSettings, Store
+from .store import Store
 
 log = logging.getLogger("precis.chats")
-
-# Global settings key holding the summarization policy every chat starts from.
-GLOBAL_POLICY_KEY = "summarization"
-
 
 def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:
     """Global summarization settings with this chat's overrides on top.
@@ -28,7 +24,7 @@ def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolic
     The settings dialog refuses a combination that does not hold together, but the global values can change after
     a chat's overrides were saved: then the chat follows the global settings, and the log says why.
     """
-    values = dict(store.get_setting(GLOBAL_POLICY_KEY, {}) or {})
+    values = dict(store.get_setting(SUMMARIZATION_KEY, {}) or {})
     merged = {**values, **settings.summarization}
     errors = policy_errors(merged)
     if errors:
@@ -56,11 +52,18 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
 
 
 def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,
-                   summarizer: Summarizer | None = None) -> tuple[ContextEngine, ChatSettings]:
-    """The chat's engine. Token counts saved by save_token_counts with the same tokenizer are reused: nothing old
-    is tokenized again. Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
-    settings = store.get_chat(chat_id).settings
+                   provider: Provider | None = None, summarizer: Summarizer | None = None,
+                   overrides: dict | None = None) -> tuple[ContextEngine, ChatSettings]:
+    """The chat's engine, on its settings resolved once: the chat's stored ones with `overrides` (this run's, as
+    `precis chat --mode`: not saved) on top, its summarization over the global policy. Its summaries are written as
+    the policy says for a chat on `provider` (summarizer_for), or by `summarizer` if given.
+
+    Token counts saved by save_token_counts with the same tokenizer are reused: nothing old is tokenized again.
+    Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
+    settings = with_overrides(store.get_chat(chat_id).settings, overrides or {})
     policy = effective_policy(store, settings)
+    if summarizer is None and provider is not None:
+        summarizer = summarizer_for(policy, provider)
     budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
     counter = counter or TokenCounter()
     # The messages, their counts and the archive all live on: one object and more per message, which would set off
@@ -73,6 +76,14 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
                                        recall_search=lambda query, limit: store.search_archived(chat_id, query,
                                                                                                 limit))
     return engine, settings
+
+
+def with_overrides(settings: ChatSettings, overrides: dict) -> ChatSettings:
+    """The settings with `overrides` on top; its "summarization" values over the chat's own overrides."""
+    if not overrides:
+        return settings
+    summarization = {**settings.summarization, **overrides.get("summarization", {})}
+    return ChatSettings.model_validate({**settings.model_dump(), **overrides, "summarization": summarization})
 
 
 def save_token_counts(store: Store, chat_id: str, engine: ContextEngine) -> None:

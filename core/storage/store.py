@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -24,16 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
-from pydantic import Field as PydanticField
 from sqlalchemy import bindparam, func
 from sqlmodel import Session, select, update
 
-from ..context.policy import SummarizationPolicy, policy_errors
 from ..model.messages import Message
 from ..model.records import SummaryRecord
-from ..model.schema import setting_fields
-from ..tools import RUN_TIMEOUT_SECONDS
+from ..settings import SECRET_NAME, ChatSettings
 from .database import (  # the Store's API names them too
     BUSY_TIMEOUT_MS,
     LOCK_NAME,
@@ -67,53 +62,6 @@ from .summary_table import SummaryTable, attach_engine
 from .version_table import Versions, VersionTable
 
 log = logging.getLogger("precis.store")
-
-# ------------------------------------------------------------------------------------------- chat settings
-
-# Setting names that would hold a secret. Keys live in the OS keyring, never in this file.
-_SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)
-
-
-class ChatSettings(BaseModel):
-    """Per-chat settings. Other keys are allowed (and kept) unless their name looks like a secret."""
-
-    model_config = ConfigDict(extra="allow")
-
-    model: str | None = None
-    provider: str | None = None
-    base_url: str | None = None
-    system_prompt: str = PydanticField("", title="System prompt",
-                                       description="Sent before the conversation as the model's instructions")
-    context_window: int | None = PydanticField(None, ge=256, le=10_000_000, title="Context window",
-                                               json_schema_extra={"unit": "tokens"},
-                                               description="The budget; empty: the model's own window")
-    reserve_output: int = PydanticField(512, ge=0, le=1_000_000, title="Tokens reserved for the reply",
-                                        json_schema_extra={"unit": "tokens"},
-                                        description="Kept free in the window for the model's answer")
-    run_timeout: int = PydanticField(int(RUN_TIMEOUT_SECONDS), ge=1, le=86_400, title="/run time limit",
-                                     json_schema_extra={"unit": "seconds"},
-                                     description="A command run with /run is stopped after this long; "
-                                                 "what it printed is kept")
-    # Overrides of SummarizationPolicy fields for this chat.
-    summarization: dict[str, Any] = PydanticField(default_factory=dict)
-
-    @field_validator("summarization")
-    @classmethod
-    def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
-        errors = policy_errors(value)
-        if errors:
-            titles = {field.name: field.title for field in setting_fields(SummarizationPolicy)}
-            raise ValueError("; ".join(f"{titles.get(field, field) or 'summarization'}: {reason}"
-                                       for field, reason in errors.items()))
-        return value
-
-    @model_validator(mode="after")
-    def _no_secrets(self) -> ChatSettings:
-        for name in self.model_extra or {}:
-            if _SECRET_NAME.search(name):
-                raise ValueError(f"setting {name!r} looks like a secret; keys are kept in the OS keyring, not here")
-        return self
-
 
 @dataclass(frozen=True)
 class ChatInfo:
@@ -333,7 +281,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
             return default if row is None else json.loads(row.value)
 
     def set_setting(self, key: str, value: Any) -> None:
-        if _SECRET_NAME.search(key):
+        if SECRET_NAME.search(key):
             raise ValueError(f"setting {key!r} looks like a secret; keys are kept in the OS keyring, not here")
         with self._write("save the setting") as session:
             session.merge(SettingRow(key=key, value=json.dumps(value, ensure_ascii=False)))

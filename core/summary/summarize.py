@@ -19,6 +19,7 @@ from ..model.tokens import TokenCounter
 from ..providers.base import Cancelled, CancelToken, Provider, ProviderError, Usage, complete, token_counter
 from ..providers.local import LocalProvider
 from ..providers.model_process import ModelProcessDied
+from ..settings import SUMMARY_SECONDS
 from .digest import conversation_digest, is_conversation
 from .facets import extract_facets
 from .redact import redact
@@ -34,7 +35,6 @@ RETRY_BASE_SECONDS = 0.25
 # request cap below keeps the prompt's processing, which cannot be interrupted, to a few seconds.
 OUTPUT_TOKENS = 512
 # 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with other work) within the 10 s.
-DEADLINE_SECONDS = 6.0  # the default of the policy's summary_seconds
 TRANSPORT_ATTEMPTS = 2  # the first try and one retry
 # Loading the embedded model (once per process: a second idle, far longer on a busy machine) is awaited apart from
 # the summary's time limit, which counts the model's work on the summary: right after start-up, it was the loading
@@ -319,7 +319,7 @@ class LLMSummarizer:
     # few hundred tokens a second on 2 cores), and tool outputs are pre-shrunk to one line each, so this still
     # carries a long stretch of conversation; the rules keep the files, commands and errors of the rest.
     max_request_tokens: int = 1536
-    deadline_seconds: float = DEADLINE_SECONDS  # for all attempts together; then the rules, saying why
+    deadline_seconds: float = SUMMARY_SECONDS  # for all attempts together; then the rules, saying why
     load_seconds: float = LOAD_SECONDS  # the wait for the embedded model to load, before the time limit starts
     # "ok" / "invalid" / "loading" / "transport" / "deadline" / "ungrounded" / "empty", for fidelity reports
     attempts: list[str] = field(default_factory=list)
@@ -562,7 +562,7 @@ class HybridSummarizer(LLMSummarizer):
 
 
 def make_summarizer(mode: SummaryMode, provider: Provider | None = None,
-                    deadline_seconds: float = DEADLINE_SECONDS) -> Summarizer:
+                    deadline_seconds: float = SUMMARY_SECONDS) -> Summarizer:
     if mode == "rule":
         return RuleSummarizer()
     if provider is None:

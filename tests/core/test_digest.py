@@ -1,9 +1,9 @@
 """Conversation digests, session markers and the model's output hygiene."""
 
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.digest import (
     choose,

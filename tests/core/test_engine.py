@@ -17,11 +17,11 @@ from precis.core.context.engine import (
     NothingToUndo,
     recalled_parts,
 )
-from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.context.recalling import asked_starts, relevant_part
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
 from precis.core.providers.base import ServerError
+from precis.core.settings import SummarizationPolicy, policy_errors
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import (
     NARRATIVE_ASK,
@@ -477,9 +477,11 @@ def test_undo_returns_the_chain_to_its_parent_and_undoes_merges():
     assert [r.id for r in engine.chain()] == [first.id, second.id]
 
 
-def test_the_terminal_chat_says_a_fold_is_a_fold():
-    """It said a fold's newest summary's mode, and undoing one 'undid the summary of 0 messages'."""
-    from precis.core.cli.chat import describe_event, run_slash
+def test_the_terminal_chat_says_a_fold_is_a_fold_and_an_undo_is_an_undo():
+    """It said a fold's newest summary's mode, undoing one 'undid the summary of 0 messages', and an undo was
+    announced as '[precis: summarized older messages (undo): 3736 -> 33071 tokens ...]'."""
+    from precis.core.chat.history import history_lines
+    from precis.core.cli.chat import describe_event
 
     engine = engine_with(window=8000, reserve=200, max_depth=2)
     events = []
@@ -490,10 +492,12 @@ def test_the_terminal_chat_says_a_fold_is_a_fold():
     [merged] = [e for e in events if e.kind == "merged"]
     assert describe_event(merged).startswith("[precis: merged older summaries (merge at maximum depth): ")
     assert describe_event(merged).endswith(", depth 1, fold]")
-    assert "(fold, merge at maximum depth)" in run_slash(engine, "history", "", lambda _message: None).splitlines()[0]
+    [fold_line] = [line for line in history_lines(engine.messages, engine.records) if "fold of 2 summaries" in line]
+    assert "merge at maximum depth" in fold_line and fold_line.startswith("1. ")
     engine.undo_last()
-    assert (run_slash(engine, "undo-summary", "", lambda _message: None)
-            == "undid the summary: the 2 summaries it folded are back in the chain")
+    undone = events[-1]
+    assert describe_event(undone).startswith(
+        "[precis: undid the summary: the 2 summaries it folded are back in the chain (")
 
 
 def test_undo_refuses_when_an_original_no_longer_matches_its_fingerprint():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import QTimer
 
 from tests.gui.test_window import dialogue, idle
@@ -24,7 +24,7 @@ def shown(window) -> tuple[int, int, str] | None:
 
 
 def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     chat_id = store.import_chat("gyms", dialogue(8, "We compared two kickboxing gyms near the station, point"),
                                 settings={"context_window": 2048})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.interchange import read_interchange_chat
 from PySide6.QtWidgets import QFileDialog
 
@@ -14,7 +14,7 @@ from tests.gui.test_window import dialogue, idle, open_imported_chat
 
 def summarized_chat(qtbot, window, store) -> str:
     """An imported chat with one summary in its chain (rule mode: no model)."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = open_imported_chat(qtbot, window, store, dialogue(30, "We compared the kickboxing gyms, point"))
     window.summarize_now()
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=30_000)

@@ -7,7 +7,7 @@ import re
 import threading
 
 import pytest
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.gui.wording import NEW_CHAT_TITLE, title_from
 from PySide6.QtCore import Qt
 
@@ -69,7 +69,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
 
 
 def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
     chat_id = open_imported_chat(qtbot, window, store, dialogue(24, "Garden plan, bed"))
     sent = len(store.load_messages(chat_id))

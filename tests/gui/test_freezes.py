@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt, QTimer
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
@@ -28,7 +28,7 @@ class Heartbeat:
 @pytest.mark.model
 def test_switching_and_closing_while_a_model_summary_runs_never_blocks_and_the_summary_is_kept(
         qtbot, make_window, store, local_provider):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "llm", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "llm", "keep_recent": 4})
     window = make_window(provider=local_provider)
     other = open_imported_chat(qtbot, window, store, dialogue(6, "Grocery list, item"))
     busy = open_imported_chat(qtbot, window, store, dialogue(40, "Kitchen renovation, step"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.gui import theme
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel
@@ -21,7 +21,7 @@ def cut_off(label: QLabel) -> bool:
 
 def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
     """A window of this size on a long chat that opening summarizes (a 2,048-token window)."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = store.import_chat("long chat", dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
                                 settings={"context_window": 2048})
     window = make_window()
@@ -68,7 +68,7 @@ def mark_drawn(gauge, ratio: float, colour: str) -> bool:
 
 def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what_each_line_is(qtbot, make_window,
                                                                                               store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "target_ratio": 0.3, "trigger_ratio": 0.9})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "target_ratio": 0.3, "trigger_ratio": 0.9})
     chat_id = store.import_chat("chat", dialogue(40, "We compared the ferry timetables, point"))
     window = make_window()
     window.open_chat(chat_id)
@@ -90,7 +90,7 @@ def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(
 
 
 def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
                *dialogue(40, "Budget review, item")[1:],
                Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
@@ -120,7 +120,7 @@ def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_re
                                                                                                 store):
     """At 1400×900, with what the last message recalled and the notice of a summary made on opening, the row of
     Summarize now, Undo last and Pin was below the upper part's fold: a sliver of it showed."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     history = [*dialogue(240, "We weighed the two kickboxing gyms again, and noted point"),
                Message(role="user", content="Which kickboxing gym did we weigh at point 12?")]
     chat_id = store.import_chat("long chat", history, settings={"context_window": 2048})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.gui.inspector import CHAIN_COLUMNS
 from PySide6.QtCore import Qt
 
@@ -20,7 +20,7 @@ def summarize(qtbot, window) -> None:
 
 
 def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(40, "Budget review, item"))
     inspector = window.inspector
@@ -42,7 +42,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
 
 
 def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
     summarize(qtbot, window)
@@ -56,7 +56,7 @@ def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, stor
 
 
 def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
                *dialogue(40, "Budget review, item")[1:],
                Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
@@ -91,7 +91,7 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
 def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_window, store):
     # A scripted model: its narrative is the markup the embedded model once wrote for LoCoMo ("#1", "<br>"), which a
     # real model does not write on demand.
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "hybrid", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "keep_recent": 4})
     window = make_window(ScriptedProvider(replies=["#1. <br>. ]["]))
     open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
     summarize(qtbot, window)
@@ -112,7 +112,7 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
 
 
 def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4, "recall_ratio": 0.05})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4, "recall_ratio": 0.05})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
                *dialogue(40, "Budget review, item")[1:],
                Message(role="user", content="When does Marguerite, the lighthouse keeper, retire?")]
@@ -144,7 +144,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
 
     from tests.conftest import CLAUDE_CODE_RAW
 
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = import_file(store, CLAUDE_CODE_RAW).chat_id
     window = make_window()
     window.open_chat(chat_id)
@@ -184,7 +184,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
 def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, make_window, store):
     """After a reply the gauge (the next prompt: nothing recalled yet) read 'Recalled 0' beside 'Recalled for your
     last message: 13'; each now says which prompt it describes. A scripted reply: the recall is the app's own."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
                *dialogue(40, "Budget review, item")]
     window = make_window(ScriptedProvider(replies=["In October."]))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import APPEARANCE_KEY, SUMMARIZATION_KEY
 from precis.gui import theme
 from PySide6.QtGui import QColor, QPalette
 
@@ -53,7 +53,7 @@ def test_each_theme_keeps_text_readable_on_bubbles_menus_and_the_summary_tab(qtb
 def test_the_theme_choice_is_saved_and_restored(qtbot, make_window, store):
     window = make_window()
     window.theme_actions["dark"].trigger()
-    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark"})  # saved in the background
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark"})  # saved in the background
     window.close()
     theme.choose("light")
     reopened = make_window()
@@ -98,7 +98,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
 
 def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, make_window, store):
     """A session marker is conversation (summarized with its stretch): headed "System", not "System prompt"."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 2})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 2})
     history = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023"),
                *dialogue(8, "Caroline: We talked about the lake, point"),
                Message(role="system", content="Session 2 - 6:10 pm on 22 December, 2022"),

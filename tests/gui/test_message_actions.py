@@ -3,7 +3,7 @@ mouse or the keyboard (Menu key); Ctrl+C copies. Real window, real SQLite file."
 
 from __future__ import annotations
 
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
@@ -49,7 +49,7 @@ def choose_from_popup(text: str, seen: list[list[str]]) -> None:
 
 
 def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
     view = window.conversation
@@ -98,7 +98,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
 
 
 def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from precis.core.providers.local import MODEL_NAME, find_model_path
-from precis.core.providers.registry import PROVIDER_KEY
+from precis.core.settings import PROVIDER_KEY
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
 

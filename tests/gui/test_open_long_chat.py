@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from precis.core.chat.session import FIRST_ROWS
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
-from precis.gui.session import FIRST_ROWS
+from precis.core.settings import SUMMARIZATION_KEY
 
 from tests.gui.test_window import dialogue, idle
 
@@ -15,7 +15,7 @@ def keys(rows) -> tuple[list[str], set[str]]:
 
 
 def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     history = dialogue(600, "Notes on the kickboxing gym's timetable, item")
     history[-5] = history[-5].with_changes(pinned=True)  # pinned: shown, never archived
     chat_id = store.import_chat("long chat", history, settings={"context_window": 4096})
@@ -50,7 +50,7 @@ def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, 
     """The window holds its own copy of each summary record (the engine goes on changing its status, retention, ...),
     taken on every snapshot; the list of the messages it covers, which never changes and has an entry per message
     of a long chat, is not copied with it."""
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = store.import_chat("long chat", dialogue(600, "Notes on the timetable, item"),
                                 settings={"context_window": 4096})
     window = make_window()
@@ -94,7 +94,7 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
                                                                                              store):
     """Opening a long chat for the first time counted every message before showing more than its last rows (60 s at
     100,000 messages): now the whole chat and its gauge show from stand-in counts, and the gauge follows the counts."""
-    from precis.gui.session import ESTIMATE_ABOVE
+    from precis.core.chat.session import ESTIMATE_ABOVE
 
     history = dialogue(ESTIMATE_ABOVE + 600, "Notes on the bicycle repair, step")
     chat_id = store.import_chat("long chat", history)
@@ -125,9 +125,9 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
 
 def test_an_opening_cut_short_keeps_the_counts_made_and_the_next_one_counts_only_the_rest(store, monkeypatch):
     """Counts are saved a batch at a time, so switching away from a chat while it is counted does not lose them."""
+    from precis.core.chat import session as session_module
+    from precis.core.providers.base import CancelToken
     from precis.core.providers.registry import make_provider
-    from precis.gui import session as session_module
-    from precis.gui.workers import Job
 
     monkeypatch.setattr(session_module, "COUNT_BATCH", 1_000)
     monkeypatch.setattr(session_module, "ESTIMATE_ABOVE", 500)  # the reopening too leaves what is left to counting
@@ -135,23 +135,17 @@ def test_an_opening_cut_short_keeps_the_counts_made_and_the_next_one_counts_only
     chat_id = store.import_chat("long chat", history)
     provider = make_provider("local")
 
-    class SwitchedAwayAfterOneBatch(Job):
-        """The chat closed (its counting cancelled) once the first batch was shown."""
-
-        def report(self, value) -> None:
-            super().report(value)
-            self.cancel()
-
     opening = session_module.ChatSession(store, chat_id, provider)
     to_count = opening.build_engine().counting
-    assert opening.count_exactly(SwitchedAwayAfterOneBatch("count")) is None
+    closed = CancelToken()  # the chat closed (its counting cancelled) once the first batch was shown
+    assert opening.count_exactly(closed, lambda _snapshot: closed.cancel()) is None
     counter_name = opening.engine.counter.name
     saved = store.token_counts(chat_id, counter_name)
     assert len(history) - to_count + 1_000 == len(saved)
 
     again = session_module.ChatSession(store, chat_id, provider)
     assert again.build_engine().counting == len(history) - len(saved)
-    assert again.count_exactly(Job("count")).usage.exact
+    assert again.count_exactly(CancelToken(), lambda _snapshot: None).usage.exact
     assert store.token_counts(chat_id, counter_name).keys() == {m.id for m in history}
     # A change made after an opening cut short acts on exact counts: what was left is counted first.
     assert opening.add_messages([Message(role="user", content="and the brakes?")]).usage.exact

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from precis.core.model.records import SummaryRecord, SummaryResult
 from precis.core.providers.base import ProviderError
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
@@ -19,13 +19,13 @@ def long_dialogue(store, n: int, window: int) -> str:
                        content=f"Step {i} of the migration plan: " + "move the billing tables and check them. " * 12)
                for i in range(n)]
     chat_id = store.import_chat("migration", history)
-    from precis.core.storage.store import ChatSettings
+    from precis.core.settings import ChatSettings
     store.update_chat_settings(chat_id, ChatSettings(context_window=window))
     return chat_id
 
 
 def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
     chat_id = long_dialogue(store, 40, window=1024)
     window = make_window()
     window.open_chat(chat_id)
@@ -48,7 +48,7 @@ def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do
 
 def test_instructions_the_summarizer_could_not_follow_are_reported(qtbot, make_window, store):
     # Fault injected: the model fails, so the summary falls back to the rules, which cannot follow instructions.
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "llm", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "llm", "keep_recent": 4})
     provider = ScriptedProvider(replies=[ProviderError("the model is not reachable")] * 4)
     chat_id = long_dialogue(store, 16, window=8192)
     window = make_window(provider=provider)
@@ -78,9 +78,9 @@ def test_a_summary_that_saves_almost_nothing_is_not_shown_as_a_success(qtbot, ma
 
 def test_a_message_larger_than_the_budget_is_named_with_its_tokens_before_and_after_the_cut(qtbot, make_window, store):
     from precis.core.model.messages import Message
-    from precis.core.storage.store import ChatSettings
+    from precis.core.settings import ChatSettings
 
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "enabled": False})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
     paste = "Pasted log line with a request id and a status code. " * 600  # far over a 2,048-token window
     chat_id = store.import_chat("paste", [Message(role="user", content="Please read this log."),
                                           Message(role="assistant", content="Send it."),

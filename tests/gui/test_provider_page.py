@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from precis.core.model.schema import setting_fields
-from precis.core.providers.registry import ProviderChoice
+from precis.core.settings import ProviderChoice
 from PySide6.QtCore import Qt
 
 from tests.conftest import free_port

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from precis.core.chat.rows import Row, build_rows
 from precis.core.model.messages import Message, ToolCall
-from precis.gui.conversation import ConversationView, Row, build_rows
+from precis.gui.conversation import ConversationView
 from precis.gui.markdown import markdown_document
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QFont, QTextDocument

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from precis.core.model.messages import Message
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import APPEARANCE_KEY, SUMMARIZATION_KEY
 from precis.gui import theme
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPixmap
@@ -45,7 +45,7 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
     finally:
         blocker.execute("COMMIT")
         blocker.close()
-    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark"}, timeout=10_000)
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark"}, timeout=10_000)
     heartbeat.timer.stop()
     # Before, the save waited on the GUI thread: the window froze for the busy timeout (5 s), then the save failed.
     print(f"longest GUI-thread gap while the database was locked: {heartbeat.longest_gap() * 1000:.0f} ms")
@@ -101,7 +101,7 @@ def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears
 
 
 def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule", "keep_recent": 4})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     sports = store.import_chat("Sports", [
         *dialogue(10, "Warm-up routine, set"),
         Message(role="user", content="For lunch I had pasta with pesto before sparring."),

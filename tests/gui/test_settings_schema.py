@@ -7,10 +7,8 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.schema import setting_errors, setting_fields
-from precis.core.providers.registry import ProviderChoice
-from precis.core.storage.store import ChatSettings
+from precis.core.settings import ChatSettings, ProviderChoice, SummarizationPolicy
 from precis.gui.settings_dialog import SettingsDialog
 from precis.gui.settings_table import with_table
 from pydantic import Field

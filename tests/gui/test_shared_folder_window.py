@@ -59,11 +59,11 @@ def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_wind
     """`precis summarize` summarizes the open chat before the window has looked (its check for changes is off
     here, as if the command finished between two of them); Summarize now in the window is then refused, said so,
     and the window shows the chat as stored: one summary, not two of the same messages."""
-    from precis.core.storage.chats import GLOBAL_POLICY_KEY
+    from precis.core.settings import SUMMARIZATION_KEY
 
     from tests.gui.test_window import dialogue, idle, open_imported_chat
 
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     chat_id = open_imported_chat(qtbot, window, store, dialogue(30, "We compared the kickboxing gyms, point"))
     window.chat._watch.stop()

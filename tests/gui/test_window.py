@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from precis.core import commands
+from precis.core.chat import commands
 from precis.core.model.messages import Message
 from precis.core.providers.base import ContextLengthExceeded
-from precis.core.storage.chats import GLOBAL_POLICY_KEY
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.store import open_store
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextEdit
@@ -358,7 +358,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     """The server refusing the prompt as too long cannot be produced on demand: a scripted provider injects it."""
     provider = ScriptedProvider(replies=[ContextLengthExceeded("prompt is too long: 9000 tokens > 8192"),
                                          "Here is the short answer."])
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})  # the scripted replies are for the chat, not summaries
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})  # the scripted replies are for the chat, not summaries
     window = make_window(provider)
     chat_id = open_imported_chat(qtbot, window, store, dialogue(20, "A point about the parser design, number"))
     assert not window.chat.snapshot.chain
@@ -374,7 +374,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
 
 
 def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_window, store):
-    store.set_setting(GLOBAL_POLICY_KEY, {"mode": "rule"})
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
     rows = window.conversation.conversation.rows()

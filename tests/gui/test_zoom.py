@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from precis.core.settings import APPEARANCE_KEY
 from precis.gui import theme
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
@@ -34,13 +35,13 @@ def test_zoom_keys_resize_the_text_and_the_size_is_remembered(qtbot, make_window
     assert sizes(window) == pytest.approx((system * 1.25,) * 3)
     qtbot.waitUntil(lambda: first_row_height(window) > height)  # the rows are laid out again in the new size
     assert window.composer.edit.toPlainText() == ""  # the shortcut typed nothing
-    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"text_size": 1.25})
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"text_size": 1.25})
     window.close()
 
     reopened = make_window()
     assert sizes(reopened) == pytest.approx((system * 1.25,) * 3)
     reopened.theme_actions["dark"].trigger()  # another appearance setting keeps the size
-    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark", "text_size": 1.25})
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark", "text_size": 1.25})
     reopened.activateWindow()
     qtbot.waitUntil(reopened.isActiveWindow)
     qtbot.keyClick(reopened.conversation, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
@@ -48,5 +49,5 @@ def test_zoom_keys_resize_the_text_and_the_size_is_remembered(qtbot, make_window
     for _ in range(5):  # smaller and smaller, down to the smallest size and no further
         qtbot.keyClick(reopened.conversation, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier)
     assert sizes(reopened) == pytest.approx((system * 0.7,) * 3)
-    qtbot.waitUntil(lambda: store.get_setting(theme.APPEARANCE_KEY) == {"theme": "dark", "text_size": 0.7})
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark", "text_size": 0.7})
     theme.choose("light")

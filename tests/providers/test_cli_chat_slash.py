@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import io
-from types import SimpleNamespace
 
-from precis.core.cli.chat import terminal_chat
+from precis.core.cli.chat import TurnOptions, terminal_chat
 from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
 
@@ -15,14 +14,13 @@ from tests.fakes import ScriptedProvider
 def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_path):
     # The provider has no reply to give: any line sent to it would fail the chat. (A fake: nothing is generated.)
     provider = ScriptedProvider([])
-    args = SimpleNamespace(context_tokens=4096, max_tokens=64, temperature=0.0, summaries="rule", chat=None,
-                           data_dir=str(tmp_path))
+    args = TurnOptions(context_tokens=4096, max_tokens=64, temperature=0.0, mode="rule", data_dir=str(tmp_path))
     stdin = io.StringIO("/context\n/run echo hello-from-run\n/history\n/undo-summary\n/nosuch\n/help\n")
     out = io.StringIO()
     assert terminal_chat(provider, args, stdin, out, io.StringIO()) == 0
     text = out.getvalue()
     assert provider.calls == []
-    assert "you> context: " in text and "tokens (0%); summary chain: 0" in text
+    assert "you> Context: " in text and "tokens (0%), 0 summaries in the chain." in text
     assert "hello-from-run\n[exit code: 0]" in text
     assert "no summaries" in text
     assert "Unknown command /nosuch." in text
@@ -42,18 +40,17 @@ def test_pin_history_and_unpin_in_the_terminal_chat_do_what_help_says(tmp_path):
         for n in range(3):
             store.add_message(chat, Message("user" if n % 2 == 0 else "assistant", f"note {n} about the kiwi crates"))
     provider = ScriptedProvider([])  # nothing is sent to a model (a fake: nothing is generated)
-    args = SimpleNamespace(context_tokens=4096, max_tokens=64, temperature=0.0, summaries="rule", chat="notes",
-                           data_dir=data)
+    args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
     out = io.StringIO()
     assert terminal_chat(provider, args, io.StringIO("/pin\n/history\n"), out, io.StringIO()) == 0
     text = out.getvalue()
     assert "works in the window only" not in text
-    assert "pinned the last message: note 2 about the kiwi crates" in text
-    assert "no summaries" in text and "user: note 1" not in text and "assistant: note 1 about the kiwi crates" in text
+    assert "Pinned: this message is always sent and never summarized. (note 2 about the kiwi crates)" in text
+    assert "no summaries" in text and "2. assistant: note 1 about the kiwi crates" in text
     with open_store(data) as store:
         assert [m.pinned for m in store.load_messages(chat)] == [False, False, True]  # kept with the chat
     out = io.StringIO()
     assert terminal_chat(provider, args, io.StringIO("/unpin\n"), out, io.StringIO()) == 0
-    assert "unpinned the last message" in out.getvalue()
+    assert "Unpinned: this message can be summarized again." in out.getvalue()
     with open_store(data) as store:
         assert not any(m.pinned for m in store.load_messages(chat))

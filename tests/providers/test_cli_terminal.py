@@ -194,3 +194,51 @@ def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monke
     with open_store(data) as store:
         [chat] = store.list_chats()
         assert "kept" in store.load_messages(chat.id)[-1].content
+
+
+def stored_chat_near_its_window(data: str, summarization: dict) -> str:
+    """A chat of 16 long messages in a 1,024-token window, summarized as `summarization` says (its own settings)."""
+    with open_store(data) as store:
+        chat_id = store.create_chat("kiwi crates", {"context_window": 1024, "reserve_output": 64,
+                                                    "summarization": summarization})
+        store.add_messages(chat_id, [Message("user" if n % 2 == 0 else "assistant",
+                                             f"Crate {n} of kiwis went to the Wellington depot on pallet {n}. " * 5)
+                                     for n in range(16)])
+    return chat_id
+
+
+def test_a_stored_chat_continued_in_the_terminal_follows_its_own_summary_settings(server, monkeypatch, capsys,
+                                                                                   tmp_path):
+    """A chat set to rule summaries, continued with `precis chat --chat ID`, got a hybrid summary and a model call:
+    the terminal built its own summarizer (hybrid by default) instead of the chat's."""
+    data = str(tmp_path / "data")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chat_id = stored_chat_near_its_window(data, {"mode": "rule"})
+    server.steps = [stream([delta("Pallet 3."), FINISH, "data: [DONE]"])]
+    assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "chat-model",
+                 "--data-dir", data, "--chat", chat_id, "Which pallet had crate 3?"]) == 0
+    assert capsys.readouterr().out == "Pallet 3.\n"
+    assert [body["model"] for _, _, body in server.requests] == ["chat-model"]  # the reply's call alone
+    with open_store(data) as store:
+        [record] = store.load_records(chat_id)
+        assert record.mode == "rule" and record.written_by == "rules"
+
+
+def test_the_terminal_chat_sends_summaries_to_the_summarizer_the_chat_names(server, monkeypatch, capsys, tmp_path):
+    """Settings → Summarization's "Summaries written by: other" was skipped by the terminal chat, so chat text went
+    to a model the user had not chosen for it."""
+    data = str(tmp_path / "data")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chat_id = stored_chat_near_its_window(data, {"mode": "llm", "summarizer": "other", "summarizer_provider": "openai",
+                                                 "summarizer_base_url": server.base_url,
+                                                 "summarizer_model": "summary-model", "summary_seconds": 60})
+    summary = {"narrative": "Crates 0 to 12 of kiwis went to the Wellington depot, one pallet each.",
+               "key_points": [], "decisions": [], "action_items": [], "unresolved_questions": [], "entities": []}
+    server.steps = [stream([delta(json.dumps(summary)), FINISH, "data: [DONE]"]),
+                    stream([delta("Pallet 3."), FINISH, "data: [DONE]"])]
+    assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "chat-model",
+                 "--data-dir", data, "--chat", chat_id, "Which pallet had crate 3?"]) == 0
+    assert [body["model"] for _, _, body in server.requests] == ["summary-model", "chat-model"]
+    with open_store(data) as store:
+        [record] = store.load_records(chat_id)
+        assert record.mode == "llm" and "summary-model" in record.written_by

@@ -9,7 +9,6 @@ import threading
 
 import pytest
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ProviderUnavailable, complete, token_counter
@@ -23,6 +22,7 @@ from precis.core.providers.discovery import (
 from precis.core.providers.gguf import NotAModel, read_info
 from precis.core.providers.local import find_model_path
 from precis.core.providers.registry import make_provider
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 

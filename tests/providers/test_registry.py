@@ -60,7 +60,7 @@ def test_kinds(monkeypatch):
 
 
 def test_a_stored_provider_setting_keeps_what_is_still_valid():
-    from precis.core.providers.registry import ProviderChoice
+    from precis.core.settings import ProviderChoice
 
     choice = ProviderChoice(kind="openai", base_url="http://localhost:11434/v1", model="smollm2:135m")
     assert ProviderChoice.from_setting(choice.to_setting()) == choice

@@ -9,7 +9,7 @@ import sys
 import pytest
 from precis.core.cli.main import start_local_model_early
 from precis.core.providers.local import LocalProvider, model_process
-from precis.core.providers.registry import PROVIDER_KEY
+from precis.core.settings import PROVIDER_KEY
 from precis.core.storage.store import open_store
 
 

@@ -10,11 +10,11 @@ import threading
 import pytest
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import complete
 from precis.core.providers.local import LocalProvider
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.providers.local import LocalProvider
 from precis.core.providers.openai_compat import OpenAICompatProvider
-from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, summarizer_for
+from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy, policy_errors
+from precis.core.storage.chats import restore_engine, summarizer_for
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import open_store
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.model
 def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
     """A stored chat summarized as the window does it: the engine and its summarizer built from the settings."""
     with open_store(tmp_path / "data") as store:
-        store.set_setting(GLOBAL_POLICY_KEY, policy)
+        store.set_setting(SUMMARIZATION_KEY, policy)
         chat = store.create_chat("agent run")
         store.add_messages(chat, read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:24])
         summarizer = summarizer_for(SummarizationPolicy(**policy), chat_provider)
@@ -88,7 +88,7 @@ def test_precis_summarize_writes_with_the_summarizer_and_time_limit_the_settings
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     data = tmp_path / "data"
     with open_store(data) as store:
-        store.set_setting(GLOBAL_POLICY_KEY, {"summarizer": "other", "summarizer_provider": "openai",
+        store.set_setting(SUMMARIZATION_KEY, {"summarizer": "other", "summarizer_provider": "openai",
                                               "summarizer_base_url": llama_server, "summarizer_model": "smollm2",
                                               "summary_seconds": 600})
         chat = store.create_chat("agent run")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ServerError
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.store import attach_engine, open_store
 from precis.core.summary.summarize import (
     SYSTEM_PROMPT,

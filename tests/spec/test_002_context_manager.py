@@ -11,9 +11,9 @@ import json
 import pytest
 from precis.core.cli.chat import run_slash
 from precis.core.context.engine import Budget, ContextEngine, NothingToSummarize
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
+from precis.core.settings import SummarizationPolicy
 from precis.core.summary.facets import extract_facets
 from precis.core.summary.summarize import RuleSummarizer, SummaryRequest, render_transcript
 from precis.core.summary.summary_block import render_artifact_trail

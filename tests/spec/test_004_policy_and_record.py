@@ -6,8 +6,8 @@ checked here; see tests/spec/README.md for where each is checked."""
 from __future__ import annotations
 
 import pytest
-from precis.core.context.policy import SummarizationPolicy, policy_errors
 from precis.core.model.records import MAX_KEY_POINTS, SummaryRecord, SummaryResult
+from precis.core.settings import SummarizationPolicy, policy_errors
 from pydantic import ValidationError
 
 

@@ -6,7 +6,8 @@ from precis.core.context.recall import RecallIndex
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.local import LocalProvider
-from precis.core.storage.chats import GLOBAL_POLICY_KEY, restore_engine, save_token_counts
+from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.storage.chats import restore_engine, save_token_counts
 from precis.core.storage.store import attach_engine, open_store
 
 
@@ -20,7 +21,7 @@ def chat_with_history(store, n=40):
 def test_settings_and_global_policy_shape_the_engine(tmp_path):
     with open_store(tmp_path) as store:
         chat_id = chat_with_history(store)
-        store.set_setting(GLOBAL_POLICY_KEY, {"trigger_ratio": 0.9, "reset_ratio": 0.5})
+        store.set_setting(SUMMARIZATION_KEY, {"trigger_ratio": 0.9, "reset_ratio": 0.5})
         engine, settings = restore_engine(store, chat_id, default_window=4096)
     assert engine.budget.window == 4096 and engine.system_prompt == "Be terse."
     assert engine.policy.keep_recent == 4 and engine.policy.trigger_ratio == 0.9

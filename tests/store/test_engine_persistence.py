@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
 from precis.core.model.messages import Message
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import StoreWriteError, attach_engine, open_store
 from sqlalchemy import event

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.policy import SummarizationPolicy
+from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import StoreConflict, attach_engine, open_store
 

@@ -1,15 +1,93 @@
-"""Summarization policy: when to summarize, what to keep. Validated so bad settings are refused with a reason."""
+"""Every setting a person can change, described once: the provider (Settings → Provider, Local model), the
+summarization policy (Settings → Summarization; a chat may override any of it), a chat's own settings (Settings →
+This chat) and the window's look (View). The settings dialog, the per-chat overrides, the command line's defaults,
+the validation messages and docs/settings.md are all built from these models (core.model.schema reads their
+titles, units and ranges), and the store keeps each under its key below.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..model.records import SummaryMode
-from ..model.schema import setting_errors, setting_fields
-from ..providers.registry import KINDS
-from ..summary.summarize import DEADLINE_SECONDS
+from .model.records import SummaryMode
+from .model.schema import setting_errors, setting_fields
+
+# Where replies come from: a model run on this computer, an OpenAI-compatible server, or Anthropic's.
+Kind = Literal["local", "openai", "anthropic"]
+KINDS: tuple[str, ...] = Kind.__args__
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+MODES: tuple[str, ...] = SummaryMode.__args__
+ThemeChoice = Literal["system", "light", "dark"]
+
+# A model summary's time limit; 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with
+# other work) within the design documents' 10 s.
+SUMMARY_SECONDS = 6.0
+RUN_TIMEOUT_SECONDS = 60
+
+# The store's settings keys.
+PROVIDER_KEY = "provider"
+SUMMARIZATION_KEY = "summarization"
+APPEARANCE_KEY = "appearance"
+
+# Setting names that would hold a secret. Keys live in the OS keyring, never in the store.
+SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)
+
+
+class ProviderChoice(BaseModel):
+    """Where replies come from: the settings of the Provider and Local model pages, stored under the `provider`
+    setting. The API key is not here: it is kept in the OS keyring (or the environment), never in the database."""
+
+    kind: Kind = Field("local", title="Provider",
+                       description="local: a model run on this computer (Settings → Local model); openai: any "
+                                   "OpenAI-compatible server (OpenAI, Ollama, LM Studio, a llama.cpp server); "
+                                   "anthropic: Claude")
+    base_url: str = Field("", title="Base URL", json_schema_extra={"line": True},
+                          description="The server's address, e.g. http://localhost:11434/v1 for Ollama; empty: "
+                                      "the provider's official endpoint")
+    model: str = Field("", title="Model", json_schema_extra={"line": True},
+                       description=f"The model's name on the server; empty: {DEFAULT_MODELS['openai']} (openai) or "
+                                   f"{DEFAULT_MODELS['anthropic']} (anthropic)")
+    extra_buffer_types: bool = Field(False, title="Extra buffer types", json_schema_extra={"page": "Local model"},
+                                     description="Repack the local model's weights for this CPU's kernels "
+                                                 "(llama.cpp's use_extra_bufts): faster on some CPUs, but on Intel "
+                                                 "AMX CPUs it crashes the model, so it is off unless turned on")
+    # The local model's GGUF file ('' : the built-in SmolLM2); set by the model picker, not typed.
+    model_path: str = ""
+
+    @field_validator("base_url")
+    @classmethod
+    def _web_address(cls, value: str) -> str:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, not {value[:30]!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _local_has_no_server(self) -> ProviderChoice:
+        if self.kind == "local" and (self.base_url or self.model):
+            raise ValueError("the local model has no base URL or model name to set; choose openai or anthropic, "
+                             "or pick a model in Local model")
+        return self
+
+    @classmethod
+    def from_setting(cls, value: Any) -> ProviderChoice:
+        """The stored setting; a value that no longer validates keeps its valid fields, the rest default."""
+        value = value if isinstance(value, dict) else {}
+        try:
+            return cls.model_validate(value)
+        except ValidationError as exc:
+            bad = {err["loc"][0] for err in exc.errors() if err["loc"]}
+        kept = {name: value[name] for name in cls.model_fields if name in value and name not in bad}
+        try:
+            return cls.model_validate(kept)
+        except ValidationError:  # valid fields that do not go together (a local model with a URL): the model alone
+            return cls(**{name: kept[name] for name in ("model_path", "extra_buffer_types") if name in kept})
+
+    def to_setting(self) -> dict[str, Any]:
+        return self.model_dump()
+
 
 # Who writes llm and hybrid summaries: the chat's own model, the embedded local model, or the provider and model
 # named in the policy (the documents' lighter summarizer model).
@@ -38,7 +116,7 @@ class SummarizationPolicy(BaseModel):
                                   description="With “other”: the model's name (empty: the provider's default)")
     summarizer_base_url: str = Field("", max_length=2000, json_schema_extra={"line": True}, title="…other server address",
                                      description="With “other”: the server's address (empty: the provider's own)")
-    summary_seconds: float = Field(DEADLINE_SECONDS, ge=1.0, le=600.0, title="Summary time limit", json_schema_extra={"unit": "s"},
+    summary_seconds: float = Field(SUMMARY_SECONDS, ge=1.0, le=600.0, title="Summary time limit", json_schema_extra={"unit": "s"},
                                    description="A model that has not finished its summary by then is stopped and the "
                                                "rules write it (the record says so); the documents' target is 10 s")
     trigger_ratio: float = Field(0.80, gt=0.0, le=1.0, title="Summarize at", json_schema_extra=PERCENT,
@@ -110,3 +188,62 @@ def _compare(name: str, value: Any, relation: str, other: str, other_value: Any)
 def policy_errors(values: dict) -> dict[str, str]:
     """Validate a settings dict; return {field: reason} (field '' for cross-field rules), empty if valid."""
     return setting_errors(SummarizationPolicy, values)
+
+
+class ChatSettings(BaseModel):
+    """Per-chat settings. Other keys are allowed (and kept) unless their name looks like a secret."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    system_prompt: str = Field("", title="System prompt",
+                                       description="Sent before the conversation as the model's instructions")
+    context_window: int | None = Field(None, ge=256, le=10_000_000, title="Context window",
+                                               json_schema_extra={"unit": "tokens"},
+                                               description="The budget; empty: the model's own window")
+    reserve_output: int = Field(512, ge=0, le=1_000_000, title="Tokens reserved for the reply",
+                                        json_schema_extra={"unit": "tokens"},
+                                        description="Kept free in the window for the model's answer")
+    run_timeout: int = Field(RUN_TIMEOUT_SECONDS, ge=1, le=86_400, title="/run time limit",
+                                     json_schema_extra={"unit": "seconds"},
+                                     description="A command run with /run is stopped after this long; "
+                                                 "what it printed is kept")
+    # Overrides of SummarizationPolicy fields for this chat.
+    summarization: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("summarization")
+    @classmethod
+    def _valid_policy(cls, value: dict[str, Any]) -> dict[str, Any]:
+        errors = policy_errors(value)
+        if errors:
+            titles = {field.name: field.title for field in setting_fields(SummarizationPolicy)}
+            raise ValueError("; ".join(f"{titles.get(field, field) or 'summarization'}: {reason}"
+                                       for field, reason in errors.items()))
+        return value
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> ChatSettings:
+        for name in self.model_extra or {}:
+            if SECRET_NAME.search(name):
+                raise ValueError(f"setting {name!r} looks like a secret; keys are kept in the OS keyring, not here")
+        return self
+
+
+ThemeChoice = Literal["system", "light", "dark"]
+
+
+class Appearance(BaseModel):
+    """The window's look, saved in the store's settings under APPEARANCE_KEY."""
+
+    theme: ThemeChoice = Field("system", title="Theme",
+                               description="system follows the desktop's light or dark setting")
+    text_size: float = Field(1.0, ge=0.5, le=3.0, title="Text size", json_schema_extra={"unit": "% of the system's"},
+                           description="of the conversation and the message box; View → Zoom in, Zoom out, "
+                                       "Actual size (Ctrl+=, Ctrl+-, Ctrl+0)")
+
+
+# The settings pages' sections, in the order docs/settings.md lists them.
+SECTIONS = [("Provider", ProviderChoice), ("Summarization", SummarizationPolicy), ("This chat", ChatSettings),
+            ("Appearance", Appearance)]

@@ -1,13 +1,37 @@
-"""The one command registry: every command the user can give, typed as /name in the composer or chosen in a menu.
+"""The one command registry: every command the user can give, typed as /name or chosen in a menu, with its handler.
 
 The slash-command parser, /help, the window's menus and shortcuts and the composer's completion all read
-REGISTRY, so a new command is one `register(...)` call here (and its handler in the window). The tool runs the
-commands start are in tools.py.
+REGISTRY. A chat command's handler is here, written once for the window and the terminal, which only present its
+CommandResult; a command with no handler here (new chat, import, zoom, ...) is the window's own.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
+from ..model.messages import Message
+from ..providers.base import CancelToken
+from ..storage.store import StoreError
+from ..tools import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
+from .history import history_lines, one_line
+from .session import ChatSession
+from .snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a chat command did: `text` says it (the terminal prints it; the window shows it where the command's
+    kind of answer goes), `snapshot` is the chat after it, `failed` marks a refusal (nothing changed)."""
+
+    text: str
+    snapshot: Snapshot | None = None
+    failed: bool = False
+
+
+# A chat command's handler: (the open chat, its argument, a token that Stop sets) -> what it did.
+Handler = Callable[[ChatSession, str, CancelToken], CommandResult]
 
 
 @dataclass(frozen=True)
@@ -19,6 +43,8 @@ class Command:
     shortcut: str = ""  # key sequence, e.g. "Ctrl+E"
     menu: str = ""  # the menu it appears in ("File", "Chat", "View"), or none
     slash: bool = True  # whether it can be typed as /name
+    handler: Handler | None = None  # the chat's handler; None: a command of the window's own
+    tool: bool = False  # runs a tool: the window runs it beside the chat (Stop ends it), then adds what it gave
 
     @property
     def needs_argument(self) -> bool:
@@ -39,6 +65,83 @@ def register(name: str, title: str, help: str, **details) -> Command:
     return command
 
 
+def _context(session: ChatSession, _argument: str, _cancel: CancelToken) -> CommandResult:
+    snapshot = session.snapshot()
+    usage = snapshot.usage
+    return CommandResult(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
+                         f"{len(snapshot.chain)} summar{'y' if len(snapshot.chain) == 1 else 'ies'} in the chain.",
+                         snapshot)
+
+
+def _summarize(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
+    snapshot = session.summarize_now(argument or None)
+    # A full chain is folded first (a "merged" event), then the summary is made: the last "summarized" event.
+    record = next(e.record for e in reversed(snapshot.events) if e.kind == "summarized")
+    return CommandResult(record.result().describe(), snapshot)
+
+
+def _undo_summary(session: ChatSession, _argument: str, _cancel: CancelToken) -> CommandResult:
+    snapshot = session.undo_last()
+    record = next(e.record for e in reversed(snapshot.events) if e.kind == "undone")
+    return CommandResult(f"Summary undone: {record.undone_description()}.", snapshot)
+
+
+def _history(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
+    if argument not in ("", "--full"):
+        raise ToolInputError(f"/history takes nothing or --full, not {argument!r}")
+    engine = session.engine
+    return CommandResult("\n".join(history_lines(engine.messages, engine.records, full=argument == "--full")))
+
+
+def _pinning(pinned: bool) -> Handler:
+    def pin(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
+        """`argument`: the message's id (the window's selection); none: the last message."""
+        messages = session.engine.messages
+        if not messages:
+            raise ToolInputError("There is no message to pin yet.")
+        message_id = argument or messages[-1].id
+        snapshot = session.set_pinned(message_id, pinned)
+        message = next(m for m in snapshot.messages if m.id == message_id)
+        said = ("Pinned: this message is always sent and never summarized." if pinned else
+                "Unpinned: this message can be summarized again.")
+        return CommandResult(f"{said} ({one_line(message)})", snapshot)
+    return pin
+
+
+def _help(_session: ChatSession | None, _argument: str, _cancel: CancelToken) -> CommandResult:
+    return CommandResult(help_text())
+
+
+def tool_messages(name: str, argument: str, cancel: CancelToken, run_timeout: float) -> tuple[Message, ...]:
+    """What a tool command gives the chat: its call and result as messages. Touches no chat (run beside it)."""
+    if name == "run":
+        return run_command_messages(argument, cancel, timeout=run_timeout)
+    pattern, path = grep_argument(argument)
+    return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
+
+
+def _tool(name: str) -> Handler:
+    def run(session: ChatSession, argument: str, cancel: CancelToken) -> CommandResult:
+        messages = tool_messages(name, argument, cancel, session.settings.run_timeout)
+        return CommandResult(messages[-1].content, session.add_messages(list(messages)))
+    return run
+
+
+# What a refused command raises: said to the user, nothing changed.
+REFUSALS = (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError, StoreError)
+
+
+def run_command(session: ChatSession, command: SlashCommand, cancel: CancelToken | None = None) -> CommandResult:
+    """Run a chat command (one with a handler) on the open chat; a refusal comes back as a failed result."""
+    handler = REGISTRY[command.name].handler
+    if handler is None:
+        return CommandResult(f"/{command.name} works in the window only", failed=True)
+    try:
+        return handler(session, command.argument, cancel or CancelToken())
+    except REFUSALS as exc:
+        return CommandResult(str(exc), failed=True)
+
+
 # The order is the order of the menus and of /help.
 register("new-chat", "New chat", "start a new chat", shortcut="Ctrl+N", menu="File", slash=False)
 register("import", "Import transcript…", "import a chat file (JSONL, OpenAI JSON, Claude Code session)",
@@ -54,19 +157,21 @@ register("edit-last", "Edit and resend the last message", "put your last message
 register("regenerate", "Regenerate the last reply", "replace the last reply with a new one (Undo brings it back)",
          shortcut="Ctrl+R", menu="Chat", slash=False)
 register("context", "Show the context", "show what the model sees: tokens by kind and the summary chain",
-         menu="Chat")
+         menu="Chat", handler=_context)
 register("summarize", "Summarize now", "summarize older messages now, optionally with extra instructions",
-         argument="[instructions]", menu="Chat")
+         argument="[instructions]", menu="Chat", handler=_summarize)
 register("undo-summary", "Undo the latest summary", "undo the latest summary and bring its messages back",
-         menu="Chat")
-register("history", "History", "list the summaries, then the recent messages", menu="Chat")
+         menu="Chat", handler=_undo_summary)
+register("history", "History", "list the summaries, then the recent messages (--full: what each covers and says)",
+         argument="[--full]", menu="Chat", handler=_history)
 register("pin", "Pin the message", "pin the selected (or last) message so it is never summarized",
-         menu="Chat")
-register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat")
+         menu="Chat", handler=_pinning(True))
+register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat",
+         handler=_pinning(False))
 register("run", "Run a shell command", "run a shell command and add its output and exit code as a tool message",
-         argument="CMD")
+         argument="CMD", handler=_tool("run"), tool=True)
 register("grep", "Search files", "search files for a regular expression and add the matches as a tool message",
-         argument="PATTERN [PATH]")
+         argument="PATTERN [PATH]", handler=_tool("grep"), tool=True)
 register("inspector", "Context inspector", "show or hide the context inspector", shortcut="Ctrl+Shift+I",
          menu="View", slash=False)
 register("search", "Search all chats", "full-text search across all chats, archived messages included",
@@ -77,7 +182,7 @@ register("zoom-out", "Zoom out", "smaller text in the conversation and the messa
          menu="View", slash=False)
 register("zoom-reset", "Actual size", "the conversation's text at the system's size", shortcut="Ctrl+0",
          menu="View", slash=False)
-register("help", "Commands", "list the commands", shortcut="F1", menu="View")
+register("help", "Commands", "list the commands", shortcut="F1", menu="View", handler=_help)
 
 
 def slash_commands() -> list[Command]:

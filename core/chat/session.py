@@ -1,38 +1,38 @@
-"""One open chat: its context engine, its store rows and its provider, driven from the chat's serial worker.
+"""One open chat: its context engine, its store rows and its provider; every use case of a chat, once.
 
-Every method that touches the engine runs on the chat's one worker thread (see gui.workers), so the engine is
-never used from two threads. The GUI thread only ever sees immutable Snapshots.
+The window runs each method on the chat's one worker thread (gui.workers), so the engine is never used from two
+threads and the GUI thread only ever sees immutable Snapshots; `precis chat` calls the same methods directly.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import gc
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import replace
 
-from ..core.context.budget import OverBudget, over_budget
-from ..core.context.engine import ContextEngine, EngineEvent, NothingToSummarize, UsageReport
-from ..core.context.policy import SummarizationPolicy
-from ..core.model.bulk import collector_paused
-from ..core.model.messages import Message
-from ..core.model.records import SummaryRecord
-from ..core.model.tokens import TokenCounter
-from ..core.providers.base import (
+from ..context.budget import over_budget
+from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
+from ..model.bulk import collector_paused
+from ..model.messages import Message
+from ..model.tokens import TokenCounter
+from ..providers.base import (
+    DEFAULT_TEMPERATURE,
     Cancelled,
     CancelToken,
     ContextLengthExceeded,
     Provider,
     ProviderError,
-    StreamInterrupted,
+    Usage,
     token_counter,
 )
-from ..core.storage.chats import effective_policy, restore_engine, save_token_counts, summarizer_for
-from ..core.storage.store import ChatSettings, Store, StoreError, Versions, attach_engine
-from .conversation_model import Row, build_rows, row_index
-from .workers import Job, StreamBuffer
+from ..settings import ChatSettings
+from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
+from ..storage.store import Store, StoreError, Versions, attach_engine
+from .rows import build_rows, row_index
+from .snapshot import ReplyResult, Snapshot, copied, copied_event
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -43,55 +43,7 @@ FIRST_ROWS = 150
 ESTIMATE_ABOVE = 2_000
 COUNT_BATCH = 5_000
 
-log = logging.getLogger("precis.gui")
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the GUI shows of a chat at one moment: copies, never the engine's live objects.
-
-    The worker thread keeps changing the engine's records (merge, undo, retention), so the chain holds deep copies
-    and the GUI never reads a half-updated record.
-    """
-
-    chat_id: str
-    messages: list[Message]
-    # message id -> id of the active summary hiding it from the model (pinned and system messages are never hidden)
-    hidden: dict[str, str]
-    chain: list[SummaryRecord]
-    usage: UsageReport | None
-    policy: SummarizationPolicy
-    events: list[EngineEvent] = field(default_factory=list)
-    # Whether "Summarize now" has anything to take (the engine's own rule).
-    summarizable: bool = False
-    # (message id, snippet) of the archived messages recalled into the prompt for the newest user message.
-    recalled: list[tuple[str, str]] = field(default_factory=list)
-    # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
-    over_budget: OverBudget | None = None
-    # message id -> the versions of a regenerated reply (the message holds the one shown)
-    versions: dict[str, Versions] = field(default_factory=dict)
-    # fold id -> the kinds of the summaries it folds, oldest first (for the inspector's Mode column)
-    folded: dict[str, list[str]] = field(default_factory=dict)
-    # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
-    partial: bool = False
-    # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
-    counting: int = 0
-    # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)
-    # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
-    rows: list[Row] | None = None
-    row_index: dict[str, int] | None = None  # of rows, made with them
-
-    def archived(self, record_id: str) -> list[Message]:
-        return [m for m in self.messages if self.hidden.get(m.id) == record_id]
-
-
-@dataclass(frozen=True)
-class ReplyResult:
-    message: Message
-    snapshot: Snapshot
-    # Why the reply stopped early, if it did (cancelled, cut off, failed): shown next to it.
-    problem: str | None = None
-    cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
+log = logging.getLogger("precis.chat")
 
 
 def _on_exact_counts(method):
@@ -109,10 +61,15 @@ def _on_exact_counts(method):
 
 
 class ChatSession:
-    def __init__(self, store: Store, chat_id: str, provider: Provider) -> None:
+    """`overrides`: settings for this session only, over the chat's stored ones (ChatSettings fields; its
+    "summarization" over the policy), as `precis chat --mode rule` gives them."""
+
+    def __init__(self, store: Store, chat_id: str, provider: Provider, overrides: dict | None = None) -> None:
         self.store = store
         self.chat_id = chat_id
         self.provider = provider
+        self.overrides = overrides or {}
+        self.settings = ChatSettings()  # the chat's, resolved as its engine is built
         self.engine: ContextEngine | None = None
         self._events: list[EngineEvent] = []
         self._recalled: list[tuple[str, str]] = []
@@ -121,6 +78,7 @@ class ChatSession:
         # the engine no longer matches the store, so the chat is loaded again (reload_if_changed).
         self._not_saved: StoreError | None = None
         self.max_reply_tokens = 512
+        self.temperature = DEFAULT_TEMPERATURE
         self.versions: dict[str, Versions] = {}
         # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
         self._uncounted: list[Message] = []
@@ -129,10 +87,8 @@ class ChatSession:
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
-        settings = self.store.get_chat(self.chat_id).settings
-        summarizer = summarizer_for(effective_policy(self.store, settings), self.provider)
         return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window(),
-                              counter=counter, summarizer=summarizer)
+                              counter=counter, provider=self.provider, overrides=self.overrides)
 
     def load_rows(self) -> Snapshot:
         """What the window paints first: the chat's last FIRST_ROWS messages with the summaries that archived
@@ -147,7 +103,7 @@ class ChatSession:
         # never hidden, is not among the last rows of a chat long enough to have summaries.)
         hidden = {m.id: archived_by[m.id] for m in messages
                   if archived_by.get(m.id) in active_ids and not m.pinned}
-        settings = store.get_chat(chat_id).settings
+        settings = with_overrides(store.get_chat(chat_id).settings, self.overrides)
         rows = build_rows(messages, active, hidden)
         return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
                         versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows))
@@ -161,8 +117,8 @@ class ChatSession:
         return snapshot
 
     def _build_engine(self, estimate: bool) -> Snapshot:
-        engine, settings = self._restore(self._counter())
-        self.max_reply_tokens = max(16, settings.reserve_output)
+        engine, self.settings = self._restore(self._counter())
+        self.max_reply_tokens = max(16, self.settings.reserve_output)
         if self._detach is not None:
             self._detach()
         self._not_saved = None
@@ -181,21 +137,21 @@ class ChatSession:
         save_token_counts(self.store, self.chat_id, engine)
         return snapshot
 
-    def count_exactly(self, job: Job) -> Snapshot | None:
+    def count_exactly(self, cancel: CancelToken, report: Callable[[Snapshot], object]) -> Snapshot | None:
         """Count what build_engine gave stand-ins, COUNT_BATCH messages at a time. Each batch is saved (an opening
-        cut short goes on from there the next time) and shown (job.report: the gauge from the counts so far and
-        stand-ins for the rest). None if nothing was left to count, or the chat closed meanwhile."""
+        cut short goes on from there the next time) and reported (the gauge from the counts so far and stand-ins
+        for the rest). None if nothing was left to count, or it was cancelled (the chat closed)."""
         engine = self.engine
         if not self._uncounted:
             return None
         while self._uncounted:
-            if job.cancelled:
+            if cancel.cancelled:
                 return None
             batch, self._uncounted = self._uncounted[:COUNT_BATCH], self._uncounted[COUNT_BATCH:]
             engine.count_exactly(batch)
             self.store.save_token_counts(self.chat_id, engine.counter.name, engine.counter.known_counts(batch))
             if self._uncounted:
-                job.report(self.snapshot())
+                report(self.snapshot())
         snapshot = self.snapshot()
         _freeze_the_open_chat()
         return snapshot
@@ -238,11 +194,11 @@ class ChatSession:
 
     def snapshot(self) -> Snapshot:
         engine = self.engine
-        events = [_copied_event(e) for e in self._events]
+        events = [copied_event(e) for e in self._events]
         self._events.clear()
         if engine.messages and engine.messages[-1].role == "user":  # else keep what this turn's question recalled
             self._recalled = [(i.source_id, i.message.content) for i in engine.recalled()]
-        chain = _copied(engine.chain())
+        chain = copied(engine.chain())
         by_record = engine.archive.by_record
         folded = {r.id: [by_record[c].kind for c in r.merged_ids if c in by_record] for r in chain if r.merged_ids}
         messages, hidden = list(engine.messages), _hidden(engine)
@@ -265,9 +221,10 @@ class ChatSession:
         return self.snapshot()
 
     @_on_exact_counts
-    def reply(self, buffer: StreamBuffer, cancel: CancelToken, placeholder: Message,
+    def reply(self, placeholder: Message, *, on_text: Callable[[str], object], cancel: CancelToken,
               regenerate: bool = False) -> ReplyResult:
-        """Stream the assistant's reply into `buffer`; save it as it arrives; append it to the engine at the end.
+        """Stream the assistant's reply, each piece to `on_text`; save it as it arrives; append it to the engine at
+        the end. Cancelled or failed, what arrived is kept and marked incomplete.
 
         With `regenerate`, the placeholder is the last reply emptied: it is written again in its place and the
         earlier text is kept as a version of it (Snapshot.versions). If the server says the prompt is too long (it
@@ -281,29 +238,27 @@ class ChatSession:
         else:
             self.store.add_message(self.chat_id, placeholder)
         problem = finish = None
-        text = ""
+        received: list[str] = []
         for attempt in (1, 2):
             prompt = self.engine.assemble()
             try:
-                text, usage, finish = self._stream(prompt.messages, buffer, cancel, placeholder)
+                usage, finish = self._stream(prompt.messages, received, on_text, cancel, placeholder)
                 if usage is not None and usage.prompt_tokens:
                     self.engine.counter.calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages),
                                                   usage.prompt_tokens)
             except ContextLengthExceeded as exc:
-                if attempt == 1 and not buffer.text():
+                if attempt == 1 and not received:
                     try:
                         self.engine.summarize_now()
                         continue
                     except NothingToSummarize:
                         pass
-                text, problem = buffer.text(), str(exc)
-            except (Cancelled, StreamInterrupted) as exc:
-                text, problem = exc.partial or buffer.text(), str(exc)
-            except ProviderError as exc:
-                text, problem = buffer.text(), str(exc)
+                problem = str(exc)
+            except ProviderError as exc:  # Cancelled and StreamInterrupted among them: what arrived is kept
+                problem = str(exc)
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
-        final = placeholder.with_changes(content=text, incomplete=problem is not None)
+        final = placeholder.with_changes(content="".join(received), incomplete=problem is not None)
         if regenerate:
             self.versions[final.id] = self.store.save_version(self.chat_id, final)
         else:
@@ -312,22 +267,19 @@ class ChatSession:
         cut_at = self.max_reply_tokens if problem is None and finish == "length" else None
         return ReplyResult(final, self.snapshot(), problem, cut_at)
 
-    def _stream(self, messages: list[Message], buffer: StreamBuffer, cancel: CancelToken, placeholder: Message):
-        parts: list[str] = []
-        usage = finish = None
+    def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
+                cancel: CancelToken, placeholder: Message) -> tuple[Usage | None, str | None]:
         saved_at = time.monotonic()
-        for chunk in self.provider.stream_chat(messages, max_tokens=self.max_reply_tokens, cancel=cancel):
-            if chunk.text:
-                parts.append(chunk.text)
-                buffer.append(chunk.text)
-                if time.monotonic() - saved_at > SAVE_EVERY_S:
-                    saved_at = time.monotonic()
-                    self.store.update_message(self.chat_id, placeholder.with_changes(content="".join(parts)))
-            if chunk.done:
-                usage, finish = chunk.usage, chunk.finish_reason
-            if cancel.cancelled:
-                raise Cancelled(partial="".join(parts))
-        return "".join(parts), usage, finish
+
+        def arrived(piece: str) -> None:
+            nonlocal saved_at
+            on_text(piece)
+            if time.monotonic() - saved_at > SAVE_EVERY_S:
+                saved_at = time.monotonic()
+                self.store.update_message(self.chat_id, placeholder.with_changes(content="".join(received)))
+
+        return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
+                            temperature=self.temperature)
 
     @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
@@ -393,6 +345,22 @@ class ChatSession:
         return self.snapshot()
 
 
+def stream_reply(provider: Provider, messages: list[Message], received: list[str], on_text: Callable[[str], object],
+                 cancel: CancelToken, *, max_tokens: int, temperature: float) -> tuple[Usage | None, str | None]:
+    """A reply's pieces into `received` (and to `on_text`) as they arrive; returns (usage, finish reason). Raises
+    the provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
+    usage = finish = None
+    for chunk in provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel):
+        if chunk.text:
+            received.append(chunk.text)
+            on_text(chunk.text)
+        if chunk.done:
+            usage, finish = chunk.usage, chunk.finish_reason
+        if cancel.cancelled:
+            raise Cancelled(partial="".join(received))
+    return usage, finish
+
+
 def _freeze_the_open_chat() -> None:
     """What is alive now lives long (the open chat: its messages, the engine's maps, its rows): out of the cyclic
     collector's full passes from now on, which walked it all holding the interpreter lock (0.1-0.4 s stalls of the
@@ -404,18 +372,3 @@ def _freeze_the_open_chat() -> None:
 def _hidden(engine: ContextEngine) -> dict[str, str]:
     """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
     return {m.id: engine.archived_by(m.id) for m in engine.messages if engine.is_archived(m.id)}
-
-
-def _copied_event(event: EngineEvent) -> EngineEvent:
-    return replace(event, record=_copied_record(event.record))
-
-
-def _copied(chain: list[SummaryRecord]) -> list[SummaryRecord]:
-    return [_copied_record(record) for record in chain]
-
-
-def _copied_record(record: SummaryRecord) -> SummaryRecord:
-    """A copy for the GUI thread, which the engine's later changes (status, retention, ...) do not touch. The list of
-    messages it covers is shared: it never changes once made, and copied it was a model per message of a long chat,
-    on every snapshot (about 35 MB and a quarter of a second at 100,000 messages)."""
-    return copy.deepcopy(record, {id(record.covered): record.covered})

@@ -1,0 +1,1 @@
+"""The chat's use cases, written once for the window and the terminal: reply, regenerate, summarize, undo, commands."""

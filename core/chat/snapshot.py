@@ -1,0 +1,77 @@
+"""What a face (the window, the terminal) is given of a chat at one moment: copies, never the engine's live objects."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+
+from ..context.budget import OverBudget
+from ..context.engine import EngineEvent, UsageReport
+from ..model.messages import Message
+from ..model.records import SummaryRecord
+from ..settings import SummarizationPolicy
+from ..storage.store import Versions
+from .rows import Row
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the GUI shows of a chat at one moment: copies, never the engine's live objects.
+
+    The worker thread keeps changing the engine's records (merge, undo, retention), so the chain holds deep copies
+    and the GUI never reads a half-updated record.
+    """
+
+    chat_id: str
+    messages: list[Message]
+    # message id -> id of the active summary hiding it from the model (pinned and system messages are never hidden)
+    hidden: dict[str, str]
+    chain: list[SummaryRecord]
+    usage: UsageReport | None
+    policy: SummarizationPolicy
+    events: list[EngineEvent] = field(default_factory=list)
+    # Whether "Summarize now" has anything to take (the engine's own rule).
+    summarizable: bool = False
+    # (message id, snippet) of the archived messages recalled into the prompt for the newest user message.
+    recalled: list[tuple[str, str]] = field(default_factory=list)
+    # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
+    over_budget: OverBudget | None = None
+    # message id -> the versions of a regenerated reply (the message holds the one shown)
+    versions: dict[str, Versions] = field(default_factory=dict)
+    # fold id -> the kinds of the summaries it folds, oldest first (for the inspector's Mode column)
+    folded: dict[str, list[str]] = field(default_factory=dict)
+    # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
+    partial: bool = False
+    # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
+    counting: int = 0
+    # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)
+    # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
+    rows: list[Row] | None = None
+    row_index: dict[str, int] | None = None  # of rows, made with them
+
+    def archived(self, record_id: str) -> list[Message]:
+        return [m for m in self.messages if self.hidden.get(m.id) == record_id]
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    message: Message
+    snapshot: Snapshot
+    # Why the reply stopped early, if it did (cancelled, cut off, failed): shown next to it.
+    problem: str | None = None
+    cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
+
+
+def copied_event(event: EngineEvent) -> EngineEvent:
+    return replace(event, record=copied_record(event.record))
+
+
+def copied(chain: list[SummaryRecord]) -> list[SummaryRecord]:
+    return [copied_record(record) for record in chain]
+
+
+def copied_record(record: SummaryRecord) -> SummaryRecord:
+    """A copy for the GUI thread, which the engine's later changes (status, retention, ...) do not touch. The list of
+    messages it covers is shared: it never changes once made, and copied it was a model per message of a long chat,
+    on every snapshot (about 35 MB and a quarter of a second at 100,000 messages)."""
+    return copy.deepcopy(record, {id(record.covered): record.covered})
