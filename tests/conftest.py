@@ -12,8 +12,15 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# A machine shared with busy neighbours runs ten times slower one hour than the next: no property fails for taking
+# long (speed is the benchmarks' job). The default run tries each property on 20 examples, `--slow` on 200.
+settings.register_profile("precis", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=20)
+settings.register_profile("precis-slow", settings.get_profile("precis"), max_examples=200)
+settings.load_profile("precis")
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 DATA = REPOSITORY / "tests" / "data"
@@ -87,12 +94,51 @@ def isolated_home(tmp_path, monkeypatch):
 MODEL_FIXTURES = {"local_provider", "llama_server"}
 
 
+def pytest_addoption(parser):
+    parser.addoption("--slow", action="store_true",
+                     help="also run the long tests (marked slow: the real model at length, whole transcripts) and "
+                          "try each property on 200 examples")
+
+
+def pytest_configure(config):
+    if config.getoption("--slow"):
+        settings.load_profile("precis-slow")
+
+
 def pytest_collection_modifyitems(config, items):
+    if not config.getoption("--slow"):
+        skip = pytest.mark.skip(reason="a long test: run with --slow")
+        for item in items:
+            if item.get_closest_marker("slow") is not None:
+                item.add_marker(skip)
     unmarked = [item.nodeid for item in items
                 if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("model") is None]
     if unmarked:
         raise pytest.UsageError("these tests load the model but are not marked @pytest.mark.model:\n  "
                                 + "\n  ".join(unmarked))
+
+
+@pytest.fixture(autouse=True)
+def model_starts_only_where_marked(request, monkeypatch):
+    """A test that starts the embedded model's process is marked `model`: the window and the commands start it on
+    their own (a hybrid summary, a reply), which takes minutes on a busy machine. Unmarked, the start is refused at
+    once and the test fails naming what started it."""
+    if request.node.get_closest_marker("model") is not None:
+        yield
+        return
+    from precis.core.providers.base import ProviderUnavailable
+    from precis.core.providers.model_process import ModelProcess
+
+    started = []
+
+    def refuse(process):
+        started.append(str(process.path))
+        raise ProviderUnavailable("the tests refused to start the model in a test not marked `model`")
+
+    monkeypatch.setattr(ModelProcess, "_spawn", refuse)
+    yield
+    if started:
+        pytest.fail(f"started the embedded model ({started[0]}) but is not marked @pytest.mark.model")
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from precis.core.context.budget import over_budget
 from precis.core.context.engine import (
@@ -188,7 +188,6 @@ def test_old_tool_outputs_shrink_first_keeping_system_pinned_and_tail():
         assert kinds[m.id] == "message"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     window=st.integers(min_value=400, max_value=6000),
     reserve=st.integers(min_value=0, max_value=300),
@@ -223,7 +222,6 @@ def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_k
 TOPICS = ("lighthouse keeper", "violin recital", "marathon training")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "tools", "pinned", "pinned call",
                                                  "pinned result", "system"]), st.integers(1, 60)),
                       min_size=110, max_size=170),
@@ -683,7 +681,6 @@ def trail_lines(text: str) -> list[str]:
     return lines
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cap=st.integers(min_value=60, max_value=1200), start=st.integers(min_value=0, max_value=20))
 def test_a_hybrid_summary_keeps_every_line_of_the_rules_trail(cap, start):
     messages = read_transcript(TRANSCRIPTS[0])[start:start + 24]
@@ -710,6 +707,7 @@ def test_an_early_identifier_survives_two_successive_summarizations():
     assert "resolve_widget_registry" in engine.context_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", [4096, 8192, 32768])
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
 def test_shared_transcripts_replay_within_budget(path, window):
@@ -915,7 +913,6 @@ def test_long_unbroken_text_is_tokenized_in_bounded_pieces(monkeypatch):
 
 @given(steps=st.lists(st.sampled_from(["turn", "turn", "turn", "pin", "summarize", "undo"]), min_size=1, max_size=40),
        max_depth=st.integers(2, 4))
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(steps=["turn"] * 6 + ["pin", "undo"], max_depth=2)  # a message pinned while archived came back twice
 def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(steps, max_depth):
     """Summaries hide, and undos bring back, their own range without rescanning the chat; whatever the order of
@@ -974,7 +971,6 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
        max_depth=st.integers(2, 4), system_prompt=st.sampled_from(["", "Answer briefly."]))
 @example(steps=["user", "assistant"] * 3 + ["summarize", "pin archived", "undo"], max_depth=4, system_prompt="")
 @example(steps=["user"] * 4 + ["summarize", "pin"], max_depth=2, system_prompt="")  # recalled a message pinned since
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, system_prompt):
     """Usage is read from a running tally (so the policy can ask after every message of a long chat); after any
     order of messages of every kind, pins, summaries, merges, undos, removals and calibration it equals counting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.context.porter import stem
 from precis.core.context.recall import terms
@@ -32,7 +32,6 @@ def fts5_terms(text: str) -> list[str]:
 word = st.lists(st.sampled_from(PIECES), min_size=1, max_size=5).map("".join)
 
 
-@settings(max_examples=100)
 @given(st.lists(st.tuples(word, st.sampled_from(SEPARATORS)), min_size=1, max_size=12))
 def test_recall_terms_are_the_terms_fts5s_porter_tokenizer_indexes(parts):
     text = "".join((w.upper() if n % 4 == 0 else w) + separator for n, (w, separator) in enumerate(parts))

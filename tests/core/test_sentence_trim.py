@@ -2,7 +2,7 @@
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.summary.sentence_trim import EVALUATIVE, FRAME, HEDGES, tightened
 
@@ -70,7 +70,6 @@ def words(text: str) -> list[str]:
     return re.findall(r"[\w'%-]+", text)
 
 
-@settings(max_examples=400, deadline=None)
 @given(SENTENCES)
 def test_trimming_only_removes_words_and_keeps_names_numbers_and_negations(sentence):
     out = tightened(sentence)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
@@ -245,7 +245,6 @@ def test_web_and_default_tools():
     assert one_line(None, Message(role="tool", content="ok")).startswith("[✓ tool: ")
 
 
-@settings(max_examples=60, deadline=None)
 @given(name=st.text(max_size=30), output=st.text(max_size=3000), command=st.text(max_size=400))
 def test_one_line_is_always_one_bounded_line(name, output, command):
     call, result = tool(name or "x", output, command=command, file_path=command)
@@ -332,7 +331,6 @@ def claude_slice() -> list[Message]:
     return list(transcript("claudecode_session.jsonl")[:300])
 
 
-@settings(max_examples=40, deadline=None)
 @given(max_tokens=st.integers(min_value=0, max_value=3000))
 def test_rule_summary_never_exceeds_its_cap(max_tokens):
     text, key_points, _ = rule_summary(claude_slice(), max_tokens=max_tokens, count_tokens=COUNT)

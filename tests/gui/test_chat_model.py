@@ -63,6 +63,7 @@ def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, m
     assert window.chat.snapshot.usage.by_kind["messages"] > 0
 
 
+@pytest.mark.slow
 def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, make_window, store, local_provider,
                                                                      isolated_home):
     window = make_window(HeldReplies(local_provider, after_pieces=1))  # the close comes before a short reply ends
@@ -83,6 +84,7 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
     assert stored[1].incomplete and stored[1].content
 
 
+@pytest.mark.slow
 def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, make_window, store,
                                                                          local_provider):
     window = make_window(local_provider)
@@ -122,6 +124,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     assert model.row_at(1).message.content == old_reply.content
 
 
+@pytest.mark.slow
 def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)

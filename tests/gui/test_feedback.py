@@ -21,6 +21,7 @@ def list_text(window) -> str:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_labelled_undo(
         qtbot, make_window, store, local_provider):
     held = HeldReplies(local_provider)

@@ -36,6 +36,7 @@ def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_o
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, make_window, store, local_provider):
     # Held after its first piece, so that the Stop below reaches the reply however soon a short one would end.
     window = make_window(HeldReplies(local_provider, after_pieces=1))
@@ -72,6 +73,7 @@ def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbo
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
+@pytest.mark.slow
 def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tmp_path):
     chat_id = store.create_chat("pins", settings={"context_window": 2048})
     store.add_messages(chat_id, [Message(role="user", content=f"note {n}: keep the cache warm") for n in range(3)])
@@ -100,6 +102,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
+@pytest.mark.slow
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
@@ -124,6 +127,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
+@pytest.mark.slow
 def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, make_window, store, isolated_home):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
@@ -143,6 +147,7 @@ def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, mak
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_the_status_bar_shows_the_model_state_and_how_tokens_are_counted(qtbot, make_window, store, local_provider):
     store.create_chat("counted")
     window = make_window(local_provider)

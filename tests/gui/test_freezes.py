@@ -26,6 +26,7 @@ class Heartbeat:
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_switching_and_closing_while_a_model_summary_runs_never_blocks_and_the_summary_is_kept(
         qtbot, make_window, store, local_provider):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "llm", "keep_recent": 4})

@@ -40,6 +40,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
     assert window.status.model.text().endswith("ready")
 
 
+@pytest.mark.slow
 def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot, make_window, store, local_provider):
     chat_id = store.create_chat("facts", settings={"context_window": 2048})
     store.add_messages(chat_id, [

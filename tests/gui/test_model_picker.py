@@ -139,6 +139,7 @@ def test_a_file_that_is_not_a_model_is_refused_in_the_dialog_naming_it(qtbot, ma
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leave_it_in_use(
         qtbot, make_window, store, models_home, tmp_path):
     copy = models_home / ".lmstudio/models/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF" / f"{COPY_NAME}.gguf"
@@ -194,6 +195,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_an_ollama_model_picked_answers_through_ollamas_openai_endpoint(qtbot, make_window, store, models_home,
                                                                         ollama, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", ollama.url)

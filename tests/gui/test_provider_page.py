@@ -38,6 +38,7 @@ def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_test_connection_says_what_a_real_server_serves(qtbot, make_window, llama_server):
     dialog = provider_dialog(make_window, llama_server)
     with qtbot.waitSignal(dialog.tested, timeout=60_000) as tested:

@@ -61,6 +61,7 @@ def fill_past_trigger(qtbot, window, folder: Path) -> None:
 
 
 @pytest.mark.model  # hybrid summaries and loading run the embedded model
+@pytest.mark.slow
 def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, context_window=2048)
@@ -297,6 +298,7 @@ def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_counts_are_exact_with_the_local_model_and_estimated_otherwise(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     open_new_chat(qtbot, window, store)

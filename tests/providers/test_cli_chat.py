@@ -16,6 +16,7 @@ def test_one_message_streams_the_reply_to_stdout(capsys, local_provider):
     assert out.strip() and out.endswith("\n")
 
 
+@pytest.mark.slow
 def test_one_message_through_an_openai_compatible_server(capsys, llama_server):
     code = main(["chat", "--provider", "openai", "--base-url", llama_server, "--model", "smollm2",
                  "--max-tokens", "12", "Name a fruit."])
@@ -29,6 +30,7 @@ def test_unreachable_server_is_a_clear_error(capsys):
     assert "cannot connect to http://127.0.0.1:9/v1" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_terminal_chat_summarizes_when_the_window_fills(capsys, monkeypatch, local_provider):
     turns = [f"Turn {n}: please remember that the parcel number {n} goes to warehouse {n * 7} on the "
              f"north side, next to the loading dock, before noon on day {n}." for n in range(10)]

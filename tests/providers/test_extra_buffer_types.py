@@ -19,12 +19,14 @@ def test_llama_cpp_defaults_to_extra_buffer_types():
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_the_local_provider_loads_without_extra_buffer_types(local_provider):
     # Read back by the model process from the parameters its server took.
     assert local_provider.load().loaded_params == {"use_extra_bufts": False}
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_the_setting_reaches_the_model_process():
     provider = LocalProvider(extra_buffer_types=True)
     try:

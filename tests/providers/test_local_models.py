@@ -83,6 +83,7 @@ def test_a_file_that_is_not_a_gguf_is_refused_naming_it(tmp_path, content, reaso
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_a_gguf_found_in_lm_studios_folder_is_chosen_chatted_with_and_summarizes(lmstudio_home):
     [found] = find_local_models(lmstudio_home, env={}, ollama_url=f"http://127.0.0.1:{free_port()}")
     assert found.source == "LM Studio" and found.path.name == "smollm2-135m-instruct-q4_1.gguf"
@@ -114,6 +115,7 @@ def test_no_ollama_server_shows_no_ollama_models():
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_an_ollama_model_is_found_and_chatted_with_through_its_openai_endpoint(ollama, tmp_path):
     [found] = find_local_models(tmp_path, env={}, ollama_url=ollama.url)
     assert (found.source, found.name, found.base_url) == ("Ollama", "smollm2:135m", f"{ollama.url}/v1")

@@ -61,6 +61,7 @@ class Verdict(BaseModel):
     points: list[str]
 
 
+@pytest.mark.slow
 def test_json_schema_output_parses_against_the_schema(provider):
     """This server rejects response_format json_schema; the client falls back to json_object with the schema."""
     messages = [Message("system", "Answer in JSON."), Message("user", "The team chose SQLite for storage.")]
@@ -71,6 +72,7 @@ def test_json_schema_output_parses_against_the_schema(provider):
         assert completion.text.lstrip().startswith("{")
 
 
+@pytest.mark.slow
 def test_conversation_with_tool_calls_is_accepted(provider):
     messages = [
         Message("system", "You are terse."),

@@ -24,6 +24,7 @@ def test_counting_tokens_in_the_app_prints_nothing():
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_precis_starts_the_configured_model_process_first_and_the_window_uses_it(isolated_home, tmp_path):
     copy = tmp_path / "chosen.gguf"
     copy.write_bytes(LocalProvider().path.read_bytes())

@@ -23,6 +23,7 @@ from tests.conftest import TRANSCRIPTS_DIR
 pytestmark = pytest.mark.model  # every test here runs the embedded model
 
 
+@pytest.mark.slow
 def test_compact_hybrid_on_a_shared_transcript_writes_records_from_the_model(capsys, local_provider):
     # A generous time limit: this checks what the model writes, on a machine that may be busy with other work.
     code = main(["compact", str(TRANSCRIPTS_DIR / "sweagent_3.jsonl"), "--mode", "hybrid",
@@ -57,6 +58,7 @@ def test_llm_summary_from_the_local_model_is_schema_valid(local_provider):
     assert record.tokens_after < record.tokens_before
 
 
+@pytest.mark.slow
 def test_calibration_from_real_usage_brings_the_estimate_within_five_percent(local_provider):
     """As in a chat: the usage reported for one reply corrects the estimate of the next, longer prompt."""
     counter = TokenCounter()
@@ -95,6 +97,7 @@ def summarize_first_messages(summarizer: LLMSummarizer):
     return engine.summarize_now()
 
 
+@pytest.mark.slow
 def test_loading_the_model_is_awaited_apart_from_the_time_limit_and_a_long_load_is_named(local_provider):
     """A busy machine, made on demand: the model process is stopped (SIGSTOP) while it loads, then resumed."""
     provider = LocalProvider(n_ctx=2048)  # its own model process, loading now

@@ -31,6 +31,7 @@ def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
         return summarizer, engine.summarize_now()
 
 
+@pytest.mark.slow
 def test_the_local_model_summarizes_a_chat_served_by_llama_cpp_server(tmp_path, llama_server, local_provider):
     chat_provider = OpenAICompatProvider(llama_server, model="smollm2")
     summarizer, record = _summarize_stored_chat(tmp_path, {"mode": "llm", "summarizer": "local"}, chat_provider)
@@ -41,6 +42,7 @@ def test_the_local_model_summarizes_a_chat_served_by_llama_cpp_server(tmp_path, 
     assert record.summarizer_tokens > 0
 
 
+@pytest.mark.slow
 def test_another_provider_summarizes_a_chat_on_the_local_model(tmp_path, llama_server, local_provider):
     policy = {"mode": "llm", "summarizer": "other", "summarizer_provider": "openai",
               "summarizer_base_url": llama_server, "summarizer_model": "smollm2"}
@@ -79,6 +81,7 @@ def test_the_summary_time_limit_is_the_policys_for_every_summarizer(local_provid
     assert "summary_seconds" in policy_errors({"summary_seconds": 0})
 
 
+@pytest.mark.slow
 def test_precis_summarize_writes_with_the_summarizer_and_time_limit_the_settings_name(tmp_path, llama_server,
                                                                                       monkeypatch):
     """`precis summarize --mode llm` used the embedded model with a 6 s limit whatever Settings → Summarization

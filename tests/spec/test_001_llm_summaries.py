@@ -87,6 +87,7 @@ def test_001_a_context_too_large_for_the_summarizer_is_cut_from_the_oldest_side(
 
 
 @pytest.mark.model
+@pytest.mark.slow
 def test_001_the_model_summarizes_a_context_far_over_its_window_within_every_limit(local_provider):
     # "LLM-based summarization works with recursive overflow protection", on the document's own input and the
     # embedded model: the model's own usage shows the request fitted its cap, and the summary fits its budget.

@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 
 import pytest
-from precis.core.cli.chat import run_slash
+from precis.core.chat.commands import SlashCommand, run_command
+from precis.core.chat.session import ChatSession
 from precis.core.context.engine import Budget, ContextEngine, NothingToSummarize
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
-from precis.core.settings import SummarizationPolicy
+from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy
+from precis.core.storage.store import open_store
 from precis.core.summary.facets import extract_facets
 from precis.core.summary.summarize import RuleSummarizer, SummaryRequest, render_transcript
 from precis.core.summary.summary_block import render_artifact_trail
+
+from tests.fakes import ScriptedProvider
 
 # 96 tokens of text: a message of it is 100 tokens with the 4 tokens of per-message overhead (002's countMessages).
 TEXT_96 = "hello world" + " hello world" * 47
@@ -165,17 +169,26 @@ def test_002_hybrid_facts_are_files_commands_and_errors_extracted_by_rules():
 
 # ----- Commands: /context shows usage, /summarize triggers a summary -----------------------------------------
 
-def test_002_context_and_summarize_commands():
-    engine = ContextEngine(Budget(window=1024, reserve_output=24), SummarizationPolicy(mode="rule"), TokenCounter())
-    for n in range(10):
-        engine.append(Message(role="user" if n % 2 == 0 else "assistant", content="hello world"))
-    kept = []
-    # 10 messages of 6 tokens and the reply's 3: 63 of 1,000.
-    assert run_slash(engine, "context", "", kept.append) == "context: 63 / 1000 tokens (6%); summary chain: 0"
-    result = run_slash(engine, "summarize", "", kept.append)
-    assert result.startswith("4 messages → 1 summary · 63 → ")  # the 6 newest stay verbatim
-    assert run_slash(engine, "context", "", kept.append).endswith("; summary chain: 1")
-    assert kept == []  # neither command adds a message the model would see
+def test_002_context_and_summarize_commands(tmp_path):
+    with open_store(tmp_path) as store:
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+        chat_id = store.create_chat("greetings", settings={"context_window": 1024, "reserve_output": 24})
+        store.add_messages(chat_id, [Message(role="user" if n % 2 == 0 else "assistant", content="hello world")
+                                     for n in range(10)])
+        session = ChatSession(store, chat_id, ScriptedProvider())
+        session.build_engine(estimate=False)
+
+        def command(name: str) -> str:
+            result = run_command(session, SlashCommand(name, ""))
+            assert not result.failed, result.text
+            return result.text
+
+        # 10 messages of 6 tokens and the reply's 3: 63 of 1,000.
+        assert command("context") == "Context: 63 / 1,000 tokens (6%), 0 summaries in the chain."
+        assert command("summarize").startswith("4 messages → 1 summary · 63 → ")  # the 6 newest stay verbatim
+        assert command("context").endswith(", 1 summary in the chain.")
+        # Neither command adds a message the model would see.
+        assert [m.content for m in store.load_messages(chat_id)] == ["hello world"] * 10
 
 
 def test_002_paths_mentioned_in_text_stay_in_the_summary():
