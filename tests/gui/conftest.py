@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from precis.core.storage.store import open_store
 
+from tests.timing import WAIT_MS
+
 
 @pytest.fixture
 def store(isolated_home):
@@ -27,7 +29,7 @@ def make_window(qtbot, store):
         qtbot.addWidget(window)
         window.show()
         windows.append(window)
-        qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)  # the chat list, then its first chat
+        qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=WAIT_MS)  # the chat list, then its first chat
         if window.chat.session is not None:
             # Generous: opening may summarize a long import, slow on a busy machine (speed is benchmarks' job).
             qtbot.waitUntil(lambda: window.chat.snapshot is not None and not window.chat.chat_runner.busy,

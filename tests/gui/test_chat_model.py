@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QStyleOptionViewItem
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_message_actions import click_chip
 from tests.gui.test_window import idle
+from tests.timing import WAIT_MS
 
 pytestmark = pytest.mark.model
 
@@ -34,7 +35,7 @@ def switcher(view, number: int) -> list:
 def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     model = window.conversation.conversation
     partial_texts = []
 
@@ -68,7 +69,7 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
                                                                      isolated_home):
     window = make_window(HeldReplies(local_provider, after_pieces=1))  # the close comes before a short reply ends
     chat_id = new_chat(window, store, reserve_output=400)
-    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     window.submit("Write a long story about a lighthouse keeper.")
     model = window.conversation.conversation
     def streaming():
@@ -89,7 +90,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
                                                                          local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
     question, old_reply = store.load_messages(chat_id)
@@ -105,10 +106,10 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == new_reply.content
 
     # "‹ 2/2 ›" in the reply's header: its left arrow shows the first reply again, and sends it from now on.
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     arrow = switcher(view, 1)[0]
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=arrow.center())
-    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(old_reply.id).shown == 0, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(old_reply.id).shown == 0, timeout=WAIT_MS)
     assert [m.content for m in store.load_messages(chat_id)] == [question.content, old_reply.content]
     assert view.conversation.row_at(1).message.content == old_reply.content
     assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == old_reply.content
@@ -118,7 +119,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     assert window.chat.finish_background_work()
     reopened = make_window(local_provider)
     qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     model = reopened.conversation.conversation
     assert model.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 0)
     assert model.row_at(1).message.content == old_reply.content
@@ -128,7 +129,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
 def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
-    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
     old_question, old_reply = store.load_messages(chat_id)
@@ -151,5 +152,5 @@ def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, l
     assert [r.message.id for r in window.conversation.conversation.rows()] == [m.id for m in stored]
     qtbot.mouseClick(window.status.undo, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: [m.id for m in window.chat.snapshot.messages] == [old_question.id, old_reply.id],
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     assert store.load_messages(chat_id) == [old_question, old_reply]

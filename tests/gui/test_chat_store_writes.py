@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 
 from tests.gui.test_freezes import Heartbeat
 from tests.gui.test_window import idle
+from tests.timing import WAIT_MS
 
 
 def listed(window) -> dict[str, str]:
@@ -27,7 +28,7 @@ def window_open_at(qtbot, make_window, chat_id: str):
     """A window with this chat open and nothing under way."""
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(chat_id), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(chat_id), timeout=WAIT_MS)
     return window
 
 
@@ -49,23 +50,23 @@ def test_new_chat_rename_and_delete_in_a_read_only_store_say_why_and_change_noth
     window = make_window(on_store=store)
     assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
 
-    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+    with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS) as failure:
         window.chat_list.new_button.click()
     assert failure.args[0].startswith("Could not create the chat: ") and "read-only" in failure.args[0]
     assert window.statusBar().currentMessage().startswith("Could not create the chat: ")
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
 
-    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+    with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS) as failure:
         window.chat_list.rename_requested.emit(chat_id, "Porto instead")
     assert failure.args[0].startswith("Could not rename the chat: ") and "read-only" in failure.args[0]
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert listed(window) == {chat_id: "Trip to Lisbon"} and window.windowTitle() == "Trip to Lisbon — Precis"
 
-    with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+    with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS) as failure:
         window.chat_list.delete_requested.emit(chat_id)
     assert failure.args[0].startswith("Could not delete the chat: ") and "read-only" in failure.args[0]
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
     assert not window.status.undo.isVisible()  # nothing was deleted, so nothing to undo
     assert [c.title for c in store.list_chats()] == ["Trip to Lisbon"]
@@ -78,10 +79,10 @@ def test_sending_with_no_chat_open_in_a_read_only_store_keeps_the_text(qtbot, ma
     try:
         window = make_window(on_store=store)
         window.composer.set_text("What did we decide about the hotel?")
-        with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+        with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS) as failure:
             qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
         assert failure.args[0].startswith("Could not create the chat: ")
-        qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)
+        qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=WAIT_MS)
         assert window.composer.text() == "What did we decide about the hotel?"  # to send once the store is fixed
         assert listed(window) == {} and window.chat.session is None
     finally:
@@ -106,10 +107,10 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
         for ask, what in ((window.chat_list.new_button.click, "create"),
                           (lambda: window.chat_list.rename_requested.emit(chat_id, "Vegetable garden"), "rename"),
                           (lambda: window.chat_list.delete_requested.emit(chat_id), "delete")):
-            with qtbot.waitSignal(window.job_failed, timeout=20_000) as failure:
+            with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS) as failure:
                 ask()
             assert failure.args[0].startswith(f"Could not {what} the chat: ") and "busy" in failure.args[0]
-            qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=20_000)
+            qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=WAIT_MS)
             assert listed(window) == {chat_id: "Garden plans"} and window.chat.is_open(chat_id)
         heartbeat.timer.stop()
         # Each write waited 2.5 s for the lock; on the window's thread the timer could not have ticked meanwhile
@@ -118,10 +119,10 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
 
         blocker.execute("ROLLBACK")  # the other program is done: the same clicks now work
         window.chat_list.rename_requested.emit(chat_id, "Vegetable garden")
-        qtbot.waitUntil(lambda: listed(window) == {chat_id: "Vegetable garden"}, timeout=20_000)
+        qtbot.waitUntil(lambda: listed(window) == {chat_id: "Vegetable garden"}, timeout=WAIT_MS)
         window.chat_list.new_button.click()
         qtbot.waitUntil(lambda: len(listed(window)) == 2 and idle(window) and not window.chat.is_open(chat_id),
-                        timeout=20_000)
+                        timeout=WAIT_MS)
         blocker.close()
     finally:
         window.close()
@@ -135,12 +136,12 @@ def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot
     window = window_open_at(qtbot, make_window, doomed)
 
     window.chat_list.delete_requested.emit(doomed)  # what the list's "Delete…" sends once the user confirms
-    qtbot.waitUntil(lambda: set(listed(window)) == {kept} and window.status.undo.isVisible(), timeout=20_000)
+    qtbot.waitUntil(lambda: set(listed(window)) == {kept} and window.status.undo.isVisible(), timeout=WAIT_MS)
     assert window.chat.is_open(kept) and window.status.undo.text() == "Undo delete"  # the next chat opened
     assert [c.title for c in store.list_chats()] == ["Kept"]
 
     window.status.undo.click()
-    qtbot.waitUntil(lambda: set(listed(window)) == {kept, doomed} and window.chat.is_open(doomed), timeout=20_000)
+    qtbot.waitUntil(lambda: set(listed(window)) == {kept, doomed} and window.chat.is_open(doomed), timeout=WAIT_MS)
     assert sorted(c.title for c in store.list_chats()) == ["Doomed", "Kept"]
 
 
@@ -150,10 +151,10 @@ def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot,
     window = window_open_at(qtbot, make_window, started_in)
 
     window.submit("/run echo started; sleep 30")
-    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=WAIT_MS)
     window.open_chat(other)  # closing the chat stops its tool; the result arrives once the other chat is open
     qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(other) and len(store.load_messages(started_in)) == 2,
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     call, result = store.load_messages(started_in)
     assert call.tool_calls[0].arguments == {"command": "echo started; sleep 30"}
     assert result.tool_call_id == call.tool_calls[0].id and result.content.endswith("[cancelled]")
@@ -170,7 +171,7 @@ def test_files_dropped_twice_with_no_chat_open_go_to_one_new_chat(qtbot, make_wi
     window.sending.attach_files([str(notes)])
     window.sending.attach_files([str(plan)])  # before the store has made the first drop's chat
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot is not None
-                    and len(window.chat.snapshot.messages) == 4, timeout=20_000)
+                    and len(window.chat.snapshot.messages) == 4, timeout=WAIT_MS)
     chats = store.list_chats()
     assert len(chats) == 1
     results = [m.content for m in store.load_messages(chats[0].id) if m.role == "tool"]

@@ -9,6 +9,7 @@ from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import QTimer
 
 from tests.gui.test_window import dialogue, idle
+from tests.timing import WAIT_MS
 
 COUNT = re.compile(r"^([\d,]+) tokens · ([\d,]+) (left|over the window)$")
 
@@ -30,7 +31,7 @@ def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qt
                                 settings={"context_window": 2048})
     window.refresh_chats()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     usage, policy = window.chat.snapshot.usage, window.chat.snapshot.policy
     used = usage.total - usage.by_kind["recalled"]
     engine = window.chat.session.engine
@@ -42,7 +43,7 @@ def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qt
     heartbeat.start(10)
     text = "Which gym has the better beginner classes on weekday evenings?"
     qtbot.keyClicks(window.composer.edit, text)
-    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[0] > 10, timeout=10_000)
+    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[0] > 10, timeout=WAIT_MS)
     heartbeat.stop()
     assert beats
     tokens, left, level = shown(window)
@@ -55,22 +56,22 @@ def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qt
     assert engine.counter.count_text(" gym" * 100) == 100
     to_trigger = int(policy.trigger_ratio * usage.available) - used
     window.composer.set_text(" gym" * (to_trigger + 10))
-    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[2] == "warning", timeout=10_000)
+    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[2] == "warning", timeout=WAIT_MS)
     tokens, left, _level = shown(window)
     assert used + tokens >= policy.trigger_ratio * usage.available and left >= 0
     assert "summarized first" in window.composer.token_count.toolTip()
 
     # Past the window: the error colour and how far over.
     window.composer.set_text(" gym" * (usage.available - used + 10))
-    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[2] == "error", timeout=10_000)
+    qtbot.waitUntil(lambda: shown(window) is not None and shown(window)[2] == "error", timeout=WAIT_MS)
     tokens, left, _level = shown(window)
     assert left == usage.available - used - tokens < 0
     assert "does not fit" in window.composer.token_count.toolTip()
 
     # A slash command is not sent to the model: no count; an empty box: none either.
     window.composer.set_text("/summarize")
-    qtbot.waitUntil(lambda: window.composer.token_count.text() == "", timeout=10_000)
+    qtbot.waitUntil(lambda: window.composer.token_count.text() == "", timeout=WAIT_MS)
     window.composer.set_text("Back to the gyms.")
-    qtbot.waitUntil(lambda: shown(window) is not None, timeout=10_000)
+    qtbot.waitUntil(lambda: shown(window) is not None, timeout=WAIT_MS)
     window.composer.set_text("")
-    qtbot.waitUntil(lambda: window.composer.token_count.text() == "", timeout=10_000)
+    qtbot.waitUntil(lambda: window.composer.token_count.text() == "", timeout=WAIT_MS)

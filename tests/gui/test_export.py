@@ -10,6 +10,7 @@ from precis.core.storage.interchange import read_interchange_chat
 from PySide6.QtWidgets import QFileDialog
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 def summarized_chat(qtbot, window, store) -> str:
@@ -17,7 +18,7 @@ def summarized_chat(qtbot, window, store) -> str:
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = open_imported_chat(qtbot, window, store, dialogue(30, "We compared the kickboxing gyms, point"))
     window.summarize_now()
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     return chat_id
 
 
@@ -39,7 +40,7 @@ def test_export_writes_markdown_and_jsonl_with_the_summary_chain(qtbot, make_win
 
     target = tmp_path / "gyms.md"
     export_through_the_dialog(qtbot, window, target, "Markdown, with the summaries (*.md)")
-    qtbot.waitUntil(lambda: "Exported" in window.statusBar().currentMessage(), timeout=20_000)
+    qtbot.waitUntil(lambda: "Exported" in window.statusBar().currentMessage(), timeout=WAIT_MS)
     assert str(target) in window.statusBar().currentMessage()
     text = target.read_text(encoding="utf-8")
     assert text.startswith("# imported chat")
@@ -50,7 +51,7 @@ def test_export_writes_markdown_and_jsonl_with_the_summary_chain(qtbot, make_win
     target = tmp_path / "gyms.jsonl"
     export_through_the_dialog(qtbot, window, tmp_path / "gyms.md",
                               "Precis JSONL, re-importable, with the summaries (*.jsonl)")
-    qtbot.waitUntil(lambda: target.exists() and str(target) in window.statusBar().currentMessage(), timeout=20_000)
+    qtbot.waitUntil(lambda: target.exists() and str(target) in window.statusBar().currentMessage(), timeout=WAIT_MS)
     read_messages, records, archived_by = read_interchange_chat(target.read_text(encoding="utf-8").splitlines(),
                                                                 str(target))
     assert [(m.id, m.content) for m in read_messages] == [(m.id, m.content) for m in messages]
@@ -72,7 +73,7 @@ def test_an_export_that_cannot_be_written_says_why_and_leaves_no_file(qtbot, mak
     window.chat.work_started.connect(heartbeat.append)
 
     export_through_the_dialog(qtbot, window, target, "Markdown, with the summaries (*.md)")
-    qtbot.waitUntil(lambda: "Export failed" in window.composer.hint.text(), timeout=20_000)
+    qtbot.waitUntil(lambda: "Export failed" in window.composer.hint.text(), timeout=WAIT_MS)
     hint = window.composer.hint
     assert hint.objectName() == "error"
     full = hint.toolTip() or hint.text()

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 def list_text(window) -> str:
@@ -27,7 +28,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     held = HeldReplies(local_provider)
     window = make_window(provider=held)
     window.actions["new-chat"].trigger()  # Ctrl+N / File → New chat
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     chat_id = window.chat.session.chat_id
     assert store.get_chat(chat_id).title == NEW_CHAT_TITLE and window.windowTitle() == f"{NEW_CHAT_TITLE} — Precis"
     assert window.statusBar().currentMessage() == ""  # "Creating the chat…" does not come back once it is made
@@ -35,11 +36,11 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     first = "Tell me about kickboxing in one sentence"
     qtbot.keyClicks(window.composer.edit, first)
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=20_000)
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=WAIT_MS)
     # While the reply is written: the list counts the sent message (and the reply, once its first save lands
     # before the list is read), and Enter says why nothing is sent.
     listed = re.compile(re.escape(title_from(first)) + r"\n(1 message|2 messages) ·")
-    qtbot.waitUntil(lambda: listed.search(list_text(window)) is not None, timeout=10_000)  # listed off the GUI thread
+    qtbot.waitUntil(lambda: listed.search(list_text(window)) is not None, timeout=WAIT_MS)  # listed off the GUI thread
     assert window.composer.stop_button.isVisible()
     qtbot.keyClicks(window.composer.edit, "and boxing?")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
@@ -56,7 +57,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     window.composer.set_text("Tell me about boxing in one sentence")
     with qtbot.waitSignal(window.reply_finished, timeout=120_000):
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     qtbot.wait(300)  # the work has finished; what it did must still be readable
     assert window.statusBar().currentMessage() == "Message edited and resent."
     assert window.status.undo.isVisible() and window.status.undo.text() == "Undo edit"
@@ -64,7 +65,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     other = store.create_chat("another chat")
     window.refresh_chats()
     window.open_chat(other)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert not window.status.undo.isVisible()  # it would undo nothing here
     assert window.statusBar().currentMessage() == ""  # nor is the other chat's edit said here
 
@@ -100,20 +101,20 @@ def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_wind
     edit.completer.popup().hide()
     assert window.composer.text() == "/summarize"
     qtbot.keyClick(edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert len(store.load_messages(chat_id)) == sent  # nothing reached the chat as text
 
     window.submit("/undo-summary")
-    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=WAIT_MS)
     qtbot.wait(300)
     assert window.statusBar().currentMessage().startswith("Summary undone:")
     assert "messages are back" in window.statusBar().currentMessage()
 
     window.submit("/pin")
-    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[-1].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[-1].pinned, timeout=WAIT_MS)
     assert window.statusBar().currentMessage().startswith("Pinned:")
     window.submit("/unpin")
-    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[-1].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[-1].pinned, timeout=WAIT_MS)
     assert window.statusBar().currentMessage().startswith("Unpinned:")
 
 
@@ -125,11 +126,11 @@ def test_the_status_bar_stops_saying_work_runs_once_the_chats_work_is_done(qtbot
     release = threading.Event()
     window.chat.run_on_chat("write the reply", lambda _job: release.wait(20))
     assert window.statusBar().currentMessage() == "Write the reply…" and window.status.progress.isVisibleTo(window)
-    with qtbot.waitSignal(window.chat.chats_changed, timeout=10_000):
+    with qtbot.waitSignal(window.chat.chats_changed, timeout=WAIT_MS):
         store.create_chat("made elsewhere")  # as another Precis on this data folder would
     release.set()
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
-    qtbot.waitUntil(lambda: not window.status.progress.isVisibleTo(window), timeout=5_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not window.status.progress.isVisibleTo(window), timeout=WAIT_MS)
     assert window.statusBar().currentMessage() == ""
 
 
@@ -140,9 +141,9 @@ def test_deleting_the_open_chat_says_so_beside_its_undo_after_the_next_chat_open
     doomed = store.create_chat("Doomed")
     window = make_window()
     window.open_chat(doomed)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(doomed), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(doomed), timeout=WAIT_MS)
 
     window.chat_list.delete_requested.emit(doomed)
     qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(kept) and window.status.undo.isVisible(),
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     assert window.statusBar().currentMessage() == "Chat deleted."

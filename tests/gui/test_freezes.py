@@ -9,6 +9,7 @@ from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt, QTimer
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 class Heartbeat:
@@ -34,11 +35,11 @@ def test_switching_and_closing_while_a_model_summary_runs_never_blocks_and_the_s
     other = open_imported_chat(qtbot, window, store, dialogue(6, "Grocery list, item"))
     busy = open_imported_chat(qtbot, window, store, dialogue(40, "Kitchen renovation, step"))
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.chat.chat_runner.busy, timeout=5_000)
+    qtbot.waitUntil(lambda: window.chat.chat_runner.busy, timeout=WAIT_MS)
     heartbeat = Heartbeat()
 
     window.open_chat(other)  # the summary keeps running on the closed chat's worker
-    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=WAIT_MS)
     assert window.chat.snapshot.chat_id == other and not window.chat.snapshot.chain  # its result did not land here
     window.close()
     qtbot.wait(300)

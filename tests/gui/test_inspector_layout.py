@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QLabel
 
 from tests.gui.test_window import dialogue, idle
+from tests.timing import WAIT_MS
 
 
 def cut_off(label: QLabel) -> bool:
@@ -72,7 +73,7 @@ def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what
     chat_id = store.import_chat("chat", dialogue(40, "We compared the ferry timetables, point"))
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=WAIT_MS)
     gauge = window.inspector.gauge
     assert mark_drawn(gauge, 0.3, theme.LEVEL_OK) and mark_drawn(gauge, 0.9, theme.LEVEL_OVER)
     assert not mark_drawn(gauge, 0.5, theme.LEVEL_OK)  # not at the default target
@@ -98,9 +99,9 @@ def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(q
     window = make_window()
     window.resize(1000, 700)
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=WAIT_MS)
     window.conversation.summarize_up_to_requested.emit(history[19].id)
-    qtbot.waitUntil(lambda: idle(window) and window.inspector.recalled.count() > 0, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.recalled.count() > 0, timeout=WAIT_MS)
     inspector = window.inspector
     viewport = inspector.gauge.parentWidget().parentWidget()  # the upper part's scroll viewport
     qtbot.waitUntil(lambda: inspector.recalled_box.isVisible() and viewport.width() < 320)

@@ -11,12 +11,13 @@ from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 def summarize(qtbot, window) -> None:
     before = [r.id for r in window.chat.snapshot.chain]
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] != before, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] != before, timeout=WAIT_MS)
 
 
 def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(qtbot, make_window, store):
@@ -26,7 +27,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
     inspector = window.inspector
     halfway = window.chat.snapshot.messages[19]
     window.conversation.summarize_up_to_requested.emit(halfway.id)  # "Summarize up to here"
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     summarize(qtbot, window)
     newest = window.chat.snapshot.chain[-1]
     assert newest.depth == 2
@@ -34,7 +35,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
     assert inspector.after_text.toPlainText() == newest.text
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and newest.id not in {r.id for r in window.chat.snapshot.chain}, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and newest.id not in {r.id for r in window.chat.snapshot.chain}, timeout=WAIT_MS)
     # The undone record's text is gone from every tab; what is shown is what is selected (if anything).
     current = {r.id: r for r in window.chat.snapshot.chain}.get(inspector.selected_record_id())
     assert inspector.after_text.toPlainText() == (current.text if current else "")
@@ -50,7 +51,7 @@ def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, stor
     live = window.chat.session.engine.chain()[0]
     assert shown == live and shown is not live and shown.facets is not live.facets
     qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=WAIT_MS)
     # The engine marked its record undone; the copy the GUI held stays as it was shown.
     assert live.status != "active" and shown.status == "active"
 
@@ -63,7 +64,7 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     window = make_window()
     open_imported_chat(qtbot, window, store, history)
     window.conversation.summarize_up_to_requested.emit(window.chat.snapshot.messages[19].id)
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     fact = history[0]
     assert window.chat.snapshot.hidden.get(fact.id)
     inspector = window.inspector
@@ -122,9 +123,9 @@ def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_wi
         chat_id = store.import_chat("lighthouse", history, settings={"summarization": settings})
         window.refresh_chats()
         window.open_chat(chat_id)
-        qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == chat_id, timeout=20_000)
+        qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == chat_id, timeout=WAIT_MS)
         window.conversation.summarize_up_to_requested.emit(history[19].id)
-        qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+        qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
 
     open_and_summarize({})  # the global 5%
     usage = window.chat.snapshot.usage
@@ -190,10 +191,10 @@ def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, m
     window = make_window(ScriptedProvider(replies=["In October."]))
     open_imported_chat(qtbot, window, store, history)
     window.conversation.summarize_up_to_requested.emit(window.chat.snapshot.messages[19].id)
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     window.submit("When does Marguerite, the lighthouse keeper, retire?")
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "In October.",
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     inspector = window.inspector
     assert window.chat.snapshot.usage.by_kind["recalled"] == 0 and inspector.recalled.count() >= 1
     assert inspector.total_label.text().startswith("Next prompt: ")

@@ -9,6 +9,7 @@ from precis.gui import theme
 from PySide6.QtGui import QColor, QPalette
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 def contrast(a: str | QColor, b: str | QColor) -> float:
@@ -113,7 +114,7 @@ def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, ma
     shown = titles(view.conversation)
     assert shown[history[0].content] == "System prompt" and shown[history[9].content] == "System"
     window.conversation.summarize_up_to_requested.emit(history[12].id)  # past the second marker
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert titles(view.conversation)[history[0].content] == "System prompt"
     window.inspector.chain.selectRow(0)
     assert titles(window.inspector.archived_view.conversation)[history[9].content] == "System"

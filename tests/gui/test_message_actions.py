@@ -9,6 +9,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.timing import WAIT_MS
 
 
 def row_number(view, text_end: str) -> int:
@@ -19,7 +20,7 @@ def row_number(view, text_end: str) -> int:
 def hover(qtbot, view, number: int) -> None:
     view.scrollTo(view.conversation.index(number))
     qtbot.mouseMove(view.viewport(), view.visualRect(view.conversation.index(number)).center())
-    qtbot.waitUntil(lambda: view.delegate.hovered == number, timeout=5_000)
+    qtbot.waitUntil(lambda: view.delegate.hovered == number, timeout=WAIT_MS)
 
 
 def chip(view, number: int, action: str) -> QPoint:
@@ -63,7 +64,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     view.scrollTo(index)
     plain = view.viewport().grab(view.visualRect(index)).toImage()
     hover(qtbot, view, last_reply)
-    qtbot.waitUntil(lambda: view.viewport().grab(view.visualRect(index)).toImage() != plain, timeout=5_000)
+    qtbot.waitUntil(lambda: view.viewport().grab(view.visualRect(index)).toImage() != plain, timeout=WAIT_MS)
 
     click_chip(qtbot, view, last_reply, "copy")
     assert QGuiApplication.clipboard().text() == "Migration plan, step 15."
@@ -75,7 +76,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
 
     third = row_number(view, "step 3.")
     click_chip(qtbot, view, third, "pin")
-    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[3].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and store.load_messages(chat_id)[3].pinned, timeout=WAIT_MS)
     third = row_number(view, "step 3.")
     assert "unpin" in view.row_actions(third)
 
@@ -86,14 +87,14 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     QTimer.singleShot(0, lambda: choose_from_popup("Unpin", seen))
     qtbot.keyClick(view, Qt.Key.Key_Menu)
     assert seen == [["Copy message", "Unpin", "Summarize up to here"]]
-    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[3].pinned, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[3].pinned, timeout=WAIT_MS)
     QGuiApplication.clipboard().clear()
     view.setCurrentIndex(view.conversation.index(row_number(view, "step 3.")))
     qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     assert QGuiApplication.clipboard().text() == "Migration plan, step 3."
 
     click_chip(qtbot, view, row_number(view, "step 9."), "summarize")
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert window.chat.snapshot.chain[0].covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
 
 
@@ -102,7 +103,7 @@ def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store
     window = make_window()
     open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     window.inspector.select_record(window.chat.snapshot.chain[0].id)
     archive = window.inspector.archived_view
     assert archive.conversation.rowCount() > 0
@@ -125,7 +126,7 @@ def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot,
     QTimer.singleShot(0, lambda: choose_from_popup("Previous version (1/2)", seen))
     qtbot.keyClick(view, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
     assert "Previous version (1/2)" in seen[0] and not any(text.startswith("Next") for text in seen[0])
-    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(reply.id).shown == 0, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(reply.id).shown == 0, timeout=WAIT_MS)
     assert view.conversation.row_at(last).message.content == "Fruit talk, line 3."
     assert store.load_messages(chat_id)[-1].content == "Fruit talk, line 3."
     assert window.chat.session.engine.assemble().messages[-1].content == "Fruit talk, line 3."

@@ -12,6 +12,7 @@ from precis.core.model.messages import Message
 from PySide6.QtCore import Qt
 
 from tests.gui.test_window import idle
+from tests.timing import WAIT_MS
 
 pytestmark = pytest.mark.model
 
@@ -31,7 +32,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
     user, reply = store.load_messages(chat.id)
     assert reply.incomplete and reply.content  # the part that arrived is kept, marked as cut
 
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.submit("Name a colour.")
     qtbot.waitUntil(lambda: idle(window) and len(store.load_messages(chat.id)) == 4, timeout=60_000)
     qtbot.waitUntil(lambda: not store.load_messages(chat.id)[-1].incomplete, timeout=60_000)
@@ -49,11 +50,11 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
         for n in range(12)])
     local_provider.load()
     window = make_window(local_provider)
-    qtbot.waitUntil(lambda: idle(window) and window.inspector.summarize_button.isEnabled(), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.summarize_button.isEnabled(), timeout=WAIT_MS)
     process = local_provider.process
     window.inspector.summarize_button.click()
     # The summary's request holds the model process while the model writes it.
-    qtbot.waitUntil(lambda: process._lock.locked(), timeout=20_000)
+    qtbot.waitUntil(lambda: process._lock.locked(), timeout=WAIT_MS)
     pid = process.pid
     os.kill(pid, signal.SIGKILL)
     qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)

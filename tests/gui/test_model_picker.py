@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
 from tests.conftest import free_port
 from tests.gui.test_window import idle
 from tests.stand_in_ollama import MODEL, StandInOllama
+from tests.timing import WAIT_MS
 
 COPY_NAME = "smollm2-135m-instruct-q4_1"
 
@@ -65,14 +66,14 @@ def window_on_a_chat(qtbot, make_window, store):
     chat_id = store.create_chat("planets", settings={"reserve_output": 16})
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     return window
 
 
 def open_settings_listed(qtbot, window):
     dialog = window.open_settings()
     dialog.tabs.setCurrentWidget(dialog.local_page)
-    with qtbot.waitSignal(dialog.model_picker.listed, timeout=20_000):
+    with qtbot.waitSignal(dialog.model_picker.listed, timeout=WAIT_MS):
         pass
     return dialog
 
@@ -91,7 +92,7 @@ def test_the_page_shows_at_once_and_fills_in_with_the_gguf_files_and_ollama_mode
     # The Ollama server has not answered yet: the dialog is up, with the built-in model, saying it is looking.
     assert dialog.isVisible() and [row[0] for row in rows(picker)] == [MODEL_NAME]
     assert "Looking for models" in picker.status.text()
-    with qtbot.waitSignal(picker.listed, timeout=20_000):
+    with qtbot.waitSignal(picker.listed, timeout=WAIT_MS):
         stand_in_ollama.listing.set()
     assert rows(picker) == [
         [MODEL_NAME, "98.4 MB", "8,192 tokens", "built in"],
@@ -132,7 +133,7 @@ def test_a_file_that_is_not_a_model_is_refused_in_the_dialog_naming_it(qtbot, ma
     files = picker.findChild(QFileDialog)
     assert files is not None and files.isVisible()
     files.selectFile(str(junk))
-    with qtbot.waitSignal(picker.checked, timeout=20_000):
+    with qtbot.waitSignal(picker.checked, timeout=WAIT_MS):
         files.accept()
     assert picker.error.isVisible() and f"{junk} is not a GGUF model file" in picker.error.text()
     assert picker.selected().name == MODEL_NAME and dialog.provider_choice().model_path == ""  # the pick stays
@@ -170,7 +171,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
     picker = dialog.model_picker
     assert picker.selected().path == copy
     picker.open_file_dialog().selectFile(str(junk))
-    with qtbot.waitSignal(picker.checked, timeout=20_000):
+    with qtbot.waitSignal(picker.checked, timeout=WAIT_MS):
         picker.findChild(QFileDialog).accept()
     assert f"{junk} is not a GGUF model file" in picker.error.text()
     ok(qtbot, dialog)

@@ -7,6 +7,7 @@ from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
 
 from tests.gui.test_window import dialogue, idle
+from tests.timing import WAIT_MS
 
 
 def keys(rows) -> tuple[list[str], set[str]]:
@@ -28,11 +29,11 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     assert hidden and history[-5].id not in hidden
 
     window.open_chat(other)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     first = []
     window.chat.rows_loaded.connect(lambda _snapshot: first.append(window.conversation.conversation.rows()))
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: bool(first), timeout=20_000)
+    qtbot.waitUntil(lambda: bool(first), timeout=WAIT_MS)
 
     # First: the last rows only, as the whole chat shows them (archived messages inside their summaries).
     tail_messages, tail_summaries = keys(first[0])
@@ -83,10 +84,10 @@ def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_fr
     assert not [m for m in window.chat.session.engine.messages if id(m) in collected]
     engine = weakref.ref(window.chat.session.engine)
     window.open_chat(other)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
 
     ids, ours = {m.id for m in history}, {id(m) for m in history}  # the window's are those it read from the store
-    qtbot.waitUntil(lambda: gc.collect() >= 0 and engine() is None, timeout=10_000)
+    qtbot.waitUntil(lambda: gc.collect() >= 0 and engine() is None, timeout=WAIT_MS)
     assert not [o for o in gc.get_objects() if isinstance(o, Message) and o.id in ids and id(o) not in ours]
 
 
@@ -101,7 +102,7 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
     other = store.create_chat("other")
     window = make_window()
     window.open_chat(other)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     shown = []
     window.chat.snapshot_changed.connect(lambda snapshot, _rebuild: shown.append(snapshot))
     with qtbot.waitSignal(window.chat.snapshot_changed, timeout=60_000,

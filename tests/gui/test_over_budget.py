@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
 from tests.gui.test_window import idle
+from tests.timing import WAIT_MS
 
 
 def long_dialogue(store, n: int, window: int) -> str:
@@ -29,7 +30,7 @@ def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do
     chat_id = long_dialogue(store, 40, window=1024)
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     usage = window.chat.snapshot.usage
     assert usage.ratio > 1
     note = window.inspector.over_budget
@@ -41,7 +42,7 @@ def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do
     assert "Summarize now" in text
 
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     assert window.chat.snapshot.usage.ratio <= 1  # the summary made room: the explanation goes
     assert not note.isVisible()
 
@@ -53,10 +54,10 @@ def test_instructions_the_summarizer_could_not_follow_are_reported(qtbot, make_w
     chat_id = long_dialogue(store, 16, window=8192)
     window = make_window(provider=provider)
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.inspector.instructions.setText("keep every table name")
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     record = window.chat.snapshot.chain[-1]
     assert record.fallback_used and record.instructions == "keep every table name"
     card = window.inspector.result_card.label.text()
@@ -88,7 +89,7 @@ def test_a_message_larger_than_the_budget_is_named_with_its_tokens_before_and_af
     store.update_chat_settings(chat_id, ChatSettings(context_window=2048))
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=WAIT_MS)
     engine = window.chat.session.engine
     before = engine.counter.raw_message_tokens(engine.messages[2])
     after = next(i.tokens for i in engine.assemble().items if i.source_id == engine.messages[2].id)

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 
 from tests.conftest import free_port
 from tests.providers.scripted_server import ScriptedServer, reply
+from tests.timing import WAIT_MS
 
 
 def provider_dialog(make_window, base_url: str, model: str = "smollm2"):
@@ -63,7 +64,7 @@ def test_test_connection_runs_off_the_gui_thread_and_says_plainly_why_it_failed(
         assert dialog.test_result.text().startswith("Asking")  # still waiting, and the form still takes input
         dialog.model.setText("another")
         assert dialog.provider_choice().model == "another"
-        with qtbot.waitSignal(dialog.tested, timeout=30_000) as tested:
+        with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
             silent.close()  # the waiting connection is reset
         assert tested.args == [False] and dialog.test_result.text().startswith("Failed: ")
     finally:
@@ -72,7 +73,7 @@ def test_test_connection_runs_off_the_gui_thread_and_says_plainly_why_it_failed(
 
     closed = f"http://127.0.0.1:{free_port()}/v1"  # nobody listens there
     dialog.base_url.setText(closed)
-    with qtbot.waitSignal(dialog.tested, timeout=30_000) as tested:
+    with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
         qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
     assert tested.args == [False]
     assert dialog.test_result.text().startswith(f"Failed: cannot connect to {closed}")
@@ -87,7 +88,7 @@ def test_a_rejected_key_is_said_plainly_and_never_shown(qtbot, make_window):
         server.steps = [reply(401, '{"error": {"message": "Incorrect API key provided: sk-abc123456"}}')]
         dialog = provider_dialog(make_window, server.base_url)
         dialog.api_key.setText("sk-abc123456")
-        with qtbot.waitSignal(dialog.tested, timeout=30_000) as tested:
+        with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
             qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
         assert tested.args == [False]
         text = dialog.test_result.text()

@@ -10,6 +10,7 @@ from precis.core.providers.openai_compat import OpenAICompatProvider
 
 from tests.gui.test_window import idle, open_new_chat
 from tests.providers.scripted_server import FINISH, ScriptedServer, delta, reply, stream
+from tests.timing import WAIT_MS
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, mak
     open_new_chat(qtbot, window, store, reserve_output=64)
     window.submit("Why?")
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].role == "assistant"
-                    and bool(window.chat.snapshot.messages[-1].content), timeout=20_000)
+                    and bool(window.chat.snapshot.messages[-1].content), timeout=WAIT_MS)
     assert server.requests[-1][2]["max_tokens"] == 64
     assert window.chat.snapshot.messages[-1].content == "The three reasons are: first, the"
     assert window.statusBar().currentMessage() == (
@@ -40,5 +41,5 @@ def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, mak
 
     server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
     window.submit("Thanks")  # while the first reply's notice is still up: it is not said of this one
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "Done.", timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[-1].content == "Done.", timeout=WAIT_MS)
     assert "limit" not in window.statusBar().currentMessage()

@@ -12,6 +12,7 @@ from PySide6.QtGui import QColor, QPixmap
 
 from tests.gui.test_freezes import Heartbeat
 from tests.gui.test_window import dialogue, idle
+from tests.timing import WAIT_MS
 
 
 def sports_chat(store) -> str:
@@ -39,18 +40,18 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
         qtbot.keyClicks(window.chat_list.search, "kickbox")
         window.theme_actions["dark"].trigger()  # saving the choice waits for the lock
         window.refresh_chats()
-        qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)  # readers are not held up by the writer
-        qtbot.waitUntil(lambda: len(heartbeat.ticks) >= 40, timeout=10_000)  # 2 s with the save still waiting
+        qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=WAIT_MS)  # readers are not held up by the writer
+        qtbot.waitUntil(lambda: len(heartbeat.ticks) >= 40, timeout=WAIT_MS)  # 2 s with the save still waiting
         assert window.chat.store_calls.busy
     finally:
         blocker.execute("COMMIT")
         blocker.close()
-    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark"}, timeout=10_000)
+    qtbot.waitUntil(lambda: store.get_setting(APPEARANCE_KEY) == {"theme": "dark"}, timeout=WAIT_MS)
     heartbeat.timer.stop()
     # Before, the save waited on the GUI thread: the window froze for the busy timeout (5 s), then the save failed.
     print(f"longest GUI-thread gap while the database was locked: {heartbeat.longest_gap() * 1000:.0f} ms")
     assert heartbeat.longest_gap() < 1.0, heartbeat.longest_gap()  # far below the 2 s the save waited
-    qtbot.waitUntil(lambda: idle(window), timeout=10_000)  # the commit is picked up as a change made elsewhere
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)  # the commit is picked up as a change made elsewhere
 
 
 def colour_pixels(view, number: int, colour: str) -> int:
@@ -74,29 +75,29 @@ def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears
     other = store.import_chat("Garden", dialogue(6, "Tomato bed"))
     window = make_window()
     window.open_chat(other)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=WAIT_MS)
     search = window.chat_list.search
 
     qtbot.keyClicks(search, "KICKBOX")
     assert hits_shown(window) == 0  # nothing is searched while typing
-    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)  # a word prefix, in any case
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=WAIT_MS)  # a word prefix, in any case
     assert "[kickboxing]" in window.chat_list.list.item(0).text()
     search.setText("time")  # a snippet reads as plain words on one line
-    qtbot.waitUntil(lambda: "takes [time]; ice them" in window.chat_list.list.item(0).text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "takes [time]; ice them" in window.chat_list.list.item(0).text(), timeout=WAIT_MS)
     search.setText("kickbox")
-    qtbot.waitUntil(lambda: "[kickboxing]" in window.chat_list.list.item(0).text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "[kickboxing]" in window.chat_list.list.item(0).text(), timeout=WAIT_MS)
     window.chat_list.list.setCurrentRow(0)  # the hit, chosen with the keyboard or a click
-    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=WAIT_MS)
     view = window.conversation
-    qtbot.waitUntil(lambda: row_shown(view, kickboxing.id), timeout=5_000)  # scrolled to the message, selected
+    qtbot.waitUntil(lambda: row_shown(view, kickboxing.id), timeout=WAIT_MS)  # scrolled to the message, selected
     number = view.conversation.row_of(kickboxing.id)
-    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) > 100, timeout=5_000)
+    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) > 100, timeout=WAIT_MS)
     before = QPixmap(view.viewport().grab())
 
     view.setFocus()
     qtbot.keyClick(view, Qt.Key.Key_Escape)  # Esc in the conversation (or the search box) clears both
     assert search.text() == "" and hits_shown(window) == 0
-    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) == 0, timeout=5_000)
+    qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) == 0, timeout=WAIT_MS)
     assert before.toImage() != view.viewport().grab().toImage()
 
 
@@ -109,28 +110,28 @@ def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_wi
     ])
     pesto = store.load_messages(sports)[10]
     window = make_window()
-    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=20_000)
-    with qtbot.waitSignal(window.snapshot_shown, timeout=20_000):
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=WAIT_MS)
+    with qtbot.waitSignal(window.snapshot_shown, timeout=WAIT_MS):
         qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: pesto.id in window.chat.snapshot.hidden, timeout=20_000)
+    qtbot.waitUntil(lambda: pesto.id in window.chat.snapshot.hidden, timeout=WAIT_MS)
     record_id = window.chat.snapshot.hidden[pesto.id]
     window.inspector.details.setCurrentIndex(0)
 
     qtbot.keyClicks(window.chat_list.search, "pest")
-    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=WAIT_MS)
     assert "archived" in window.chat_list.list.item(0).text()
     window.chat_list.list.setCurrentRow(0)
     archive = window.inspector.archived_view
-    qtbot.waitUntil(lambda: window.inspector.details.currentWidget() is archive, timeout=5_000)
+    qtbot.waitUntil(lambda: window.inspector.details.currentWidget() is archive, timeout=WAIT_MS)
     assert window.inspector.selected_record_id() == record_id and window.inspector.isVisible()
     assert row_shown(window.conversation, f"summary:{record_id}")
-    qtbot.waitUntil(lambda: row_shown(archive, pesto.id), timeout=5_000)
+    qtbot.waitUntil(lambda: row_shown(archive, pesto.id), timeout=WAIT_MS)
     number = archive.conversation.row_of(pesto.id)
-    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) > 50, timeout=5_000)
+    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) > 50, timeout=WAIT_MS)
 
     qtbot.keyClick(window.chat_list.search, Qt.Key.Key_Escape)
     assert window.chat_list.search.text() == ""
-    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) == 0, timeout=5_000)
+    qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) == 0, timeout=WAIT_MS)
 
 
 def test_a_hit_names_its_chat_on_one_line(qtbot, make_window, store):
@@ -141,9 +142,9 @@ def test_a_hit_names_its_chat_on_one_line(qtbot, make_window, store):
                                      *dialogue(4, "Step")])
     window = make_window()
     window.open_chat(chat)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.chat_list.search.setText("opentelemetry_bandit")
-    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=5_000)
+    qtbot.waitUntil(lambda: hits_shown(window) == 1, timeout=WAIT_MS)
     item = window.chat_list.list.item(0)
     heading = item.text().splitlines()[0]
     metrics = window.chat_list.list.fontMetrics()
@@ -160,7 +161,7 @@ def test_hits_in_chats_whose_names_start_alike_say_which_chat_at_the_list_s_widt
                                           *dialogue(4, "Step")])
     window = make_window()
     window.chat_list.search.setText("kickboxing")
-    qtbot.waitUntil(lambda: hits_shown(window) == 3, timeout=5_000)
+    qtbot.waitUntil(lambda: hits_shown(window) == 3, timeout=WAIT_MS)
     rows = window.chat_list.list
     headings = sorted(rows.item(i).text().splitlines()[0] for i in range(3))
     assert headings == ["locomo_1", "locomo_2", "locomo_3"]

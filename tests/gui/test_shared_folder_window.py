@@ -9,6 +9,8 @@ from pathlib import Path
 
 from precis.core.model.messages import Message
 
+from tests.timing import WAIT_MS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -29,7 +31,7 @@ def test_a_chat_imported_by_the_command_line_appears_in_the_open_window(qtbot, m
 
     assert imported.returncode == 0, imported.stderr
     chat_id = imported.stdout.strip()
-    qtbot.waitUntil(lambda: chat_id in [c.id for c in window.chat_list.chats], timeout=20_000)
+    qtbot.waitUntil(lambda: chat_id in [c.id for c in window.chat_list.chats], timeout=WAIT_MS)
     assert next(c for c in window.chat_list.chats if c.id == chat_id).message_count == 4
     assert window.chat_list.list.count() == 2  # shown, not only listed
 
@@ -49,7 +51,7 @@ def test_messages_another_process_adds_to_the_open_chat_are_shown(qtbot, make_wi
     assert added.returncode == 0, added.stderr
     qtbot.waitUntil(lambda: window.chat.snapshot is not None
                     and [m.content for m in window.chat.snapshot.messages][-1:] == ["answer from the terminal"],
-                    timeout=20_000)
+                    timeout=WAIT_MS)
     # The engine that builds the next prompt knows it too, not only the rows.
     assert window.chat.session.engine.messages[-1].content == "answer from the terminal"
 
@@ -75,7 +77,7 @@ def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_wind
     assert len(theirs) == 1
 
     window.summarize_now()
-    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] == theirs, timeout=30_000)
+    qtbot.waitUntil(lambda: idle(window) and [r.id for r in window.chat.snapshot.chain] == theirs, timeout=WAIT_MS)
     assert "another Precis" in window.composer.hint.text()
     assert [r.id for r in store.load_records(chat_id)] == theirs
     assert [r.id for r in window.chat.session.engine.chain()] == theirs  # the next prompt holds it once

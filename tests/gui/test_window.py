@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextEdit
 
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
+from tests.timing import WAIT_MS
 
 
 def idle(window) -> bool:
@@ -27,7 +28,7 @@ def open_new_chat(qtbot, window, store, **settings) -> str:
     chat_id = store.create_chat("test chat", settings=settings)
     window.refresh_chats()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     return chat_id
 
 
@@ -35,7 +36,7 @@ def open_imported_chat(qtbot, window, store, history: list[Message]) -> str:
     chat_id = store.import_chat("imported chat", history)
     window.refresh_chats()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     return chat_id
 
 
@@ -54,7 +55,7 @@ def fill_past_trigger(qtbot, window, folder: Path) -> None:
     """Attach files (read_file tool messages) until an automatic summary happens."""
     for number in range(12):
         window.sending.attach_files([str(source_file(folder, number))])
-        qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+        qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
         if window.chat.snapshot.chain:
             return
     raise AssertionError(f"no summary after 12 files; usage {window.chat.snapshot.usage}")
@@ -92,7 +93,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert store.archived_by(chat_id).keys() >= {m.id for m in archived if m.role == "tool"}
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=WAIT_MS)
     rows = window.conversation.conversation.rows()
     assert all(r.record is None for r in rows)
     assert [r.message.id for r in rows] == [m.id for m in store.load_messages(chat_id)]
@@ -114,7 +115,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
     assert dialog.validate()
     dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window), timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.close()
     window.chat.finish_background_work()
     store.close()
@@ -122,7 +123,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
     reopened = open_store(isolated_home)
     try:
         again = make_window(on_store=reopened)
-        qtbot.waitUntil(lambda: idle(again), timeout=20_000)
+        qtbot.waitUntil(lambda: idle(again), timeout=WAIT_MS)
         assert again.chat.session.chat_id == chat_id
         assert again.chat.snapshot.policy.trigger_ratio == 0.9 and again.chat.snapshot.policy.keep_recent == 8
         assert again.chat.snapshot.usage.window == 4096
@@ -212,7 +213,7 @@ def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tm
     window = make_window()
     shown: list[str] = []
     window.statusBar().messageChanged.connect(shown.append)
-    with qtbot.waitSignal(window.chat.chat_opened, timeout=20_000):
+    with qtbot.waitSignal(window.chat.chat_opened, timeout=WAIT_MS):
         window.import_transcript(str(path))
     assert "Imported; 1 byte sequence that is not UTF-8 replaced with U+FFFD (first on line 2)." in shown
 
@@ -225,7 +226,7 @@ def test_importing_a_file_that_cannot_be_read_says_so_in_words(qtbot, make_windo
     window.job_failed.connect(failures.append)
     for path, why in ((tmp_path / "gone.jsonl", "No such file or directory"), (tmp_path, "Is a directory")):
         window.import_transcript(str(path))
-        qtbot.waitUntil(lambda: len(failures) == 1, timeout=20_000)
+        qtbot.waitUntil(lambda: len(failures) == 1, timeout=WAIT_MS)
         assert failures.pop() == f"cannot read {path}: {why}"
 
 
@@ -233,7 +234,7 @@ def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, run_timeout=1)
     window.submit("/run echo started; sleep 30")
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=10_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
     result = store.load_messages(chat_id)[1]
     assert result.content.startswith("started\n[timed out after 1 s; the command was stopped]")
 
@@ -248,26 +249,26 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     assert window.conversation.conversation.rows() == []
 
     window.submit("/run echo hello; exit 3")
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
     call, result = store.load_messages(chat_id)
     assert call.tool_calls[0].name == "bash" and call.tool_calls[0].arguments == {"command": "echo hello; exit 3"}
     assert result.role == "tool" and result.tool_call_id == call.tool_calls[0].id
     assert result.content == "hello\n[exit code: 3]"
 
     window.submit(f"/grep needle {tmp_path}")
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=WAIT_MS)
     grep_call, grep_result = store.load_messages(chat_id)[2:]
     assert grep_call.tool_calls[0].name == "grep"
     assert "notes.txt:2: beta needle" in grep_result.content and "1 match in 1 file" in grep_result.content
 
     window.submit("/run sleep 30")
-    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=WAIT_MS)
     qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 6, timeout=10_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 6, timeout=WAIT_MS)
     assert store.load_messages(chat_id)[-1].content.endswith("[cancelled]")
 
     window.sending.attach_files([str(tmp_path / "notes.txt")])
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 8, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 8, timeout=WAIT_MS)
     read_call, read_result = store.load_messages(chat_id)[6:]
     assert read_call.tool_calls[0].name == "read_file"
     assert read_call.tool_calls[0].arguments == {"path": str(tmp_path / "notes.txt")}
@@ -291,7 +292,7 @@ def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_
     dialog.chat_fields.editors["system_prompt"].setPlainText("You are a terse reviewer of Python code.")
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage.by_kind["system"] > 0, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage.by_kind["system"] > 0, timeout=WAIT_MS)
     assert int(window.inspector._legend_values["system"].text().replace(",", "")) > 0
     first = window.chat.session.engine.assemble().messages[0]
     assert (first.role, first.content) == ("system", "You are a terse reviewer of Python code.")
@@ -330,7 +331,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     assert ok.isEnabled() and overrides.error_labels["reset_ratio"].isHidden() and not dialog.chat_cross_error.text()
     qtbot.mouseClick(ok, Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
-    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.policy.trigger_ratio == 0.6, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.policy.trigger_ratio == 0.6, timeout=WAIT_MS)
     assert window.chat.session.engine.policy.keep_recent == 3 and window.chat.session.engine.policy.reset_ratio == 0.5
     assert "60%" in window.inspector.thresholds.text()
     window.close()
@@ -341,7 +342,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     try:
         again = make_window(ScriptedProvider(), on_store=reopened)
         again.open_chat(chat_id)
-        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == chat_id, timeout=20_000)
+        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == chat_id, timeout=WAIT_MS)
         assert (again.chat.snapshot.policy.trigger_ratio, again.chat.snapshot.policy.keep_recent) == (0.6, 3)
         fresh = again.settings_dialog()
         assert fresh.chat_policy_fields.override_boxes["keep_recent"].isChecked()
@@ -349,7 +350,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
         assert not fresh.chat_policy_fields.override_boxes["max_depth"].isChecked()
         # Another chat follows the global settings.
         again.open_chat(other_id)
-        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == other_id, timeout=20_000)
+        qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == other_id, timeout=WAIT_MS)
         assert again.chat.snapshot.policy.trigger_ratio == 0.8 and again.chat.snapshot.policy.keep_recent == 6
         again.close()
     finally:
@@ -364,13 +365,13 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     window = make_window(provider)
     chat_id = open_imported_chat(qtbot, window, store, dialogue(20, "A point about the parser design, number"))
     assert not window.chat.snapshot.chain
-    with qtbot.waitSignal(window.reply_finished, timeout=20_000) as reply:
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS) as reply:
         window.submit("And the lexer?")
     result = reply.args[0]
     assert result.problem is None and result.message.content == "Here is the short answer."
     first, retry = provider.calls
     assert len(retry) < len(first) and "[Summary 1" in retry[0].content
-    qtbot.waitUntil(lambda: idle(window) and len(window.inspector._records) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.inspector._records) == 1, timeout=WAIT_MS)
     assert store.load_messages(chat_id)[-1] == result.message and not result.message.incomplete
     assert len(store.load_records(chat_id)) == 1
 
@@ -382,7 +383,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     rows = window.conversation.conversation.rows()
     chosen = next(r.message for r in rows if r.message is not None and r.message.content.endswith("step 9."))
     window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends
-    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=20_000)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     record = window.chat.snapshot.chain[0]
     assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
     mode = window.inspector.chain.item(0, 4)  # the chain's Mode cell: the mode; who wrote it on hover
@@ -401,6 +402,6 @@ def test_the_menus_and_shortcuts_are_the_command_registry(qtbot, make_window):
         if command.shortcut:
             assert window.actions[command.name].shortcut().toString() == command.shortcut
     window.submit("/help")  # with no chat open, run once the chat for it is made (off the window's thread)
-    qtbot.waitUntil(lambda: bool(window.findChildren(QDialog)), timeout=20_000)
+    qtbot.waitUntil(lambda: bool(window.findChildren(QDialog)), timeout=WAIT_MS)
     dialog = window.findChildren(QDialog)[-1]
     assert dialog.windowTitle() == "Commands" and "/summarize [instructions]" in dialog.findChild(QTextEdit).toPlainText()
