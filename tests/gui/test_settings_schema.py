@@ -1,5 +1,5 @@
-"""One settings schema: the dialog's fields, the per-chat overrides, the validation messages and the README's
-settings table all come from the pydantic models' titles, units and ranges."""
+"""One settings schema: the dialog's fields, the per-chat overrides, the validation messages and the settings
+table of docs/settings.md all come from the pydantic models' titles, units and ranges."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from precis.gui.settings_table import with_table
 from pydantic import Field
 from PySide6.QtWidgets import QDialogButtonBox, QFormLayout, QLabel, QLineEdit, QTabWidget
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SETTINGS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "settings.md"
 
 
 def labels(form: QFormLayout) -> list[str]:
@@ -26,14 +26,14 @@ def labels(form: QFormLayout) -> list[str]:
     return found
 
 
-def test_the_readme_settings_table_is_the_one_the_schema_generates():
-    text = README.read_text(encoding="utf-8")
+def test_the_documented_settings_table_is_the_one_the_schema_generates():
+    text = SETTINGS_PAGE.read_text(encoding="utf-8")
     assert text == with_table(text), (
-        "README.md's settings table differs from the schema; regenerate it: .venv/bin/python -m precis.gui.settings_table")
+        "docs/settings.md's table differs from the schema; regenerate it: .venv/bin/python -m precis.gui.settings_table")
 
 
 def test_every_policy_field_is_a_titled_setting():
-    # A field without a title would silently be missing from the dialog, the overrides and the README.
+    # A field without a title would silently be missing from the dialog, the overrides and docs/settings.md.
     assert [f.name for f in setting_fields(SummarizationPolicy)] == list(SummarizationPolicy.model_fields)
 
 

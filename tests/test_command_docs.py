@@ -1,5 +1,6 @@
-"""The README's Command line section is what `precis` accepts: every command is documented, every documented
-option exists with the documented choices, and every documented form runs (its --help exits 0)."""
+"""The command line as documented is what `precis` accepts: docs/command-line.md documents every command with every
+option, the README's table names every command, every documented option exists with the documented choices, and
+every documented form runs (its --help exits 0)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,16 @@ import pytest
 from click.testing import CliRunner
 from precis.core.cli.main import load_commands
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-# Given to every command, explained below the table rather than in each row.
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+COMMAND_LINE_PAGE = ROOT / "docs" / "command-line.md"
+# Given to every command, explained once on the page rather than with each command.
 COMMON = {"--data-dir", "--help", "-h"}
 
 
-def documented_forms() -> list[str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.partition("## Command line")[2].partition("\n## ")[0]
-    forms = [form.replace("\\|", "|") for form in re.findall(r"`(precis(?: [^`]*)?)`", section)]
+def documented_forms(text: str) -> list[str]:
+    """The `precis ...` forms written in the text."""
+    forms = [form.replace("\\|", "|") for form in re.findall(r"`(precis(?: [^`]*)?)`", text)]
     # `precis COMMAND --help` stands for every command's --help.
     return [expanded for form in forms
             for expanded in ([form.replace("COMMAND", name) for name in load_commands().commands]
@@ -54,19 +56,26 @@ def parse(form: str) -> tuple[click.Command, str, list[tuple[click.Parameter, st
     return command, name, options, positionals
 
 
-FORMS = documented_forms()
+README_FORMS = documented_forms(README.read_text(encoding="utf-8").partition("## Command line")[2].partition("\n## ")[0])
+PAGE_FORMS = documented_forms(COMMAND_LINE_PAGE.read_text(encoding="utf-8"))
+FORMS = sorted(set(README_FORMS + PAGE_FORMS))
+
+
+def test_the_readme_names_every_command():
+    named = {parse(form)[1] for form in README_FORMS}
+    assert named == set(load_commands().commands), "README's Command line table and `precis --help` differ"
 
 
 def test_every_command_is_documented_with_every_option():
     group = load_commands()
     documented: dict[str, set[str]] = {}
-    for form in FORMS:
+    for form in PAGE_FORMS:
         _command, name, options, _positionals = parse(form)
         documented.setdefault(name, set()).update(param.opts[0] for param, _value in options)
-    assert set(documented) == set(group.commands), "README's Command line table and `precis --help` differ"
+    assert set(documented) == set(group.commands), "docs/command-line.md's commands and `precis --help` differ"
     for name, command in group.commands.items():
         accepted = {p.opts[0] for p in command.params if isinstance(p, click.Option)} - COMMON
-        assert accepted <= documented[name], f"`precis {name}` options missing from the README: " \
+        assert accepted <= documented[name], f"`precis {name}` options missing from docs/command-line.md: " \
                                              f"{sorted(accepted - documented[name])}"
 
 
