@@ -1,5 +1,5 @@
 """The command line as documented is what `precis` accepts: docs/command-line.md documents every command with every
-option, the README's table names every command, every documented option exists with the documented choices, and
+option, every documented option exists with the documented choices, and
 every documented form runs (its --help exits 0)."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from precis.core.cli.main import load_commands
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
 COMMAND_LINE_PAGE = ROOT / "docs" / "command-line.md"
 # Given to every command, explained once on the page rather than with each command.
 COMMON = {"--data-dir", "--help", "-h"}
@@ -56,14 +55,8 @@ def parse(form: str) -> tuple[click.Command, str, list[tuple[click.Parameter, st
     return command, name, options, positionals
 
 
-README_FORMS = documented_forms(README.read_text(encoding="utf-8").partition("## Command line")[2].partition("\n## ")[0])
 PAGE_FORMS = documented_forms(COMMAND_LINE_PAGE.read_text(encoding="utf-8"))
-FORMS = sorted(set(README_FORMS + PAGE_FORMS))
-
-
-def test_the_readme_names_every_command():
-    named = {parse(form)[1] for form in README_FORMS}
-    assert named == set(load_commands().commands), "README's Command line table and `precis --help` differ"
+FORMS = sorted(set(PAGE_FORMS))
 
 
 def test_every_command_is_documented_with_every_option():

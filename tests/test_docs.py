@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").rglob("*.md")), ROOT / "tests" / "spec" / "README.md"]
-README_WORDS = 1200
+README_WORDS = 400
 
 # [text](target) and ![alt](target), the target up to a space (a title may follow) or the closing bracket.
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
