@@ -492,9 +492,10 @@ def test_the_terminal_chat_says_a_fold_is_a_fold_and_an_undo_is_an_undo():
     assert describe_event(merged).endswith(", depth 1, fold]")
     [fold_line] = [line for line in history_lines(engine.messages, engine.records) if "fold of 2 summaries" in line]
     assert "merge at maximum depth" in fold_line and fold_line.startswith("1. ")
-    engine.undo_last()
-    undone = events[-1]
-    assert describe_event(undone).startswith(
+    engine.undo_last()  # the summary written after the fold
+    assert describe_event(events[-1]).startswith("[precis: undid the summary: 8 messages are back in the context (")
+    engine.undo_last()  # the fold
+    assert describe_event(events[-1]).startswith(
         "[precis: undid the summary: the 2 summaries it folded are back in the chain (")
 
 
