@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 # A machine shared with busy neighbours runs ten times slower one hour than the next: no property fails for taking
-# long (speed is the benchmarks' job). The default run tries each property on 20 examples, `--slow` on 200.
-settings.register_profile("precis", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=20)
+# long (speed is the benchmarks' job). The default run tries each property on 10 examples, `--slow` on 200.
+settings.register_profile("precis", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=10)
 settings.register_profile("precis-slow", settings.get_profile("precis"), max_examples=200)
 settings.load_profile("precis")
 
@@ -106,11 +106,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    if not config.getoption("--slow"):
-        skip = pytest.mark.skip(reason="a long test: run with --slow")
-        for item in items:
-            if item.get_closest_marker("slow") is not None:
-                item.add_marker(skip)
+    skip = pytest.mark.skip(reason="a long test: run with --slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None and not config.getoption("--slow"):
+            item.add_marker(skip)
+        if item.get_closest_marker("model") is not None:
+            item.add_marker(pytest.mark.xdist_group("model"))  # one worker loads the model, once
     unmarked = [item.nodeid for item in items
                 if MODEL_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("model") is None]
     if unmarked:

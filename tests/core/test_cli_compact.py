@@ -80,6 +80,7 @@ def test_a_summary_time_limit_that_is_not_positive_is_bad_input(capsys, seconds)
 CONVERSATION = CONVERSATIONS_DIR / "locomo_1.jsonl"
 
 
+@pytest.mark.slow
 def test_probes_get_the_prompt_of_their_question_with_recall_and_leave_the_chat_alone(tmp_path, capsys):
     questions = tmp_path / "q.jsonl"
     questions.write_text(json.dumps({"question": "When did Caroline go to the LGBTQ support group?"}) + "\n\n"
@@ -111,6 +112,7 @@ def test_a_bad_probe_line_is_named_by_file_and_line(tmp_path, capsys, line, reas
     assert f"{questions}, line 2" in err and reason in err
 
 
+@pytest.mark.slow
 def test_a_raw_claude_code_session_is_read_directly(capsys):
     """The importers' reader: every original is replayed, Claude Code's own compaction included in what it covers."""
     raw = TRANSCRIPTS_DIR / "claudecode_session.raw.jsonl"

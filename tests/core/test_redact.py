@@ -224,6 +224,7 @@ def test_no_call_scans_more_than_a_window_of_a_long_text(monkeypatch):
 
 @pytest.mark.parametrize("rule", [r for r in redact_module._all_rules() if r.words is not None and "(?=\\2)" not in
                                   r.pattern.pattern], ids=lambda r: r.pattern.pattern[:30])
+@pytest.mark.slow
 @given(data=st.data())
 def test_every_match_of_a_rule_holds_one_of_its_words(rule, data):
     """A rule scans only texts holding one of its words (near them, for rules that span lines): every text the
