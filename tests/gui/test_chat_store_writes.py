@@ -94,7 +94,7 @@ def test_sending_with_no_chat_open_in_a_read_only_store_keeps_the_text(qtbot, ma
 def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and_says_so(
         qtbot, make_window, tmp_path, monkeypatch):
     # SQLite's busy timeout is 30 s; shortened so that the lock outlasts it within the test. The lock itself is real.
-    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 2_500)
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 6_000)
     folder = tmp_path / "locked"
     store = open_store(folder)
     chat_id = store.create_chat("Garden plans")
@@ -113,9 +113,9 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
             qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=WAIT_MS)
             assert listed(window) == {chat_id: "Garden plans"} and window.chat.is_open(chat_id)
         heartbeat.timer.stop()
-        # Each write waited 2.5 s for the lock; on the window's thread the timer could not have ticked meanwhile
-        # (the bound leaves a loaded machine's scheduling delay room below that).
-        assert len(heartbeat.ticks) > 30 and heartbeat.longest_gap() < 2.0, heartbeat.longest_gap()
+        # Each write waited 6 s for the lock; on the window's thread the timer could not have ticked meanwhile.
+        # The bound leaves room below that for a machine whose neighbours steal its cores for seconds at a time.
+        assert len(heartbeat.ticks) > 30 and heartbeat.longest_gap() < 4.5, heartbeat.longest_gap()
 
         blocker.execute("ROLLBACK")  # the other program is done: the same clicks now work
         window.chat_list.rename_requested.emit(chat_id, "Vegetable garden")

@@ -88,7 +88,8 @@ def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_win
                         content=f"Message {i} about the harbour survey, section {i}: " + "tide gauge readings " * 40)
                 for i in range(40)]
     chat_id = store.import_chat("survey", messages)
-    store.update_chat_settings(chat_id, {"context_window": 2048})
+    # Rule summaries: this is about what a screenshot leaves behind, not about the model (which takes minutes here).
+    store.update_chat_settings(chat_id, {"context_window": 2048, "summarization": {"mode": "rule"}})
     before = store_rows(store.path)
     assert before["summary"] == [] and before["message"]
     shot = tmp_path / "shot.png"

@@ -5,18 +5,18 @@ naming it and the model in use stays."""
 
 from __future__ import annotations
 
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from precis.core.providers.local import MODEL_NAME, find_model_path
+from precis.core.providers.local import MODEL_NAME
 from precis.core.settings import PROVIDER_KEY
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
 
 from tests.conftest import free_port
 from tests.gui.test_window import idle
+from tests.model_file import place_model
 from tests.stand_in_ollama import MODEL, StandInOllama
 from tests.timing import WAIT_MS
 
@@ -30,7 +30,7 @@ def models_home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     folder = home / ".lmstudio" / "models" / "HuggingFaceTB" / "SmolLM2-135M-Instruct-GGUF"
     folder.mkdir(parents=True)
-    shutil.copy(find_model_path(), folder / f"{COPY_NAME}.gguf")
+    place_model(folder / f"{COPY_NAME}.gguf")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("LLAMA_CACHE", raising=False)
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")  # a port nobody listens on

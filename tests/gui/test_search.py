@@ -50,7 +50,9 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
     heartbeat.timer.stop()
     # Before, the save waited on the GUI thread: the window froze for the busy timeout (5 s), then the save failed.
     print(f"longest GUI-thread gap while the database was locked: {heartbeat.longest_gap() * 1000:.0f} ms")
-    assert heartbeat.longest_gap() < 1.0, heartbeat.longest_gap()  # far below the 2 s the save waited
+    # A save on the GUI thread would have frozen it for the busy timeout (5 s); 3 s leaves room for a machine whose
+    # neighbours steal its cores for seconds at a time.
+    assert heartbeat.longest_gap() < 3.0, heartbeat.longest_gap()
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)  # the commit is picked up as a change made elsewhere
 
 

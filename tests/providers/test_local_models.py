@@ -27,6 +27,7 @@ from precis.core.storage.interchange import read_transcript
 from precis.core.summary.summarize import LLMSummarizer
 
 from tests.conftest import TRANSCRIPTS_DIR, free_port
+from tests.model_file import place_model
 from tests.stand_in_ollama import MODEL, MODEL_SIZE, StandInOllama
 
 
@@ -36,7 +37,7 @@ def lmstudio_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
     folder = home / ".lmstudio" / "models" / "HuggingFaceTB" / "SmolLM2-135M-Instruct-GGUF"
     folder.mkdir(parents=True)
-    shutil.copy(find_model_path(), folder / "smollm2-135m-instruct-q4_1.gguf")
+    place_model(folder / "smollm2-135m-instruct-q4_1.gguf")
     (folder / "README.md").write_text("not a model")
     return home
 
@@ -51,7 +52,7 @@ def test_gguf_files_are_found_in_each_apps_folder_once(tmp_path):
     (tmp_path / "elsewhere" / "ignored.gguf").write_bytes(b"GGUF")
     cache = tmp_path / "llama-cache"
     cache.mkdir()
-    shutil.copy(model, cache / "split-00001-of-00002.gguf")
+    shutil.copy(model, cache / "split-00001-of-00002.gguf")  # a file of its own, not a link to the model
     (cache / "split-00002-of-00002.gguf").write_bytes(b"the rest")  # loaded through its first part
 
     found = find_gguf_models(tmp_path, env={"LLAMA_CACHE": str(cache)})
