@@ -76,7 +76,7 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
 
         return len(model.rows()) == 2 and model.row_at(1).streaming and len(model.row_at(1).message.content) > 0
 
-    qtbot.waitUntil(streaming, timeout=60_000)
+    qtbot.waitUntil(streaming, timeout=WAIT_MS)
     window.close()  # instant: the cancelled reply saves what arrived on its worker, moments later
     assert window.chat.finish_background_work()
 

@@ -15,6 +15,8 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from tests.timing import WAIT_MS
+
 
 def close_the_message_box(shown: list[str], tries: int = 200) -> None:
     """Read and close the message box the window's command shows (it waits for the user); look for 10 s at most."""
@@ -99,7 +101,7 @@ def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_win
     # The chat was due its summary: the window, opening it for real, makes one and stores it.
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: len(store.load_records(chat_id)) == 1, timeout=60_000)
+    qtbot.waitUntil(lambda: len(store.load_records(chat_id)) == 1, timeout=WAIT_MS)
     assert store_rows(store.path)["summary"]
 
 

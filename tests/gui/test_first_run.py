@@ -46,8 +46,8 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
     qtbot.keyClicks(window.composer.edit, "Where did the deploy script go? It was in tools/ yesterday")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     # Stop as soon as the reply streams: one token of the model is enough to see the whole path work.
-    qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=60_000)
-    with qtbot.waitSignal(window.reply_finished, timeout=60_000):
+    qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=WAIT_MS)
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS):
         window.composer.stop_button.click()
 
     [chat] = store.list_chats()
@@ -107,7 +107,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
-    qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=60_000)
+    qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     usage = window.chat.snapshot.usage
     assert usage.total < usage.available and window.inspector.gauge.usage is usage
@@ -133,7 +133,7 @@ def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, mak
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
     qtbot.waitUntil(lambda: window.chat.chat_runner.busy and window.chat.snapshot is not None
-                    or bool(window.inspector.chain.rowCount()), timeout=60_000)
+                    or bool(window.inspector.chain.rowCount()), timeout=WAIT_MS)
     window.close()
     assert window.chat.session is None
     assert window.chat.finish_background_work()  # the summary finishes (and is saved) without the window waiting
@@ -153,7 +153,7 @@ def test_the_status_bar_shows_the_model_state_and_how_tokens_are_counted(qtbot, 
     store.create_chat("counted")
     window = make_window(local_provider)
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
-    with qtbot.waitSignal(window.chat.model.ready, timeout=60_000):
+    with qtbot.waitSignal(window.chat.model.ready, timeout=WAIT_MS):
         window.chat.model.load()
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · ready"
     assert window.status.counting.text() == "exact token counts"
@@ -193,7 +193,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     assert window.composer.hint.text() == ""
     assert "Replies come from" in window.welcome.label.text()
 
-    with qtbot.waitSignal(window.reply_finished, timeout=60_000) as finished:
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS) as finished:
         window.submit("hello")
     problem = finished.args[0].problem
     assert problem and "127.0.0.1:9" in problem  # says where it could not connect

@@ -28,7 +28,7 @@ def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
     window = make_window()
     window.resize(width, height)
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and window.inspector.notice_box.isVisible(), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.notice_box.isVisible(), timeout=WAIT_MS)
     return window
 
 
@@ -130,7 +130,7 @@ def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_re
     window.open_chat(chat_id)
     inspector = window.inspector
     qtbot.waitUntil(lambda: idle(window) and inspector.notice_box.isVisible() and inspector.recalled.count() > 0,
-                    timeout=60_000)
+                    timeout=WAIT_MS)
     for button in (inspector.summarize_button, inspector.undo_button, inspector.pin_button):
         qtbot.waitUntil(lambda b=button: b.visibleRegion().boundingRect().height() == b.height())
 

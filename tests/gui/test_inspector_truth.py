@@ -171,7 +171,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
                          (fold, "Summary undone: the summary it folded is back in the chain.")):
         qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda gone=undone.id: idle(window) and gone not in {r.id for r in window.chat.snapshot.chain},
-                        timeout=60_000)
+                        timeout=WAIT_MS)
         assert window.statusBar().currentMessage() == said
     window.chat.finish_background_work()
 

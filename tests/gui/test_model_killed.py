@@ -24,8 +24,8 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
     model = window.conversation.conversation
     qtbot.keyClicks(window.composer.edit, "Write a long story about a lighthouse keeper.")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=60_000)
-    with qtbot.waitSignal(window.reply_finished, timeout=60_000):
+    qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=WAIT_MS)
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS):
         os.kill(pid, signal.SIGSEGV)
     assert "stopped (killed by SIGSEGV)" in window.status.model.text()  # the model's state in the status bar
     [chat] = store.list_chats()
@@ -34,8 +34,8 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
 
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.submit("Name a colour.")
-    qtbot.waitUntil(lambda: idle(window) and len(store.load_messages(chat.id)) == 4, timeout=60_000)
-    qtbot.waitUntil(lambda: not store.load_messages(chat.id)[-1].incomplete, timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and len(store.load_messages(chat.id)) == 4, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not store.load_messages(chat.id)[-1].incomplete, timeout=WAIT_MS)
     assert store.load_messages(chat.id)[-1].content
     assert local_provider.process.pid not in (None, pid)
     assert window.status.model.text().endswith("ready")
@@ -57,7 +57,7 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
     qtbot.waitUntil(lambda: process._lock.locked(), timeout=WAIT_MS)
     pid = process.pid
     os.kill(pid, signal.SIGKILL)
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     [record] = store.load_records(chat_id)
     assert record.fallback_used and "killed by SIGKILL" in record.fallback_reason
     assert len(store.load_messages(chat_id)) == 12  # every original kept
@@ -65,7 +65,7 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
 
 def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_provider):
     window = make_window(local_provider, load_model=True)
-    qtbot.waitUntil(lambda: local_provider.process.pid is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: local_provider.process.pid is not None, timeout=WAIT_MS)
     pid = local_provider.process.pid
     window.close()
     assert window.chat.finish_background_work()  # as `precis open` does when the window has closed

@@ -175,7 +175,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
         picker.findChild(QFileDialog).accept()
     assert f"{junk} is not a GGUF model file" in picker.error.text()
     ok(qtbot, dialog)
-    qtbot.waitUntil(lambda: idle(window), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert window.chat.model.provider.path == copy
 
     # A file that reads as a model but does not load: the error names it, and the copy stays in use and saved.
@@ -186,7 +186,7 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
     with qtbot.waitSignal(window.job_failed, timeout=120_000) as failed:
         ok(qtbot, dialog)
     assert str(cut) in failed.args[0] and f"Still using local · {COPY_NAME}" in failed.args[0]
-    qtbot.waitUntil(lambda: idle(window), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert window.chat.model.provider.path == copy and store.get_setting(PROVIDER_KEY)["model_path"] == str(copy)
     assert window.status.model.text() == f"local · {COPY_NAME} · ready"
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
@@ -204,7 +204,7 @@ def test_an_ollama_model_picked_answers_through_ollamas_openai_endpoint(qtbot, m
     dialog = open_settings_listed(qtbot, window)
     click_row(qtbot, dialog.model_picker, MODEL)
     ok(qtbot, dialog)
-    qtbot.waitUntil(lambda: window.chat.model.provider.name == "openai" and idle(window), timeout=60_000)
+    qtbot.waitUntil(lambda: window.chat.model.provider.name == "openai" and idle(window), timeout=WAIT_MS)
     assert window.status.model.text() == f"openai · {MODEL} · configured"
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         window.submit("Name one planet of the solar system.")

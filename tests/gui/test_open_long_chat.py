@@ -23,7 +23,7 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     other = store.create_chat("other")
     window = make_window()
     window.open_chat(chat_id)  # opened past its trigger: summarized now, so the next opening has summaries
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     full_messages, full_summaries = keys(window.conversation.conversation.rows())
     hidden = window.chat.snapshot.hidden
     assert hidden and history[-5].id not in hidden
@@ -44,7 +44,7 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     assert tail_messages[-1] == stored[-1]
     # Then the whole chat, once its engine is built.
     qtbot.waitUntil(lambda: idle(window) and keys(window.conversation.conversation.rows()) == (
-        full_messages, full_summaries), timeout=60_000)
+        full_messages, full_summaries), timeout=WAIT_MS)
 
 
 def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, make_window, store):
@@ -56,7 +56,7 @@ def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, 
                                 settings={"context_window": 4096})
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
     for shown in window.chat.snapshot.chain:
         own = window.chat.session.engine.archive.by_record[shown.id]
         assert shown is not own and shown.model_dump() == own.model_dump()
@@ -77,7 +77,7 @@ def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_fr
     other = store.create_chat("other")
     window = make_window()
     window.open_chat(chat_id)
-    qtbot.waitUntil(lambda: idle(window), timeout=60_000)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.conversation.scroll_to_end()  # rows measured and painted, as a user would see them
     assert window.conversation.conversation.rows() is window.chat.snapshot.rows  # as the worker built them
     collected = {id(o) for o in gc.get_objects()}
@@ -105,7 +105,7 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     shown = []
     window.chat.snapshot_changed.connect(lambda snapshot, _rebuild: shown.append(snapshot))
-    with qtbot.waitSignal(window.chat.snapshot_changed, timeout=60_000,
+    with qtbot.waitSignal(window.chat.snapshot_changed, timeout=WAIT_MS,
                           check_params_cb=lambda snapshot, _rebuild: not snapshot.partial):
         window.open_chat(chat_id)
     first = shown[-1]

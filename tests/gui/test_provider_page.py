@@ -42,7 +42,7 @@ def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
 @pytest.mark.slow
 def test_test_connection_says_what_a_real_server_serves(qtbot, make_window, llama_server):
     dialog = provider_dialog(make_window, llama_server)
-    with qtbot.waitSignal(dialog.tested, timeout=60_000) as tested:
+    with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
         qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
     assert tested.args == [True]
     # llama_cpp.server names its one model by the file it loaded, not "smollm2": the answer says so.

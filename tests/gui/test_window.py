@@ -188,7 +188,7 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
 def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, store, transcript):
     store.set_setting("summarization", {"enabled": False})  # the whole chat stays in the flow, to scroll
     window = make_window()
-    with qtbot.waitSignal(window.chat.chat_opened, timeout=60_000):
+    with qtbot.waitSignal(window.chat.chat_opened, timeout=WAIT_MS):
         window.import_transcript(str(transcript))
     view = window.conversation
     rows = view.conversation.rows()
