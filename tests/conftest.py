@@ -119,29 +119,6 @@ def pytest_collection_modifyitems(config, items):
                                 + "\n  ".join(unmarked))
 
 
-@pytest.fixture(autouse=True)
-def model_starts_only_where_marked(request, monkeypatch):
-    """A test that starts the embedded model's process is marked `model`: the window and the commands start it on
-    their own (a hybrid summary, a reply), which takes minutes on a busy machine. Unmarked, the start is refused at
-    once and the test fails naming what started it."""
-    if request.node.get_closest_marker("model") is not None:
-        yield
-        return
-    from precis.core.providers.base import ProviderUnavailable
-    from precis.core.providers.model_process import ModelProcess
-
-    started = []
-
-    def refuse(process):
-        started.append(str(process.path))
-        raise ProviderUnavailable("the tests refused to start the model in a test not marked `model`")
-
-    monkeypatch.setattr(ModelProcess, "_spawn", refuse)
-    yield
-    if started:
-        pytest.fail(f"started the embedded model ({started[0]}) but is not marked @pytest.mark.model")
-
-
 @pytest.fixture(scope="session")
 def local_provider():
     """The embedded model, loaded once for the whole session."""
