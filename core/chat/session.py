@@ -87,7 +87,7 @@ class ChatSession:
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
-        return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window(),
+        return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
                               counter=counter, provider=self.provider, overrides=self.overrides)
 
     def load_rows(self) -> Snapshot:

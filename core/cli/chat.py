@@ -119,15 +119,16 @@ def describe_event(event: EngineEvent) -> str:
 
 class TerminalChat:
     """A stored chat driven one line at a time: messages go to the model through the chat core, slash commands to
-    their handlers; what the engine does (summaries, folds, undos) is told on `events`."""
+    their handlers; what is said beside a reply (what the engine did: summaries, folds, undos; a command refused)
+    goes to `asides`."""
 
-    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, events: TextIO) -> None:
+    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, asides: TextIO) -> None:
         self.session = session
-        self.out, self.err, self.events = out, err, events
+        self.out, self.err, self.asides = out, err, asides
 
     def tell(self, snapshot: Snapshot | None) -> None:
         for event in snapshot.events if snapshot is not None else ():
-            print(describe_event(event), file=self.events, flush=True)
+            print(describe_event(event), file=self.asides, flush=True)
 
     def line(self, text: str, label: str = "model> ") -> int:
         """One line: a slash command (run here, never sent to the model) or a message and its reply. Returns the
@@ -135,12 +136,12 @@ class TerminalChat:
         try:
             command = parse(text)
         except SlashError as exc:
-            print(exc, file=self.out)
+            print(exc, file=self.asides)
             return 2
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
-            print(result.text, file=self.out)
+            print(result.text, file=self.asides if result.failed else self.out)
             return 2 if result.failed and REGISTRY[command.name].handler is None else 0
         self.tell(self.session.add_messages([Message("user", unescape(text))]))
         return self.reply(label)
@@ -176,8 +177,8 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
             overrides = {}
         session = ChatSession(store, chat_id, provider, overrides)
         session.temperature = options.temperature
-        # One turn keeps standard output for the reply: what the engine does goes to standard error.
-        chat = TerminalChat(session, out, err, events=out if message is None else err)
+        # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
+        chat = TerminalChat(session, out, err, asides=out if message is None else err)
         try:
             chat.tell(session.build_engine(estimate=False))
             if message is not None:

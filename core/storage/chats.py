@@ -6,6 +6,7 @@ The window, the terminal commands and the benchmarks all build engines here, so 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from ..context.engine import Budget, ContextEngine
 from ..model.bulk import collector_paused
@@ -51,12 +52,15 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
     return make_summarizer(policy.mode, provider, policy.summary_seconds)
 
 
-def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: TokenCounter | None = None,
+def restore_engine(store: Store, chat_id: str, *, default_window: int | Callable[[], int], counter: TokenCounter | None = None,
                    provider: Provider | None = None, summarizer: Summarizer | None = None,
                    overrides: dict | None = None) -> tuple[ContextEngine, ChatSettings]:
     """The chat's engine, on its settings resolved once: the chat's stored ones with `overrides` (this run's, as
     `precis chat --mode`: not saved) on top, its summarization over the global policy. Its summaries are written as
     the policy says for a chat on `provider` (summarizer_for), or by `summarizer` if given.
+
+    `default_window` is the window of a chat that sets none; given as a function (a provider's context_window, which
+    may ask its server), it is asked only then.
 
     Token counts saved by save_token_counts with the same tokenizer are reused: nothing old is tokenized again.
     Nothing is counted here, so a window can paint a chat's rows before any token is counted."""
@@ -64,7 +68,8 @@ def restore_engine(store: Store, chat_id: str, *, default_window: int, counter: 
     policy = effective_policy(store, settings)
     if summarizer is None and provider is not None:
         summarizer = summarizer_for(policy, provider)
-    budget = Budget(window=settings.context_window or default_window, reserve_output=settings.reserve_output)
+    window = settings.context_window or (default_window() if callable(default_window) else default_window)
+    budget = Budget(window=window, reserve_output=settings.reserve_output)
     counter = counter or TokenCounter()
     # The messages, their counts and the archive all live on: one object and more per message, which would set off
     # full collections as they grow (seeding the counts of 100,000 messages: 0.4 s, 0.09 s at 40,000).

@@ -12,12 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.cli.terminal import TerminalText
 from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
 
-from tests.providers.scripted_server import FINISH, delta, stream
+from tests.providers.scripted_server import FINISH, delta, reply, stream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,6 +65,7 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         assert len(store.load_messages(chat.id)) == 4 and len(store.list_chats()) == 1
 
 
+@pytest.mark.slow
 def test_one_message_with_chat_is_a_turn_of_that_stored_chat(server, monkeypatch, capsys, tmp_path):
     """`precis chat --chat ID MESSAGE` was a bare one-off (the chat's history not sent, nothing stored), and a
     missing ID went unnoticed (exit 0)."""
@@ -90,6 +92,7 @@ def test_one_message_with_chat_is_a_turn_of_that_stored_chat(server, monkeypatch
     assert len(server.requests) == asked  # nothing was sent
 
 
+@pytest.mark.slow
 def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypatch, capsys, tmp_path):
     data = str(tmp_path / "data")
     with open_store(data) as store:
@@ -125,6 +128,7 @@ def run_on_a_terminal(*argv: str) -> str:
     return seen.decode()
 
 
+@pytest.mark.slow
 def test_no_command_prints_a_stored_chats_control_sequences_to_a_terminal(tmp_path):
     """A chat imported (or replied) with escape sequences in a title and a message: search, chats, history and a
     Markdown export shown on a terminal never pass them on; written to a file the export keeps the text exact."""
@@ -154,7 +158,7 @@ def test_one_turn_of_a_stored_chat_runs_a_slash_command_instead_of_sending_it(se
     base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
             "--context-tokens", "4096", "--chat", "colours"]
     assert main([*base, "/context"]) == 0
-    assert capsys.readouterr().out.startswith("context: ")
+    assert capsys.readouterr().out.startswith("Context: ")
     assert main([*base, "/nosuch"]) == 2
     assert "Unknown command /nosuch." in capsys.readouterr().err
     assert server.requests == []  # nothing was sent to the model
@@ -177,6 +181,7 @@ def test_a_reply_stopped_by_its_token_limit_says_so(server, monkeypatch, capsys)
     assert "limit" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monkeypatch, capsys, tmp_path):
     """Opening `precis chat`, asking /context and leaving stored a '0 msgs' chat that `precis chats` and the window
     listed. No server is asked anything (nothing listens at its address)."""
@@ -185,7 +190,7 @@ def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monke
     monkeypatch.setattr("sys.stdin", io.StringIO("/context\n/quit\n"))
     assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                  "--data-dir", data, "--context-tokens", "4096"]) == 0
-    assert "you> context: " in capsys.readouterr().out
+    assert "you> Context: " in capsys.readouterr().out
     with open_store(data) as store:
         assert store.list_chats() == []
     monkeypatch.setattr("sys.stdin", io.StringIO("/run echo kept\n"))  # a tool's output is something said
@@ -224,6 +229,7 @@ def test_a_stored_chat_continued_in_the_terminal_follows_its_own_summary_setting
         assert record.mode == "rule" and record.written_by == "rules"
 
 
+@pytest.mark.slow
 def test_the_terminal_chat_sends_summaries_to_the_summarizer_the_chat_names(server, monkeypatch, capsys, tmp_path):
     """Settings → Summarization's "Summaries written by: other" was skipped by the terminal chat, so chat text went
     to a model the user had not chosen for it."""
@@ -234,11 +240,14 @@ def test_the_terminal_chat_sends_summaries_to_the_summarizer_the_chat_names(serv
                                                  "summarizer_model": "summary-model", "summary_seconds": 60})
     summary = {"narrative": "Crates 0 to 12 of kiwis went to the Wellington depot, one pallet each.",
                "key_points": [], "decisions": [], "action_items": [], "unresolved_questions": [], "entities": []}
-    server.steps = [stream([delta(json.dumps(summary)), FINISH, "data: [DONE]"]),
+    # The summarizer's model sets no window of its own: its server's /models is asked once for it.
+    server.steps = [reply(200, json.dumps({"data": [{"id": "summary-model"}]})),
+                    stream([delta(json.dumps(summary)), FINISH, "data: [DONE]"]),
                     stream([delta("Pallet 3."), FINISH, "data: [DONE]"])]
     assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "chat-model",
                  "--data-dir", data, "--chat", chat_id, "Which pallet had crate 3?"]) == 0
-    assert [body["model"] for _, _, body in server.requests] == ["summary-model", "chat-model"]
+    assert [(path, body.get("model")) for _, path, body in server.requests] == [
+        ("/v1/models", None), ("/v1/chat/completions", "summary-model"), ("/v1/chat/completions", "chat-model")]
     with open_store(data) as store:
         [record] = store.load_records(chat_id)
         assert record.mode == "llm" and "summary-model" in record.written_by

@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from precis.core.storage.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,6 +70,7 @@ def kill(process: subprocess.Popen) -> None:
     process.wait()
 
 
+@pytest.mark.slow
 def test_kill_in_the_middle_of_a_summarization_leaves_the_state_before_it(tmp_path):
     process = start(SUMMARIZER_SCRIPT, tmp_path)
     lines = []
@@ -101,6 +103,7 @@ def test_kill_while_a_reply_streams_keeps_what_was_received_marked_incomplete(tm
         user, reply = store.load_messages(chat.id)
     assert user.content == "tell me a long story"
     assert reply.incomplete
-    # Every chunk reported saved is there, in order; at most one more was committed before the kill.
-    received = "".join(f"<{i}>" for i in range(last + 1))
-    assert reply.content in (received, received + f"<{last + 1}>")
+    # Every chunk reported saved is there, in order, whole; the writer may have saved more while this test read
+    # its reports (they wait in the pipe), never a part of one.
+    saved = reply.content.count("<")
+    assert saved > last and reply.content == "".join(f"<{i}>" for i in range(saved))
