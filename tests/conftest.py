@@ -31,25 +31,30 @@ CLAUDE_CODE_RAW = TRANSCRIPTS_DIR / "claudecode_session.raw.jsonl"
 
 
 # Where the interpreter and the installed packages live (a virtual environment may sit beside the clone, or borrow
-# another's packages): installed code, not data a test needs.
-INSTALLED = {Path(os.path.abspath(p)) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path) if p}
+# another's packages): installed code, not data a test needs. Plain string prefixes: the audit hook below sees every
+# file the process opens, each import included.
+BESIDE = os.path.join(os.path.dirname(str(REPOSITORY)), "")
+INSIDE = os.path.join(str(REPOSITORY), "")
+INSTALLED = tuple(os.path.join(root, "") for root in {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix,
+                                                                                    sys.exec_prefix, *sys.path) if p}
+                  if not os.path.join(root, "").startswith(INSIDE))
 
 
 def outside_the_repository(path) -> bool:
     """Whether a path lies beside the repository rather than in it: what a fresh clone, alone in its folder, lacks
     (the tests once read ../shared, and a clone without it failed 66 tests and silently lost 19 more)."""
     try:
-        absolute = Path(os.path.abspath(os.fsdecode(path)))
+        absolute = os.path.join(os.path.abspath(os.fsdecode(path)), "")
     except (TypeError, ValueError):
         return False
-    if absolute.parent == absolute or REPOSITORY.parent not in absolute.parents:
+    if not absolute.startswith(BESIDE) or absolute == BESIDE or absolute.startswith(INSIDE):
         return False
-    if any(root == absolute or root in absolute.parents for root in INSTALLED if REPOSITORY not in (root, *root.parents)):
+    if absolute.startswith(INSTALLED):
         return False
-    neighbour = absolute.relative_to(REPOSITORY.parent).parts[0]
+    neighbour = absolute[len(BESIDE):].split(os.sep, 1)[0]
     # Hidden folders beside a clone in a home folder are caches and settings (fontconfig's, pip's), and a clone in the
     # temporary folder has the tests' own temporary files beside it.
-    return neighbour != REPOSITORY.name and not neighbour.startswith((".", "tmp", "pytest-of-"))
+    return not neighbour.startswith((".", "tmp", "pytest-of-"))
 
 
 READS_OUTSIDE: list[str] = []
@@ -105,6 +110,7 @@ def pytest_configure(config):
         settings.load_profile("precis-slow")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="a long test: run with --slow")
     for item in items:

@@ -65,6 +65,7 @@ def test_core_imports_point_down_a_floor():
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_no_bare_core_or_gui_imports():
     offenders = []
     for folder in ("core", "gui", "tests", "benchmarks"):

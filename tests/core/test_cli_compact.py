@@ -11,6 +11,7 @@ from precis.core.storage.interchange import read_transcript
 from tests.conftest import CONVERSATIONS_DIR, TRANSCRIPTS_DIR
 
 
+@pytest.mark.slow
 def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(capsys):
     path = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
     assert main(["compact", str(path), "--context-tokens", "8192", "--json"]) == 0
@@ -121,6 +122,7 @@ def test_a_raw_claude_code_session_is_read_directly(capsys):
     assert out.startswith("646 messages replayed into a 8192-token window") and "None" not in out + err
 
 
+@pytest.mark.slow
 def test_a_message_larger_than_the_budget_is_reported_cut_with_its_tokens(tmp_path, capsys):
     paste = " ".join(f"line{i} status=200 took {i % 90} ms" for i in range(6000))
     path = tmp_path / "paste.jsonl"

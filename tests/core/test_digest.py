@@ -1,5 +1,6 @@
 """Conversation digests, session markers and the model's output hygiene."""
 
+import pytest
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
@@ -361,6 +362,7 @@ def test_the_mentioned_index_names_things_before_it_says_how_they_felt():
     assert mentioned(slang, "", 8, COUNT) == {"1 June, 2023": ["kayak"]}
 
 
+@pytest.mark.slow
 def test_a_merge_of_digests_leaves_the_room_of_the_next_and_the_chain_fills_its_share():
     """Folding the chain, the merged digest takes what the digest about to be written does not need: a long
     conversation's chain ends at its share, not a quarter below it, and never over it."""
@@ -409,6 +411,7 @@ def test_in_a_small_window_a_digest_fits_beside_the_messages_it_keeps():
     assert engine.usage().ratio <= 1 and engine.chain()
 
 
+@pytest.mark.slow
 def test_a_long_conversation_opened_in_a_small_window_keeps_its_recent_tail_verbatim():
     """Opening locomo_1 (438 messages) at 8k: the digest of the rest is expected above the target fill by itself,
     which is no reason to drop recent messages (the tail shrank to 2 of the 6 kept)."""

@@ -105,6 +105,7 @@ def test_token_counts_are_offline_cached_and_include_tool_arguments(monkeypatch)
     assert calls == ["hello world, again"]
 
 
+@pytest.mark.slow
 def test_counting_many_messages_on_threads_counts_each_as_one_at_a_time_and_replaces_their_stand_ins():
     """A long chat opened for the first time shows from stand-in counts (estimate_missing) while its messages are
     counted on several threads (count_messages): the counts are the ones counting each alone makes, the stand-ins go
@@ -749,6 +750,7 @@ def test_can_summarize_says_whether_summarize_now_has_anything_to_take():
         engine.summarize_now()
 
 
+@pytest.mark.slow
 def test_summarizing_after_one_summary_that_took_the_chains_whole_share_folds_it_rather_than_writing_a_marker():
     """The Claude Code session at 8k: opening it summarizes 627 messages into one summary that takes the chain's
     whole share (its cap is all the room there is). Summarize now then wrote '[15 earlier messages archived; no room

@@ -44,6 +44,7 @@ def read_only_store(tmp_path):
     store.close()
 
 
+@pytest.mark.slow
 def test_new_chat_rename_and_delete_in_a_read_only_store_say_why_and_change_nothing(qtbot, read_only_store,
                                                                                        make_window):
     store, chat_id = read_only_store
@@ -91,6 +92,7 @@ def test_sending_with_no_chat_open_in_a_read_only_store_keeps_the_text(qtbot, ma
         store.close()
 
 
+@pytest.mark.slow
 def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and_says_so(
         qtbot, make_window, tmp_path, monkeypatch):
     # SQLite's busy timeout is 30 s; shortened so that the lock outlasts it within the test. The lock itself is real.
@@ -130,6 +132,7 @@ def test_while_another_program_holds_the_write_lock_the_window_keeps_running_and
         store.close()
 
 
+@pytest.mark.slow
 def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot, make_window, store):
     kept = store.create_chat("Kept")
     doomed = store.create_chat("Doomed")
@@ -145,6 +148,7 @@ def test_a_deleted_chat_goes_once_the_store_has_it_and_undo_brings_it_back(qtbot
     assert sorted(c.title for c in store.list_chats()) == ["Doomed", "Kept"]
 
 
+@pytest.mark.slow
 def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot, make_window, store):
     started_in = store.create_chat("Build logs")
     other = store.create_chat("Recipes")
@@ -161,6 +165,7 @@ def test_a_tool_stopped_by_switching_chats_is_saved_to_the_chat_it_ran_in(qtbot,
     assert store.load_messages(other) == [] and window.chat.snapshot.messages == []
 
 
+@pytest.mark.slow
 def test_files_dropped_twice_with_no_chat_open_go_to_one_new_chat(qtbot, make_window, store, tmp_path):
     notes, plan = tmp_path / "notes.txt", tmp_path / "plan.txt"
     notes.write_text("alpha\n")

@@ -67,6 +67,7 @@ def test_screenshot_of_a_chat_that_does_not_exist_is_bad_input(qapp, tmp_path, c
     assert not (tmp_path / "x.png").exists()
 
 
+@pytest.mark.slow
 def test_the_window_opens_on_a_relative_precis_home(qapp, tmp_path, monkeypatch, capsys):
     """A relative PRECIS_HOME (`path.as_uri()` refused it) opens the window: rendered here to a picture."""
     monkeypatch.chdir(tmp_path)
@@ -84,6 +85,7 @@ def store_rows(path) -> dict[str, list[tuple]]:
         return {table: sorted(conn.execute(f"SELECT * FROM '{table}'").fetchall(), key=repr) for table in tables}
 
 
+@pytest.mark.slow
 def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_window, tmp_path):
     """A chat past its trigger is summarized when opened: the picture shows that, and the store is not changed."""
     messages = [Message(role="user" if i % 2 == 0 else "assistant",
@@ -105,6 +107,7 @@ def test_a_screenshot_leaves_the_chats_as_they_were(qapp, qtbot, store, make_win
     assert store_rows(store.path)["summary"]
 
 
+@pytest.mark.slow
 def test_a_screenshot_that_cannot_be_written_is_refused_before_drawing_and_a_size_too_small_is_told(
         qapp, tmp_path, capsys):
     """'/no/such/folder/x.png' was drawn and then 'could not write' with no reason (exit 1); an empty name made Qt
@@ -120,6 +123,7 @@ def test_a_screenshot_that_cannot_be_written_is_refused_before_drawing_and_a_siz
     assert width > 400 and "the window cannot be 400x300" in err and f"the picture is {width}x" in err
 
 
+@pytest.mark.slow
 def test_the_window_without_a_display_says_so_instead_of_aborting(tmp_path, capsys, monkeypatch):
     """On a machine with no display Qt aborted the process (exit 134, 'no Qt platform plugin could be
     initialized', which reads as a broken install)."""
@@ -131,6 +135,7 @@ def test_the_window_without_a_display_says_so_instead_of_aborting(tmp_path, caps
     assert "there is no display to show the window on" in err and "precis screenshot draws the window" in err
 
 
+@pytest.mark.slow
 def test_a_screenshot_says_nothing_on_standard_error_when_all_went_well(tmp_path):
     """Qt's offscreen platform printed 'This plugin does not support propagateSizeHints()' twice with every picture,
     which reads as something having gone wrong."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import QTimer
@@ -24,6 +25,7 @@ def shown(window) -> tuple[int, int, str] | None:
             window.composer.token_count.objectName())
 
 
+@pytest.mark.slow
 def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.interchange import read_interchange_chat
 from PySide6.QtWidgets import QFileDialog
@@ -32,6 +33,7 @@ def export_through_the_dialog(qtbot, window, path: Path, name_filter: str) -> No
     dialog.accept()
 
 
+@pytest.mark.slow
 def test_export_writes_markdown_and_jsonl_with_the_summary_chain(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = summarized_chat(qtbot, window, store)
@@ -60,6 +62,7 @@ def test_export_writes_markdown_and_jsonl_with_the_summary_chain(qtbot, make_win
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".part")]  # no temporary file left behind
 
 
+@pytest.mark.slow
 def test_an_export_that_cannot_be_written_says_why_and_leaves_no_file(qtbot, make_window, store, tmp_path):
     window = make_window()
     summarized_chat(qtbot, window, store)

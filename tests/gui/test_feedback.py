@@ -70,6 +70,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     assert window.statusBar().currentMessage() == ""  # nor is the other chat's edit said here
 
 
+@pytest.mark.slow
 def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
@@ -118,6 +119,7 @@ def test_slash_commands_complete_never_linger_and_give_feedback(qtbot, make_wind
     assert window.statusBar().currentMessage().startswith("Unpinned:")
 
 
+@pytest.mark.slow
 def test_the_status_bar_stops_saying_work_runs_once_the_chats_work_is_done(qtbot, make_window, store):
     """A change picked up from the store while a reply runs (the reply's own messages are one) queues a quiet look
     behind it: the reply's "Write the reply…" and its progress bar still go when both are done."""
@@ -134,6 +136,7 @@ def test_the_status_bar_stops_saying_work_runs_once_the_chats_work_is_done(qtbot
     assert window.statusBar().currentMessage() == ""
 
 
+@pytest.mark.slow
 def test_deleting_the_open_chat_says_so_beside_its_undo_after_the_next_chat_opens(qtbot, make_window, store):
     """Deleting the open chat opens the next one; the work of opening it replaced "Chat deleted." and, done, cleared
     the line: an "Undo delete" button was left with nothing saying what had happened."""

@@ -60,6 +60,7 @@ def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, ma
     assert stored[1].content and stored[1].incomplete  # stopped: what arrived is kept, marked as cut
 
 
+@pytest.mark.slow
 def test_a_new_chat_keeps_its_placeholder_title_until_a_message_of_the_user(qtbot, make_window, store, tmp_path):
     window = make_window()
     window.new_chat()
@@ -164,6 +165,7 @@ def plain_text(html: str) -> str:
     """What a tooltip shows: error text is escaped into rich text (spaces kept as non-breaking ones)."""
     return QTextDocumentFragment.fromHtml(html).toPlainText().replace("\xa0", " ").replace("\u2028", "\n")
 
+@pytest.mark.slow
 def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(qtbot, make_window, store,
                                                                               monkeypatch):
     # Fault injection: the model file is gone (a real installation cannot lose it on demand).
@@ -200,6 +202,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     assert len(window.statusBar().currentMessage()) <= 200
 
 
+@pytest.mark.slow
 def test_long_errors_are_cut_to_one_line_with_the_whole_text_in_the_tooltip(qtbot, make_window):
     window = make_window()
     error = "could not parse the file: " + "x" * 500 + "\nTraceback line two"

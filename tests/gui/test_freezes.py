@@ -56,6 +56,7 @@ def test_switching_and_closing_while_a_model_summary_runs_never_blocks_and_the_s
     assert record.status == "active"
 
 
+@pytest.mark.slow
 def test_a_busy_worker_hands_the_interpreter_lock_to_the_window_quickly_and_full_collections_skip_the_app():
     """What made the window stall while a summary ran on a worker: the window's thread waited Python's 5 ms switch
     interval for the lock each time it took it back (many times per event), and the cyclic garbage collector's full

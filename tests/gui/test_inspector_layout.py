@@ -32,6 +32,7 @@ def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
     return window
 
 
+@pytest.mark.slow
 def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window, store):
     window = open_summarized_chat(qtbot, make_window, store, 1000, 700)
     qtbot.waitUntil(lambda: window.size().width() == 1000 and window.size().height() == 700)
@@ -67,6 +68,7 @@ def mark_drawn(gauge, ratio: float, colour: str) -> bool:
                for c in (image.pixelColor(column, row) for column in (x - 1, x) for row in range(1, 5)))
 
 
+@pytest.mark.slow
 def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what_each_line_is(qtbot, make_window,
                                                                                               store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "target_ratio": 0.3, "trigger_ratio": 0.9})
@@ -82,6 +84,7 @@ def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what
     assert "the target: a summary takes the oldest messages needed to bring usage down to it" in gauge.toolTip()
 
 
+@pytest.mark.slow
 def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(qtbot, make_window, store):
     window = open_summarized_chat(qtbot, make_window, store, 1920, 1080)
     chain = window.inspector.chain
@@ -90,6 +93,7 @@ def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(
     assert widths <= chain.viewport().width() and chain.horizontalScrollBar().maximum() == 0
 
 
+@pytest.mark.slow
 def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
@@ -117,6 +121,7 @@ def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(q
             assert not cut_off(label), f"cut off at 1000×700: {label.text()!r}"
 
 
+@pytest.mark.slow
 def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_recalled_messages(qtbot, make_window,
                                                                                                 store):
     """At 1400×900, with what the last message recalled and the notice of a summary made on opening, the row of
@@ -135,6 +140,7 @@ def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_re
         qtbot.waitUntil(lambda b=button: b.visibleRegion().boundingRect().height() == b.height())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width, height", [(1000, 700), (1500, 950)])
 def test_the_summary_chain_is_in_view_beside_the_buttons_without_scrolling(qtbot, make_window, store, width, height):
     """A chat summarized on opening, its notice and result card shown: the chain's newest summary and the

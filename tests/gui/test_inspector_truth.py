@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
+import pytest
 from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
 from precis.gui.inspector import CHAIN_COLUMNS
@@ -42,6 +43,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
     assert newest.text not in inspector.summary_text.toPlainText()
 
 
+@pytest.mark.slow
 def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
@@ -56,6 +58,7 @@ def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, stor
     assert live.status != "active" and shown.status == "active"
 
 
+@pytest.mark.slow
 def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
@@ -89,6 +92,7 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     assert archived.currentIndex().row() == archived.conversation.row_of(fact.id)
 
 
+@pytest.mark.slow
 def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_window, store):
     # A scripted model: its narrative is the markup the embedded model once wrote for LoCoMo ("#1", "<br>"), which a
     # real model does not write on demand.
@@ -112,6 +116,7 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     assert card.data(Qt.ItemDataRole.ToolTipRole) == why
 
 
+@pytest.mark.slow
 def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4, "recall_ratio": 0.05})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
@@ -135,6 +140,7 @@ def test_recall_follows_the_global_setting_and_a_chats_own_switch(qtbot, make_wi
     assert window.inspector.recalled_box.isHidden()
 
 
+@pytest.mark.slow
 def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_window, store, capsys):
     """Opening the raw Claude Code session folds its imported compaction (404 messages) to make room for the next
     summary. The fold's row said 'SUMMARY · depth 1 · 0 messages' and `precis history` '0 messages → 1 summary':
@@ -182,6 +188,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     assert f"fold of 1 summary ({folded}), written by rules" in line
 
 
+@pytest.mark.slow
 def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, make_window, store):
     """After a reply the gauge (the next prompt: nothing recalled yet) read 'Recalled 0' beside 'Recalled for your
     last message: 13'; each now says which prompt it describes. A scripted reply: the recall is the app's own."""

@@ -32,6 +32,7 @@ def system_theme_after():
     theme.choose("system")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("choice", ["light", "dark"])
 def test_each_theme_keeps_text_readable_on_bubbles_menus_and_the_summary_tab(qtbot, make_window, store, choice):
     window = make_window()
@@ -51,6 +52,7 @@ def test_each_theme_keeps_text_readable_on_bubbles_menus_and_the_summary_tab(qtb
     assert contrast(palette.muted, palette.window) >= 4.5 and contrast(palette.error_text, palette.surface) >= 4.5
 
 
+@pytest.mark.slow
 def test_the_theme_choice_is_saved_and_restored(qtbot, make_window, store):
     window = make_window()
     window.theme_actions["dark"].trigger()
@@ -72,6 +74,7 @@ def test_at_1000_by_700_the_chat_gets_the_most_width_and_the_inspector_folds_awa
     qtbot.waitUntil(lambda: window.splitter.sizes()[1] >= 700)
 
 
+@pytest.mark.slow
 def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_its_copy_chip(
         qtbot, make_window, store):
     from precis.core.model.messages import Message

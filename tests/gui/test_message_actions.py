@@ -3,6 +3,7 @@ mouse or the keyboard (Menu key); Ctrl+C copies. Real window, real SQLite file."
 
 from __future__ import annotations
 
+import pytest
 from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
@@ -98,6 +99,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     assert window.chat.snapshot.chain[0].covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
 
 
+@pytest.mark.slow
 def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
@@ -110,6 +112,7 @@ def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store
     assert all(archive.row_actions(n) == ["copy"] for n in range(archive.conversation.rowCount()))
 
 
+@pytest.mark.slow
 def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot, make_window, store):
     chat_id = store.import_chat("Fruit", dialogue(4, "Fruit talk, line"))
     reply = store.load_messages(chat_id)[-1]
@@ -132,6 +135,7 @@ def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot,
     assert window.chat.session.engine.assemble().messages[-1].content == "Fruit talk, line 3."
 
 
+@pytest.mark.slow
 def test_an_older_regenerated_reply_shows_its_count_but_does_not_switch(qtbot, make_window, store):
     chat_id = store.import_chat("Fruit", dialogue(6, "Fruit talk, line"))
     older = store.load_messages(chat_id)[1]

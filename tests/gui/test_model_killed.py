@@ -17,6 +17,7 @@ from tests.timing import WAIT_MS
 pytestmark = pytest.mark.model
 
 
+@pytest.mark.slow
 def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_restarts_it(
         qtbot, make_window, store, local_provider):
     pid = local_provider.load().pid

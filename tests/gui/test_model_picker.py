@@ -82,6 +82,7 @@ def ok(qtbot, dialog) -> None:
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
 
 
+@pytest.mark.slow
 def test_the_page_shows_at_once_and_fills_in_with_the_gguf_files_and_ollama_models_found(
         qtbot, make_window, models_home, stand_in_ollama, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", stand_in_ollama.url)
@@ -116,6 +117,7 @@ def test_the_page_shows_at_once_and_fills_in_with_the_gguf_files_and_ollama_mode
     assert dialog.provider_choice().model_path == ""
 
 
+@pytest.mark.slow
 def test_without_an_ollama_server_no_ollama_models_are_shown(qtbot, make_window, models_home):
     window = make_window()
     picker = open_settings_listed(qtbot, window).model_picker
@@ -123,6 +125,7 @@ def test_without_an_ollama_server_no_ollama_models_are_shown(qtbot, make_window,
     assert "Ollama" not in picker.status.text() and "Found 1 GGUF file" in picker.status.text()
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_a_model_is_refused_in_the_dialog_naming_it(qtbot, make_window, models_home, tmp_path):
     junk = tmp_path / "x.gguf"
     junk.write_bytes(b"this is not a model" * 100)

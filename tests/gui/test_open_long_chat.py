@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from precis.core.chat.session import FIRST_ROWS
 from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
@@ -15,6 +16,7 @@ def keys(rows) -> tuple[list[str], set[str]]:
     return [r.key for r in rows if r.message is not None], {r.key for r in rows if r.record is not None}
 
 
+@pytest.mark.slow
 def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     history = dialogue(600, "Notes on the kickboxing gym's timetable, item")
@@ -47,6 +49,7 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
         full_messages, full_summaries), timeout=WAIT_MS)
 
 
+@pytest.mark.slow
 def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, make_window, store):
     """The window holds its own copy of each summary record (the engine goes on changing its status, retention, ...),
     taken on every snapshot; the list of the messages it covers, which never changes and has an entry per message
@@ -63,6 +66,7 @@ def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, 
         assert shown.covered is own.covered and len(own.covered) > 100
 
 
+@pytest.mark.slow
 def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_from_leaves_nothing_in_memory(
         qtbot, make_window, store):
     """While a chat is open its messages are out of the cyclic collector's full passes (which walked them all and
@@ -91,6 +95,7 @@ def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_fr
     assert not [o for o in gc.get_objects() if isinstance(o, Message) and o.id in ids and id(o) not in ours]
 
 
+@pytest.mark.slow
 def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows_the_counts(qtbot, make_window,
                                                                                              store):
     """Opening a long chat for the first time counted every message before showing more than its last rows (60 s at
@@ -124,6 +129,7 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
     assert store.token_counts(chat_id, counter.name).keys() == {m.id for m in history}  # saved for next time
 
 
+@pytest.mark.slow
 def test_an_opening_cut_short_keeps_the_counts_made_and_the_next_one_counts_only_the_rest(store, monkeypatch):
     """Counts are saved a batch at a time, so switching away from a chat while it is counted does not lose them."""
     from precis.core.chat import session as session_module

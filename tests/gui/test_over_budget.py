@@ -3,6 +3,7 @@ does and what to do; ignored instructions and a summary that saves almost nothin
 
 from __future__ import annotations
 
+import pytest
 from precis.core.model.records import SummaryRecord, SummaryResult
 from precis.core.providers.base import ProviderError
 from precis.core.settings import SUMMARIZATION_KEY
@@ -25,6 +26,7 @@ def long_dialogue(store, n: int, window: int) -> str:
     return chat_id
 
 
+@pytest.mark.slow
 def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
     chat_id = long_dialogue(store, 40, window=1024)
@@ -47,6 +49,7 @@ def test_over_the_budget_the_inspector_says_what_is_sent_cut_next_and_what_to_do
     assert not note.isVisible()
 
 
+@pytest.mark.slow
 def test_instructions_the_summarizer_could_not_follow_are_reported(qtbot, make_window, store):
     # Fault injected: the model fails, so the summary falls back to the rules, which cannot follow instructions.
     store.set_setting(SUMMARIZATION_KEY, {"mode": "llm", "keep_recent": 4})
@@ -64,6 +67,7 @@ def test_instructions_the_summarizer_could_not_follow_are_reported(qtbot, make_w
     assert "Your instructions could not be followed: the rules summarized instead" in card
 
 
+@pytest.mark.slow
 def test_a_summary_that_saves_almost_nothing_is_not_shown_as_a_success(qtbot, make_window):
     window = make_window()
     # The case: 31 of 1,752 tokens saved.

@@ -24,6 +24,7 @@ def provider_dialog(make_window, base_url: str, model: str = "smollm2"):
     return dialog
 
 
+@pytest.mark.slow
 def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
     dialog = make_window().open_settings()
     fields = setting_fields(ProviderChoice)

@@ -10,6 +10,7 @@ from precis.core.cli.main import main
 pytestmark = pytest.mark.model
 
 
+@pytest.mark.slow
 def test_one_message_streams_the_reply_to_stdout(capsys, local_provider):
     assert main(["chat", "--max-tokens", "12", "--temperature", "0", "Name a fruit."]) == 0
     out = capsys.readouterr().out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from precis.core.cli.chat import TurnOptions, terminal_chat
 from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
@@ -31,6 +32,7 @@ def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_p
         assert [m.role for m in store.load_messages(chat.id)] == ["assistant", "tool"]
 
 
+@pytest.mark.slow
 def test_pin_history_and_unpin_in_the_terminal_chat_do_what_help_says(tmp_path):
     """/help says '/pin  pin the selected (or last) message' and '/history  list the summaries, then the recent
     messages'; the terminal chat answered '/pin works in the window only' and listed the summaries alone."""

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.model
 PROMPT = [Message("user", "Write a long story about a lighthouse keeper.")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSEGV])
 def test_killing_the_model_mid_reply_keeps_the_partial_reply_and_names_the_signal(local_provider, sig):
     pid = local_provider.load().pid
@@ -36,6 +37,7 @@ def test_killing_the_model_mid_reply_keeps_the_partial_reply_and_names_the_signa
     assert local_provider.process.pid not in (None, pid)
 
 
+@pytest.mark.slow
 def test_cancel_stops_the_reply_and_the_next_one_is_its_own(local_provider):
     cancel = CancelToken()
     with pytest.raises(Cancelled) as cancelled:
@@ -69,6 +71,7 @@ class KillOnFirstWrite(io.StringIO):
         return super().write(text)
 
 
+@pytest.mark.slow
 def test_precis_chat_reports_the_killed_model_and_the_next_chat_restarts_it(capsys, monkeypatch, local_provider):
     out = KillOnFirstWrite(local_provider.load().pid)
     monkeypatch.setattr("sys.stdout", out)

@@ -135,6 +135,7 @@ def test_context_error_from_server_is_context_length_exceeded(server):
         complete(make(server), HELLO)
 
 
+@pytest.mark.slow
 def test_no_key_appears_in_any_error(server):
     server.steps = [reply(code, json.dumps({"error": {"message": f"bad {SECRET}"}})) for code in (400, 403, 404)]
     server.steps += [reply(500, SECRET)] * 4 + [stream([f"data: {SECRET}"])]

@@ -44,6 +44,7 @@ def test_cancel_mid_stream_closes_and_keeps_partial_text(provider):
     assert complete(provider, [Message("user", "Hi")], max_tokens=4).text
 
 
+@pytest.mark.slow
 def test_prompt_over_the_window_raises_context_length_exceeded(provider):
     with pytest.raises(ContextLengthExceeded) as caught:
         list(provider.stream_chat([Message("user", "hello " * 9000)], max_tokens=8))

@@ -44,6 +44,7 @@ def test_compact_hybrid_on_a_shared_transcript_writes_records_from_the_model(cap
     assert result["stats"]["context_tokens"] <= result["stats"]["budget"]
 
 
+@pytest.mark.slow
 def test_llm_summary_from_the_local_model_is_schema_valid(local_provider):
     summarizer = LLMSummarizer(local_provider, deadline_seconds=600)  # the model's answer, however busy the machine
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="llm"),
@@ -73,6 +74,7 @@ def test_calibration_from_real_usage_brings_the_estimate_within_five_percent(loc
     assert after < before, "calibration should have moved the estimate toward the model's count"
 
 
+@pytest.mark.slow
 def test_a_summary_past_its_deadline_is_cancelled_and_the_rules_write_it_saying_why(local_provider):
     """The documents' target is under 10 s a summary: at the deadline generation stops and the rules take over."""
     messages = read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:30]

@@ -19,6 +19,7 @@ def shared_messages():
     return [message for path in paths for message in read_transcript(path)]
 
 
+@pytest.mark.slow
 def test_the_vocabulary_loads_without_the_weights():
     lib = vocabulary.llama_library()
     lines: list[str] = []
@@ -45,6 +46,7 @@ def test_a_special_token_spelled_in_a_message_counts_as_text_but_frames_the_prom
     assert vocab.tokenize("<|im_end|>", special=True) == [2]
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_shared_messages_count_as_the_model_server_tokenizes_them(llama_server):
     vocab = load_vocabulary(find_model_path())
@@ -65,6 +67,7 @@ def test_shared_messages_count_as_the_model_server_tokenizes_them(llama_server):
     assert differing == []
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_the_prompt_is_framed_as_llama_cpps_own_template_engine_frames_it(llama_server):
     vocab = load_vocabulary(find_model_path())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from precis.core.context.recall import RecallIndex
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
@@ -18,6 +19,7 @@ def chat_with_history(store, n=40):
     return chat_id
 
 
+@pytest.mark.slow
 def test_settings_and_global_policy_shape_the_engine(tmp_path):
     with open_store(tmp_path) as store:
         chat_id = chat_with_history(store)
@@ -27,6 +29,7 @@ def test_settings_and_global_policy_shape_the_engine(tmp_path):
     assert engine.policy.keep_recent == 4 and engine.policy.trigger_ratio == 0.9
 
 
+@pytest.mark.slow
 def test_reopening_a_chat_tokenizes_no_old_message(tmp_path, monkeypatch):
     with open_store(tmp_path) as store:
         chat_id = chat_with_history(store)
@@ -54,6 +57,7 @@ def model_tokenizer_counter(calls: list[str]) -> TokenCounter:
     return TokenCounter(exact=counting, exact_name=provider.tokenizer_name())
 
 
+@pytest.mark.slow
 def test_reopening_a_chat_with_the_models_tokenizer_tokenizes_no_old_message(tmp_path):
     """Opening a long chat in the window counts with the model's tokenizer: the second opening must not count again."""
     with open_store(tmp_path) as store:
@@ -69,6 +73,7 @@ def test_reopening_a_chat_with_the_models_tokenizer_tokenizes_no_old_message(tmp
     assert not [t for t in second_calls if t.startswith("message ")], "the saved exact counts should have been used"
 
 
+@pytest.mark.slow
 def test_counts_saved_by_another_tokenizer_are_not_used_and_are_replaced(tmp_path):
     with open_store(tmp_path) as store:
         chat_id = chat_with_history(store)
@@ -92,6 +97,7 @@ def test_counts_saved_by_another_tokenizer_are_not_used_and_are_replaced(tmp_pat
         assert len([t for t in tokenized if t.startswith("message ")]) == 40
 
 
+@pytest.mark.slow
 def test_saving_counts_reads_the_stored_counts_once_however_long_the_chat(tmp_path, monkeypatch):
     """Reading the stored counts once per message made `precis context` quadratic (18 s at 10,000 messages)."""
     with open_store(tmp_path) as store:
@@ -106,6 +112,7 @@ def test_saving_counts_reads_the_stored_counts_once_however_long_the_chat(tmp_pa
         assert len(original(chat_id, engine.counter.name)) == 60
 
 
+@pytest.mark.slow
 def test_recall_searches_the_stores_index_of_this_chats_archived_messages(tmp_path):
     """The engine of a stored chat recalls through SQLite FTS5 (BM25), never another chat's or a visible message."""
     with open_store(tmp_path) as store:
@@ -131,6 +138,7 @@ def test_recall_searches_the_stores_index_of_this_chats_archived_messages(tmp_pa
         assert store.search_archived(chat_id, "greyhound? \"OR\" NEAR(") == [fact.id]
 
 
+@pytest.mark.slow
 def test_the_stores_index_and_the_in_memory_one_recall_the_same_messages(tmp_path):
     """Both recall paths stem words the same way (FTS5's porter tokenizer; core/context/porter.py in memory): a
     question meets "Researching adoption agencies" through "research", in a stored chat and in `precis compact`."""
@@ -152,6 +160,7 @@ def test_the_stores_index_and_the_in_memory_one_recall_the_same_messages(tmp_pat
         assert store.search_archived(chat_id, "What did Caroline research?", 1) == [messages[0].id]
 
 
+@pytest.mark.slow
 def test_the_in_memory_index_weighs_words_as_fts5s_bm25_does(tmp_path):
     """A word in half the messages weighs next to nothing in memory as in the store (FTS5's idf): with "pottery" in
     four messages of eight, the short "race cat paint" comes before the longer message with both words."""
@@ -169,6 +178,7 @@ def test_the_in_memory_index_weighs_words_as_fts5s_bm25_does(tmp_path):
     assert stored[:2] == [messages[0].id, messages[3].id]
 
 
+@pytest.mark.slow
 def test_claude_codes_own_compaction_keeps_its_text_when_opening_the_session_folds_it(tmp_path):
     """The raw Claude Code session imports with Claude Code's compaction as its one summary (4,120 tokens, text only:
     no points or facts of ours). Opened at 8k it overflows; that summary takes the chain's whole share, so it is

@@ -7,6 +7,7 @@ import os
 import re
 import stat
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.storage.store import open_store
 
@@ -50,6 +51,7 @@ def test_import_chats_export_search_and_context(tmp_path, capsys):
     assert len(kinds) == 5 and sum(int(n.replace(",", "")) for _, n in kinds) == total
 
 
+@pytest.mark.slow
 def test_errors_are_clear_and_nothing_is_imported(tmp_path, capsys):
     data = str(tmp_path / "data")
     bad = tmp_path / "bad.jsonl"
@@ -88,6 +90,7 @@ def test_data_dir_defaults_to_precis_home(isolated_home, capsys):
     assert (isolated_home / "precis.db").exists()
 
 
+@pytest.mark.slow
 def test_data_dir_works_before_and_after_the_command(tmp_path, capsys):
     first, second = str(tmp_path / "first"), str(tmp_path / "second")
     code, out, _ = run(capsys, "import", str(TRANSCRIPTS[0]), "--title", "here", "--data-dir", first)
@@ -121,6 +124,7 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
         assert code == 2 and f"Invalid value for '{option}': {value} is not in the range x>={least}" in err, err
 
 
+@pytest.mark.slow
 def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp_path, capsys):
     data = str(tmp_path / "data")
     source = tmp_path / "k.jsonl"
@@ -135,6 +139,7 @@ def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp
     assert code == 2 and "no message m-missing" in err and "Traceback" not in err
 
 
+@pytest.mark.slow
 def test_a_title_two_chats_share_is_refused_naming_both_and_an_empty_name_is_no_chat(tmp_path, capsys):
     """'sweagent_1' imported twice said "matches 2 chats; give more of the id" without the ids to choose from, and
     an empty name "'' matches 3 chats"."""
@@ -150,6 +155,7 @@ def test_a_title_two_chats_share_is_refused_naming_both_and_an_empty_name_is_no_
     assert code == 2 and "no chat given" in err and "matches" not in err
 
 
+@pytest.mark.slow
 def test_json_nested_too_deep_is_a_clear_error_naming_file_and_line(tmp_path, capsys):
     data = str(tmp_path / "data")
     deep = "[" * 100_000 + "]" * 100_000

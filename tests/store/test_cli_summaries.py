@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from precis.core.model.records import CoveredMessage, SummaryRecord
@@ -123,6 +124,7 @@ def test_claude_codes_own_compaction_says_its_size(tmp_path, capsys):
     assert "llm, written by Claude Code, claude-code compaction (manual), 4,120 tokens long" in line
 
 
+@pytest.mark.slow
 def test_undoing_a_fold_says_its_summary_is_back_not_that_no_message_was(tmp_path, capsys):
     """A fold archives no message itself: undoing one said 'undid the summary of 0 messages'."""
     data = tmp_path / "data"
@@ -140,6 +142,7 @@ def test_undoing_a_fold_says_its_summary_is_back_not_that_no_message_was(tmp_pat
         assert compaction.written_by == "Claude Code"
 
 
+@pytest.mark.slow
 def test_summarize_up_to_a_message_numbered_as_history_numbers_them(tmp_path, capsys):
     """--up-to took only an id, which a user finds only by exporting the chat; `precis history` shows numbers."""
     data = tmp_path / "data"

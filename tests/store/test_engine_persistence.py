@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.model.messages import Message
 from precis.core.settings import SummarizationPolicy
@@ -39,6 +40,7 @@ def play(tmp_path):
     return store, chat, engine, events
 
 
+@pytest.mark.slow
 def test_summaries_and_merges_made_live_are_restored_identically(tmp_path):
     store, chat, engine, events = play(tmp_path)
     assert "summarized" in events and "merged" in events
@@ -77,6 +79,7 @@ def disk_full_now(dbapi_conn, _record):
     dbapi_conn.execute(f"PRAGMA max_page_count = {dbapi_conn.execute('PRAGMA page_count').fetchone()[0]}")
 
 
+@pytest.mark.slow
 def test_a_failed_save_is_reported_not_swallowed(tmp_path):
     """A full disk is injected with SQLite's max_page_count (the same SQLITE_FULL error)."""
     store, chat, engine, errors = attached(tmp_path)

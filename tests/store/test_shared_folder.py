@@ -61,6 +61,7 @@ def release(holder: subprocess.Popen) -> None:
     holder.stdin.flush()
 
 
+@pytest.mark.slow
 def test_commands_run_while_another_process_holds_the_store(tmp_path):
     data = tmp_path / "data"
     with open_store(data) as store:
@@ -88,6 +89,7 @@ def test_commands_run_while_another_process_holds_the_store(tmp_path):
         holder.wait()
 
 
+@pytest.mark.slow
 def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(tmp_path):
     data = tmp_path / "data"
     with open_store(data) as store:
@@ -119,6 +121,7 @@ def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
     assert time.monotonic() - started > 1.0  # it waited for the other writer rather than failing
 
 
+@pytest.mark.slow
 def test_reading_commands_are_not_held_up_by_a_writer(tmp_path):
     """Another process is in the middle of a write (a long import, the window saving a summary) for as long as the
     commands run: every reading command answers, `context` too (its token-count cache is skipped, not waited for)."""
@@ -150,6 +153,7 @@ def test_a_writer_kept_waiting_past_the_busy_timeout_is_told_which_file_is_busy(
         assert store.list_chats() == []
 
 
+@pytest.mark.slow
 def test_five_concurrent_imports_all_succeed(tmp_path):
     data = tmp_path / "data"
     source = TRANSCRIPTS[0]
@@ -190,6 +194,7 @@ def read_only_run(folder: Path, *argv: str) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.slow
 def test_reading_commands_work_on_a_read_only_folder(tmp_path):
     data = tmp_path / "data"
     imported = precis("--data-dir", str(data), "import", str(small_chat(tmp_path / "k.jsonl")))
@@ -210,6 +215,7 @@ def test_reading_commands_work_on_a_read_only_folder(tmp_path):
     assert "k.jsonl" not in result.stderr
 
 
+@pytest.mark.slow
 def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path):
     """The summary is made, but it cannot be saved: the command says so and fails (it printed success before)."""
     data = tmp_path / "data"
@@ -224,6 +230,7 @@ def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path
         assert len(store.load_records(chat_id)) == 1  # only the summary made while it was writable
 
 
+@pytest.mark.slow
 def test_a_read_only_folder_shows_what_is_still_in_the_wal(tmp_path):
     """A window that crashed (or is open on another machine's mount) leaves committed chats in precis.db-wal."""
     data = tmp_path / "data"
@@ -240,6 +247,7 @@ def test_a_read_only_folder_shows_what_is_still_in_the_wal(tmp_path):
     assert "only in the wal" in result.stdout and "checkpointed" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_new_store_in_a_read_only_folder_names_the_lock_file(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -268,6 +276,7 @@ def test_a_damaged_database_is_copied_aside_once(tmp_path):
     assert str(copies[0]) in str(info.value)
 
 
+@pytest.mark.slow
 def test_a_full_disk_during_the_copy_leaves_no_partial_file(tmp_path):
     """A real full disk: the damaged file sits on a tmpfs (in a mount namespace) with room for less than a copy."""
     if shutil.which("unshare") is None:

@@ -126,6 +126,7 @@ def test_database_from_a_newer_precis_is_refused_and_left_untouched(tmp_path):
         open_store(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["garbage", "zeroed page"])
 def test_corrupt_database_is_copied_aside_before_the_error(tmp_path, damage):
     db = tmp_path / DB_NAME
@@ -252,6 +253,7 @@ def test_settings_never_hold_secrets_and_policy_overrides_are_validated(tmp_path
     assert b"sk-123" not in (tmp_path / DB_NAME).read_bytes()
 
 
+@pytest.mark.slow
 def test_messages_round_trip_with_tools_flags_and_huge_content(tmp_path):
     big = "y" * 10_000_000
     messages = [

@@ -4,6 +4,7 @@ of the same messages or an undo counted twice."""
 
 from __future__ import annotations
 
+import pytest
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.settings import SummarizationPolicy
@@ -56,6 +57,7 @@ def test_a_second_summary_of_the_same_messages_made_meanwhile_is_refused(tmp_pat
     assert [r.id for r in again.chain()] == [made.id]
 
 
+@pytest.mark.slow
 def test_an_undo_made_twice_at_once_is_saved_once_and_the_second_is_refused(tmp_path):
     chat = imported(tmp_path)
     with open_store(tmp_path) as store:
