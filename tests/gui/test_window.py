@@ -101,6 +101,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert store.archived_by(chat_id) == {}
 
 
+@pytest.mark.slow
 def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_home):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)
@@ -137,6 +138,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
         reopened.close()
 
 
+@pytest.mark.slow
 def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_window, store):
     window = make_window()
     open_new_chat(qtbot, window, store)
@@ -185,6 +187,7 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
 
 @pytest.mark.parametrize("transcript", [p for p in TRANSCRIPTS if p.name == "claudecode_session.jsonl"],
                          ids=lambda p: p.name)
+@pytest.mark.slow
 def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_window, store, transcript):
     store.set_setting("summarization", {"enabled": False})  # the whole chat stays in the flow, to scroll
     window = make_window()
@@ -230,6 +233,7 @@ def test_importing_a_file_that_cannot_be_read_says_so_in_words(qtbot, make_windo
         assert failures.pop() == f"cannot read {path}: {why}"
 
 
+@pytest.mark.slow
 def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store, run_timeout=1)
@@ -309,6 +313,7 @@ def test_counts_are_exact_with_the_local_model_and_estimated_otherwise(qtbot, ma
     assert not scripted.chat.snapshot.usage.exact and scripted.inspector.exact_label.text() == "estimated"
 
 
+@pytest.mark.slow
 def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot, make_window, store, isolated_home):
     window = make_window(ScriptedProvider())
     chat_id = open_new_chat(qtbot, window, store)
@@ -391,6 +396,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     assert len(store.load_records(chat_id)) == 1
 
 
+@pytest.mark.slow
 def test_the_menus_and_shortcuts_are_the_command_registry(qtbot, make_window):
     window = make_window()
     assert set(window.handlers) == set(commands.REGISTRY)
