@@ -149,31 +149,37 @@ class Summarization:
             earliest = min(earliest, call_at.get(cut, cut))
         return [m for m in conversation[:cut] if not m.pinned]
 
-    def chain_room(self, leaving: int = 0) -> int:
+    def chain_room(self, leaving: int = 0, talk: bool | None = None) -> int:
         """Tokens the summaries may still take together, if the oldest `leaving` summaries of the chain were folded
         away: the chain's share of the budget, and never more than half the room that the system prompt and pinned
         messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing).
-        Where the summaries are conversation digests, the conversation's share, of that room too when it is more
-        than half (its tail is short messages, not tool outputs that must fit whole)."""
+        Where the summaries are conversation digests (`talk`, by default is_talk()), the conversation's share, of
+        that room too when it is more than half (its tail is short messages, not tool outputs that must fit whole)."""
         fixed = self.meter.fixed_raw()
         available = self.setup.budget.available
         policy = self.setup.policy
-        talk = self.is_talk()
+        talk = self.is_talk() if talk is None else talk
         chain_share = policy.conversation_chain_share if talk else policy.chain_share
         of_room = max(0.5, chain_share / policy.trigger_ratio) if talk else 0.5
         share = int(min(available * chain_share, (available * policy.trigger_ratio - fixed) * of_room))
         tokens = self.setup.counter.raw_message_tokens
         return share - sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain[leaving:])
 
-    def is_talk(self) -> bool:
-        """Whether the chain holds conversation digests (people talking); before the first summary, whether the
-        messages in the window are conversation."""
+    def is_talk(self, candidates: list[Message] | None = None) -> bool:
+        """Whether the summaries are conversation digests, which may take the conversation's share: every summary in
+        the chain is one, and so is the one about to be made of `candidates`; before the first summary, whether the
+        messages in the window are conversation. A chain holding a summary of tool traffic keeps to chain_share
+        whatever its newest summary is (with the newest deciding, a digest after tool summaries let the chain hold
+        0.46-0.58 of the budget for 2-12 summaries where its share is 0.30)."""
+        if candidates is not None and not is_conversation(candidates):
+            return False
         chain = self.archive.chain
-        return is_digest(chain[-1].text) if chain else is_conversation(self.archive.visible())
+        return all(is_digest(r.text) for r in chain) if chain else is_conversation(self.archive.visible())
 
-    def summary_cap(self) -> int:
-        """A summary's cap grows with the room the chain has left, up to max_summary_tokens."""
-        return max(min(self.setup.policy.max_summary_tokens, self.chain_room()), 0)
+    def summary_cap(self, talk: bool | None = None, header: int = 0) -> int:
+        """A summary's cap grows with the room the chain has left (less `header`, what the summary's message adds
+        around its text), up to max_summary_tokens."""
+        return max(min(self.setup.policy.max_summary_tokens, self.chain_room(talk=talk) - header), 0)
 
     def _target_keep(self) -> int:
         """The most recent messages that can stay verbatim while the summary of the rest brings usage down to the
@@ -250,15 +256,16 @@ class Summarization:
         if not candidates:
             raise NothingToSummarize("nothing to summarize: only protected or recent messages are in the window")
         before = self.meter.usage(recall=False)
-        # A merge of digests leaves the room the digest of these candidates will take, with its header line.
-        talk, coming, wrapper = self.is_talk(), 0, 0
+        # The summary's message adds its header line around its text; a merge of digests leaves the room the digest
+        # of these candidates will take, with that line.
+        talk, coming = self.is_talk(candidates), 0
+        wrapper = MESSAGE_OVERHEAD + counter.count_text(summary_message(
+            SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""), len(candidates)).content)
         if talk:
-            wrapper = MESSAGE_OVERHEAD + counter.count_text(summary_message(
-                SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""), len(candidates)).content)
             coming = digest_room(candidates, counter.count_text) + wrapper
         if len(chain) >= policy.max_depth:
             self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth", coming)
-        elif chain and self.summary_cap() < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):
+        elif chain and self.summary_cap(talk) < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):
             # The chain has used its share: fold it into one summary rather than summarizing a couple of messages
             # at a time, or than an empty marker for them where one summary took all of it (the first may: its cap
             # is all the room there is).
@@ -267,7 +274,7 @@ class Summarization:
             self._merge_oldest(len(chain), "merge: what no summary removes is above the trigger", coming)
         chain = self.archive.chain  # a merge rebuilds it
         extra = "\n".join(p for p in (policy.extra_instructions, instructions or "") if p) or None
-        cap = self.summary_cap()
+        cap = self.summary_cap(talk, wrapper)
         if talk:
             # The digest fits beside what stays: in a small window the conversation's share and the kept tail
             # together may not (at 1,024 tokens a manual summary left the prompt over the budget).

@@ -26,7 +26,7 @@ _TOKEN = r"[A-Za-z0-9_\-]"
 # Field names whose value is a secret: the name must END with one of these words (so `max_tokens=5` is not one).
 _SECRET_NAME = (
     r"[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key"
-    r"|private[_\-]?key|auth[_\-]?key|client[_\-]?secret|credentials?)"
+    r"|private[_\-]?key|auth[_\-]?key|client[_\-]?secret|secret[_\-]?key|credentials?)"
 )
 # A value worth hiding: not empty, not already redacted, not a variable reference ($VAR, ${VAR}, %VAR%, <placeholder>).
 _VALUE_GUARD = r"(?!\[REDACTED)(?![$%<{])"
@@ -84,6 +84,42 @@ _SECRET_WORDS = ("pass", "secret", "token", "key", "credential")
 # PIECE_CHARS, so a match never spans more than the overlap of the windows a long text is scanned in.
 _COMMAND_GAP = r"[^\n|;&]{0,500}?"
 
+# Words that name a credential in prose ("my password is", "use this token").
+_PROSE_NAME = r"(?:passwords?|passphrase|passwd|secret|token|api[ _\-]?key|access[ _\-]?key|credentials?)"
+_PROSE_WORDS = ("pass", "secret", "token", "key", "credential")
+# detect-secrets' limit for hex strings (HexHighEntropyString): a random 32-hex string measures about 3.5.
+HEX_ENTROPY_LIMIT = 3.0
+# Words that say a hex or base64 run is a digest or an id, not a credential.
+_DIGEST_WORDS = re.compile(
+    r"(?i)\b(?:sha\d*(?:sum)?|md5(?:sum)?|hash(?:es)?|digests?|checksums?|commits?|integrity|uuid|revision|rev"
+    r"|fingerprint)\b")
+
+
+def _password_like(match: re.Match[str]) -> str:
+    """The `password is` rule's replacement: a value of 6 characters or more with a digit or a symbol in it (a
+    hyphen, dot or underscore between words is not one: `the token is re-issued`)."""
+    value = match.group(2)
+    if len(value) < 6 or not any(c.isdigit() or not (c.isalpha() or c in "-._") for c in value):
+        return match.group(0)
+    return _named_value(1)(match)
+
+
+def _random_after_name(match: re.Match[str]) -> str:
+    """The prose rule's replacement: the value hidden if it looks random and no digest word precedes it."""
+    value = match.group(3)
+    line_start = match.string.rfind("\n", 0, match.start()) + 1
+    if _DIGEST_WORDS.search(match.string, line_start, match.start(3)):
+        return match.group(0)
+    is_hex = all(c in "0123456789abcdefABCDEF" for c in value)
+    if is_hex and len(value) < 32:
+        return match.group(0)
+    entropy = _entropy()
+    limit = HEX_ENTROPY_LIMIT if is_hex else entropy.entropy_limit
+    if entropy.calculate_shannon_entropy(value) <= limit:
+        return match.group(0)
+    return _named_value(2)(match)
+
+
 # Order matters: specific formats first, so e.g. `api_key = sk-...` is reported as an OpenAI key, and the
 # generic assignment rule then sees an already-redacted value and leaves it.
 _RULES: list[_Rule] = [
@@ -108,6 +144,10 @@ _RULES: list[_Rule] = [
           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
     _Rule(re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _MARK.format("aws_access_key"), ("akia", "asia")),
     _Rule(re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"), _MARK.format("slack_token"), ("xox",)),
+    # A Slack incoming webhook's URL is its credential: the path after /services/ (workspace, channel, secret).
+    _Rule(re.compile(r"(?i)(\bhooks\.slack\.com/services/)(T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
+          _keep_group("slack_webhook", 1), ("hooks.slack.com/services/",)),
+    _Rule(re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{20,}"), _MARK.format("google_oauth_secret"), ("gocspx-",)),
     _Rule(re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), _MARK.format("google_api_key"), ("aiza",)),
     _Rule(re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*"), _MARK.format("jwt"), ("eyj",)),
     _Rule(re.compile(r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:basic|bearer|token|digest)\s+)?)" + _VALUE_GUARD
@@ -125,6 +165,9 @@ _RULES: list[_Rule] = [
     _Rule(re.compile(r"(?i)(--(?:password|passwd|token|api-key|apikey|secret|client-secret)[ =])" + _VALUE_GUARD
                      + r"(\"[^\"\n]+\"|'[^'\n]+'|[^\s\"']{3,})"), _named_value(1),
           ("--pass", "--token", "--api", "--secret", "--client-secret"), "lines"),
+    # `pwd: hunter2x`; not PWD=/home/user (the working directory in `env`'s output) nor OLDPWD.
+    _Rule(re.compile(r"(?i)(?<![A-Za-z0-9_])(pwd\s*[:=]\s*)(?![/~.\[])" + _VALUE_GUARD + r"([^\s,;&\"'(){}\[\]<>]{4,})"),
+          _keep_group("password", 1), ("pwd",), "lines"),
     # Quoted values: "password": "x", api_key = 'x', token: "x".
     _Rule(re.compile(r"(?i)(?<![A-Za-z0-9])([\"']?" + _SECRET_NAME + r"[\"']?\s*[:=]\s*)([\"'])" + _VALUE_GUARD
                      + r"((?:(?!\2)[^\\\n]|\\.){3,})(?=\2)"), _named_value(2), _SECRET_WORDS, "lines"),
@@ -163,6 +206,23 @@ def _aws_secret(match: re.Match[str]) -> str:
 # 40 base64 characters standing alone (the case and digit checks are done on the few runs found: as lookaheads
 # tried at every position they made this the slowest pattern).
 _RULES.append(_Rule(re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), _aws_secret, None))
+
+# Prose last: a value a specific rule names (an AWS secret key after `the secret part is`) keeps its kind.
+_RULES += [
+    # Prose: `my password is hunter2`, `the token was Zx9...`: the value must look like one (a digit or a symbol in
+    # it), so `the password is required.` stays.
+    _Rule(re.compile(r"(?i)(?<!REDACTED:)\b(" + _PROSE_NAME + r"\s+(?:is|was):?\s+[\"'`]?)" + _VALUE_GUARD
+                     + r"(?![/~])([^\s\"'`]*[^\s\"'`.,;:!?)])(?=[\"'`]?[.,;:!?)]*(?:\s|$))"), _password_like,
+          _PROSE_WORDS, "lines"),
+    # Prose naming a credential, its random-looking value a few words on in the same sentence: `use this token for the
+    # staging box: 3f9a...`, `token 9c2e...`. A run of at least 32 hex digits or 20 base64 characters (letters and
+    # digits both) whose entropy is a random string's, with no word for a digest or commit before it on its line: a
+    # 40-hex git SHA or a 64-hex sha256 digest is ordinary in a coding session and stays; an unlabelled one stays too
+    # (no rule can tell a pasted token from a checksum without its label).
+    _Rule(re.compile(r"(?i)(?<!REDACTED:)\b(" + _PROSE_NAME + r")\b((?:[^\n.!?]|[.!?](?!\s)){0,60}?)"
+                     r"(?<![A-Za-z0-9+/=_\-])(?=[A-Za-z+/_\-]*\d)(?=[0-9+/_\-]*[A-Za-z])([A-Za-z0-9+/_\-]{20,}={0,2})"
+                     r"(?![A-Za-z0-9+/=_\-]|\.\w)"), _random_after_name, _PROSE_WORDS, "lines"),
+]
 
 
 # What every match of each detector's patterns holds (tests/core/test_redact.py checks it against the patterns).

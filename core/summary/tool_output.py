@@ -72,15 +72,20 @@ class Outcome:
 
 
 def _shell_outcome(text: str, exit_code: int | None) -> tuple[Outcome, str]:
-    """The outcome of a command and its output without the line that reports its exit code: that line may come
-    first (`Exit code 1`) or last (`[exit code: 1]`, `exit code: 1`), and is neither output nor the error."""
+    """The outcome of a command and its output without what reports its exit code (exit_code_in).
+
+    Where the harness reports the code, the command failed exactly when it is not 0: an error line in the output of
+    a command that exited 0 (`grep -r "Error:"`, a test run piped through `tail`) is output, and a failed command's
+    output need not have one. Where it reports none, the command failed if its output has an error line (document
+    000's own test: `Error: Module not found...` alone is an error); otherwise its outcome is unknown (exit_code None,
+    not failed), which the line says (`?`, `Exit: ?`) rather than claiming success."""
     reported, body = exit_code_in(text)
     if exit_code is None:
         exit_code = reported
-    error = _ERROR_LINE.search(body)
-    failed = (exit_code is not None and exit_code != 0) or error is not None
+    error = _ERROR_LINE.search(body) if exit_code != 0 else None
+    failed = exit_code is not None and exit_code != 0 or error is not None
     if not failed:
-        return Outcome(False, exit_code if exit_code is not None else 0, "", ""), body
+        return Outcome(False, exit_code, "", ""), body
     if error is None:
         lines = lines_of(body)
         return Outcome(True, exit_code, lines[0] if lines else "", "\n".join(lines)), body
@@ -147,7 +152,8 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
             outcome, output = _shell_outcome(output, process_exit)
         else:
             outcome = _head_outcome(output)
-        mark = "❌" if outcome.failed else "✓"
+        # A command whose exit code is unknown and whose output shows no error is neither ✓ nor ❌.
+        mark = "❌" if outcome.failed else "?" if rule.runs_commands and outcome.exit_code is None else "✓"
         if outcome.failed and not rule.runs_commands:
             # The output is the error: only what the call was about, then the error.
             fields = [f"{rule.label}: {one_line_field(subject.target, 150)}"] if subject.target else []
@@ -167,7 +173,8 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
 
 
 def one_line(call: ToolCall | None, result: Message, *, preserve_error_details: bool = True) -> str:
-    """The one-line rule-based summary of a tool call and its result (✓ / ❌, original tool name, key facts).
+    """The one-line rule-based summary of a tool call and its result (✓ / ❌, or ? for a command whose exit code
+    is unknown; original tool name, key facts).
 
     Always a single line without newlines, at most ~300 characters (plus up to 2,000 characters of a failed
     command's error text, kept in full unless `preserve_error_details` is off), with secrets redacted.

@@ -754,8 +754,11 @@ def test_can_summarize_says_whether_summarize_now_has_anything_to_take():
 def test_summarizing_after_one_summary_that_took_the_chains_whole_share_folds_it_rather_than_writing_a_marker():
     """The Claude Code session at 8k: opening it summarizes 627 messages into one summary that takes the chain's
     whole share (its cap is all the room there is). Summarize now then wrote '[15 earlier messages archived; no room
-    for a summary]': the commands and replies of those 15 messages were gone from what the model sees."""
-    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for a summary]': the commands and replies of those 15 messages were gone from what the model sees. (The chain's
+    share is 25% here, below the rules' summary of those 627 messages, so that it is cut to its cap whatever its
+    length: at 30% it now leaves 123 tokens.)"""
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule", chain_share=0.25),
+                           TokenCounter())
     for message in read_transcript(TRANSCRIPTS[0].parent / "claudecode_session.jsonl"):
         engine.append(message, auto=False)
     first = engine.maybe_summarize()

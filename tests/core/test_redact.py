@@ -64,6 +64,20 @@ SECRETS = [
      + "Zk3mQ9xT2vB7nR4pL8wY==;EndpointSuffix=core.windows.net", "Zk3mQ9xT2vB7nR4pL8wY1cF6hJ0sD5gA", "azure_key"),
     ("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nlQOYBF0vYz8BCAC7mP2kQ9xT\n=Ab12\n-----END PGP PRIVATE KEY BLOCK-----",
      "lQOYBF0vYz8BCAC7mP2kQ9xT", "private_key"),
+    # The forms issue 27 found in prose (the record said `redactions: 0`) and issue 22's four.
+    ("ok so my password is Hunter2!x, keep it safe", "Hunter2!x", "password"),
+    ("the db password was 8472hunter then", "8472hunter", "password"),
+    ("pwd: Zq8#mLw2 for the admin panel", "Zq8#mLw2", "password"),
+    ("SECRET_KEY = 'django-insecure-8f$2k!x@q9z#v1m^w7c&t0r(p3n)b5y'", "django-insecure-8f$2k!x@q9z#v1m^w7c&t0r(p3n)b5y",
+     "secret"),
+    ("here is the token 3f9a2c7e1b8d4f60a5c9e2b7d1f4a8c3 for the API", "3f9a2c7e1b8d4f60a5c9e2b7d1f4a8c3", "token"),
+    ("alerts go to https://hooks.slack.com/services/T01ABCDEF23/B04GHIJKL56/aBcDeFgHiJkLmNoPqRsTuVwX now",
+     "T01ABCDEF23/B04GHIJKL56/aBcDeFgHiJkLmNoPqRsTuVwX", "slack_webhook"),
+    ('"client_secret": "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"', "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", "google_oauth_secret"),
+    ("use this token for the staging box: 9c2e7f4a1b8d3c6e5f0a9b2c7d4e1f8a3b6c9d2e5f8a1b4c7d0e3f6a9b2c5d8e",
+     "9c2e7f4a1b8d3c6e5f0a9b2c7d4e1f8a3b6c9d2e5f8a1b4c7d0e3f6a9b2c5d8e", "token"),
+    ("use this token for the staging box: pdGjOWDDMqwvUzfMeFdyOJdhbTxA/NXg3WSXscwTVOA=",
+     "pdGjOWDDMqwvUzfMeFdyOJdhbTxA/NXg3WSXscwTVOA=", "token"),
 ]
 
 
@@ -103,6 +117,15 @@ ORDINARY = [
     "pip install scikit-learn; see sk-learn-style-guide-for-contributors-and-maintainers",
     "curl -u $USER:$TOKEN https://x and mysql -p appdb and docker login registry.example.com",
     "the login page asks for a password; sshpass is installed",
+    # Digests and ids beside a secret word: the rule for an unlabelled hex or base64 run (redact.py's prose rule).
+    "the token refresh fix is commit a94a8fe5ccb19ba61c4c0873d391e987982fbbd3",
+    "token cache checksum: 217b6588a3b8331edb2d5fa4a08c7a592031c5a5294ebe301b644b72e6631950",
+    "217b6588a3b8331edb2d5fa4a08c7a592031c5a5294ebe301b644b72e6631950  dist/precis-0.1.0.tar.gz",
+    "docker pull python@sha256:217b6588a3b8331edb2d5fa4a08c7a592031c5a5294ebe301b644b72e6631950",
+    '"integrity": "sha256-pdGjOWDDMqwvUzfMeFdyOJdhbTxA/NXg3WSXscwTVOA=", "resolved": "https://x/token-1.2.0.tgz"',
+    "the token is re-issued every hour; the password is required.; the secret is to keep the tail",
+    "token limits live in src/context/token_budget_v2.py and tests/core/test_token_budget_v2.py",
+    "PWD=/home/user/projects/app OLDPWD=/home/user and pwd: /srv/app",
 ]
 
 

@@ -64,7 +64,7 @@ def test_001_a_long_tool_output_reaches_the_summarizer_as_its_one_line_summary()
     call = ToolCall(id="c1", name="execute_bash", arguments={"command": "make build"})
     messages = [Message(role="assistant", content="Building.", tool_calls=(call,)),
                 Message(role="tool", name="execute_bash", tool_call_id="c1",
-                        content="compiling module\n" * 600 + "build finished")]
+                        content="compiling module\n" * 600 + "build finished\n[exit code: 0]")]
     _, transcript = build_request(SummaryRequest(messages, max_tokens=200, counter=COUNTER), window=1536,
                                   output_tokens=512, counter=COUNTER)
     assert transcript.content == (
@@ -151,6 +151,34 @@ def test_001_a_summary_keeps_to_its_share_of_the_budget():
         chain = sum(engine.counter.raw_message_tokens(m) for m in engine.assemble().messages if m.id in
                     {r.id for r in engine.chain()})
         assert chain <= 768
+
+
+def test_001_summaries_of_tool_traffic_and_talk_together_keep_to_chain_share():
+    # "Summary budget never exceeds configured limits." Conversation digests alone may take their own, larger share
+    # (`conversation_chain_share`, 60%); a chain that holds any summary of tool traffic keeps to `chain_share`, 30%:
+    # 2,304 of 7,680 tokens, headers included. Before, the newest summary decided: after a summary of test runs and a
+    # digest, the next digest let the chain grow to 2,469 tokens (0.32), and on to 0.60 of the budget in a fold.
+    engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
+    for n in range(12):
+        call = ToolCall(id=f"c{n}", name="bash", arguments={"command": f"pytest tests/test_mod{n}.py -q"})
+        engine.append(Message(role="assistant", tool_calls=(call,)), auto=False)
+        output = "\n".join(f"tests/test_mod{n}.py::test_case_{k} FAILED AssertionError: {k * n} != {k}" for k in range(30))
+        result = Message(role="tool", name="bash", tool_call_id=call.id, content=output + "\n[exit code: 1]")
+        engine.append(result, auto=False)
+    engine.summarize_now(up_to=result.id)
+    names, places = ("Caroline", "Melanie"), ("museum", "park", "lake", "library", "bakery", "stadium", "harbour")
+    said = 0
+    for count in (100, 160, 160):
+        for _ in range(count):
+            message = Message(role="user" if said % 2 == 0 else "assistant",
+                              content=f"{names[said % 2]}: On day {said} I visited the {places[said % 7]} in town{said} "
+                                      f"with Person{said}; we bought {said + 3} tickets for Band{said}.")
+            engine.append(message, auto=False)
+            said += 1
+        engine.summarize_now(up_to=message.id)
+        chain = {r.id for r in engine.chain()}
+        sent = sum(engine.counter.raw_message_tokens(m) for m in engine.assemble().messages if m.id in chain)
+        assert sent <= 2304
 
 
 def test_001_too_little_room_gives_a_marker_not_a_summary():

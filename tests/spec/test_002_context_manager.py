@@ -136,7 +136,7 @@ def test_002_the_summarizer_reads_each_message_with_its_role_and_tool_calls():
     assert render_transcript(SESSION, preserve_error_details=True) == [
         "USER: Run the tests",
         'ASSISTANT: Running them.\n(calls execute_bash {"command": "pytest -q"})',
-        "TOOL RESULT [✓ execute_bash: Command: pytest -q | Exit: 0 | Output: 1 line | Last: 3 passed in 0.12s]",
+        "TOOL RESULT [? execute_bash: Command: pytest -q | Exit: ? | Output: 1 line | Last: 3 passed in 0.12s]",
         'ASSISTANT: Reading the module.\n(calls read_file {"path": "/src/cache.py"})',
         "TOOL RESULT [✓ read_file: File: /src/cache.py | Lines: 2 | Type: Python | Exports: get]",
     ]
