@@ -151,9 +151,12 @@ def _read_fields(use: ToolUse) -> list[str]:
     language = _file_type(path)
     if language:
         fields.append(f"Type: {language}")
-    if language in _SYMBOLS:
+    # Without a path, exports and imports as document 001 reads them, from the content alone (`export ...`,
+    # `import ... from`): its own test reads a file with no path and expects them.
+    symbols = _SYMBOLS.get(language or ("JavaScript" if not path else ""))
+    if symbols:
         code = "\n".join(text for _, text in numbered) if numbered else output[:_SCAN_LIMIT]
-        exports_re, imports_re = _SYMBOLS[language]
+        exports_re, imports_re = symbols
         exports, imports = _names(exports_re, code), _names(imports_re, code)
         if exports:
             fields.append(f"Exports: {one_line_field(exports, 80)}")

@@ -26,6 +26,15 @@ def test_000_read_file_line_has_file_lines_and_type():
         "[✓ read_file: File: /app.ts | Lines: 3 | Type: TypeScript]")
 
 
+def test_001_read_file_without_a_path_still_notes_exports():
+    # 001's test "summarizes file read with metadata", verbatim: a message with no path, whose content has exports
+    # (`t.true(summary.metadata.hasExports)`). No file to name or type: `File: ?`; the exports and the import are read
+    # from the content (`export ...`, `import ... from` are JavaScript's and TypeScript's forms).
+    message = Message(role="tool", name="read_file",
+                      content="export function hello() {}\nexport const world = 42;\nimport { foo } from 'bar';")
+    assert one_line(None, message) == "[✓ read_file: File: ? | Lines: 3 | Exports: hello, world | Imports: bar]"
+
+
 def test_001_read_file_notes_exports_and_imports():
     content = "export function hello() {}\nexport const world = 42;\nimport { foo } from 'bar';"
     assert one_line(*tool("read_file", content, path="/src/app.ts")) == (
@@ -41,9 +50,14 @@ def test_001_bash_error_before_its_exit_code_is_kept():
 
 
 def test_000_bash_success_has_exit_zero_and_line_count():
-    output = "\n".join(f"ok {i}" for i in range(1, 43))
+    # 000's "[bash: npm test | exit 0 | 42 lines output]": 42 lines, and the harness's code line after them (the
+    # app's /run writes `[exit code: 0]`), which is neither output nor counted.
+    output = "\n".join(f"ok {i}" for i in range(1, 43)) + "\n[exit code: 0]"
     assert one_line(*tool("execute_bash", output, command="npm test")) == (
         "[✓ execute_bash: Command: npm test | Exit: 0 | Output: 42 lines | Last: ok 42]")
+    # The same output with no code: its outcome is unknown, neither ✓ nor ❌ (`extractExitCode` finds nothing).
+    assert one_line(*tool("execute_bash", output.rsplit("\n", 1)[0], command="npm test")) == (
+        "[? execute_bash: Command: npm test | Exit: ? | Output: 42 lines | Last: ok 42]")
 
 
 def test_001_bash_line_always_has_exit_even_when_unknown():
