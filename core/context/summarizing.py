@@ -316,9 +316,10 @@ class Summarization:
         self.check_retention(record)
         self.armed = after.ratio < policy.reset_ratio
         self.since_summary = 0
-        log.info("summarized %d messages (%s): %d -> %d tokens, mode %s%s", len(candidates), reason,
-                 record.tokens_before, record.tokens_after, record.mode,
-                 " (fallback: rules)" if record.fallback_used else "")
+        # Document 004's debug-log fields: depth, messages compressed, usage before, tokens after.
+        log.info("summarized %d messages (%s) at depth %d: usage %.2f of the budget, %d -> %d tokens, mode %s%s",
+                 len(candidates), reason, record.depth, record.usage_ratio, record.tokens_before, record.tokens_after,
+                 record.mode, " (fallback: rules)" if record.fallback_used else "")
         self._emit(EngineEvent("summarized", record, reason, record.tokens_before, record.tokens_after))
         return record
 

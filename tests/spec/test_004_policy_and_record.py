@@ -106,3 +106,196 @@ def test_004_a_second_pass_when_the_first_summary_leaves_usage_over_the_trigger(
     assert first.tokens_after >= 0.8 * 2000 > second.tokens_after
     assert second.depth == 2 and second.parent_id == first.id
     assert position[first.last_message_id] < position[second.first_message_id]
+
+
+# ----- the policy's transitions: 004's Hysteresis & Cooldown and its integration and edge-case tests ------------
+
+def _engine(window: int, **policy):
+    from precis.core.context.engine import Budget, ContextEngine
+    from precis.core.model.tokens import TokenCounter
+
+    return ContextEngine(Budget(window=window, reserve_output=200), SummarizationPolicy(mode="rule", **policy),
+                         TokenCounter())
+
+
+def _said(n: int, words: int):
+    from precis.core.model.messages import Message
+
+    return Message(role="user" if n % 2 == 0 else "assistant",
+                   content=f"message {n}: " + " ".join(f"w{n}x{k}" for k in range(words)))
+
+
+def test_004_hysteresis_rearms_only_below_the_reset_ratio():
+    # "suppress retriggers until usage drops below resetTokenRatio (e.g. 0.70) or enough new messages accumulate".
+    # Summarizing down to 75% leaves usage above the 70% reset: over the trigger again, nothing happens until usage
+    # has been seen below 70% (the last, large message taken back); then the next crossing summarizes.
+    engine = _engine(3000, target_ratio=0.75, rearm_messages=1000, cooldown_messages=1)
+    n = 0
+    while not engine.records:
+        engine.append(_said(n, 30))
+        n += 1
+    assert 0.7 <= engine.usage().ratio < 0.8 and not engine.summarization.armed
+    while engine.usage().ratio < 0.9:
+        engine.append(_said(n, 30))
+        n += 1
+    assert len(engine.records) == 1, "disarmed above the reset ratio"
+    big = engine.messages[-1]
+    while engine.usage().ratio >= 0.7:
+        engine.remove_last(engine.messages[-1].id)
+    engine.append(_said(n, 2))  # seen below the reset ratio: armed again
+    assert engine.summarization.armed and len(engine.records) == 1
+    engine.append(big.with_changes(id=f"{big.id}-again"))
+    while len(engine.records) == 1:
+        engine.append(_said(n := n + 1, 30))
+    assert engine.records[1].trigger == "threshold"
+
+
+def test_004_emergency_at_the_window_ignores_the_cooldown():
+    # "ratio >= 1.0 (emergency) ignoring cooldown". With a cooldown of 50 messages, a few large ones after a summary
+    # fill the budget: summarized at once, as an overflow.
+    engine = _engine(3000, cooldown_messages=50, rearm_messages=50)
+    n = 0
+    while not engine.records:
+        engine.append(_said(n, 40))
+        n += 1
+    # The cooldown counts from the conversation's start as well: the first summary too waits for the window.
+    assert engine.records[-1].trigger == "overflow"
+    before = len(engine.records)
+    while engine.usage(recall=False).ratio < 0.9:
+        engine.append(_said(n := n + 1, 20))
+    assert len(engine.records) == before, "the cooldown holds below the window"
+    for _ in range(3):
+        engine.append(_said(n := n + 1, 200))
+    assert len(engine.records) > before and engine.records[before].trigger == "overflow"
+    assert engine.summarization.since_summary < 50
+
+
+def test_004_a_five_message_burst_crossing_the_threshold_summarizes_once():
+    # Edge case 2 and integration test 2: "Rapid 5-message burst crossing threshold (only one summarization)".
+    engine = _engine(3000)
+    n = 0
+    while engine.usage().ratio < 0.7:
+        engine.append(_said(n, 30))
+        n += 1
+    assert not engine.records
+    for _ in range(5):
+        engine.append(_said(n := n + 1, 40))
+    assert [r.trigger for r in engine.records] == ["threshold"]
+
+
+def test_004_a_2k_window_compresses_up_to_the_depth_cap_and_goes_on():
+    # Edge case 3: "Model with small context (2K) triggers multiple compressions up to depth cap". At the cap Precis
+    # folds the oldest summaries into one rather than stopping (004.9's deviation): the chain never holds more than
+    # 3, and every prompt fits.
+    engine = _engine(2048)
+    deepest = 0
+    for n in range(200):
+        engine.append(_said(n, 25))
+        deepest = max(deepest, len(engine.chain()))
+        assert engine.assemble().tokens <= engine.budget.available
+    assert deepest == 3 and len(engine.chain()) <= 3
+    assert any(r.merged_ids for r in engine.records), "compressed past the cap by folding"
+
+
+def test_004_one_message_larger_than_the_budget():
+    # Edge case 1: "Extremely long single user message". A 10,000-word paste into a 4K window: everything before it
+    # is summarized, the prompt still fits its budget, the paste is sent (cut to fit, its newest end kept) and
+    # nothing is lost: the original stays whole in the store.
+    engine = _engine(4096)
+    for n in range(20):
+        engine.append(_said(n, 20))
+    paste = _said(21, 10_000)
+    engine.append(paste)
+    prompt = engine.assemble()
+    assert prompt.tokens <= engine.budget.available
+    assert engine.records and engine.records[-1].trigger == "overflow"
+    assert engine.messages[-1] == paste
+
+
+# ----- the summarizer service: unit tests 2 and edge case 4; Performance and Observability ----------------------
+
+def _llm_engine(replies, **policy):
+    from precis.core.context.engine import Budget, ContextEngine
+    from precis.core.model.tokens import TokenCounter
+    from precis.core.summary.summarize import LLMSummarizer
+
+    from tests.fakes import ScriptedProvider
+
+    provider = ScriptedProvider(list(replies))
+    engine = ContextEngine(Budget(window=3000, reserve_output=200), SummarizationPolicy(mode="llm", **policy),
+                           TokenCounter(), LLMSummarizer(provider))
+    return engine, provider
+
+
+def test_004_no_decisions_gives_empty_arrays_not_invented_ones():
+    # Unit test 2: "Handles empty arrays gracefully when no decisions"; the prompt: "If an element is absent, use an
+    # empty array instead of fabricating."
+    import json
+
+    reply = json.dumps({"narrative": "message 0 and message 1 list words.", "key_points": [], "decisions": [],
+                        "action_items": [], "unresolved_questions": [], "entities": []})
+    engine, _ = _llm_engine([reply])
+    for n in range(8):
+        engine.append(_said(n, 10), auto=False)
+    record = engine.summarize_now()
+    assert not record.fallback_used
+    assert (record.facets.decisions, record.facets.action_items, record.facets.unresolved_questions) == ([], [], [])
+    # The rules, on messages that decide nothing, record none either.
+    engine = _engine(3000)
+    for n in range(8):
+        engine.append(_said(n, 10), auto=False)
+    assert engine.summarize_now().facets.decisions == []
+
+
+def test_004_a_large_tool_output_does_not_bloat_the_summary():
+    # Edge case 4: "Tool output messages (optionally filtered) not bloating summary". A 6,000-line log (about 60,000
+    # tokens) reaches the summarizer as its one line, and the rules' summary of it is a few dozen tokens.
+    from precis.core.model.messages import Message, ToolCall
+    from precis.core.model.tokens import TokenCounter
+
+    call = ToolCall(id="c1", name="bash", arguments={"command": "make test"})
+    log = "\n".join(f"test_{k} ... ok" for k in range(6000)) + "\nFAILED test_6000: AssertionError\n[exit code: 2]"
+    stretch = [Message(role="user", content="run the tests"), Message(role="assistant", tool_calls=(call,)),
+               Message(role="tool", name="bash", tool_call_id="c1", content=log),
+               Message(role="assistant", content="One test fails: test_6000.")]
+    engine, provider = _llm_engine(["{broken"])  # invalid JSON: the rules write it, after one request
+    for message in stretch + [_said(n, 5) for n in range(8)]:
+        engine.append(message, auto=False)
+    record = engine.summarize_now(up_to=stretch[-1].id)
+    request = provider.calls[0][1].content
+    assert "test_5999 ... ok" not in request and "[❌ bash: Command: make test | Exit: 2 |" in request
+    counter = TokenCounter()
+    assert counter.count_text(request) < 400 and record.tokens < 200
+    assert "make test" in record.text and "test_5999" not in record.text
+
+
+def test_004_one_model_call_per_trigger():
+    # Performance: "Only 1 summarization model call per trigger." The first pass takes enough to reach the target
+    # fill, so the second pass (Depth Strategy, test_004_a_second_pass_...) is rare; each automatic summary here is
+    # one request.
+    import json
+
+    reply = json.dumps({"narrative": "Messages about words.", "key_points": [], "decisions": []})
+    engine, provider = _llm_engine([reply] * 10)
+    n = 0
+    while len(engine.records) < 2:
+        engine.append(_said(n, 30))
+        n += 1
+    assert [r.trigger for r in engine.records] == ["threshold", "threshold"]
+    assert len(provider.calls) == 2
+
+
+def test_004_the_log_says_depth_messages_ratio_and_tokens_after(caplog):
+    # Observability: "Debug log with: depth, compressedMessages, ratioBefore, estimateAfter".
+    import logging
+
+    engine = _engine(3000)
+    with caplog.at_level(logging.INFO, logger="precis.engine"):
+        n = 0
+        while not engine.records:
+            engine.append(_said(n, 30))
+            n += 1
+    record = engine.records[0]
+    assert caplog.messages[-1] == (
+        f"summarized {len(record.covered)} messages (threshold) at depth 1: usage {record.usage_ratio:.2f} of the "
+        f"budget, {record.tokens_before} -> {record.tokens_after} tokens, mode rule")
