@@ -26,6 +26,9 @@ ThemeChoice = Literal["system", "light", "dark"]
 # other work) within the design documents' 10 s.
 SUMMARY_SECONDS = 6.0
 RUN_TIMEOUT_SECONDS = 60
+# Each process of a /run command may allocate this much (RLIMIT_DATA), and this many may run at once.
+RUN_MEMORY_MB = 1024
+RUN_PROCESSES = 128
 
 # The store's settings keys.
 PROVIDER_KEY = "provider"
@@ -210,6 +213,13 @@ class ChatSettings(BaseModel):
                                      json_schema_extra={"unit": "seconds"},
                                      description="A command run with /run is stopped after this long; "
                                                  "what it printed is kept")
+    run_memory_mb: int = Field(RUN_MEMORY_MB, ge=16, le=1_048_576, title="/run memory limit",
+                               json_schema_extra={"unit": "MB"},
+                               description="What each process of a /run command may allocate; past it, an allocation "
+                                           "fails")
+    run_processes: int = Field(RUN_PROCESSES, ge=1, le=100_000, title="/run process limit",
+                               json_schema_extra={"unit": "processes"},
+                               description="A /run command with more processes running at once is stopped")
     # Overrides of SummarizationPolicy fields for this chat.
     summarization: dict[str, Any] = Field(default_factory=dict)
 

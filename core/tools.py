@@ -5,6 +5,7 @@ A shell command runs only when the user explicitly types `/run`; nothing here ru
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -12,17 +13,21 @@ import shlex
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .model.messages import Message, ToolCall, new_id
 from .providers.base import CancelToken
-from .settings import RUN_TIMEOUT_SECONDS
+from .settings import RUN_MEMORY_MB, RUN_PROCESSES, RUN_TIMEOUT_SECONDS
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
 KEPT_TAIL_CHARS = 2_000  # of a longer output, its last characters are kept with its start
-# /run waits this long by default: a chat should not hang for minutes on a command that never ends.
-# After the shell exits, how long output from processes it left behind is still read.
+# How often the processes of a running /run command are counted (a look through /proc).
+PROCESS_COUNT_SECONDS = 0.5
+# After the shell exits, how long output from processes it left behind is still read before they are ended.
 BACKGROUND_GRACE_SECONDS = 0.5
+# The environment variable that marks a /run command's processes, so those that leave its session are found.
+RUN_MARK = "PRECIS_RUN"
 MAX_FILE_BYTES = 2_000_000
 MAX_GREP_MATCHES = 500
 SKIPPED_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".mypy_cache", ".tox"}
@@ -50,80 +55,161 @@ def _cap(text: str) -> str:
     return f"{text[:head]}\n[... {dropped} characters not kept ...]\n{text[-KEPT_TAIL_CHARS:]}"
 
 
-def format_command_output(output: str, exit_code: int | None) -> str:
-    """Shell output followed by its exit code on a last line: `[exit code: N]` (or `[cancelled]`)."""
-    tail = "[cancelled]" if exit_code is None else f"[exit code: {exit_code}]"
-    body = output.rstrip("\n")
-    return f"{body}\n{tail}" if body else tail
+@dataclass(frozen=True)
+class RunResult:
+    """What a /run command printed (stdout and stderr, capped), its exit code (None when it was stopped before it
+    finished) and notes on why it stopped and which of its processes were ended."""
+
+    output: str
+    exit_code: int | None
+    notes: tuple[str, ...] = ()
+    cancelled: bool = False
+
+
+def format_command_output(result: RunResult) -> str:
+    """The output, the notes, and the exit code on a last line: `[exit code: N]`; `[cancelled]` when the user
+    stopped it. A command stopped at a limit says so in its notes, and no more."""
+    tail = [f"[exit code: {result.exit_code}]"] if result.exit_code is not None else []
+    if result.cancelled:
+        tail = ["[cancelled]"]
+    body = result.output.rstrip("\n")
+    return "\n".join([*([body] if body else []), *result.notes, *tail])
+
+
+def _processes(session: int, mark: bytes | None = None) -> dict[int, str]:
+    """{pid: command line} of the running processes in `session`, and with `mark` also of those whose environment
+    holds it (a process that left the session, `setsid cmd &`, keeps its environment). Empty without /proc."""
+    found: dict[int, str] = {}
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:  # no /proc (macOS): the session's process group is still killed
+        return found
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as file:
+                # After the command name: state, ppid, pgrp, session. A zombie has ended already.
+                state, _ppid, _group, in_session = file.read().rsplit(b")", 1)[1].split()[:4]
+            if state == b"Z":
+                continue
+            if int(in_session) != session:
+                if mark is None:
+                    continue
+                with open(f"/proc/{pid}/environ", "rb") as file:
+                    if mark not in file.read():
+                        continue
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                command = file.read().replace(b"\0", b" ").strip()
+        except (OSError, ValueError):  # gone meanwhile, or another user's
+            continue
+        found[int(pid)] = command.decode(errors="replace")[:80]
+    return found
+
+
+def _end(session: int, mark: bytes) -> dict[int, str]:
+    """Kill every process of a /run command still running (its session's, and those carrying its mark); returns
+    them with their command lines as first seen. Looked for again until no new one is found: one may have started
+    another meanwhile (one killed already may still be listed while it dies, its command line gone)."""
+    ended: dict[int, str] = {}
+    for _ in range(10):
+        running = _processes(session, mark)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(session, signal.SIGKILL)
+        new = {pid: command for pid, command in running.items() if pid not in ended}
+        if not new:
+            break
+        for pid in new:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        ended.update(new)
+        time.sleep(0.02)
+    return ended
+
+
+def _ended_note(ended: dict[int, str], shell: int, what: str) -> tuple[str, ...]:
+    """'[ended 2 processes the command left running: sleep 97 (pid 41), ...]', the shell itself not counted."""
+    others = [f"{command or '?'} (pid {pid})" for pid, command in sorted(ended.items()) if pid != shell]
+    if not others:
+        return ()
+    shown = ", ".join(others[:10]) + (f" and {len(others) - 10} more" if len(others) > 10 else "")
+    return (f"[ended {len(others)} process{'' if len(others) == 1 else 'es'} {what}: {shown}]",)
+
+
+# The shell that runs a /run command: it sets the memory limit of every process to come (RLIMIT_DATA: what a process
+# allocates, not the address space it reserves, which Java and V8 reserve by gigabytes), then becomes the shell of
+# the command as typed. In the shell, not in a preexec_fn: that would make Python fork rather than vfork, and the
+# child's copy-on-write faults took 2.2 s before the command started on a loaded machine. A hard limit already
+# lower is left as it is.
+_LIMITED_SHELL = 'ulimit -d "$1" 2>/dev/null; exec /bin/sh -c "$2"'
 
 
 def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
-              timeout: float = RUN_TIMEOUT_SECONDS) -> tuple[str, int | None]:
-    """Run `command` in a shell; return (stdout+stderr, exit code), exit code None when it was stopped.
-
-    Output is read as it comes and at most MAX_TOOL_OUTPUT_CHARS bytes are kept, so an endless producer costs no
-    memory. The command runs in its own process group: a cancel, the timeout or the output cap kills everything it
-    started, and what was captured is kept with a note saying why it stopped.
-    """
+              timeout: float = RUN_TIMEOUT_SECONDS, memory_mb: int = RUN_MEMORY_MB,
+              processes: int = RUN_PROCESSES) -> RunResult:
+    """Run `command` in a shell, in a session of its own, within limits: `timeout` seconds, `memory_mb` megabytes
+    for each process, `processes` running at once, MAX_TOOL_OUTPUT_CHARS bytes of output (read as it comes, so an
+    endless producer costs no memory). At a limit or a cancel, the command and everything it started are killed;
+    when the shell ends, what it left running is killed too (also what left its session with setsid). What was
+    captured is kept, with notes saying why it stopped and what was ended."""
+    token = new_id()
     proc = subprocess.Popen(
-        command, shell=True, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, start_new_session=True)
-
-    def kill() -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-    if cancel is not None:
-        cancel.on_cancel(kill)
+        ["/bin/sh", "-c", _LIMITED_SHELL, "sh", str(memory_mb * 1024), command], cwd=cwd, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, RUN_MARK: token})
+    mark = f"{RUN_MARK}={token}\0".encode()
     kept = bytearray()
     stopped = ""
     deadline = time.monotonic() + timeout
     exited_at: float | None = None
+    counted_at = 0.0
+    reading = True  # until the output is closed (the shell may close it and go on)
     fd = proc.stdout.fileno()
     with proc.stdout, selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
             if cancel is not None and cancel.cancelled:
-                kill()
                 break
             now = time.monotonic()
             if now > deadline:
-                kill()
                 stopped = f"[timed out after {timeout:g} s; the command was stopped]"
                 break
             if exited_at is None and proc.poll() is not None:
                 exited_at = now
-            if exited_at is not None and now - exited_at > BACKGROUND_GRACE_SECONDS:
-                # The shell is gone but something it left running (`setsid cmd &`) still holds the output open.
-                stopped = ("[the command finished, but a process it started in the background still holds its "
-                           "output and was left running]")
-                break
+            if exited_at is not None and (not reading or now - exited_at > BACKGROUND_GRACE_SECONDS):
+                break  # done; or something it left running (`setsid cmd &`) still holds the output
+            if exited_at is None and now - counted_at > PROCESS_COUNT_SECONDS:
+                counted_at = now
+                if len(_processes(proc.pid)) > processes:
+                    stopped = f"[more than {processes:,} processes at once; the command was stopped]"
+                    break
+            if not reading:
+                time.sleep(0.05)
+                continue
             if not selector.select(0.1):
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
-                break
+                reading = False
+                continue
             kept += chunk[:MAX_TOOL_OUTPUT_CHARS - len(kept)]
             if len(kept) >= MAX_TOOL_OUTPUT_CHARS:
-                kill()
                 stopped = f"[output passed {MAX_TOOL_OUTPUT_CHARS:,} bytes; the command was stopped]"
                 break
+    finished = exited_at is not None
+    ended = _end(proc.pid, mark)
     code = proc.wait()
     output = kept.decode("utf-8", errors="replace")
-    if stopped:
-        return f"{output.rstrip(chr(10))}\n{stopped}" if output else stopped, None if exited_at is None else code
-    if cancel is not None and cancel.cancelled:
-        return output, None
-    return output, code
+    cancelled = cancel is not None and cancel.cancelled and not stopped
+    if finished and not stopped and not cancelled:
+        return RunResult(output, code, _ended_note(ended, proc.pid, "the command left running"))
+    notes = ((stopped,) if stopped else ()) + _ended_note(ended, proc.pid, "it started")
+    return RunResult(output, None, notes, cancelled)
 
 
 def run_command_messages(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
-                         timeout: float = RUN_TIMEOUT_SECONDS) -> tuple[Message, Message]:
-    """`/run CMD`: the bash tool call and its result (output + exit code)."""
-    output, code = run_shell(command, cancel=cancel, cwd=cwd, timeout=timeout)
-    return tool_exchange("bash", {"command": command}, format_command_output(output, code))
+                         timeout: float = RUN_TIMEOUT_SECONDS, memory_mb: int = RUN_MEMORY_MB,
+                         processes: int = RUN_PROCESSES) -> tuple[Message, Message]:
+    """`/run CMD`: the bash tool call and its result (output, notes, exit code), within the limits run_shell takes."""
+    result = run_shell(command, cancel=cancel, cwd=cwd, timeout=timeout, memory_mb=memory_mb, processes=processes)
+    return tool_exchange("bash", {"command": command}, format_command_output(result))
 
 
 def grep_argument(argument: str) -> tuple[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from precis.core import tools
@@ -39,11 +40,20 @@ def test_run_adds_the_output_and_exit_code_as_a_bash_tool_exchange(tmp_path):
     assert result.content == "out\nerr\n[exit code: 2]"
 
 
-def test_cancel_kills_the_command_and_everything_it_started():
+def test_cancel_kills_the_command_and_everything_it_started(tmp_path):
     cancel = CancelToken()
-    threading.Timer(0.3, cancel.cancel).start()
-    output, code = tools.run_shell("echo started; sleep 30 & sleep 30", cancel=cancel)
-    assert code is None and output.startswith("started")
+    started = tmp_path / "started"
+
+    def cancel_once_started() -> None:  # not after a fixed time: a loaded machine may not have started it yet
+        while not started.exists():
+            time.sleep(0.05)
+        cancel.cancel()
+    threading.Thread(target=cancel_once_started, daemon=True).start()
+    result = tools.run_shell(f"echo started; sleep 30 & sleep 30 & touch {started}; wait", cancel=cancel, timeout=60)
+    assert result.exit_code is None and result.cancelled and result.output == "started\n"
+    lines = tools.format_command_output(result).splitlines()
+    assert lines[0] == "started" and lines[-1] == "[cancelled]"
+    assert lines[1].startswith("[ended 2 processes it started: sleep 30 (pid ") and len(lines) == 3
 
 
 def test_grep_lists_matches_with_file_and_line(tmp_path):

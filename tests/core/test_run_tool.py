@@ -41,10 +41,10 @@ def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
         import re
         from pathlib import Path
         from precis.core.tools import run_shell
-        output, code = run_shell("echo $$ > {tmp_path}/pid; yes 0123456789abcdefghij", timeout=10)
+        result = run_shell("echo $$ > {tmp_path}/pid; yes 0123456789abcdefghij", timeout=10)
         peak_kb = re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)
-        print(len(output), code, int(peak_kb) // 1024)
-        print(output[-120:].splitlines()[-1])
+        print(len(result.output), result.exit_code, int(peak_kb) // 1024)
+        print(result.notes[0])
     """)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert probe.returncode == 0, probe.stderr
     first, note = probe.stdout.splitlines()
@@ -55,30 +55,69 @@ def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
     assert gone_within(int((tmp_path / "pid").read_text()), seconds=10)
 
 
-def test_a_timeout_keeps_what_was_printed_and_kills_the_group(tmp_path):
-    output, code = tools.run_shell(f"echo before; sleep 30 & echo $! > {tmp_path}/pid; wait", timeout=1)
-    assert code is None
-    assert output.startswith("before\n") and output.endswith("[timed out after 1 s; the command was stopped]")
-    assert gone_within(int((tmp_path / "pid").read_text()), seconds=10)
+def test_a_timeout_keeps_what_was_printed_and_kills_the_group_naming_what_it_ended(tmp_path):
+    result = tools.run_shell(f"echo before; sleep 30 & echo $! > {tmp_path}/pid; wait", timeout=1)
+    pid = int((tmp_path / "pid").read_text())
+    assert result.exit_code is None and result.output == "before\n"
+    assert result.notes == ("[timed out after 1 s; the command was stopped]",
+                            f"[ended 1 process it started: sleep 30 (pid {pid})]")
+    assert gone_within(pid, seconds=10)
 
 
-def test_a_detached_background_process_does_not_hold_the_result(tmp_path):
+def test_a_background_process_that_left_the_session_is_ended_when_the_command_ends(tmp_path):
+    """`setsid sh -c 'sleep 97' &` reported exit 0 and kept running past the time limit."""
     started = time.monotonic()
-    output, code = tools.run_shell(
-        f"setsid sh -c 'echo $$ > {tmp_path}/pid; exec sleep 30' & sleep 0.2; echo started", timeout=20)
-    took = time.monotonic() - started
+    result = tools.run_shell(
+        f"setsid sh -c 'echo $$ > {tmp_path}/pid; exec sleep 97' & sleep 0.5; echo started", timeout=20)
     pid = int((tmp_path / "pid").read_text())
     try:
-        assert code == 0 and output.startswith("started\n")
-        assert "started in the background still holds its output and was left running" in output
-        assert took < 10  # not the 20 s timeout: the result came when the shell ended
+        assert result.exit_code == 0 and result.output == "started\n"
+        assert result.notes == (f"[ended 1 process the command left running: sleep 97 (pid {pid})]",)
+        assert time.monotonic() - started < 10  # not the 20 s timeout: the result came when the shell ended
+        assert gone_within(pid, seconds=10)
     finally:
-        os.kill(pid, signal.SIGKILL)
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
-def test_run_messages_carry_the_stop_note():
+def test_a_background_process_that_closed_its_output_is_ended_too(tmp_path):
+    result = tools.run_shell(f"setsid sh -c 'echo $$ > {tmp_path}/pid; exec sleep 97' >/dev/null 2>&1 & sleep 0.5",
+                             timeout=20)
+    pid = int((tmp_path / "pid").read_text())
+    assert result.exit_code == 0 and result.notes == (f"[ended 1 process the command left running: sleep 97 (pid {pid})]",)
+    assert gone_within(pid, seconds=10)
+
+
+def test_a_command_that_closes_its_output_is_still_waited_for():
+    result = tools.run_shell("exec >&- 2>&-; sleep 1; exit 3", timeout=20)
+    assert result.exit_code == 3 and result.notes == ()
+
+
+def test_memory_is_limited_for_each_process_and_the_limit_can_be_raised():
+    """A 2 GB allocation succeeded. (bytes(n) asks for zeroed memory it does not touch: the test stays quick.)"""
+    allocate = f"{sys.executable} -c 'bytes(2_000_000_000)'"
+    refused = tools.run_shell(allocate, timeout=60)
+    assert refused.exit_code == 1 and "MemoryError" in refused.output
+    assert tools.run_shell(allocate, timeout=60, memory_mb=4096).exit_code == 0
+
+
+def test_a_command_with_more_processes_than_its_limit_is_stopped_with_all_of_them(tmp_path):
+    """300 background processes started."""
+    result = tools.run_shell(f"for i in $(seq 300); do sleep 60 & echo $! >> {tmp_path}/pids; done; wait",
+                             timeout=60, processes=50)
+    assert result.exit_code is None
+    assert result.notes[0] == "[more than 50 processes at once; the command was stopped]"
+    assert result.notes[1].startswith("[ended ") and " processes it started: sleep 60 (pid " in result.notes[1]
+    for pid in map(int, (tmp_path / "pids").read_text().split()):
+        assert gone_within(pid, seconds=10)
+
+
+def test_run_messages_carry_the_stop_note_and_no_cancel():
+    """After its time limit /run printed '[timed out...]' and '[cancelled]', which the user had not done."""
     _, result = tools.run_command_messages("echo partial; sleep 30", timeout=1)
-    assert result.content.startswith("partial\n[timed out after 1 s")
+    lines = result.content.splitlines()
+    assert lines[:2] == ["partial", "[timed out after 1 s; the command was stopped]"]
+    assert lines[2].startswith("[ended 1 process it started: sleep 30 (pid ") and len(lines) == 3
 
 
 def test_a_capped_run_message_still_says_why_it_stopped():
