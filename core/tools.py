@@ -11,8 +11,10 @@ import re
 import selectors
 import shlex
 import signal
+import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -223,51 +225,96 @@ def grep_argument(argument: str) -> tuple[str, str]:
     return parts[0], parts[1] if len(parts) == 2 else "."
 
 
-def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None) -> str:
-    """Lines matching a regular expression under `path`, as `file:line: text`, with a count line at the end."""
+@dataclass(frozen=True)
+class GrepLimits:
+    """How far one search may go: past any of these it stops, and its last line says where and why."""
+
+    seconds: float = 10.0
+    bytes: int = 100_000_000  # read in all
+    file_bytes: int = MAX_FILE_BYTES  # a larger file is skipped
+    matches: int = MAX_GREP_MATCHES  # listed; the rest are counted
+
+
+def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None,
+         limits: GrepLimits = GrepLimits()) -> str:
+    """Lines matching a regular expression under `path`, as `file:line: text`, with a count line at the end.
+
+    Only regular files are read (a FIFO would wait for a writer forever, a device such as /dev/zero never ends), no
+    symbolic link is followed out of `path`, and the search stops at `limits` (time, bytes read) saying so."""
     try:
         regex = re.compile(pattern)
     except re.error as exc:
         raise ToolInputError(f"/grep: bad pattern {pattern!r}: {exc}") from None
-    root = Path(path).expanduser()
-    if not root.exists():
-        raise ToolInputError(f"/grep: no such file or folder: {root}")
-    files = [root] if root.is_file() else _walk(root)
+    named = Path(path).expanduser()
+    if not named.exists():
+        raise ToolInputError(f"/grep: no such file or folder: {named}")
+    root = named.resolve()
+    if not (root.is_dir() or root.is_file()):
+        raise ToolInputError(f"/grep: {named} is not a file or folder (a device, a FIFO or a socket)")
+    deadline = time.monotonic() + limits.seconds
     lines: list[str] = []
-    matched_files = 0
-    total = 0
-    for file in files:
+    matched_files = total = read = 0
+    stopped = ""
+    for shown, file in [(str(named), root)] if root.is_file() else _walk(root):
         if cancel is not None and cancel.cancelled:
-            lines.append("[cancelled]")
+            stopped = "[cancelled]"
             break
-        try:
-            if file.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = file.read_bytes()
-        except OSError:
+        if time.monotonic() > deadline:
+            stopped = f"[stopped after {limits.seconds:g} s, before {shown}: the files from there on were not searched]"
+            break
+        if read >= limits.bytes:
+            stopped = (f"[stopped after reading {limits.bytes:,} bytes, before {shown}: the files from there on were "
+                       "not searched]")
+            break
+        data = _read_regular(file, limits.file_bytes)
+        if data is None or b"\0" in data[:4096]:
             continue
-        if b"\0" in data[:4096]:
-            continue
+        read += len(data)
         hit = False
         for number, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
             if regex.search(text):
                 total += 1
                 hit = True
-                if total <= MAX_GREP_MATCHES:
-                    shown = file if root.is_file() else file.relative_to(root)
+                if total <= limits.matches:
                     lines.append(f"{shown}:{number}: {text[:300]}")
         matched_files += hit
-    if total > MAX_GREP_MATCHES:
-        lines.append(f"[... {total - MAX_GREP_MATCHES} more matches not shown]")
+    if total > limits.matches:
+        lines.append(f"[... {total - limits.matches} more matches not shown]")
+    if stopped:
+        lines.append(stopped)
     lines.append(f"{total} match{'' if total == 1 else 'es'} in {matched_files} file{'' if matched_files == 1 else 's'}")
     return "\n".join(lines)
 
 
-def _walk(root: Path):
+def _read_regular(file: Path, most: int) -> bytes | None:
+    """The bytes of a regular file of at most `most` bytes, else None (larger, gone, unreadable, or not a regular
+    file). Opened without waiting (a FIFO put in its place would block the open) and checked once open."""
+    try:
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > most:
+            return None
+        try:
+            data = handle.read(most + 1)  # a file that grew past its size is still read no further
+        except OSError:
+            return None
+    return None if len(data) > most else data
+
+
+def _walk(root: Path) -> Iterator[tuple[str, Path]]:
+    """(name relative to `root`, path to read) of the files under `root` (itself resolved), in order: a symbolic
+    link to a file inside it is read, one out of it is not, and links to folders are not walked (each folder is
+    walked once, where it is)."""
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
         for name in sorted(names):
-            yield Path(folder) / name
+            file = Path(folder) / name
+            target = file.resolve() if file.is_symlink() else file
+            if target.is_relative_to(root):
+                yield str(file.relative_to(root)), target
 
 
 def grep_messages(argument: str, cancel: CancelToken | None = None) -> tuple[Message, Message]:
