@@ -282,7 +282,7 @@ class ChatController(QObject):
     def tool_messages(self, name: str, argument: str) -> Callable[[Job], tuple[Message, ...]]:
         """What a tool command gives the open chat, to run with run_tool (its handler's, core.chat.commands)."""
         session = self.session
-        return lambda job: tool_messages(name, argument, job.cancel_token, session.settings.run_timeout)
+        return lambda job: tool_messages(name, argument, job.cancel_token, session.settings)
 
     # ---- summaries and pins ---------------------------------------------------------------------------------------
     def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.messages import Message
 from ..providers.base import CancelToken
+from ..settings import ChatSettings
 from ..storage.store import StoreError
 from ..tools import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from .history import history_lines, one_line
@@ -112,17 +113,19 @@ def _help(_session: ChatSession | None, _argument: str, _cancel: CancelToken) ->
     return CommandResult(help_text())
 
 
-def tool_messages(name: str, argument: str, cancel: CancelToken, run_timeout: float) -> tuple[Message, ...]:
-    """What a tool command gives the chat: its call and result as messages. Touches no chat (run beside it)."""
+def tool_messages(name: str, argument: str, cancel: CancelToken, settings: ChatSettings) -> tuple[Message, ...]:
+    """What a tool command gives the chat: its call and result as messages, /run within the chat's limits. Touches
+    no chat (run beside it)."""
     if name == "run":
-        return run_command_messages(argument, cancel, timeout=run_timeout)
+        return run_command_messages(argument, cancel, timeout=settings.run_timeout, memory_mb=settings.run_memory_mb,
+                                    processes=settings.run_processes)
     pattern, path = grep_argument(argument)
     return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
 
 
 def _tool(name: str) -> Handler:
     def run(session: ChatSession, argument: str, cancel: CancelToken) -> CommandResult:
-        messages = tool_messages(name, argument, cancel, session.settings.run_timeout)
+        messages = tool_messages(name, argument, cancel, session.settings)
         return CommandResult(messages[-1].content, session.add_messages(list(messages)))
     return run
 

@@ -56,3 +56,18 @@ def test_pin_history_and_unpin_in_the_terminal_chat_do_what_help_says(tmp_path):
     assert "Unpinned: this message can be summarized again." in out.getvalue()
     with open_store(data) as store:
         assert not any(m.pinned for m in store.load_messages(chat))
+
+
+def test_run_keeps_to_the_chats_own_limits(tmp_path):
+    """A chat's /run memory and process limits (its settings) reach the command, not only the defaults."""
+    data = str(tmp_path)
+    with open_store(data) as store:
+        store.create_chat("limits", {"context_window": 4096, "run_processes": 5, "run_memory_mb": 4096})
+    args = TurnOptions(temperature=0.0, chat="limits", data_dir=data)
+    stdin = io.StringIO("/run python3 -c 'bytes(2_000_000_000)' && echo allocated\n"
+                        "/run for i in $(seq 20); do sleep 60 & done; wait\n")
+    out = io.StringIO()
+    assert terminal_chat(ScriptedProvider([]), args, stdin, out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert "allocated\n[exit code: 0]" in text  # 2 GB within the chat's 4,096 MB (the default is 1,024)
+    assert "[more than 5 processes at once; the command was stopped]" in text
