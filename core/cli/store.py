@@ -16,6 +16,7 @@ from ..storage.store import ChatNotFound, MessageNotFound, StoreError, open_stor
 from .group import cli, data_dir_option
 
 DEFAULT_WINDOW = 8192
+SEARCH_LIMIT = 10_000  # most hits one search lists (SQLite's integers end at 2**63 - 1)
 BAR_WIDTH = 40
 
 
@@ -141,7 +142,8 @@ def context(chat: str, data_dir: str | None) -> int:
 
 @cli.command()
 @click.argument("text")
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True, help="most hits to list")
+@click.option("--limit", type=click.IntRange(min=1, max=SEARCH_LIMIT), default=20, show_default=True,
+              help="most hits to list")
 @data_dir_option
 def search(text: str, limit: int, data_dir: str | None) -> int:
     """Search messages of all chats, archived ones included."""

@@ -21,6 +21,7 @@ from ..context.recall import fts_or_query
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
 from .database import MESSAGE, MessageNotFound, MessageRow, StoreError, use_bulk_cache
+from .snippet import SCAN_BYTES, query_stems, snippet
 
 log = logging.getLogger("precis.store")
 
@@ -107,7 +108,8 @@ def insert_messages(session: Session, chat_id: str, messages: Iterable[Message],
                     archived_by: Mapping[str, str] | None = None) -> None:
     """Insert messages at seq first_seq, first_seq+1, ... within the session's transaction: plain driver rows in
     batches, then all of them into the search index in one statement (the only place messages are added, so the
-    only place they are indexed; changes and deletions reach the index through triggers)."""
+    only place they are indexed, as message_searched gives them; changes and deletions reach the index through
+    triggers)."""
     archived_by = archived_by or {}
     connection = session.connection()
     numbered = enumerate(messages, start=first_seq)
@@ -117,8 +119,9 @@ def insert_messages(session: Session, chat_id: str, messages: Iterable[Message],
             values = {**message_values(chat_id, message), "seq": seq, "archived_by": archived_by.get(message.id)}
             rows.append(tuple(values[c] for c in _INSERT_COLUMNS))
         connection.exec_driver_sql(_INSERT_SQL, rows)
-    connection.exec_driver_sql("INSERT INTO message_fts(rowid, content) "
-                               "SELECT pk, content FROM message WHERE chat_id = ? AND seq >= ?", (chat_id, first_seq))
+    connection.exec_driver_sql("INSERT INTO message_fts(rowid, content) SELECT m.pk, searched.content FROM message m "
+                               "JOIN message_searched searched ON searched.pk = m.pk WHERE m.chat_id = ? AND m.seq >= ?",
+                               (chat_id, first_seq))
 
 
 class MessageTable:
@@ -233,14 +236,23 @@ class MessageTable:
         if not match:
             return []
         sql = text("""
-            SELECT m.chat_id, c.title, m.id, m.role, hit.snip, m.archived_by FROM (
-                SELECT rowid AS pk, snippet(message_fts, 0, '[', ']', '…', 12) AS snip, rank
-                FROM message_fts WHERE message_fts MATCH :match ORDER BY rank LIMIT :limit) AS hit
+            SELECT m.pk, m.chat_id, c.title, m.id, m.role, m.archived_by FROM (
+                SELECT rowid AS pk, rank FROM message_fts WHERE message_fts MATCH :match ORDER BY rank LIMIT :limit)
+                AS hit
             JOIN message m ON m.pk = hit.pk JOIN chat c ON c.id = m.chat_id
             WHERE c.deleted_at IS NULL ORDER BY hit.rank""")
+        stems = query_stems(query)
         with self._read() as session:
-            rows = session.execute(sql, {"match": match, "limit": limit})
-            return [SearchHit(*row) for row in rows]
+            rows = session.execute(sql, {"match": match, "limit": limit}).all()
+            database = session.connection().connection.driver_connection
+            hits = []
+            for pk, chat_id, title, message_id, role, archived_by in rows:
+                # Only the start of the message is read (a blob read of its first pages), not all of a 50 MB one.
+                with database.blobopen("message", "content", pk, readonly=True) as content:
+                    whole = len(content) <= SCAN_BYTES
+                    start = content.read(SCAN_BYTES).decode("utf-8", errors="ignore")  # a character cut at the end
+                hits.append(SearchHit(chat_id, title, message_id, role, snippet(start, stems, whole), archived_by))
+            return hits
 
     def search_archived(self, chat_id: str, query: str, limit: int = 20) -> list[str]:
         """Ids of this chat's archived messages matching any content word of `query`, best first (BM25): recall."""

@@ -393,6 +393,23 @@ def test_search_handles_punctuation_and_skips_deleted_chats(tmp_path):
         assert [h.chat_title for h in hits] == ["alpha"] and "[foo]" in hits[0].snippet
 
 
+def test_a_snippet_marks_the_words_the_search_matched_around_the_first(tmp_path):
+    """Made from the start of the message, not by SQLite's snippet(), whose time grew with the square of a
+    message's hits. Marked as the index matches: any case, diacritics or not, each query word a stem's prefix."""
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("snippets")
+        store.add_message(chat, Message(role="user", content="Plans: " + "filler " * 30
+                                        + "she went Kickboxing at the Café before running home" + " tail" * 30))
+        [hit] = store.search("kickbox cafe")
+        assert hit.snippet == "…filler filler filler she went [Kickboxing] at the [Café] before running home…"
+        store.add_message(chat, Message(role="user", content="Jogged, jogs, jogging: the jogger's jog. Ran."))
+        [hit] = store.search("jogging")
+        assert hit.snippet == "[Jogged], [jogs], [jogging]: the [jogger]'s [jog]. Ran"
+        # The index holds a message's first 1,000,000 characters: a word after them is not found.
+        store.add_message(chat, Message(role="user", content="x " * 500_000 + "farewell"))
+        assert store.search("farewell") == []
+
+
 def test_drafts_survive_a_restart(tmp_path):
     with open_store(tmp_path) as store:
         chat = store.create_chat("c")
