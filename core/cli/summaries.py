@@ -19,14 +19,6 @@ from .store import BAD_INPUT, DEFAULT_WINDOW, _fail
 SNIPPET_CHARS = 70
 
 
-def _saving(store, chat_id: str, engine) -> list[StoreError]:
-    """Save the engine's summaries as they are made (attach_engine); the engine swallows a listener's errors, so
-    failed saves (a read-only or full store) are collected here for the command to report."""
-    failures: list[StoreError] = []
-    attach_engine(store, chat_id, engine, on_error=failures.append)
-    return failures
-
-
 def _snippet(message: Message) -> str:
     text = " ".join(message.content.split()) or f"({message.role} tool call)"
     return text if len(text) <= SNIPPET_CHARS else text[:SNIPPET_CHARS - 1] + "…"
@@ -77,10 +69,8 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
             policy = effective_policy(store, chat.settings).model_copy(update={"mode": mode})
             summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
-            failures = _saving(store, chat.id, engine)
+            attach_engine(store, chat.id, engine)  # a failed save is raised from summarize_now
             record = engine.summarize_now(instructions, up_to=_message_id(engine.messages, up_to))
-            if failures:
-                raise failures[0]
     except NothingToSummarize as exc:
         return _fail("summarize", exc, BAD_INPUT)
     except KeyError as exc:  # --up-to names no message of the chat
@@ -113,10 +103,8 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
         with open_store(data_dir) as store:
             chat = store.find_chat(chat)
             engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
-            failures = _saving(store, chat.id, engine)
+            attach_engine(store, chat.id, engine)  # a failed save is raised from undo_last
             record = engine.undo_last()
-            if failures:
-                raise failures[0]
     except NothingToUndo as exc:
         return _fail("undo-summary", exc, BAD_INPUT)
     except (StoreError, ValueError, IntegrityError) as exc:

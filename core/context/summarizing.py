@@ -448,11 +448,17 @@ class Summarization:
         return lambda: self._listeners.remove(callback) if callback in self._listeners else None
 
     def _emit(self, event: EngineEvent) -> None:
+        """Tell every listener; the first error one raised is raised after all were told. Never swallowed: a
+        listener saves the summary (attach_engine), and a save that failed in silence left `precis summarize`
+        saying "4 messages → 1 summary" with nothing saved."""
+        failed: Exception | None = None
         for listener in list(self._listeners):
             try:
                 listener(event)
-            except Exception:  # a broken listener must not break the chat
-                log.exception("engine event listener failed")
+            except Exception as exc:  # the others are still told
+                failed = failed or exc
+        if failed is not None:
+            raise failed
 
 
 def merge_facets(all_facets: list[Facets]) -> Facets:

@@ -12,7 +12,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, select, update
 
 from ..model.records import SummaryRecord
-from .database import MESSAGE, ChatRow, MessageRow, StoreConflict, StoreError, SummaryRow
+from .database import MESSAGE, ChatRow, MessageRow, StoreConflict, StoreError, StoreWriteError, SummaryRow
 
 if TYPE_CHECKING:
     from .store import Store
@@ -39,20 +39,22 @@ class SummaryTable:
             set_={k: stmt.excluded[k] for k in ("record", "status", "created_at", "parent_id", "depth")}), values)
 
     def save_summary_state(self, chat_id: str, records: Iterable[SummaryRecord],
-                           archived_by: Mapping[str, str | None], active_before: Set[str] | None = None) -> None:
+                           archived_by: Mapping[str, str | None], active_before: Set[str] | None = None,
+                           what: str = "save the summary") -> None:
         """Records (new or with a changed status) and which summary hides each given message: one transaction,
         so after a crash the chat is wholly before or wholly after a summarization or an undo.
 
         `active_before`: the chat's active summaries the change was made from. If the store's differ, another
         Precis (the window, a command) summarized or undid meanwhile, and saving would stack a second summary on
-        the same messages or undo one twice: StoreConflict, nothing written."""
-        with self._write("save the summary") as session:
+        the same messages or undo one twice: StoreConflict, nothing written. `what` is the change, as an error
+        names it ('could not undo the summary: ... is read-only')."""
+        with self._write(what) as session:
             self._chat_row(session, chat_id, deleted_ok=True)
             if active_before is not None:
                 stored = set(session.exec(select(SummaryRow.id).where(SummaryRow.chat_id == chat_id,
                                                                       SummaryRow.status == "active")).all())
                 if stored != set(active_before):
-                    raise StoreConflict(f"could not save the summary: another Precis summarized this chat or undid "
+                    raise StoreConflict(f"could not {what}: another Precis summarized this chat or undid "
                                         f"one of its summaries meanwhile ({self.path}). Nothing was changed; "
                                         "open the chat again to see its summaries as they are now.")
             for record in records:
@@ -79,9 +81,9 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
     The engine's records (status, depth, ...) are compared with what was last saved, and only the differences are
     written, with which record now hides each message the event's records cover (a summary's own range, a merge's
     or an undone merge's whole range): no event looks at the rest of the chat. A save is refused (StoreConflict)
-    when another Precis changed the chat's summaries since the engine was restored or last saved. The engine swallows listener
-    errors, so a failed save (disk full) goes to `on_error` for the caller to show; without one it is raised into
-    the engine's log. Returns a function that detaches.
+    when another Precis changed the chat's summaries since the engine was restored or last saved. Every failed save
+    (disk full, read-only, a record that cannot be written) is a StoreError: given to `on_error` for the caller to
+    show, or without one raised from the engine's call that made the change. Returns a function that detaches.
     """
     # What can change on a saved record is its status and its place in the chain; new records are new ids.
     def mark(record: SummaryRecord) -> tuple:
@@ -95,14 +97,18 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
         changed.setdefault(event.record.id, (event.record, mark(event.record)))
         touched = unsaved | set(engine.archive.covered(event.record))
         archive = {mid: engine.archived_by(mid) for mid in touched}
+        what = "undo the summary" if event.kind == "undone" else "save the summary"
         try:
             store.save_summary_state(chat_id, [record for record, _mark in changed.values()], archive,
-                                     active_before={rid for rid, m in saved_records.items() if m[0] == "active"})
-        except StoreError as exc:
+                                     active_before={rid for rid, m in saved_records.items() if m[0] == "active"},
+                                     what=what)
+        except Exception as exc:  # any failure, not only the store's: a record JSON or SQLite cannot hold
             unsaved.update(touched)
+            failure = exc if isinstance(exc, StoreError) else StoreWriteError(
+                f"could not {what}: {exc}. Nothing was changed.")
             if on_error is None:
-                raise
-            on_error(exc)
+                raise failure  # the store's own error, or this one with it as its context
+            on_error(failure)
             return
         unsaved.clear()
         saved_records.update({rid: m for rid, (_record, m) in changed.items()})

@@ -6,8 +6,9 @@ import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.storage.chats import restore_engine
 from precis.core.storage.importers import import_file
-from precis.core.storage.store import open_store
+from precis.core.storage.store import StoreError, attach_engine, open_store
 
 from tests.conftest import CLAUDE_CODE_RAW
 
@@ -156,3 +157,23 @@ def test_summarize_up_to_a_message_numbered_as_history_numbers_them(tmp_path, ca
     with open_store(data) as store:
         ninth = store.load_messages(chat)[11].id  # an id still works, as before
     assert main(["--data-dir", str(data), "summarize", "cache work", "--up-to", ninth]) == 0
+
+
+def test_a_summary_that_cannot_be_written_is_reported_by_the_engine_call_that_made_it(tmp_path):
+    """Whatever stops the save (here a lone surrogate in the record, which no UTF-8 file can hold), the error reaches
+    the caller, given to on_error or raised from summarize_now: it was logged and the summary reported as made."""
+    data = tmp_path / "data"
+    chat = _chat(data)
+    with open_store(data) as store:
+        engine, _ = restore_engine(store, chat, default_window=8192)
+        failures = []
+        attach_engine(store, chat, engine, on_error=failures.append)
+        engine.summarize_now("keep \udcff names")
+        assert len(failures) == 1 and str(failures[0]).startswith("could not save the summary: ")
+        assert "surrogates not allowed" in str(failures[0])
+
+        engine, _ = restore_engine(store, chat, default_window=8192)
+        attach_engine(store, chat, engine)
+        with pytest.raises(StoreError, match="could not save the summary: "):
+            engine.summarize_now("keep \udcff names")
+        assert store.load_records(chat) == []

@@ -217,7 +217,8 @@ def test_reading_commands_work_on_a_read_only_folder(tmp_path):
 
 @pytest.mark.slow
 def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path):
-    """The summary is made, but it cannot be saved: the command says so and fails (it printed success before)."""
+    """The summary is made, but it cannot be saved: the command says so and fails (it printed success before). An
+    undo says the undo was not saved (it said 'could not save the summary')."""
     data = tmp_path / "data"
     chat_id = precis("--data-dir", str(data), "import", str(TRANSCRIPTS[0])).stdout.strip()
     for argv in (["summarize", chat_id], ["undo-summary", chat_id]):
@@ -226,6 +227,8 @@ def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path
         result = read_only_run(data, "--data-dir", str(data), *argv)
         assert result.returncode == 1, (argv, result.stdout, result.stderr)
         assert f"{data / DB_NAME} is read-only" in result.stderr and "Traceback" not in result.stderr
+        change = "undo the summary" if argv[0] == "undo-summary" else "save the summary"
+        assert f"precis {argv[0]}: could not {change}: " in result.stderr, result.stderr
     with open_store(data) as store:
         assert len(store.load_records(chat_id)) == 1  # only the summary made while it was writable
 
