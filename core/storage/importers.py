@@ -24,6 +24,7 @@ from .interchange import (
     pair_tool_results,
     parse_jsonl_line,
     read_interchange_chat,
+    refuse_lone_surrogates,
 )
 from .store import Store
 
@@ -160,7 +161,9 @@ def _items_with_lines(text: str, source: str) -> Iterator[tuple[Any, int]]:
     while text[pos := _skip_between(text, pos)] != "]":
         line += text.count("\n", counted_to, pos)
         counted_to = pos
-        item, pos = _DECODER.raw_decode(text, pos)
+        item, end = _DECODER.raw_decode(text, pos)
+        refuse_lone_surrogates(item, text, source, line, pos, end)
+        pos = end
         yield item, line
     if in_object and (again := _messages_key(text, pos + 1)) >= 0:
         raise TranscriptError(source, line + text.count("\n", counted_to, again),
@@ -242,8 +245,11 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
             if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                 raise TranscriptError(source, line, "field 'tool_calls' has a call without function.name")
             call_id = call.get("id") if isinstance(call.get("id"), str) else new_id()
-            calls.append(ToolCall(id=call_id, name=function["name"],
-                                  arguments=_openai_arguments(function.get("arguments"))))
+            arguments = _openai_arguments(function.get("arguments"))
+            if isinstance(function.get("arguments"), str):  # JSON in a string: its escapes were not read before
+                refuse_lone_surrogates(arguments, function["arguments"], source, line,
+                                       field=f"tool_calls[{len(calls)}].function.arguments")
+            calls.append(ToolCall(id=call_id, name=function["name"], arguments=arguments))
             call_names[call_id] = function["name"]
         if role == "tool":
             call_id = item.get("tool_call_id") if isinstance(item.get("tool_call_id"), str) else None

@@ -9,6 +9,7 @@ message a record covers.
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -103,6 +104,43 @@ def pair_tool_results(messages: list[Message]) -> list[Message]:
 
 NESTED_TOO_DEEP = "JSON nested too deeply to read (arrays or objects inside each other thousands of levels deep)"
 
+# A JSON escape of half a UTF-16 surrogate pair: with its other half it is one character; alone it is none, and no
+# file or database can hold it (saving it was a traceback).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_place(value: Any, where: str) -> str | None:
+    """The field (as 'message.content[0].text', under `where`) of the first string in a parsed JSON value that
+    holds a lone surrogate; None if none does."""
+    if isinstance(value, str):
+        return where if _LONE_SURROGATE.search(value) else None
+    items: Iterable[tuple[str, Any]] = ()
+    if isinstance(value, dict):
+        items = ((f"{where}.{key}" if where else key, item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{where}[{n}]", item) for n, item in enumerate(value))
+    for inner, item in items:
+        if _LONE_SURROGATE.search(inner):  # in a key
+            return inner
+        found = _surrogate_place(item, inner)
+        if found is not None:
+            return found
+    return None
+
+
+def refuse_lone_surrogates(value: Any, text: str, source: str, line: int, start: int = 0, end: int | None = None,
+                           field: str = "") -> None:
+    """TranscriptError naming the field (under `field`) if `value`, parsed from text[start:end], holds a lone
+    surrogate (only JSON's \\uD800 escapes can make one: the text itself was decoded from UTF-8)."""
+    if _SURROGATE_ESCAPE.search(text, start, len(text) if end is None else end) is None:
+        return
+    place = _surrogate_place(value, field)
+    if place is not None:
+        shown = f"field {place.encode('utf-8', 'backslashreplace').decode()!r}" if place else "the value"
+        raise TranscriptError(source, line, f"{shown} holds a lone surrogate (a \\uD800-\\uDFFF escape without "
+                                            "its pair), which is not a character")
+
 
 def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
     """One JSON Lines line as a value, None for a blank line; TranscriptError (file, line) if it is not JSON."""
@@ -110,11 +148,13 @@ def parse_jsonl_line(raw: bytes | str, source: str, number: int) -> Any:
     if not text:
         return None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise TranscriptError(source, number, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
     except RecursionError:
         raise TranscriptError(source, number, NESTED_TOO_DEEP) from None
+    refuse_lone_surrogates(value, text, source, number)
+    return value
 
 
 def read_transcript(path: str | Path) -> list[Message]:

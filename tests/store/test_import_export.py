@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -336,3 +338,36 @@ def test_a_file_imported_in_the_wrong_format_says_what_it_looks_like(tmp_path, c
     bad.write_text('{"role": "user", "content": 5}\n')
     assert main(["--data-dir", data, "import", str(bad), "--format", "jsonl"]) == 2
     assert "looks like" not in capsys.readouterr().err
+
+
+def precis(*argv: str | bytes) -> subprocess.CompletedProcess:
+    """The real command in a process of its own: its arguments may be bytes that are not UTF-8, as a shell gives."""
+    return subprocess.run([sys.executable, "-m", "precis.core.cli.main", *argv], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("fmt, text, line, field", [
+    ("jsonl", '{"role": "user", "content": "ok"}\n{"role": "user", "content": "bad \\ud800 half"}\n', 2, "'content'"),
+    ("jsonl", '{"role": "assistant", "content": "", "name": "bash", "tool_args": {"cmd": "x\\uDC00"}}\n', 1,
+     "'tool_args.cmd'"),
+    ("openai", '{"messages": [\n  {"role": "user", "content": "hi \\ud83d\\ude00"},\n'
+               '  {"role": "user", "content": [{"type": "text", "text": "\\ud800"}]}\n]}', 3, "'content[0].text'"),
+    ("openai", '[{"role": "user", "content": "run it"},\n {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", '
+               '"type": "function", "function": {"name": "bash", "arguments": "{\\"cmd\\": \\"\\\\ud800\\"}"}}]}]', 2,
+     "'tool_calls[0].function.arguments.cmd'"),
+    ("claude-code", '{"type": "user", "uuid": "u1", "message": {"role": "user", "content": "hi"}}\n'
+                    '{"type": "assistant", "uuid": "u2", "message": {"content": [{"type": "text", "text": "\\udfff"}]}}\n',
+     2, "'message.content[0].text'"),
+])
+def test_a_lone_surrogate_is_bad_input_naming_its_line_and_nothing_is_written(tmp_path, fmt, text, line, field):
+    """A \\ud800 escape without its pair is no character: importing it was a traceback and exit 1 (the store
+    cannot encode it). A pair (an emoji) is one character and fine."""
+    data = tmp_path / "data"
+    path = tmp_path / f"half.{fmt}"
+    path.write_text(text)
+    done = precis("--data-dir", str(data), "import", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert f"{path}, line {line}: field {field} holds a lone surrogate" in done.stderr
+    assert "Nothing was imported." in done.stderr and done.stdout == ""
+    with open_store(data) as store:
+        assert store.list_chats() == []
