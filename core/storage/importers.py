@@ -235,6 +235,9 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
         if role is None:
             raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(roles)}, "
                                                 f"got {item.get('role')!r}")
+        if item.get("content") is None and role != "assistant":  # only a reply may be empty (a call, a refusal)
+            raise TranscriptError(source, line, f"a {item['role']} message needs its text in field 'content' "
+                                                "(it has none)")
         content = _openai_content(item.get("content"), source, line)
         calls = []
         raw_calls = item.get("tool_calls") or []

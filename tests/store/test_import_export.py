@@ -371,3 +371,15 @@ def test_a_lone_surrogate_is_bad_input_naming_its_line_and_nothing_is_written(tm
     assert "Nothing was imported." in done.stderr and done.stdout == ""
     with open_store(data) as store:
         assert store.list_chats() == []
+
+
+@pytest.mark.parametrize("message", ['{"role": "user"}', '{"role": "user", "content": null}',
+                                     '{"role": "tool", "tool_call_id": "c1"}'])
+def test_an_openai_message_without_its_text_is_bad_input(store, tmp_path, message):
+    """A user message with no content imported silently as an empty message. A reply may be empty."""
+    path = tmp_path / "chat.json"
+    path.write_text('{"messages": [\n  {"role": "assistant", "content": null},\n  ' + message + '\n]}')
+    role = json.loads(message)["role"]
+    with pytest.raises(ImportFailed, match=rf"chat.json, line 3: a {role} message needs its text in field 'content'"):
+        import_file(store, path)
+    assert store.list_chats() == []
