@@ -30,6 +30,16 @@ def exit_code(error: object) -> int:
     return BAD_INPUT if isinstance(error, (ChatNotFound, MessageNotFound)) else STORE_FAILED
 
 
+def unicode_text(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A click callback for text that is stored, searched or looked up: bytes that are not UTF-8 (Python reads them
+    from the command line as lone surrogates, which no file or database can hold) are bad input, named."""
+    for place, char in enumerate(value or ""):
+        if "\udc80" <= char <= "\udcff":  # the byte os.fsdecode could not read
+            raise click.BadParameter(f"not valid UTF-8: the byte 0x{ord(char) - 0xdc00:02x} at character "
+                                     f"{place + 1} is not a character")
+    return value
+
+
 def _fail(command: str, message: object, code: int | None = None) -> int:
     print(f"precis {command}: {message}", file=sys.stderr)
     return exit_code(message) if code is None else code
@@ -38,7 +48,7 @@ def _fail(command: str, message: object, code: int | None = None) -> int:
 @cli.command("import")
 @click.argument("file")
 @click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True)
-@click.option("--title", help="the chat's title (default: from the file)")
+@click.option("--title", callback=unicode_text, help="the chat's title (default: from the file)")
 @data_dir_option
 def import_command(file: str, format_: str, title: str | None, data_dir: str | None) -> int:
     """Import a chat file and print the new chat's id."""
@@ -74,7 +84,7 @@ def chats(data_dir: str | None) -> int:
 
 
 @cli.command()
-@click.argument("chat")
+@click.argument("chat", callback=unicode_text)
 @click.option("--format", "format_", type=click.Choice(EXPORT_FORMATS), default="jsonl", show_default=True)
 @click.option("-o", "--output", help="file to write (default: standard output)")
 @data_dir_option
@@ -101,7 +111,7 @@ def _bar(share: float) -> str:
 
 
 @cli.command()
-@click.argument("chat")
+@click.argument("chat", callback=unicode_text)
 @data_dir_option
 def context(chat: str, data_dir: str | None) -> int:
     """What the model sees of CHAT (id, unique prefix or title): window use by kind, the summary chain."""
@@ -141,7 +151,7 @@ def context(chat: str, data_dir: str | None) -> int:
 
 
 @cli.command()
-@click.argument("text")
+@click.argument("text", callback=unicode_text)
 @click.option("--limit", type=click.IntRange(min=1, max=SEARCH_LIMIT), default=20, show_default=True,
               help="most hits to list")
 @data_dir_option

@@ -14,7 +14,7 @@ from ..storage.chats import effective_policy, restore_engine, summarizer_for
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarize import make_summarizer
 from .group import cli, data_dir_option
-from .store import BAD_INPUT, DEFAULT_WINDOW, _fail
+from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, unicode_text
 
 SNIPPET_CHARS = 70
 
@@ -50,9 +50,9 @@ def _how(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> str:
 
 
 @cli.command()
-@click.argument("chat")
-@click.option("--instructions", help="what the summary should keep or stress")
-@click.option("--up-to", "up_to", metavar="MESSAGE",
+@click.argument("chat", callback=unicode_text)
+@click.option("--instructions", callback=unicode_text, help="what the summary should keep or stress")
+@click.option("--up-to", "up_to", metavar="MESSAGE", callback=unicode_text,
               help="summarize only up to and including this message: its id, or its number as `precis history` "
                    "counts them (1 is the first)")
 @click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
@@ -95,7 +95,7 @@ def _message_id(messages: list, ref: str | None) -> str | None:
 
 
 @cli.command("undo-summary")
-@click.argument("chat")
+@click.argument("chat", callback=unicode_text)
 @data_dir_option
 def undo_summary(chat: str, data_dir: str | None) -> int:
     """Undo CHAT's newest summary: its messages are sent to the model again, exactly as they were."""
@@ -115,7 +115,7 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
 
 
 @cli.command()
-@click.argument("chat")
+@click.argument("chat", callback=unicode_text)
 @click.option("--full", is_flag=True, help="also the first and last message of each range, and the summary text")
 @data_dir_option
 def history(chat: str, full: bool, data_dir: str | None) -> int:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
@@ -157,6 +160,25 @@ def test_summarize_up_to_a_message_numbered_as_history_numbers_them(tmp_path, ca
     with open_store(data) as store:
         ninth = store.load_messages(chat)[11].id  # an id still works, as before
     assert main(["--data-dir", str(data), "summarize", "cache work", "--up-to", ninth]) == 0
+
+
+def precis(*argv: str | bytes) -> subprocess.CompletedProcess:
+    """The real command in a process of its own: its arguments may be bytes that are not UTF-8, as a shell gives."""
+    return subprocess.run([sys.executable, "-m", "precis.core.cli.main", *argv], capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_instructions_that_are_not_utf8_are_bad_input_and_nothing_is_saved(tmp_path):
+    """`--instructions $'keep \\xff names'` printed '14 messages → 1 summary' and exited 0 with nothing saved: the
+    record could not be written, and the engine swallowed the save's error."""
+    data = tmp_path / "data"
+    chat = _chat(data)
+    done = precis("--data-dir", str(data), "summarize", chat, "--instructions", b"keep \xff names")
+    assert done.returncode == 2, done.stderr
+    assert "Invalid value for '--instructions': not valid UTF-8: the byte 0xff at character 6" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    with open_store(data) as store:
+        assert store.load_records(chat) == []
 
 
 def test_a_summary_that_cannot_be_written_is_reported_by_the_engine_call_that_made_it(tmp_path):

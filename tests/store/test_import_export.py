@@ -373,6 +373,21 @@ def test_a_lone_surrogate_is_bad_input_naming_its_line_and_nothing_is_written(tm
         assert store.list_chats() == []
 
 
+def test_a_title_that_is_not_utf8_is_bad_input_and_nothing_is_written(tmp_path):
+    data = tmp_path / "data"
+    path = tmp_path / "fine.jsonl"
+    path.write_text('{"role": "user", "content": "Tide tables for May?"}\n')
+    done = precis("--data-dir", str(data), "import", str(path), "--title", b"caf\xe9 notes")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "Invalid value for '--title': not valid UTF-8: the byte 0xe9 at character 4 is not a character" in done.stderr
+    with open_store(data) as store:
+        assert store.list_chats() == []
+    searched = precis("--data-dir", str(data), "search", b"caf\xe9")
+    assert searched.returncode == 2 and "Invalid value for 'TEXT': not valid UTF-8" in searched.stderr
+    named = precis("--data-dir", str(data), "context", b"caf\xe9")  # said: no chat with id or title 'caf\udce9'
+    assert named.returncode == 2 and "Invalid value for 'CHAT': not valid UTF-8: the byte 0xe9" in named.stderr
+
+
 @pytest.mark.parametrize("message", ['{"role": "user"}', '{"role": "user", "content": null}',
                                      '{"role": "tool", "tool_call_id": "c1"}'])
 def test_an_openai_message_without_its_text_is_bad_input(store, tmp_path, message):
