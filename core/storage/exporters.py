@@ -5,6 +5,8 @@ chat never holds its whole text, nor a second copy of it, in memory."""
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import itertools
 import json
 import os
@@ -55,8 +57,10 @@ def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None
         mode = stat.S_IMODE(target.stat().st_mode)
     except OSError:
         mode = None  # a new file (or one we cannot look at: the write below says why)
+    _remove_abandoned_parts(target)
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".part",
+                                             dir=target.parent)
     except OSError as exc:
         raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
@@ -70,6 +74,31 @@ def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None
         if isinstance(exc, OSError):
             raise OSError(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
+
+
+def _remove_abandoned_parts(target: Path) -> None:
+    """Remove the temporary files of earlier exports to `target` whose process is gone (killed mid-write: nothing
+    else would ever remove them). Each is named after the process writing it, and another export still writing its
+    own is left alone; one without a process id is an earlier version's."""
+    prefix = f".{target.name}."
+    for part in target.parent.glob(f"{glob.escape(prefix)}*.part"):
+        writer = part.name[len(prefix):].split(".")[0]
+        if writer.isdigit() and _running(int(writer)):
+            continue
+        with contextlib.suppress(OSError):  # another export removed it first, or the folder is read-only
+            part.unlink()
+
+
+def _running(pid: int) -> bool:
+    if os.name != "posix":  # Windows' os.kill ends the process whatever the signal: assume it still writes
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
 
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -398,3 +400,32 @@ def test_an_openai_message_without_its_text_is_bad_input(store, tmp_path, messag
     with pytest.raises(ImportFailed, match=rf"chat.json, line 3: a {role} message needs its text in field 'content'"):
         import_file(store, path)
     assert store.list_chats() == []
+
+
+def test_an_export_killed_mid_write_leaves_no_part_file_once_the_next_export_is_done(tmp_path):
+    """A killed export's `.chat.md.*.part` stayed for good; another export still writing its own is left alone."""
+    data = tmp_path / "data"
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "Tide tables for May?"}\n')
+    chat = precis("--data-dir", str(data), "import", str(path)).stdout.strip()
+    target = tmp_path / "chat.md"
+    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys, time
+        from precis.core.storage.exporters import write_export
+        def pieces():
+            yield "# half a chat\\n"
+            print("writing", flush=True)
+            time.sleep(60)
+        write_export(pieces(), {str(target)!r})
+    """)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline() == "writing\n"
+    writer.kill()
+    writer.wait()
+    [abandoned] = tmp_path.glob(".chat.md.*.part")
+    still_writing = tmp_path / f".chat.md.{os.getpid()}.abcdefgh.part"
+    still_writing.write_text("another export of this process, not done yet")
+
+    done = precis("--data-dir", str(data), "export", chat, "--format", "md", "-o", str(target))
+    assert done.returncode == 0, done.stderr
+    assert target.read_text().startswith("# Tide tables for May?")
+    assert not abandoned.exists() and still_writing.exists()
