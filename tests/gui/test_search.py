@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 from precis.core.model.messages import Message
 from precis.core.settings import APPEARANCE_KEY, SUMMARIZATION_KEY
 from precis.gui import theme
@@ -28,6 +29,7 @@ def hits_shown(window) -> int:
     return sum(1 for i in range(rows.count()) if rows.item(i).data(Qt.ItemDataRole.UserRole + 2) is not None)
 
 
+@pytest.mark.slow
 def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot, make_window, store):
     sports_chat(store)
     window = make_window()
