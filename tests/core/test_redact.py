@@ -134,6 +134,7 @@ def test_ordinary_text_is_untouched(text):
     assert redact(text) == (text, 0)
 
 
+@pytest.mark.slow
 @given(st.sampled_from([s[0] for s in SECRETS] + ORDINARY), st.text(max_size=40))
 def test_redaction_is_idempotent(text, noise):
     once, _ = redact(noise + " " + text)
@@ -200,6 +201,7 @@ FILLER = ["x = compute(y)  # nothing secret here", "", "   ", "token usage was 1
 @given(st.lists(st.tuples(st.sampled_from([s[0] for s in SECRETS] + ORDINARY + FILLER),
                           st.sampled_from(["\n", "\n\n", "\n  \n", " ", "\t", ""])), min_size=1, max_size=40),
        st.integers(min_value=2, max_value=3), st.integers(min_value=0, max_value=80), st.booleans())
+@pytest.mark.slow
 def test_a_long_text_is_redacted_as_if_scanned_whole(parts, windows, before_edge, one_line):
     """Secrets anywhere in a long text (across the edges of the windows it is scanned in, a field name and its value
     lines apart, on one very long line) are found as scanning it whole finds them."""
@@ -231,6 +233,7 @@ class _Recording:
         return found
 
 
+@pytest.mark.slow
 def test_no_call_scans_more_than_a_window_of_a_long_text(monkeypatch):
     scanned: list[int] = []
     rules = [dataclasses.replace(rule, pattern=_Recording(rule.pattern, scanned))

@@ -73,6 +73,7 @@ def test_new_chat_rename_and_delete_in_a_read_only_store_say_why_and_change_noth
     assert [c.title for c in store.list_chats()] == ["Trip to Lisbon"]
 
 
+@pytest.mark.slow
 def test_sending_with_no_chat_open_in_a_read_only_store_keeps_the_text(qtbot, make_window, tmp_path):
     folder = tmp_path / "empty"
     open_store(folder).close()

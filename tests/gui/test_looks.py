@@ -63,6 +63,7 @@ def test_the_theme_choice_is_saved_and_restored(qtbot, make_window, store):
     assert theme.current is theme.DARK and reopened.theme_actions["dark"].isChecked()
 
 
+@pytest.mark.slow
 def test_at_1000_by_700_the_chat_gets_the_most_width_and_the_inspector_folds_away(qtbot, make_window, store):
     window = make_window()
     window.resize(1000, 700)
@@ -100,6 +101,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
     assert code == long_line and width - CODE_CHIP_GUTTER <= chip.left() and chip.right() <= width
 
 
+@pytest.mark.slow
 def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, make_window, store):
     """A session marker is conversation (summarized with its stretch): headed "System", not "System prompt"."""
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 2})

@@ -64,6 +64,7 @@ def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot
     assert len(store.load_messages(chat_id)) == 12  # every original kept
 
 
+@pytest.mark.slow
 def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_provider):
     window = make_window(local_provider, load_model=True)
     qtbot.waitUntil(lambda: local_provider.process.pid is not None, timeout=WAIT_MS)

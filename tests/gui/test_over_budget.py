@@ -81,6 +81,7 @@ def test_a_summary_that_saves_almost_nothing_is_not_shown_as_a_success(qtbot, ma
     assert "almost nothing" not in card and "Undo last" not in card
 
 
+@pytest.mark.slow
 def test_a_message_larger_than_the_budget_is_named_with_its_tokens_before_and_after_the_cut(qtbot, make_window, store):
     from precis.core.model.messages import Message
     from precis.core.settings import ChatSettings

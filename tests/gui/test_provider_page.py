@@ -52,6 +52,7 @@ def test_test_connection_says_what_a_real_server_serves(qtbot, make_window, llam
     assert ".gguf" in text
 
 
+@pytest.mark.slow
 def test_test_connection_runs_off_the_gui_thread_and_says_plainly_why_it_failed(qtbot, make_window):
     # A port that takes connections but never answers: the request waits on its worker while the dialog works.
     silent = socket.socket()
@@ -81,6 +82,7 @@ def test_test_connection_runs_off_the_gui_thread_and_says_plainly_why_it_failed(
     assert "Connection refused" in dialog.test_result.text()
 
 
+@pytest.mark.slow
 def test_a_rejected_key_is_said_plainly_and_never_shown(qtbot, make_window):
     # A scripted server: a real OpenAI-compatible server rejects a key the same way, but not on demand.
     server = ScriptedServer()

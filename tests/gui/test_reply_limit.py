@@ -23,6 +23,7 @@ def server():
     server.server_close()
 
 
+@pytest.mark.slow
 def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, make_window, store, server, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     cut = "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})

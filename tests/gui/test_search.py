@@ -73,6 +73,7 @@ def row_shown(view, key: str) -> bool:
     return (view.currentIndex() == index and view.viewport().rect().contains(view.visualRect(index).center()))
 
 
+@pytest.mark.slow
 def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears_it(qtbot, make_window, store):
     sports = sports_chat(store)
     kickboxing = store.load_messages(sports)[0]
@@ -105,6 +106,7 @@ def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears
     assert before.toImage() != view.viewport().grab().toImage()
 
 
+@pytest.mark.slow
 def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     sports = store.import_chat("Sports", [

@@ -7,6 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from precis.core.model.messages import Message
 
 from tests.timing import WAIT_MS
@@ -18,6 +19,7 @@ def run_in_another_process(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_a_chat_imported_by_the_command_line_appears_in_the_open_window(qtbot, make_window, store, isolated_home,
                                                                          tmp_path):
     store.import_chat("already here", [Message(role="user", content="hello")])
@@ -36,6 +38,7 @@ def test_a_chat_imported_by_the_command_line_appears_in_the_open_window(qtbot, m
     assert window.chat_list.list.count() == 2  # shown, not only listed
 
 
+@pytest.mark.slow
 def test_messages_another_process_adds_to_the_open_chat_are_shown(qtbot, make_window, store, isolated_home):
     chat_id = store.import_chat("shared", [Message(role="user", content="first question")])
     window = make_window()
@@ -56,6 +59,7 @@ def test_messages_another_process_adds_to_the_open_chat_are_shown(qtbot, make_wi
     assert window.chat.session.engine.messages[-1].content == "answer from the terminal"
 
 
+@pytest.mark.slow
 def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_window(qtbot, make_window, store,
                                                                                    isolated_home):
     """`precis summarize` summarizes the open chat before the window has looked (its check for changes is off

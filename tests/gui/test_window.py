@@ -210,6 +210,7 @@ def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_windo
     assert not window.grab().isNull()  # painting measured rows replaces estimates without errors
 
 
+@pytest.mark.slow
 def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tmp_path):
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(b'{"role": "user", "content": "ok"}\n{"role": "user", "content": "caf\xe9"}\n')
@@ -221,6 +222,7 @@ def test_the_import_notice_counts_bytes_that_are_not_utf8(qtbot, make_window, tm
     assert "Imported; 1 byte sequence that is not UTF-8 replaced with U+FFFD (first on line 2)." in shown
 
 
+@pytest.mark.slow
 def test_importing_a_file_that_cannot_be_read_says_so_in_words(qtbot, make_window, tmp_path):
     """The window showed Python's "[Errno 2] No such file or directory: '/…/gone.jsonl'"; the command line said
     'cannot read FILE: No such file or directory'. Both say the latter now."""
@@ -243,6 +245,7 @@ def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
     assert result.content.startswith("started\n[timed out after 1 s; the command was stopped]")
 
 
+@pytest.mark.slow
 def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window, store, tmp_path):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)
@@ -279,6 +282,7 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
     assert read_result.content == "alpha\nbeta needle\ngamma\n"
 
 
+@pytest.mark.slow
 def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)
@@ -288,6 +292,7 @@ def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
     assert store.get_draft(chat_id) == "half a thought"
 
 
+@pytest.mark.slow
 def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_window, store):
     window = make_window()
     open_new_chat(qtbot, window, store)
@@ -362,6 +367,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
         reopened.close()
 
 
+@pytest.mark.slow
 def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, store):
     """The server refusing the prompt as too long cannot be produced on demand: a scripted provider injects it."""
     provider = ScriptedProvider(replies=[ContextLengthExceeded("prompt is too long: 9000 tokens > 8192"),

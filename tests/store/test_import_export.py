@@ -427,5 +427,5 @@ def test_an_export_killed_mid_write_leaves_no_part_file_once_the_next_export_is_
 
     done = precis("--data-dir", str(data), "export", chat, "--format", "md", "-o", str(target))
     assert done.returncode == 0, done.stderr
-    assert target.read_text().startswith("# Tide tables for May?")
+    assert target.read_text() == "# chat\n\n### User\n\nTide tables for May?\n"
     assert not abandoned.exists() and still_writing.exists()
