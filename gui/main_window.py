@@ -118,6 +118,7 @@ class MainWindow(QMainWindow):
         self._update_centre()
         self.update_actions()
         self.chats.refresh_chats()
+        self.composer.edit.setFocus()  # what is typed at start goes into the message box, not to a button
         if load_model:
             self.chat.model.load()
 
