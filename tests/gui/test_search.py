@@ -159,6 +159,7 @@ def test_a_hit_names_its_chat_on_one_line(qtbot, make_window, store):
     assert title in item.toolTip()
 
 
+@pytest.mark.slow
 def test_hits_in_chats_whose_names_start_alike_say_which_chat_at_the_list_s_width(qtbot, make_window, store):
     """LoCoMo's three conversations imported: each hit said "loco… · user · archived" at the list's default width
     (the name had what the role and "archived" left, 40 pixels)."""

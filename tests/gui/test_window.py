@@ -387,6 +387,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     assert len(store.load_records(chat_id)) == 1
 
 
+@pytest.mark.slow
 def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()

@@ -20,6 +20,7 @@ def first_row_height(window) -> int:
     return window.conversation.visualRect(window.conversation.conversation.index(0)).height()
 
 
+@pytest.mark.slow
 def test_zoom_keys_resize_the_text_and_the_size_is_remembered(qtbot, make_window, store):
     system = QApplication.font().pointSizeF()
     window = make_window()

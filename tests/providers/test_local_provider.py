@@ -51,6 +51,7 @@ def test_json_schema_output_is_valid_against_the_schema(local_provider):
     Notes.model_validate_json(completion.text)
 
 
+@pytest.mark.slow
 def test_tool_roles_render_as_text(local_provider):
     messages = [Message("user", "List files."),
                 Message("assistant", "", tool_calls=(ToolCall("c1", "ls", {"path": "."}),)),

@@ -183,6 +183,7 @@ def test_004_a_five_message_burst_crossing_the_threshold_summarizes_once():
     assert [r.trigger for r in engine.records] == ["threshold"]
 
 
+@pytest.mark.slow
 def test_004_a_2k_window_compresses_up_to_the_depth_cap_and_goes_on():
     # Edge case 3: "Model with small context (2K) triggers multiple compressions up to depth cap". At the cap Precis
     # folds the oldest summaries into one rather than stopping (004.9's deviation): the chain never holds more than

@@ -210,6 +210,7 @@ def test_a_search_with_no_word_in_it_is_bad_input(tmp_path, capsys):
     assert code == 0 and "nothing found for 'kiwi?'" in out
 
 
+@pytest.mark.slow
 def test_messages_with_many_hits_are_searched_at_once(tmp_path):
     """SQLite's snippet() took time growing with the square of a message's hits: "word " x 200,000 took over 120 s
     in `precis search` (and in the window, which runs the same query), a 40,000-line log 8.8 s. (The time limit

@@ -114,6 +114,7 @@ def test_context_counts_what_the_pending_question_recalls_as_its_own_kind(tmp_pa
     assert int(recalled.split()[1]) > 0, recalled
 
 
+@pytest.mark.slow
 def test_claude_codes_own_compaction_says_its_size(tmp_path, capsys):
     """`precis history` of the raw Claude Code session said its compaction (4,120 tokens) was '0 tokens itself',
     'written by a model (not recorded)'."""
@@ -168,6 +169,7 @@ def precis(*argv: str | bytes) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_instructions_that_are_not_utf8_are_bad_input_and_nothing_is_saved(tmp_path):
     """`--instructions $'keep \\xff names'` printed '14 messages → 1 summary' and exited 0 with nothing saved: the
     record could not be written, and the engine swallowed the save's error."""

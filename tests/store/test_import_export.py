@@ -34,6 +34,7 @@ def store(tmp_path):
         yield s
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.name)
 def test_every_shared_transcript_round_trips_through_import_and_export(store, tmp_path, path):
     original = read_transcript(path)
@@ -212,6 +213,7 @@ def test_markdown_export_places_a_fold_after_its_summaries_messages_and_counts_t
     assert "(depth 1, 2 messages, llm, " in text  # its summaries, marked merged, after their own messages
 
 
+@pytest.mark.slow
 def test_markdown_export_shows_summaries_as_such(store):
     chat = import_file(store, CLAUDE_CODE_RAW).chat_id
     messages, records = store.load_messages(chat), store.load_records(chat)
@@ -361,6 +363,7 @@ def precis(*argv: str | bytes) -> subprocess.CompletedProcess:
                     '{"type": "assistant", "uuid": "u2", "message": {"content": [{"type": "text", "text": "\\udfff"}]}}\n',
      2, "'message.content[0].text'"),
 ])
+@pytest.mark.slow
 def test_a_lone_surrogate_is_bad_input_naming_its_line_and_nothing_is_written(tmp_path, fmt, text, line, field):
     """A \\ud800 escape without its pair is no character: importing it was a traceback and exit 1 (the store
     cannot encode it). A pair (an emoji) is one character and fine."""
@@ -375,6 +378,7 @@ def test_a_lone_surrogate_is_bad_input_naming_its_line_and_nothing_is_written(tm
         assert store.list_chats() == []
 
 
+@pytest.mark.slow
 def test_a_title_that_is_not_utf8_is_bad_input_and_nothing_is_written(tmp_path):
     data = tmp_path / "data"
     path = tmp_path / "fine.jsonl"
@@ -402,6 +406,7 @@ def test_an_openai_message_without_its_text_is_bad_input(store, tmp_path, messag
     assert store.list_chats() == []
 
 
+@pytest.mark.slow
 def test_an_export_killed_mid_write_leaves_no_part_file_once_the_next_export_is_done(tmp_path):
     """A killed export's `.chat.md.*.part` stayed for good; another export still writing its own is left alone."""
     data = tmp_path / "data"
