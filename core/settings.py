@@ -34,6 +34,7 @@ RUN_PROCESSES = 128
 PROVIDER_KEY = "provider"
 SUMMARIZATION_KEY = "summarization"
 APPEARANCE_KEY = "appearance"
+WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
 
 # Setting names that would hold a secret. Keys live in the OS keyring, never in the store.
 SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)
@@ -252,6 +253,14 @@ class Appearance(BaseModel):
     text_size: float = Field(1.0, ge=0.5, le=3.0, title="Text size", json_schema_extra={"unit": "% of the system's"},
                            description="of the conversation and the message box; View → Zoom in, Zoom out, "
                                        "Actual size (Ctrl+=, Ctrl+-, Ctrl+0)")
+
+
+class WindowSize(BaseModel):
+    """The main window's size when it was last closed, saved under WINDOW_KEY."""
+
+    width: int = Field(1400, ge=1)
+    height: int = Field(900, ge=1)
+    maximized: bool = False
 
 
 # The settings pages' sections, in the order docs/settings.md lists them.

@@ -1,6 +1,8 @@
 """The left panel: chats (new, rename, delete with undo) and search across all chats (Ctrl+K).
 
-The search waits until typing pauses (SEARCH_DELAY_MS) before it asks for hits; Esc clears it."""
+The search waits until typing pauses (SEARCH_DELAY_MS) before it asks for hits; Esc clears it, Down goes to the
+results and Enter opens the first. Choosing a chat or a hit with a click or Enter hands the keyboard to the message
+box; the arrow keys move through the list and open what they reach, the focus staying in the list."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ class ChatList(QFrame):
     delete_requested = Signal(str)
     search_changed = Signal(str)  # what to search for, once typing paused; "" when the search is cleared
     hit_selected = Signal(object)
+    chosen = Signal()  # a chat or hit was clicked or activated (Enter): the user is done with the list
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -76,14 +79,20 @@ class ChatList(QFrame):
         self._search_delay.setInterval(SEARCH_DELAY_MS)
         self._search_delay.timeout.connect(lambda: self.search_changed.emit(self.search.text().strip()))
         self.search.textChanged.connect(self._search_edited)
-        self.search.installEventFilter(self)  # Esc in the box clears the search
+        self.search.installEventFilter(self)  # Esc, Down and Enter in the box
         self.list.currentItemChanged.connect(self._current_changed)
+        self.list.itemClicked.connect(self._chosen)
+        self.list.itemActivated.connect(self._chosen)
         self.list.customContextMenuRequested.connect(self._menu)
         self.chats: list[ChatInfo] = []
+        self.current: str | None = None  # the open chat's id
         self._showing_hits = False
+        self._open_first_when_shown = False  # Enter came before the hits (see eventFilter)
 
     def set_chats(self, chats: list[ChatInfo], current: str | None) -> None:
-        self.chats = chats
+        """The chats, `current` (the open one) highlighted; while hits are shown, the list waits for the search to
+        be cleared."""
+        self.chats, self.current = chats, current
         if self._showing_hits:
             return
         self.list.blockSignals(True)
@@ -103,7 +112,7 @@ class ChatList(QFrame):
         """Search results instead of the chats (None: back to the chats)."""
         self._showing_hits = hits is not None
         if hits is None:
-            self.set_chats(self.chats, None)
+            self.set_chats(self.chats, self.current)
             return
         self.list.blockSignals(True)
         self.list.clear()
@@ -121,6 +130,8 @@ class ChatList(QFrame):
         if not hits:
             self.list.addItem(QListWidgetItem("No matches"))
         self.list.blockSignals(False)
+        if self._open_first_when_shown:
+            self._open_first()
 
     def _search_edited(self, text: str) -> None:
         if text.strip():
@@ -133,10 +144,39 @@ class ChatList(QFrame):
         self.search.clear()
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
-        if watched is self.search and event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape:
+        if watched is not self.search or event.type() != QEvent.Type.KeyPress:
+            return super().eventFilter(watched, event)
+        key = event.key()
+        if key == Qt.Key.Key_Escape:
             self.clear_search()
-            return True
-        return super().eventFilter(watched, event)
+        elif key == Qt.Key.Key_Down and self.list.count():
+            self.list.setFocus()
+            self.list.setCurrentRow(max(self.list.currentRow(), 0))
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if self._search_delay.isActive():  # typed but not searched yet: search now, open the first hit once shown
+                self._search_delay.stop()
+                self._open_first_when_shown = True
+                self.search_changed.emit(self.search.text().strip())
+            else:
+                self._open_first()
+        else:
+            return super().eventFilter(watched, event)
+        return True
+
+    def _open_first(self) -> None:
+        self._open_first_when_shown = False
+        item = self.list.currentItem() or self.list.item(0)
+        if item is None or (item.data(HitRole) is None and not item.data(ChatIdRole)):
+            return
+        if item is self.list.currentItem():
+            self._current_changed(item, None)  # opened even when it was current already
+        else:
+            self.list.setCurrentItem(item)
+        self.chosen.emit()
+
+    def _chosen(self, item: QListWidgetItem) -> None:
+        if item.data(HitRole) is not None or item.data(ChatIdRole):
+            self.chosen.emit()
 
     def focus_search(self) -> None:
         self.search.setFocus()

@@ -1,9 +1,10 @@
-"""The message box: Enter sends, Shift+Enter starts a new line, Stop while a reply streams; files can be dropped."""
+"""The message box: Enter sends, Shift+Enter starts a new line, Stop (or Esc) while a reply streams; files can be
+dropped."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QStringListModel, QTimer, Signal
-from PySide6.QtGui import QKeyEvent, Qt
+from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, Qt
 from PySide6.QtWidgets import (
     QCompleter,
     QFileDialog,
@@ -119,6 +120,9 @@ class Composer(QFrame):
         self.stop_button = QPushButton("Stop")
         self.stop_button.setObjectName("danger")
         self.stop_button.hide()
+        # Esc stops a reply wherever the focus is in the window; a dialog's Esc stays the dialog's.
+        self.stop_shortcut = QShortcut(QKeySequence(Qt.Key.Key_Escape), self, context=Qt.ShortcutContext.WindowShortcut)
+        self.stop_shortcut.setEnabled(False)
         self.hint = QLabel("")
         self.hint.setObjectName("muted")
         self.hint.setWordWrap(True)
@@ -144,6 +148,7 @@ class Composer(QFrame):
         self.edit.escaped.connect(self.cancel_requested)
         self.send_button.clicked.connect(self._submit)
         self.stop_button.clicked.connect(self.stop_requested)
+        self.stop_shortcut.activated.connect(self.stop_requested)
         self.attach_button.clicked.connect(self._choose_files)
         self.edit.files_dropped.connect(self.attach_requested)
         self._draft_timer = QTimer(self)
@@ -170,6 +175,7 @@ class Composer(QFrame):
 
     def set_streaming(self, streaming: bool) -> None:
         self.stop_button.setVisible(streaming)
+        self.stop_shortcut.setEnabled(streaming)
         self.send_button.setVisible(not streaming)
         if not streaming and self.hint.text() == brief(WAIT_FOR_REPLY):
             self.set_hint("")

@@ -44,6 +44,7 @@ from .settings_dialog import SettingsDialog
 from .status import StatusLine
 from .text_window import show_text
 from .welcome import WelcomePanel
+from .window_size import remember_size, restore_size
 from .wording import NEW_CHAT_TITLE
 from .workers import Job
 
@@ -62,7 +63,6 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.store = store
         self.setWindowTitle("Precis")
-        self.resize(1400, 900)
         self.chat = ChatController(store, provider, parent=self)
 
         self.chat_list = ChatList()
@@ -99,6 +99,7 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([190, 800, 410])
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self.statusBar())
+        restore_size(self, store)
 
         self.feedback = Feedback(self.chat, self.status, self.composer, self.inspector, self.job_failed.emit)
         self.chats = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,
@@ -118,7 +119,7 @@ class MainWindow(QMainWindow):
         self._update_centre()
         self.update_actions()
         self.chats.refresh_chats()
-        self.composer.edit.setFocus()  # what is typed at start goes into the message box, not to a button
+        self.focus_message_box()  # what is typed at start goes into the message box, not to a button
         if load_model:
             self.chat.model.load()
 
@@ -196,6 +197,7 @@ class MainWindow(QMainWindow):
         chat.model.failed.connect(self.feedback.model_failed)
         chat.model.switch_failed.connect(self.feedback.job_failed)
         self.chat_list.import_requested.connect(self.choose_import)
+        self.chat_list.chosen.connect(self.focus_message_box)
         self.inspector.summarize_requested.connect(self.summarize_now)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_error))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
@@ -212,6 +214,10 @@ class MainWindow(QMainWindow):
         conversation.selectionModel().selectionChanged.connect(self.update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
+
+    def focus_message_box(self) -> None:
+        """What is typed next goes into the message box: after choosing a chat, importing one, closing a dialog."""
+        self.composer.edit.setFocus()
 
     def _show_inspector(self) -> None:
         self.actions["inspector"].setChecked(True)
@@ -306,12 +312,14 @@ class MainWindow(QMainWindow):
                 self.status.tell("Imported.")
             self.chats.refresh_chats()
             self.chats.open_chat(result.chat_id)
+            self.focus_message_box()
 
         return self.chat.import_transcript(path, imported)
 
     def open_settings(self) -> SettingsDialog:
         dialog = self.settings_dialog()
         dialog.accepted.connect(lambda: self.apply_settings(dialog))
+        dialog.finished.connect(self.focus_message_box)
         dialog.open()
         return dialog
 
@@ -342,6 +350,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""
         self.chats.closing = True
+        remember_size(self, self.chat.store_calls.set_setting)
         self.composer.flush_draft()
         self.chat.shutdown()
         event.accept()

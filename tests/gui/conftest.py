@@ -27,6 +27,7 @@ def make_window(qtbot, store):
     def make(provider=None, on_store=None, load_model=False):
         window = MainWindow(on_store or store, provider=provider, load_model=load_model)
         qtbot.addWidget(window)
+        window.resize(1400, 900)  # the tests' layouts were written at this size; the offscreen screen is 800x800
         window.show()
         windows.append(window)
         qtbot.waitUntil(lambda: not window.chat.store_calls.busy, timeout=WAIT_MS)  # the chat list, then its first chat

@@ -1,0 +1,82 @@
+"""The window from the keyboard (issue 22, items 7 and 8): Esc stops a reply wherever the focus is, the search box
+opens a result with Enter or Down, the open chat keeps its highlight once a search is cleared, and Tab goes round
+every part of the window in reading order."""
+
+from __future__ import annotations
+
+from precis.core.model.messages import Message
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from tests.fakes import ScriptedProvider
+from tests.gui.held_replies import HeldReplies
+from tests.gui.test_window import dialogue, idle
+from tests.timing import WAIT_MS
+
+HIT_ROLE = Qt.ItemDataRole.UserRole + 2
+CHAT_ID_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def test_esc_stops_a_reply_with_the_focus_anywhere_in_the_window(qtbot, make_window, store):
+    # What writes the reply does not matter here, only that it is under way until Esc: it is held until cancelled.
+    held = HeldReplies(ScriptedProvider(["never shown"]))
+    store.import_chat("Tides", dialogue(4, "Tide tables, part"))
+    window = make_window(provider=held)
+    window.submit("When is high tide?")
+    qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=WAIT_MS)
+    window.conversation.setFocus()
+    qtbot.keyClick(window.conversation, Qt.Key.Key_Escape)
+    # Unstopped, the held reply fails only after 60 s.
+    qtbot.waitUntil(lambda: not window.composer.stop_button.isVisible() and idle(window), timeout=45_000)
+    assert not held.release.is_set()
+    assert window.composer.send_button.isVisible()
+
+
+def test_enter_and_down_in_the_search_box_open_a_result_and_the_open_chat_stays_highlighted(
+        qtbot, make_window, store):
+    sailing = store.import_chat("Sailing", [Message(role="user", content="How do I reef the mainsail in a squall?"),
+                                            Message(role="assistant", content="Ease the sheet, then lower to the mark.")])
+    garden = store.import_chat("Garden", dialogue(6, "Planting tomatoes, week"))
+    window = make_window()
+    assert window.chat.is_open(garden)  # the newest chat opens first
+    search = window.chat_list.search
+    window.chat_list.focus_search()
+    qtbot.keyClicks(search, "mainsail")
+    qtbot.keyClick(search, Qt.Key.Key_Return)  # before the typing pause: searched at once, then opened
+    qtbot.waitUntil(lambda: window.chat.is_open(sailing) and idle(window), timeout=WAIT_MS)
+    assert QApplication.focusWidget() is window.composer.edit  # the next keys are the message
+
+    window.chat_list.focus_search()
+    qtbot.keyClick(search, Qt.Key.Key_Escape)
+    chats = window.chat_list.list
+    assert chats.currentItem() is not None and chats.currentItem().data(CHAT_ID_ROLE) == sailing
+
+    window.open_chat(garden)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    window.chat_list.focus_search()
+    qtbot.keyClicks(search, "squall")
+    qtbot.waitUntil(lambda: chats.count() and chats.item(0).data(HIT_ROLE) is not None, timeout=WAIT_MS)
+    qtbot.keyClick(search, Qt.Key.Key_Down)
+    assert QApplication.focusWidget() is chats  # Up and Down go on through the results
+    qtbot.waitUntil(lambda: window.chat.is_open(sailing) and idle(window), timeout=WAIT_MS)
+
+
+def test_tab_goes_round_the_window_in_reading_order(qtbot, make_window, store):
+    store.import_chat("Tides", dialogue(4, "Tide tables, part"))
+    window = make_window()
+    window.activateWindow()
+    window.focus_message_box()
+    reached = []
+    for _ in range(40):
+        widget = QApplication.focusWidget()
+        reached.append(widget)
+        qtbot.keyClick(widget, Qt.Key.Key_Tab)
+        if QApplication.focusWidget() is window.composer.edit:
+            break
+    else:
+        raise AssertionError(f"Tab never came back to the message box: {[type(w).__name__ for w in reached]}")
+    assert window.composer.text() == ""  # Tab moved on, it typed nothing
+    chat_list, composer = window.chat_list, window.composer
+    in_order = [composer.edit, composer.attach_button, composer.send_button, window.inspector.chain,
+                chat_list.new_button, chat_list.import_button, chat_list.search, chat_list.list, window.conversation]
+    assert [widget for widget in reached if widget in in_order] == in_order
