@@ -155,6 +155,7 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
 
     # The screenshot shows stored chats: the model is not loaded for it.
     window = MainWindow(store, provider=LocalProvider(), load_model=False)
+    window.remembers_size = False  # the picture's size is not the one the user's window opens at
     try:
         if theme_choice:
             theme.choose(theme_choice)  # for this picture only: the saved choice is left as it is

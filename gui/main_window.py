@@ -62,6 +62,7 @@ class MainWindow(QMainWindow):
     def __init__(self, store: Store, provider: Provider | None = None, load_model: bool = True) -> None:
         super().__init__()
         self.store = store
+        self.remembers_size = True  # its size is saved as it closes (a screenshot's window is not the user's)
         self.setWindowTitle("Precis")
         self.chat = ChatController(store, provider, parent=self)
 
@@ -350,7 +351,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""
         self.chats.closing = True
-        remember_size(self, self.chat.store_calls.set_setting)
+        if self.remembers_size:
+            remember_size(self, self.chat.store_calls.set_setting)
         self.composer.flush_draft()
         self.chat.shutdown()
         event.accept()
