@@ -48,7 +48,8 @@ class Feedback:
                                    f"{len(snapshot.chain)} summaries in the chain.")
 
     def chat_switched(self) -> None:
-        """What was said about the chat just closed no longer applies."""
+        """What was said about the chat just closed, and instructions typed for its summary, no longer apply."""
+        self.inspector.instructions.clear()
         self.status.withdraw_undo()
         self.composer.set_hint("")
         self.inspector.hide_notice()

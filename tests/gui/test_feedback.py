@@ -150,3 +150,15 @@ def test_deleting_the_open_chat_says_so_beside_its_undo_after_the_next_chat_open
     qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(kept) and window.status.undo.isVisible(),
                     timeout=WAIT_MS)
     assert window.statusBar().currentMessage() == "Chat deleted."
+
+
+def test_summary_instructions_typed_in_one_chat_are_not_left_for_the_next(qtbot, make_window, store):
+    """The instructions box kept one chat's text when another opened: Summarize now there would have used it."""
+    garden = store.import_chat("Garden", dialogue(6, "Planting tomatoes, week"))
+    store.import_chat("Sailing", dialogue(30, "Reefing the mainsail, step"))  # opens first: the newest
+    window = make_window()
+    assert window.inspector.instructions.isEnabled()  # there is something to summarize
+    qtbot.keyClicks(window.inspector.instructions, "keep every boat name")
+    window.open_chat(garden)
+    qtbot.waitUntil(lambda: window.chat.is_open(garden) and idle(window), timeout=WAIT_MS)
+    assert window.inspector.instructions.text() == ""
