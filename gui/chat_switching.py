@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
+from ..core.settings import ChatSettings
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
 from .composer import Composer
@@ -131,12 +132,27 @@ class ChatSwitcher(QObject):
     def open_chat(self, chat_id: str) -> None:
         if self.chat.is_open(chat_id):
             return
+        left_empty = self._untouched_open_chat()
         self.close_chat()
         self.switched.emit()
         self.chat_list.set_chats(self.chat_list.chats, chat_id)
         self.composer.set_text(self.chat.store.get_draft(chat_id))
         self.chat.open(chat_id)
         self.update_title()
+        if left_empty is not None:  # "New chat" clicked and left as it was: not kept, nothing in it is lost
+            self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_chat(left_empty),
+                                        lambda _none: self.refresh_chats())
+
+    def _untouched_open_chat(self) -> str | None:
+        """The open chat's id if it was made with New chat and nothing was done in it: no message, no draft, its
+        title and settings as made."""
+        session = self.chat.session
+        if session is None or self.conversation.conversation.rowCount() or self.composer.text().strip():
+            return None
+        info = next((c for c in self.chat_list.chats if c.id == session.chat_id), None)
+        untouched = (info is not None and info.message_count == 0 and info.title == NEW_CHAT_TITLE
+                     and info.settings == ChatSettings())
+        return info.id if untouched else None
 
     def close_chat(self) -> None:
         if self.chat.session is None:

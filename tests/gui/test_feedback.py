@@ -162,3 +162,25 @@ def test_summary_instructions_typed_in_one_chat_are_not_left_for_the_next(qtbot,
     window.open_chat(garden)
     qtbot.waitUntil(lambda: window.chat.is_open(garden) and idle(window), timeout=WAIT_MS)
     assert window.inspector.instructions.text() == ""
+
+
+def test_a_new_chat_left_empty_is_not_kept_and_one_with_a_draft_is(qtbot, make_window, store):
+    """Each click on New chat left an empty "New chat" in the list for good."""
+    garden = store.import_chat("Garden", dialogue(6, "Planting tomatoes, week"))
+    window = make_window()
+    with qtbot.waitSignal(window.snapshot_shown, timeout=WAIT_MS):
+        window.new_chat()
+    empty = window.chat.session.chat_id
+    window.open_chat(garden)
+    qtbot.waitUntil(lambda: idle(window) and [c.id for c in window.chat_list.chats] == [garden], timeout=WAIT_MS)
+    assert [c.id for c in store.list_chats()] == [garden]
+
+    with qtbot.waitSignal(window.snapshot_shown, timeout=WAIT_MS):
+        window.new_chat()
+    drafted = window.chat.session.chat_id
+    assert drafted != empty
+    qtbot.keyClicks(window.composer.edit, "Which tomatoes grow in shade?")
+    window.open_chat(garden)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert {c.id for c in store.list_chats()} == {garden, drafted}
+    assert store.get_draft(drafted) == "Which tomatoes grow in shade?"
