@@ -36,6 +36,11 @@ def _snippet_line(snippet: str) -> str:
     return " ".join(_MARKS.sub("", snippet).split())
 
 
+def _opens_something(item: QListWidgetItem | None) -> bool:
+    """A chat or a search hit; not the "No matches" line."""
+    return item is not None and (item.data(HitRole) is not None or bool(item.data(ChatIdRole)))
+
+
 class ChatList(QFrame):
     chat_selected = Signal(str)
     new_requested = Signal()
@@ -166,7 +171,7 @@ class ChatList(QFrame):
     def _open_first(self) -> None:
         self._open_first_when_shown = False
         item = self.list.currentItem() or self.list.item(0)
-        if item is None or (item.data(HitRole) is None and not item.data(ChatIdRole)):
+        if not _opens_something(item):
             return
         if item is self.list.currentItem():
             self._current_changed(item, None)  # opened even when it was current already
@@ -175,7 +180,7 @@ class ChatList(QFrame):
         self.chosen.emit()
 
     def _chosen(self, item: QListWidgetItem) -> None:
-        if item.data(HitRole) is not None or item.data(ChatIdRole):
+        if _opens_something(item):
             self.chosen.emit()
 
     def focus_search(self) -> None:
