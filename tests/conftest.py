@@ -53,8 +53,8 @@ def outside_the_repository(path) -> bool:
         return False
     neighbour = absolute[len(BESIDE):].split(os.sep, 1)[0]
     # Hidden folders beside a clone in a home folder are caches and settings (fontconfig's, pip's), and a clone in the
-    # temporary folder has the tests' own temporary files beside it.
-    return not neighbour.startswith((".", "tmp", "pytest-of-"))
+    # temporary folder has the tests' own temporary files beside it, and tiktoken's cache of its encoding files.
+    return not neighbour.startswith((".", "tmp", "pytest-of-", "data-gym-cache"))
 
 
 READS_OUTSIDE: list[str] = []
