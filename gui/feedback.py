@@ -56,12 +56,17 @@ class Feedback:
         self.inspector.result_card.hide()
 
     def announce(self, event) -> None:
-        """A summary made or undone (an event of a snapshot)."""
+        """A summary made, undone or not kept (an event of a snapshot)."""
         record = event.record
         if event.kind == "undone":
             self.inspector.hide_notice()
             self.inspector.result_card.hide()
             self.status.tell(f"Summary undone: {record.undone_description()}.")
+            return
+        if event.kind == "declined":
+            self.inspector.show_notice(
+                f"An automatic summary was not kept: it would have left {event.tokens_after:,} tokens, not fewer "
+                f"than the {event.tokens_before:,} there are. The messages stay as they are.")
             return
         automatic = record.trigger not in ("manual",)
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages

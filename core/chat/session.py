@@ -324,8 +324,9 @@ class ChatSession:
 
     @_on_exact_counts
     def summarize_if_due(self) -> Snapshot | None:
-        """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None."""
-        if self.engine.maybe_summarize() is None:
+        """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None, unless
+        one was tried and not kept (it saved nothing), which the snapshot's events tell."""
+        if self.engine.maybe_summarize() is None and not self._events:
             return None
         return self.snapshot()
 

@@ -111,6 +111,9 @@ def describe_event(event: EngineEvent) -> str:
     if event.kind == "undone":
         return (f"[precis: undid the summary: {record.undone_description()} "
                 f"({event.tokens_before} -> {event.tokens_after} tokens)]")
+    if event.kind == "declined":
+        return (f"[precis: an automatic summary ({event.reason}) was not kept: it would have left "
+                f"{event.tokens_after} tokens, not fewer than {event.tokens_before}]")
     fallback = ", fell back to rules" if record.fallback_used else ""
     what = "merged older summaries" if event.kind == "merged" else "summarized older messages"
     return (f"[precis: {what} ({event.reason}): {event.tokens_before} -> {event.tokens_after} tokens, "

@@ -77,10 +77,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
         return _fail("summarize", exc.args[0], BAD_INPUT)
     except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
         return _fail("summarize", exc)
-    result = record.result()
-    print(f"{chat.title}: {result.describe()}")
-    if result.saves_nothing:
-        print("this summary saves nothing; `precis undo-summary` takes it back")
+    print(f"{chat.title}: {record.result().describe()}")  # never "saves nothing": such a summary is not kept
     return 0
 
 

@@ -208,6 +208,14 @@ class Archive:
             for mid in ids:
                 self.recall_index.remove(mid)
 
+    def discard(self, record: SummaryRecord) -> None:
+        """Take back a summary just added that merged nothing, as if it had never been made (it saved nothing)."""
+        self.release(record)
+        self.records.remove(record)
+        del self.by_record[record.id]
+        self._counts.pop(record.id, None)
+        self._first_positions.pop(record.id, None)
+
     def renumber(self, *, new_texts: bool = False) -> None:
         """Depth is the position in the chain; with `new_texts` the summary messages are rebuilt too (a merge
         changes what every header says)."""

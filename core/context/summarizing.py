@@ -30,7 +30,7 @@ MIN_SUMMARY_ROOM = 50
 # (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
 EXPECTED_SUMMARY_SHARE = 0.25
 
-EventKind = Literal["summarized", "merged", "undone"]
+EventKind = Literal["summarized", "merged", "undone", "declined"]
 
 
 def _call_positions(conversation: list[Message]) -> dict[int, int]:
@@ -49,6 +49,15 @@ class NothingToSummarize(Exception):
     pass
 
 
+class SummaryNotSmaller(NothingToSummarize):
+    """A summary that would take as many tokens of the prompt as the messages it replaces, or more: not kept."""
+
+    def __init__(self, record: SummaryRecord, covered: int, before: int, after: int):
+        super().__init__(f"not summarized: a summary of {covered} messages would leave the prompt at {after:,} "
+                         f"tokens, not fewer than the {before:,} it holds now; the messages stay as they are")
+        self.record, self.before, self.after = record, before, after
+
+
 class NothingToUndo(Exception):
     pass
 
@@ -59,8 +68,8 @@ class IntegrityError(RuntimeError):
 
 @dataclass
 class EngineEvent:
-    """A summary made, folded in or undone: its record (depth, kind, who wrote it) and the prompt's tokens before and
-    after."""
+    """A summary made, folded in, undone or declined (an automatic one that saved nothing, not kept): its record
+    (depth, kind, who wrote it) and the prompt's tokens before and after (for a declined one, what they would be)."""
 
     kind: EventKind
     record: SummaryRecord
@@ -121,11 +130,20 @@ class Summarization:
         reason, self.armed = self._due(self.meter.usage(recall=False).ratio)
         if reason is None:
             return None
-        record = self._summarize(reason)
+        try:
+            record = self._summarize(reason)
+        except SummaryNotSmaller as exc:
+            # Counted as a summary that fired (hysteresis, cooldown): else every message would ask for it again.
+            self.armed, self.since_summary = False, 0
+            self._emit(EngineEvent("declined", exc.record, reason, exc.before, exc.after))
+            return None
         # One more pass when the summary did not get usage under the trigger and there is still something to take.
         if (self.meter.usage(recall=False).ratio >= self.setup.policy.trigger_ratio
                 and self.candidates(self._target_keep())):
-            record = self._summarize("second pass")
+            try:
+                record = self._summarize("second pass")
+            except SummaryNotSmaller:
+                log.info("a second pass would have saved nothing: not kept")
         return record
 
     # ----- how much -------------------------------------------------------------------------------------------
@@ -309,8 +327,12 @@ class Summarization:
             usage_ratio=round(before.ratio, 4), instructions=instructions, fallback_used=draft.fallback_used,
             fallback_reason=draft.fallback_reason, redactions=max(in_originals, n_text + n_points + n_facets))
         record.tokens = counter.count_text(record.text)
+        ahead = self.meter.usage(recall=False).total  # after any merge above: what this summary itself must lower
         self.archive.add(record)
         after = self.meter.usage(recall=False)
+        if after.total >= ahead:
+            self.archive.discard(record)
+            raise SummaryNotSmaller(record, len(candidates), ahead, after.total)
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
         self.check_retention(record)

@@ -93,6 +93,8 @@ def attach_engine(store: Store, chat_id: str, engine: Any,
     unsaved: set[str] = set()  # messages of events whose save failed: written with the next one
 
     def on_event(event: Any) -> None:
+        if event.kind == "declined":  # nothing was kept: nothing to save
+            return
         changed = {r.id: (r, mark(r)) for r in engine.records if saved_records.get(r.id) != mark(r)}
         changed.setdefault(event.record.id, (event.record, mark(event.record)))
         touched = unsaved | set(engine.archive.covered(event.record))

@@ -15,8 +15,12 @@ from tests.fakes import ScriptedProvider
 def long_chat(store) -> str:
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     chat_id = store.create_chat("lexer notes")
-    store.add_messages(chat_id, [Message(role="user" if i % 2 == 0 else "assistant", content=f"Point {i} about the lexer.")
-                                 for i in range(20)])
+    store.add_messages(chat_id, [
+        Message(role="user" if i % 2 == 0 else "assistant",
+                content=f"Point {i} about the lexer: it reads the source one character at a time and turns each run "
+                        f"of digits into a number token, each name into an identifier, and reports the line of "
+                        f"anything it cannot read.")
+        for i in range(20)])
     return chat_id
 
 

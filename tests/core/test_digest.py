@@ -165,13 +165,24 @@ def test_session_markers_are_summarized_with_their_stretch():
     assert session_label("Session 3 - 1:14 pm on 25 May, 2023") == "25 May, 2023, 1:14 pm"
 
 
+def stretch_of_talk() -> list[Message]:
+    """Longer messages: a summary of a few short ones is larger than they are, and is not kept."""
+    lines = [("assistant", "Melanie: That sounds like a big step. I remember how nervous I was before my first "
+                           "pottery class, and how quickly the room full of strangers felt like friends."),
+             ("user", "Caroline: The speakers told how they came out to their families, and one of them works at an "
+                      "adoption agency, so I asked her how the home study goes and how long the wait usually is."),
+             ("assistant", "Melanie: I'm so proud of you for asking. When you know which agency you want, tell me "
+                           "and I'll help you read through the forms; I did the same for my sister last spring.")]
+    return [Message(role=r, content=c) for r, c in lines]
+
+
 def test_a_stretch_is_dated_by_the_session_marker_before_it():
     # LoCoMo-style: the chat opens with its first session's marker, which stays as the system prompt; the summary
     # of the stretch after it still dates its facts. A plain system prompt dates nothing.
     for opening, date in (("Session 1 - 1:56 pm on 8 May, 2023", "8 May, 2023"), ("You are helpful.", "")):
         engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"),
                                TokenCounter())
-        for m in [Message(role="system", content=opening), *talk()[1:4]]:
+        for m in [Message(role="system", content=opening), *talk()[1:4], *stretch_of_talk()]:
             engine.append(m, auto=False)
         record = engine.summarize_now(up_to=engine.messages[-1].id)
         assert engine.assemble().items[0].message.content == opening

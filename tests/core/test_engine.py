@@ -18,6 +18,7 @@ from precis.core.context.engine import (
     recalled_parts,
 )
 from precis.core.context.recalling import asked_starts, relevant_part
+from precis.core.context.summarizing import SummaryNotSmaller
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
 from precis.core.providers.base import ServerError
@@ -517,7 +518,8 @@ def test_a_chat_reusing_tool_call_ids_is_summarized_without_splitting_a_call_fro
     for i in range(12):
         call = ToolCall(id="call_0", name="Bash", arguments={"command": f"ls dir{i}"})
         for message in (user(f"list dir{i}"), Message(role="assistant", content="", tool_calls=(call,)),
-                        Message(role="tool", content=f"file{i}.txt", name="Bash", tool_call_id="call_0"),
+                        Message(role="tool", content="\n".join(f"file{i}_{k}.txt" for k in range(30)), name="Bash",
+                                tool_call_id="call_0"),
                         assistant(f"dir{i} holds file{i}.txt")):
             engine.append(message, auto=False)
     assert engine.can_summarize()
@@ -930,7 +932,11 @@ def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(st
         elif step == "pin" and engine.messages:
             engine.set_pinned(engine.messages[n % len(engine.messages)].id, True)
         elif step == "summarize" and engine.can_summarize():
-            engine.summarize_now()
+            before = engine.usage(False)
+            try:
+                engine.summarize_now()
+            except SummaryNotSmaller:  # one that saves nothing is taken back whole
+                assert engine.usage(False) == before
         elif step == "undo" and engine.chain():
             engine.undo_last()
         fresh = ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
@@ -1001,7 +1007,11 @@ def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, 
             # Visible again while its summary stays: undoing that summary must not count it twice.
             engine.set_pinned(next(m.id for m in engine.messages if engine.is_archived(m.id)), True)
         elif step == "summarize" and engine.can_summarize():
-            engine.summarize_now()
+            before = engine.usage(False)
+            try:
+                engine.summarize_now()
+            except SummaryNotSmaller:  # one that saves nothing is taken back whole
+                assert engine.usage(False) == before
         elif step == "undo" and engine.chain():
             engine.undo_last()
         elif step == "remove" and engine.messages and not engine.archived_by(engine.messages[-1].id):

@@ -7,12 +7,14 @@ import re
 import threading
 
 import pytest
+from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
 from precis.gui.wording import NEW_CHAT_TITLE, title_from
 from PySide6.QtCore import Qt
 
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.store.test_summary_not_smaller import MIGRATION_POLICY, MIGRATION_WINDOW, SHORT, migration_pairs
 from tests.timing import WAIT_MS
 
 
@@ -184,3 +186,27 @@ def test_a_new_chat_left_empty_is_not_kept_and_one_with_a_draft_is(qtbot, make_w
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert {c.id for c in store.list_chats()} == {garden, drafted}
     assert store.get_draft(drafted) == "Which tomatoes grow in shade?"
+
+
+def test_a_summary_that_saves_nothing_is_not_kept_and_the_user_is_told(qtbot, make_window, store):
+    store.set_setting(SUMMARIZATION_KEY, MIGRATION_POLICY)
+    window = make_window()
+    # Opened past its trigger: the automatic summary it calls for would be as large as what it replaces.
+    chat_id = store.create_chat("migrations", settings=MIGRATION_WINDOW)
+    store.add_messages(chat_id, migration_pairs(38))
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: "An automatic summary was not kept" in window.inspector.notice.text(), timeout=WAIT_MS)
+    assert window.inspector.notice.isVisible() and store.load_records(chat_id) == []
+
+    # Summarize now in a chat of a few short messages: refused, said under the message box, nothing kept.
+    greetings = store.create_chat("greetings")
+    store.add_messages(greetings, [Message(role="user" if n % 2 == 0 else "assistant", content=text)
+                                   for n, text in enumerate(SHORT)])
+    window.refresh_chats()
+    window.open_chat(greetings)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.summarize_button.isEnabled(), timeout=WAIT_MS)
+    window.inspector.summarize_button.click()
+    qtbot.waitUntil(lambda: window.composer.hint.text().startswith("not summarized: a summary of"), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert store.load_records(greetings) == [] and window.chat.snapshot.chain == []

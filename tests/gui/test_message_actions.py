@@ -50,10 +50,15 @@ def choose_from_popup(text: str, seen: list[list[str]]) -> None:
     chosen.trigger()
 
 
+# Long enough that a summary of ten of them is smaller than they are (one that is not, is not kept).
+PLAN = ("Migration plan: copy the orders table to the new cluster in batches of ten thousand rows, check each "
+        "batch's count against the source, and move the readers over once both agree, step")
+
+
 def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
-    chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(16, PLAN))
     view = window.conversation
     last_user, last_reply = row_number(view, "step 14."), row_number(view, "step 15.")
     assert view.row_actions(last_user) == ["copy", "edit", "pin", "summarize"]
@@ -68,11 +73,11 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     qtbot.waitUntil(lambda: view.viewport().grab(view.visualRect(index)).toImage() != plain, timeout=WAIT_MS)
 
     click_chip(qtbot, view, last_reply, "copy")
-    assert QGuiApplication.clipboard().text() == "Migration plan, step 15."
+    assert QGuiApplication.clipboard().text() == f"{PLAN} 15."
     assert window.statusBar().currentMessage() == "Message copied."
 
     click_chip(qtbot, view, last_user, "edit")
-    assert window.composer.text() == "Migration plan, step 14." and "Editing" in window.composer.hint.text()
+    assert window.composer.text() == f"{PLAN} 14." and "Editing" in window.composer.hint.text()
     window.sending.cancel_edit()
 
     third = row_number(view, "step 3.")
@@ -92,7 +97,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     QGuiApplication.clipboard().clear()
     view.setCurrentIndex(view.conversation.index(row_number(view, "step 3.")))
     qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
-    assert QGuiApplication.clipboard().text() == "Migration plan, step 3."
+    assert QGuiApplication.clipboard().text() == f"{PLAN} 3."
 
     click_chip(qtbot, view, row_number(view, "step 9."), "summarize")
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)

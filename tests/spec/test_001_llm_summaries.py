@@ -31,8 +31,11 @@ TEXT_96 = "hello world" + " hello world" * 47
 
 
 def turns(count: int, topic: str = "cache") -> list[Message]:
+    # Long enough that a summary of a few of them is smaller than they are (one that is not, is not kept).
     return [Message(role="user" if n % 2 == 0 else "assistant",
-                    content=f"Step {n} of the {topic} work: we edit {topic}_{n}.py and run pytest on it.")
+                    content=f"Step {n} of the {topic} work: we edit {topic}_{n}.py and run pytest on it. The {topic} "
+                            f"layer keeps entries for ten minutes, and the tests of step {n} check that an expired "
+                            f"entry is read again from the database rather than served stale to the caller.")
             for n in range(count)]
 
 

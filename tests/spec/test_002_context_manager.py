@@ -172,23 +172,36 @@ def test_002_hybrid_facts_are_files_commands_and_errors_extracted_by_rules():
 def test_002_context_and_summarize_commands(tmp_path):
     with open_store(tmp_path) as store:
         store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
-        chat_id = store.create_chat("greetings", settings={"context_window": 1024, "reserve_output": 24})
-        store.add_messages(chat_id, [Message(role="user" if n % 2 == 0 else "assistant", content="hello world")
-                                     for n in range(10)])
-        session = ChatSession(store, chat_id, ScriptedProvider())
-        session.build_engine(estimate=False)
 
-        def command(name: str) -> str:
+        def session_of(contents: list[str]) -> ChatSession:
+            chat_id = store.create_chat("greetings", settings={"context_window": 1024, "reserve_output": 24})
+            store.add_messages(chat_id, [Message(role="user" if n % 2 == 0 else "assistant", content=content)
+                                         for n, content in enumerate(contents)])
+            session = ChatSession(store, chat_id, ScriptedProvider())
+            session.build_engine(estimate=False)
+            return session
+
+        def command(session: ChatSession, name: str) -> str:
             result = run_command(session, SlashCommand(name, ""))
             assert not result.failed, result.text
             return result.text
 
+        greetings = session_of(["hello world"] * 10)
         # 10 messages of 6 tokens and the reply's 3: 63 of 1,000.
-        assert command("context") == "Context: 63 / 1,000 tokens (6%), 0 summaries in the chain."
-        assert command("summarize").startswith("4 messages → 1 summary · 63 → ")  # the 6 newest stay verbatim
-        assert command("context").endswith(", 1 summary in the chain.")
+        assert command(greetings, "context") == "Context: 63 / 1,000 tokens (6%), 0 summaries in the chain."
+        # Four "hello world"s (the 6 newest stay verbatim) make a summary larger than they are: it is not kept.
+        refused = run_command(greetings, SlashCommand("summarize", ""))
+        assert refused.failed and refused.text.startswith("not summarized: a summary of 4 messages would leave")
+        assert command(greetings, "context") == "Context: 63 / 1,000 tokens (6%), 0 summaries in the chain."
+
+        notes = session_of([f"Note {n}: the staging box runs the nightly import at two, and its log goes to "
+                            f"/var/log/import-{n}.log, which the morning report reads before anyone is in."
+                            for n in range(10)])
+        assert command(notes, "summarize").startswith("4 messages → 1 summary · ")
+        assert command(notes, "context").endswith(", 1 summary in the chain.")
         # Neither command adds a message the model would see.
-        assert [m.content for m in store.load_messages(chat_id)] == ["hello world"] * 10
+        assert [m.content for m in store.load_messages(greetings.chat_id)] == ["hello world"] * 10
+        assert len(store.load_messages(notes.chat_id)) == 10
 
 
 def test_002_paths_mentioned_in_text_stay_in_the_summary():

@@ -64,7 +64,12 @@ def test_004_record_names_its_range_size_and_parent_never_a_newer_one():
     for round_ in range(4):
         for i in range(10):
             engine.append(Message(role="user" if i % 2 == 0 else "assistant",
-                                  content=f"round {round_} message {i}: about cache_{round_}_{i}.py"), auto=False)
+                                  content=f"round {round_} message {i}: about cache_{round_}_{i}.py, which keeps "
+                                          f"entries for ten minutes and reads an expired one again from the "
+                                          f"database rather than serving it stale. Its tests start a real server, "
+                                          f"fill the cache, move the clock past the limit and check that the "
+                                          f"next read goes to the database and that the caller never sees the "
+                                          f"old row."), auto=False)
         made.append(engine.summarize_now())
     first = made[0]
     assert first.first_message_id == engine.messages[0].id and first.last_message_id == first.covered[-1].id
@@ -95,16 +100,18 @@ def test_004_a_second_pass_when_the_first_summary_leaves_usage_over_the_trigger(
         call = ToolCall(id=f"c{n}", name="execute_bash", arguments={
             "command": f"python scripts/migrate_table_{n}.py --source db_{n}.sqlite --target warehouse_{n}"})
         for message in (Message(role="assistant", content="", tool_calls=(call,)),
-                        Message(role="tool", name="execute_bash", tool_call_id=call.id, content=f"migrated {n}")):
+                        Message(role="tool", name="execute_bash", tool_call_id=call.id,
+                                content=f"migrated {n}\ncopied rows 0-499 of table_{n}")):
             position[message.id] = len(position)
             if engine.append(message) is not None:
                 break
         if engine.records:
             break
-    first, second = engine.records
-    assert (first.trigger, second.trigger) == ("threshold", "second pass")
+    # The first summary took the chain's room: it is folded into one shorter summary before the second pass.
+    first, fold, second = engine.records
+    assert (first.trigger, second.trigger) == ("threshold", "second pass") and fold.merged_ids == [first.id]
     assert first.tokens_after >= 0.8 * 2000 > second.tokens_after
-    assert second.depth == 2 and second.parent_id == first.id
+    assert second.depth == 2 and second.parent_id == fold.id
     assert position[first.last_message_id] < position[second.first_message_id]
 
 
