@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..model.messages import Message
+from ..model.messages import Message, ToolCall
 from ..model.tokens import TokenCounter
+from ..model.tools import AUTO, ToolSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +28,8 @@ class ChatChunk:
     usage: Usage | None = None
     finish_reason: str | None = None
     progress: tuple[int, int] | None = None
+    # The tool calls of the reply, whole (arguments parsed), on the last chunk: finish_reason is then "tool_calls".
+    tool_calls: tuple[ToolCall, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +152,12 @@ class Provider(Protocol):
         temperature: float = 0.7,
         json_schema: dict[str, Any] | None = None,
         cancel: CancelToken | None = None,
-    ) -> Iterator[ChatChunk]: ...
+        tools: Sequence[ToolSpec] = (),
+        tool_choice: str = AUTO,
+    ) -> Iterator[ChatChunk]:
+        """The reply as it streams. With `tools`, the model may call them (tool_choice: AUTO, NONE, or a tool's name
+        to force that call); the calls come whole on the last chunk."""
+        ...
 
     def count_tokens(self, text: str) -> int | None:
         """Exact count from the backend's tokenizer, or None where it has none."""

@@ -1,0 +1,38 @@
+"""Tools the model may call: what a tool is (sent to the model with each request) and what running one gave.
+
+The workspace tools and MCP servers (core/tools.py and beside it) make ToolSpecs and ToolOutcomes; the providers send
+the specs and return the model's ToolCalls (core/model/messages.py); the chat core's loop runs the calls between
+them. Plain data: no I/O here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# tool_choice: "auto" (the model decides), "none" (no call), or a tool's name (the model must call that tool).
+AUTO, NONE = "auto", "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, what it does, the JSON schema of its arguments object. `read_only` tools
+    run without asking the user (unless asked to); the others (write, execute) ask before each call. `source` is
+    "workspace" or the name of the MCP server that offers it."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    read_only: bool = False
+    source: str = "workspace"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What running one call gave: the text the model reads next, whether it succeeded (✓/❌), how long it took,
+    and whether the output was cut (a time or size limit, Stop): what is kept is marked so."""
+
+    output: str
+    ok: bool
+    seconds: float = 0.0
+    cut: bool = False
