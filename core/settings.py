@@ -35,6 +35,8 @@ PROVIDER_KEY = "provider"
 SUMMARIZATION_KEY = "summarization"
 APPEARANCE_KEY = "appearance"
 WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
+# Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.
+CALIBRATION_KEY = "count_calibration"
 
 # Setting names that would hold a secret. Keys live in the OS keyring, never in the store.
 SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)

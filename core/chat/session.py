@@ -17,7 +17,7 @@ from ..context.budget import over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
 from ..model.bulk import collector_paused
 from ..model.messages import Message
-from ..model.tokens import TokenCounter
+from ..model.tokens import Calibration, TokenCounter
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
     Cancelled,
@@ -28,7 +28,7 @@ from ..providers.base import (
     Usage,
     token_counter,
 )
-from ..settings import ChatSettings
+from ..settings import CALIBRATION_KEY, ChatSettings
 from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
 from ..storage.store import Store, StoreError, Versions, attach_engine
 from .rows import build_rows, row_index
@@ -180,12 +180,32 @@ class ChatSession:
             raise self._not_saved
 
     def _counter(self) -> TokenCounter:
-        """Exact counts when the provider has the model's own tokenizer (the local model), else estimates."""
+        """Exact counts when the provider has the model's own tokenizer (the local model), else estimates; with the
+        correction this model's replies taught before."""
         try:
-            return token_counter(self.provider)
+            counter = token_counter(self.provider)
         except Exception as exc:  # noqa: BLE001 - whatever stops the tokenizer loading, estimates still work
             log.warning("token counts are estimated: the model's tokenizer is unavailable (%s)", exc)
-            return TokenCounter()
+            counter = TokenCounter()
+        saved = (self.store.get_setting(CALIBRATION_KEY) or {}).get(self._calibration_name(counter))
+        if saved is not None:
+            counter.restore_calibration(Calibration(*saved))
+        return counter
+
+    def _calibration_name(self, counter: TokenCounter) -> str:
+        return f"{self.provider.name} {self.provider.model} / {counter.name}"
+
+    def _calibrate(self, raw_estimate: int, actual: int) -> None:
+        """Correct the counts from the prompt tokens the model reported, and keep the correction for this model, so
+        that the chat opened afresh counts what it counted live (the gauge went from 944 tokens to 357)."""
+        counter = self.engine.counter
+        if counter.calibrate(raw_estimate, actual):
+            saved = dict(self.store.get_setting(CALIBRATION_KEY) or {})
+            saved[self._calibration_name(counter)] = list(counter.calibration)
+            try:
+                self.store.set_setting(CALIBRATION_KEY, saved)
+            except StoreError as exc:  # a read-only store: learned again next time, the reply is what matters
+                log.warning("the token-count correction was not saved: %s", exc)
 
     def close(self) -> None:
         if self._detach is not None:
@@ -244,8 +264,7 @@ class ChatSession:
             try:
                 usage, finish = self._stream(prompt.messages, received, on_text, cancel, placeholder)
                 if usage is not None and usage.prompt_tokens:
-                    self.engine.counter.calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages),
-                                                  usage.prompt_tokens)
+                    self._calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages), usage.prompt_tokens)
             except ContextLengthExceeded as exc:
                 if attempt == 1 and not received:
                     try:

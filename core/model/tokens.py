@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .messages import Message
 
@@ -21,6 +21,15 @@ MESSAGE_OVERHEAD = 4
 TOOL_CALL_OVERHEAD = 3
 # Every reply is primed with an assistant header.
 REPLY_PRIMING = 3
+# The smallest prompt a provider's count of is taken to calibrate the estimate (see TokenCounter.calibrate).
+CALIBRATION_MIN_TOKENS = 256
+
+
+class Calibration(NamedTuple):
+    """The correction factor from a model's reported prompt counts, and how many prompts made it."""
+
+    factor: float
+    observations: int
 # Longer texts are encoded in pieces of at most this many characters, cut before a space or newline where there is
 # one: BPE time grows with the square of an unbroken run (20 MB of one letter took 26 s and 1.1 GB in one piece).
 PIECE_CHARS = 4096
@@ -188,15 +197,27 @@ class TokenCounter:
     def prompt_tokens(self, messages: Iterable[Message]) -> int:
         return self.calibrated(self.prompt_raw_tokens(messages))
 
-    def calibrate(self, raw_estimate: int, actual: int) -> None:
-        """Fold a provider's real prompt-token count into the correction factor (running mean of ratios)."""
-        if raw_estimate <= 0 or actual <= 0:
-            return
+    def calibrate(self, raw_estimate: int, actual: int) -> bool:
+        """Fold a provider's real prompt-token count into the correction factor (running mean of ratios); whether
+        it did. Only from prompts of CALIBRATION_MIN_TOKENS or more: a chat template's own tokens (SmolLM2's adds a
+        default system prompt of 30 or so) are a fixed amount, and as a ratio of a 19-token prompt they made every
+        count 2.2 times too large until the chat was opened again."""
+        if raw_estimate < CALIBRATION_MIN_TOKENS or actual <= 0:
+            return False
         ratio = actual / raw_estimate
         self._observations += 1
         # Early observations move the factor fully; later ones are averaged so one odd prompt cannot swing it.
         weight = 1.0 / min(self._observations, 10)
         self.factor = self.factor * (1 - weight) + ratio * weight
+        return True
+
+    @property
+    def calibration(self) -> Calibration:
+        return Calibration(self.factor, self._observations)
+
+    def restore_calibration(self, calibration: Calibration) -> None:
+        """Take up the factor learned before (saved per model): a chat opened afresh counts as it did live."""
+        self.factor, self._observations = calibration.factor, calibration.observations
 
 
 def _pieces(text: str) -> Iterable[str]:
