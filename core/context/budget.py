@@ -14,13 +14,17 @@ from .usage import UsageReport
 
 @dataclass(frozen=True)
 class OverBudget:
+    """Each line is one thing, "" when there is nothing to say of it (old tool outputs shrunk to one line make the
+    chat fit: nothing is cut, nothing is to be done)."""
+
+    sent_tokens: int  # what the prompt sent holds: the headline's figure, never the chat's full text
     sent: str  # what the model receives
     cut: str  # what is left out or shortened to make it fit
     next_message: str  # what sending the next message does
     action: str  # what the user can do about it
 
     def lines(self) -> list[str]:
-        return [self.sent, self.cut, self.next_message, self.action]
+        return [line for line in (self.sent, self.cut, self.next_message, self.action) if line]
 
 
 @dataclass(frozen=True)
@@ -66,19 +70,25 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
     # Tool outputs down to their one line (not the marker for left-out messages, not texts cut short).
     shrunk = sum(item.kind == "trimmed" and item.tokens_before_cut is None and item.source_id in engine.archive.position
                  for item in prompt.items)
+    due = engine.summary_due(next_message=True)  # not held back by a call still awaiting its result
+    summarizes = "The next message first summarizes older messages to make room (this can take a while)."
+    if shrunk and not left_out and not cut_short:
+        # The full texts are over, what is sent fits: one thing to say, and nothing to do (it once also said "Start
+        # a new chat" under a red 129% while 2,220 of 7,680 tokens were sent).
+        outputs = f"{shrunk} old tool output{'s go' if shrunk != 1 else ' goes'}"
+        return OverBudget(prompt.tokens, f"{prompt.tokens:,} of {usage.available:,} tokens are sent: the chat's full "
+                          f"text is {usage.total:,}, and {outputs} shrunk to one line to fit (the full text stays "
+                          f"in the chat).", "", summarizes if due is not None else "", "")
     sent = (f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent "
             f"({prompt.tokens:,} tokens).")
     cuts = [f"{len(left_out)} oldest message{'s' * (len(left_out) != 1)} left out" if left_out else "",
             f"{shrunk} old tool output{'s' * (shrunk != 1)} shrunk to one line" if shrunk else "",
             *(c.describe() for c in cut_short)]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
-    due = engine.summary_due(next_message=True)  # not held back by a call still awaiting its result
     if due is not None:
-        next_message = "The next message first summarizes older messages to make room (this can take a while)."
+        next_message = summarizes
     elif not engine.policy.enabled:
         next_message = "Automatic summaries are off: the next message is sent cut like this."
-    elif not left_out and not cut_short:
-        next_message = "Old tool outputs shrunk to one line make it fit: no summary is due yet."
     else:
         next_message = "No summary can make room: the next message is sent cut like this."
     if engine.can_summarize():
@@ -88,7 +98,7 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
                   "unpin messages, shorten the system prompt, or choose a larger context window in Settings.")
     else:
         action = "Start a new chat, or choose a larger context window in Settings."
-    return OverBudget(sent, cut, next_message, action)
+    return OverBudget(prompt.tokens, sent, cut, next_message, action)
 
 
 @dataclass(frozen=True)

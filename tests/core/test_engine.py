@@ -1093,5 +1093,8 @@ def test_over_the_budget_by_tool_outputs_that_shrink_to_fit_nothing_is_said_left
     assert prompt.tokens <= engine.budget.available
     assert {i.source_id for i in prompt.items} >= {m.id for m in engine.messages}  # every message is sent
     note = over_budget(engine)
-    assert note.cut == "Cut: 1 old tool output shrunk to one line."
-    assert note.next_message == "Old tool outputs shrunk to one line make it fit: no summary is due yet."
+    # One thing is said, and nothing is asked of the user: not "Start a new chat" beside "it fits".
+    assert note.sent_tokens == prompt.tokens and note.lines() == [
+        f"{prompt.tokens:,} of {engine.budget.available:,} tokens are sent: the chat's full text is "
+        f"{engine.usage().total:,}, and 1 old tool output goes shrunk to one line to fit (the full text stays in "
+        f"the chat)."]
