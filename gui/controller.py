@@ -217,7 +217,8 @@ class ChatController(QObject):
         session = self.session
         self.reply_job = self.run_on_chat("write the reply",
                                           lambda job: session.reply(placeholder, on_text=buffer.append,
-                                                                     cancel=job.cancel_token, regenerate=regenerate),
+                                                                     cancel=job.cancel_token, regenerate=regenerate,
+                                                                     on_progress=buffer.set_progress),
                                           done, failed)
         self.reply_job.finished.connect(lambda: setattr(self, "reply_job", None))
         return self.reply_job

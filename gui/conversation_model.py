@@ -79,6 +79,13 @@ class ConversationModel(QAbstractListModel):
         index = self.index(number)
         self.dataChanged.emit(index, index)
 
+    def set_waiting(self, message_id: str, text: str) -> None:
+        """What a streaming row shows until its first text: the wait, in words."""
+        number = self._index.get(message_id)
+        if number is not None and self._rows[number].streaming:
+            self._rows[number].waiting = text
+            self.row_streamed.emit(number)
+
     def set_versions(self, versions: dict[str, Versions]) -> None:
         """The versions of regenerated replies (from the snapshot); rows whose versions changed are repainted."""
         previous, self._versions = self._versions, versions

@@ -217,7 +217,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _streaming_document(self, row: Row, width: int):
         """A reply being streamed, as plain text appended to one document: each flush costs what arrived, not
         the whole reply (it becomes Markdown once, when it is complete)."""
-        text = row.message.content or "…"
+        text = row.message.content or row.waiting or "…"
         previous = self._stream[2] if self._stream is not None else ""
         tail = previous[-64:]
         if (self._stream is not None and self._stream[0] == (row.key, width) and len(text) >= len(previous)

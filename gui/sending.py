@@ -4,6 +4,7 @@ draft."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from .conversation import ConversationView
 from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
-from .wording import brief, title_from
+from .wording import brief, title_from, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 
@@ -201,8 +202,15 @@ class Sender(QObject):
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()
         buffer = StreamBuffer()
-        pump = StreamPump(buffer, lambda text: model.update_message(placeholder.with_changes(content=text),
-                                                                     streaming=True), self)
+        started = time.monotonic()
+
+        def show(text: str) -> None:
+            if text:
+                model.update_message(placeholder.with_changes(content=text), streaming=True)
+            else:  # a long prompt takes the local model a while to read: say so, and how far it is
+                model.set_waiting(placeholder.id, waiting_text(buffer.progress, time.monotonic() - started))
+
+        pump = StreamPump(buffer, show, self)
 
         def done(result: ReplyResult) -> None:
             pump.stop()

@@ -27,3 +27,14 @@ def brief(text: str) -> str:
 def fallback_sentence(record: SummaryRecord) -> str:
     """'Fell back to rules: the model took longer than 6 s, the summary's time limit'."""
     return record.fallback[:1].upper() + record.fallback[1:]
+
+
+def waiting_text(progress: tuple[int, int] | None, seconds: float) -> str:
+    """What a reply shows before its first text: the model reading the prompt, how far, and for how long."""
+    elapsed = f"{seconds:.0f} s"
+    if progress is None:
+        return f"Waiting for the model… {elapsed}"
+    read, total = progress
+    if read >= total:
+        return f"Read the prompt ({total:,} tokens); writing… {elapsed}"
+    return f"Reading the prompt: {read:,} of {total:,} tokens… {elapsed}"

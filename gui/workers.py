@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -139,10 +140,17 @@ class StreamBuffer:
         self._pieces: list[str] = []
         self._text = ""
         self.version = 0
+        # (tokens read, tokens in the prompt) while the model reads the prompt, before any text.
+        self.progress: tuple[int, int] | None = None
 
     def append(self, text: str) -> None:
         with self._lock:
             self._pieces.append(text)
+            self.version += 1
+
+    def set_progress(self, read: int, total: int) -> None:
+        with self._lock:
+            self.progress = (read, total)
             self.version += 1
 
     def text(self) -> str:
@@ -157,13 +165,15 @@ FLUSH_MS = 50
 
 
 class StreamPump(QObject):
-    """Every FLUSH_MS, if the buffer grew, hand its whole text to `apply` (on the GUI thread)."""
+    """Every FLUSH_MS, if the buffer grew, hand its whole text to `apply` (on the GUI thread); while no text has come,
+    once a second as well (what is shown meanwhile says how long the wait has been)."""
 
     def __init__(self, buffer: StreamBuffer, apply: Callable[[str], None], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._buffer = buffer
         self._apply = apply
         self._seen = -1
+        self._applied = 0.0
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
         self._timer.timeout.connect(self.flush)
@@ -171,8 +181,10 @@ class StreamPump(QObject):
 
     def flush(self) -> None:
         version = self._buffer.version
-        if version != self._seen:
+        waiting = not self._buffer.text()
+        if version != self._seen or (waiting and time.monotonic() - self._applied >= 1.0):
             self._seen = version
+            self._applied = time.monotonic()
             self._apply(self._buffer.text())
 
     def stop(self) -> None:

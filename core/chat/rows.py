@@ -23,8 +23,9 @@ class Row:
     expanded: bool = False
     # The chat's opening system message, its system prompt; a later one (a session or date marker) is conversation.
     opening: bool = False
-    # Set while a reply streams into this row.
+    # Set while a reply streams into this row; before its first text, what the wait is ("Reading the prompt…").
     streaming: bool = False
+    waiting: str = ""
     error: str | None = None
     _key: str = field(init=False, default="")
 

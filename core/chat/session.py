@@ -242,13 +242,14 @@ class ChatSession:
 
     @_on_exact_counts
     def reply(self, placeholder: Message, *, on_text: Callable[[str], object], cancel: CancelToken,
-              regenerate: bool = False) -> ReplyResult:
+              regenerate: bool = False, on_progress: Callable[[int, int], object] | None = None) -> ReplyResult:
         """Stream the assistant's reply, each piece to `on_text`; save it as it arrives; append it to the engine at
         the end. Cancelled or failed, what arrived is kept and marked incomplete.
 
         With `regenerate`, the placeholder is the last reply emptied: it is written again in its place and the
         earlier text is kept as a version of it (Snapshot.versions). If the server says the prompt is too long (it
-        counts differently from our estimate), summarize once and retry once.
+        counts differently from our estimate), summarize once and retry once. `on_progress` gets (tokens read, tokens
+        in the prompt) while a backend that says so reads the prompt, before the first text.
         """
         if regenerate:
             if placeholder.id not in self.versions:  # its first regenerate: keep the text it has now
@@ -262,7 +263,7 @@ class ChatSession:
         for attempt in (1, 2):
             prompt = self.engine.assemble()
             try:
-                usage, finish = self._stream(prompt.messages, received, on_text, cancel, placeholder)
+                usage, finish = self._stream(prompt.messages, received, on_text, on_progress, cancel, placeholder)
                 if usage is not None and usage.prompt_tokens:
                     self._calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages), usage.prompt_tokens)
             except ContextLengthExceeded as exc:
@@ -287,7 +288,8 @@ class ChatSession:
         return ReplyResult(final, self.snapshot(), problem, cut_at)
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
-                cancel: CancelToken, placeholder: Message) -> tuple[Usage | None, str | None]:
+                on_progress: Callable[[int, int], object] | None, cancel: CancelToken,
+                placeholder: Message) -> tuple[Usage | None, str | None]:
         saved_at = time.monotonic()
 
         def arrived(piece: str) -> None:
@@ -298,7 +300,7 @@ class ChatSession:
                 self.store.update_message(self.chat_id, placeholder.with_changes(content="".join(received)))
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
-                            temperature=self.temperature)
+                            temperature=self.temperature, on_progress=on_progress)
 
     @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
@@ -366,7 +368,8 @@ class ChatSession:
 
 
 def stream_reply(provider: Provider, messages: list[Message], received: list[str], on_text: Callable[[str], object],
-                 cancel: CancelToken, *, max_tokens: int, temperature: float) -> tuple[Usage | None, str | None]:
+                 cancel: CancelToken, *, max_tokens: int, temperature: float,
+                 on_progress: Callable[[int, int], object] | None = None) -> tuple[Usage | None, str | None]:
     """A reply's pieces into `received` (and to `on_text`) as they arrive; returns (usage, finish reason). Raises
     the provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
     usage = finish = None
@@ -374,6 +377,8 @@ def stream_reply(provider: Provider, messages: list[Message], received: list[str
         if chunk.text:
             received.append(chunk.text)
             on_text(chunk.text)
+        elif chunk.progress is not None and on_progress is not None:
+            on_progress(*chunk.progress)
         if chunk.done:
             usage, finish = chunk.usage, chunk.finish_reason
         if cancel.cancelled:
