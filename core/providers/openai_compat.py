@@ -238,7 +238,7 @@ class OpenAICompatProvider(HTTPProvider):
             raise StreamInterrupted(f"{self.server} ended the stream before the reply was complete",
                                     partial="".join(parts))
         tool_calls = calls.calls(self.server)
-        # Some servers (Ollama's) finish a reply with calls as "stop": the calls say what it is.
+        # A server may finish a reply with calls as "stop": the calls say what it is.
         yield ChatChunk(done=True, usage=usage, finish_reason="tool_calls" if tool_calls else finish,
                         tool_calls=tool_calls)
 

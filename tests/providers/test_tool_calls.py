@@ -1,4 +1,4 @@
-"""Tool calls on the wire of the hosted providers.
+"""Tool calls on the wire of the hosted providers, and the embedded model's call form, without a model.
 
 The OpenAI-compatible streams here come from the scripted server (tests/providers/scripted_server.py), a stand-in:
 parallel calls, arguments cut into many pieces and malformed arguments are what a real server does not produce on
@@ -17,6 +17,7 @@ from precis.core.model.messages import Message
 from precis.core.model.tools import AUTO, NONE, ToolSpec, specs_json
 from precis.core.providers.anthropic import AnthropicProvider
 from precis.core.providers.base import MalformedResponse
+from precis.core.providers.local_tools import CallWatch
 from precis.core.providers.openai_compat import OpenAICompatProvider
 
 from tests.providers.scripted_server import FINISH, USAGE, ScriptedServer, delta, stream
@@ -233,3 +234,32 @@ def test_specs_json_holds_what_every_backend_sends():
     assert json.loads(specs_json(TOOLS)) == [
         {"name": spec.name, "description": spec.description, "parameters": spec.parameters} for spec in TOOLS]
 
+
+# ---------------------------------------------------------------------- the embedded model's call form, in text
+
+
+def watched(pieces: list[str]) -> tuple[str, CallWatch]:
+    watch = CallWatch()
+    return "".join(watch.feed(piece) for piece in pieces), watch
+
+
+def test_a_call_written_in_pieces_is_cut_from_the_text():
+    shown, watch = watched(["Sure.\n<", "tool", '_call>{"name": "grep", ', '"arguments": {"pattern": "x"}}</tool_', "call>"])
+    assert shown == "Sure.\n"
+    assert watch.call_closed
+    rest, call = watch.finish()
+    assert rest == "" and call.name == "grep" and call.arguments == {"pattern": "x"} and call.id
+
+
+def test_text_that_only_looks_like_a_call_is_text():
+    shown, watch = watched(["a <", "b> and <tool", "s>"])
+    assert shown == "a <b> and <tools>" and not watch.call_closed
+    shown, watch = watched(["<tool_call>", "not json"])
+    assert shown == "" and watch.finish() == ("<tool_call>not json", None)
+
+
+def test_arguments_written_as_a_string_or_malformed_are_kept():
+    _, watch = watched(['<tool_call>{"name": "grep", "arguments": "{\\"pattern\\": \\"x\\"}"}</tool_call>'])
+    assert watch.finish()[1].arguments == {"pattern": "x"}
+    _, watch = watched(['<tool_call>{"name": "grep", "arguments": "{\\"pattern"}</tool_call>'])
+    assert watch.finish()[1].arguments == {"_unparsed": '{"pattern'}
