@@ -1,9 +1,9 @@
 """The embedded local model's speed: model-process cold start, time to first token (warm and from a cold app),
 tokens/s and prompt-processing tokens/s with llama.cpp's extra buffer types off (the default) and on, peak memory,
 `precis chat --provider local` against the library's own call on the same prompt, the median and slowest summary,
-and (--install) the install time from a fresh virtual environment with and without a compiler on PATH.
+a forced tool call, and (--install) the install time from a fresh virtual environment with and without a compiler on PATH.
 
-Run: python benchmarks/bench_local_model.py [--runs 5] [--cold-only] [--profile] [--install]
+Run: python benchmarks/bench_local_model.py [--runs 5] [--cold-only] [--profile] [--tool-call] [--install]
 Prints medians (goals: first token from a cold app within 1.5 s on 2 cores; `precis chat` within 1.1x of the raw
 call; the README's install under a minute). The machine must be otherwise idle: llama.cpp's threads slow down many
 times over when other processes compete for the two cores.
@@ -25,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from precis.core.model.messages import Message  # noqa: E402
+from precis.core.model.tools import ToolSpec  # noqa: E402
 from precis.core.providers.base import token_counter  # noqa: E402
 from precis.core.providers.local import LocalProvider  # noqa: E402
 from precis.core.providers.model_process import ModelProcessDied  # noqa: E402
@@ -311,6 +312,29 @@ def speed(extra_buffer_types: bool, runs: int, max_tokens: int) -> LocalProvider
     return provider
 
 
+WEATHER = ToolSpec("get_weather", "The current weather in a city.",
+                   {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+
+def forced_tool_call(provider: LocalProvider, runs: int) -> str:
+    """Seconds from asking to the whole call, with one tool forced (its arguments constrained to its schema), each run
+    with a new user line so no cached prompt is reused."""
+    provider.load()
+    times, tokens = [], []
+    for run in range(runs + 1):
+        messages = [Message("user", f"({run}) What is the weather in Paris?")]
+        start = time.perf_counter()
+        final = list(provider.stream_chat(messages, max_tokens=60, temperature=0, tools=[WEATHER],
+                                          tool_choice=WEATHER.name))[-1]
+        if run:  # the first is a warm-up
+            times.append(time.perf_counter() - start)
+            tokens.append((final.usage.prompt_tokens, final.usage.completion_tokens))
+        assert final.tool_calls, "no call came back"
+    prompt, completion = tokens[len(tokens) // 2]
+    return (f"forced tool call: median {statistics.median(times) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms "
+            f"({runs} runs; a {prompt}-token prompt with the tool described, {completion} tokens of arguments)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -319,6 +343,7 @@ def main() -> None:
     parser.add_argument("--cold-only", action="store_true", help="only the first token from a cold app and window")
     parser.add_argument("--profile", action="store_true", help="where a cold app's first token goes, phase by phase")
     parser.add_argument("--install", action="store_true", help="only the install time, with and without a compiler")
+    parser.add_argument("--tool-call", action="store_true", help="only the time of a forced tool call")
     args = parser.parse_args()
     if args.install:
         print(install_time(with_compiler=True))
@@ -330,6 +355,9 @@ def main() -> None:
     if args.profile:
         profile_cold_app()
         return
+    if args.tool_call:
+        print(forced_tool_call(LocalProvider(), args.runs))
+        return
     cold_figures(3)
     if args.cold_only:
         return
@@ -337,6 +365,7 @@ def main() -> None:
     speed(True, args.runs, args.max_tokens).close()
     provider = speed(False, args.runs, args.max_tokens)
     print(summary_times(provider))
+    print(forced_tool_call(provider, args.runs))
 
 
 if __name__ == "__main__":

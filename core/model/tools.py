@@ -7,6 +7,8 @@ them. Plain data: no I/O here.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,3 +38,12 @@ class ToolOutcome:
     ok: bool
     seconds: float = 0.0
     cut: bool = False
+
+
+def specs_json(specs: Sequence[ToolSpec]) -> str:
+    """What the tool definitions add to a prompt, as the text a token counter reads: each tool's name, description and
+    parameter schema in JSON (every backend sends these three, in its own wrapping)."""
+    if not specs:
+        return ""
+    return json.dumps([{"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+                       for spec in specs], ensure_ascii=False)

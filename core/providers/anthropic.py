@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import httpx
 
-from ..model.messages import Message
+from ..model.messages import Message, ToolCall
+from ..model.tools import AUTO, ToolSpec
 from .base import (
     Cancelled,
     CancelToken,
@@ -22,6 +23,7 @@ from .base import (
 )
 from .render import paired_call_ids, tool_call_text, tool_result_text
 from .sse import iter_sse
+from .tool_calls import forced_tool, parse_arguments
 from .transport import (
     CONTEXT_ERROR_MARKERS,
     HTTPProvider,
@@ -86,6 +88,18 @@ def to_anthropic(messages: list[Message], json_schema: dict[str, Any] | None = N
     return "\n\n".join(system_parts), turns
 
 
+def tool_fields(tools: Sequence[ToolSpec], tool_choice: str) -> dict[str, Any]:
+    """The request's `tools` and `tool_choice` in the Messages API's shape, or nothing without tools."""
+    forced = forced_tool(tools, tool_choice)
+    if not tools:
+        return {}
+    return {
+        "tools": [{"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+                  for spec in tools],
+        "tool_choice": {"type": tool_choice} if forced is None else {"type": "tool", "name": forced.name},
+    }
+
+
 class AnthropicProvider(HTTPProvider):
     name = "anthropic"
 
@@ -105,11 +119,14 @@ class AnthropicProvider(HTTPProvider):
         return headers
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
-                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
+                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None,
+                    tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> Iterator[ChatChunk]:
+        """The reply's text as it streams; its tool_use blocks, each input parsed at its block's end, on the last
+        chunk (input that is not a JSON object is kept as {"_unparsed": raw}, see tool_calls.parse_arguments)."""
         cancel = cancel or CancelToken()
         system, turns = to_anthropic(messages, json_schema)
         payload: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
-                                   "messages": turns, "stream": True}
+                                   "messages": turns, "stream": True, **tool_fields(tools, tool_choice)}
         if system:
             payload["system"] = system
         request = self._client.build_request("POST", f"{self.base_url}/v1/messages", headers=self._headers(),
@@ -117,6 +134,9 @@ class AnthropicProvider(HTTPProvider):
         response = open_stream(self._client, request, server=self.server, model=self.model, secret=self._api_key,
                                retry=self._retry, cancel=cancel, key_hint=self._key_hint)
         parts: list[str] = []
+        # tool_use blocks by their index: (id, name, the input's JSON pieces) until the block stops.
+        open_calls: dict[int, tuple[str, str, list[str]]] = {}
+        calls: list[ToolCall] = []
         input_tokens = output_tokens = None
         finish: str | None = None
         stopped = False
@@ -130,11 +150,20 @@ class AnthropicProvider(HTTPProvider):
                     usage = (data.get("message") or {}).get("usage") or {}
                     input_tokens = usage.get("input_tokens", input_tokens)
                     output_tokens = usage.get("output_tokens", output_tokens)
+                elif kind == "content_block_start":
+                    block = data.get("content_block") or {}
+                    if block.get("type") == "tool_use":
+                        open_calls[data.get("index")] = (str(block.get("id", "")), str(block.get("name", "")), [])
                 elif kind == "content_block_delta":
                     delta = data.get("delta") or {}
                     if delta.get("type") == "text_delta" and delta.get("text"):
                         parts.append(delta["text"])
                         yield ChatChunk(text=delta["text"])
+                    elif delta.get("type") == "input_json_delta" and data.get("index") in open_calls:
+                        open_calls[data["index"]][2].append(delta.get("partial_json") or "")
+                elif kind == "content_block_stop" and data.get("index") in open_calls:
+                    call_id, name, pieces = open_calls.pop(data["index"])
+                    calls.append(ToolCall(call_id, name, parse_arguments("".join(pieces))))
                 elif kind == "message_delta":
                     reason = (data.get("delta") or {}).get("stop_reason")
                     finish = STOP_REASONS.get(reason, reason) if reason else finish
@@ -144,7 +173,7 @@ class AnthropicProvider(HTTPProvider):
                     break
                 elif kind == "error":
                     raise self._stream_error(data)
-                # ping, content_block_start/stop and future event types carry nothing we need.
+                # ping, text blocks' start and stop, and future event types carry nothing we need.
         except (httpx.HTTPError, ProviderError) as exc:
             raise stream_failure(exc, server=self.server, partial="".join(parts), cancel=cancel) from exc
         finally:
@@ -156,7 +185,7 @@ class AnthropicProvider(HTTPProvider):
                                     partial="".join(parts))
         usage = (Usage(prompt_tokens=input_tokens, completion_tokens=output_tokens or 0)
                  if isinstance(input_tokens, int) else None)
-        yield ChatChunk(done=True, usage=usage, finish_reason=finish)
+        yield ChatChunk(done=True, usage=usage, finish_reason=finish, tool_calls=tuple(calls))
 
     def _stream_error(self, data: dict[str, Any]) -> ProviderError:
         error = data.get("error") or {}

@@ -3,7 +3,8 @@ prebuilt wheel) in a model process of its own.
 
 Token counts come from the model's own vocabulary, loaded in the app without the weights (vocabulary.py), so they
 are exact. With a JSON schema, generation is constrained by a grammar built from it, so even this small model
-returns parseable JSON.
+returns parseable JSON. Tools are described in the system message (local_tools.py); a forced call is the tool's
+arguments, constrained to its parameter schema.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import json
 import os
 import secrets
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from ..model.messages import Message
+from ..model.messages import Message, ToolCall
+from ..model.tools import AUTO, NONE, ToolSpec
 from .base import (
     Cancelled,
     CancelToken,
@@ -28,8 +31,10 @@ from .base import (
     Usage,
 )
 from .gguf import read_info
+from .local_tools import CallWatch, tools_prompt, with_system_text
 from .model_process import ModelProcess
 from .render import tool_call_text, tool_result_text
+from .tool_calls import forced_tool, new_call_id, parse_arguments
 from .vocabulary import Vocabulary
 
 # llama.cpp's OpenMP threads spin while waiting; beside a GUI thread or a second model on 2 cores that
@@ -244,33 +249,60 @@ class LocalProvider:
     def list_models(self) -> list[str]:
         return [self.model]
 
-    def prompt_tokens(self, messages: list[Message]) -> list[int]:
-        """The exact tokens the model reads for these messages, reply header included."""
-        return load_vocabulary(self.path).prompt_tokens(to_template_messages(messages))
+    def prompt_tokens(self, messages: list[Message], tools: Sequence[ToolSpec] = (),
+                      tool_choice: str = AUTO) -> list[int]:
+        """The exact tokens the model reads for these messages, reply header included; tools (unless tool_choice
+        is NONE) are described in the system message."""
+        rendered = to_template_messages(messages)
+        if tools and tool_choice != NONE:
+            rendered = with_system_text(rendered, tools_prompt(tools, forced_tool(tools, tool_choice)))
+        return load_vocabulary(self.path).prompt_tokens(rendered)
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
-                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
+                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None,
+                    tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> Iterator[ChatChunk]:
+        """The reply as it streams. With tools under AUTO, a reply that writes a call (local_tools.CALL_START) ends
+        with it and returns it; a forced call streams no text, only the call, on the last chunk. NONE leaves the
+        tools out of the prompt."""
         cancel = cancel or CancelToken()
+        forced = forced_tool(tools, tool_choice)
+        if forced is not None:
+            json_schema = forced.parameters
+        watch = CallWatch() if tools and tool_choice == AUTO else None
         self.launch()  # a first request: the model loads in its process while the prompt is counted here
-        tokens = self.prompt_tokens(messages)
+        tokens = self.prompt_tokens(messages, tools, tool_choice)
         if len(tokens) >= self.context_window():
             raise ContextLengthExceeded(f"the prompt has {len(tokens)} tokens; the local model {self.model} reads "
                                         f"at most {self.context_window()}")
         parts: list[str] = []
         finish = None
-        for piece, reason, progress in self.process.stream(
-                tokens, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema,
-                # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
-                repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
-                cancelled=lambda: cancel.cancelled, on_cancel=cancel.on_cancel):
-            if progress is not None:
-                yield ChatChunk(progress=progress)
-            finish = reason or finish
-            if piece:
+        pieces = self.process.stream(
+            tokens, max_tokens=max_tokens, temperature=temperature, json_schema=json_schema,
+            # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
+            repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
+            cancelled=lambda: cancel.cancelled, on_cancel=cancel.on_cancel)
+        with closing(pieces):  # leaving early (a call written) stops the reply in the model process
+            for piece, reason, progress in pieces:
+                if progress is not None:
+                    yield ChatChunk(progress=progress)
+                finish = reason or finish
                 parts.append(piece)
-                yield ChatChunk(text=piece)
+                shown = piece if watch is None else watch.feed(piece)
+                if shown and forced is None:
+                    yield ChatChunk(text=shown)
+                if watch is not None and watch.call_closed:
+                    break
         text = "".join(parts)
         if cancel.cancelled:
             raise Cancelled(partial=text)
         usage = Usage(prompt_tokens=len(tokens), completion_tokens=self.count_tokens(text))
-        yield ChatChunk(done=True, usage=usage, finish_reason=finish or "stop")
+        calls: tuple[ToolCall, ...] = ()
+        if forced is not None:
+            calls = (ToolCall(new_call_id(), forced.name, parse_arguments(text)),)
+        elif watch is not None:
+            rest, call = watch.finish()
+            if rest:
+                yield ChatChunk(text=rest)
+            calls = (call,) if call is not None else ()
+        yield ChatChunk(done=True, usage=usage, finish_reason="tool_calls" if calls else finish or "stop",
+                        tool_calls=calls)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from ..model.messages import Message
+from ..model.messages import Message, ToolCall
+from ..model.tools import AUTO, ToolSpec
 from .base import (
     Cancelled,
     CancelToken,
@@ -21,6 +23,7 @@ from .base import (
 )
 from .render import paired_call_ids, tool_call_text, tool_result_text
 from .sse import iter_sse
+from .tool_calls import forced_tool, new_call_id, parse_arguments
 from .transport import (
     CONTEXT_ERROR_MARKERS,
     HTTPProvider,
@@ -66,6 +69,56 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def tool_fields(tools: Sequence[ToolSpec], tool_choice: str) -> dict[str, Any]:
+    """The request's `tools` and `tool_choice`, or nothing without tools."""
+    forced = forced_tool(tools, tool_choice)
+    if not tools:
+        return {}
+    return {
+        "tools": [{"type": "function", "function": {"name": spec.name, "description": spec.description,
+                                                    "parameters": spec.parameters}} for spec in tools],
+        "tool_choice": tool_choice if forced is None else {"type": "function", "function": {"name": forced.name}},
+    }
+
+
+@dataclass
+class _StreamedCall:
+    """One call as its delta.tool_calls fragments arrive: id and name once, the arguments in pieces."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class ToolCallAssembler:
+    """Joins the streamed fragments of a reply's calls by their index (parallel calls interleave)."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _StreamedCall] = {}
+
+    def add(self, fragments: list[dict[str, Any]]) -> None:
+        for fragment in fragments:
+            # A server that streams each call whole may leave out the index: it is then the next call.
+            index = fragment.get("index", len(self._calls))
+            call = self._calls.setdefault(index, _StreamedCall())
+            call.id = fragment.get("id") or call.id
+            function = fragment.get("function") or {}
+            call.name = function.get("name") or call.name
+            if function.get("arguments"):
+                call.arguments.append(function["arguments"])
+
+    def calls(self, server: str) -> tuple[ToolCall, ...]:
+        """The whole calls, in index order. Arguments that are not a JSON object are kept as {"_unparsed": raw}
+        (tool_calls.parse_arguments); a call without an id gets one."""
+        out = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            if not call.name:
+                raise MalformedResponse(f"{server} sent tool call {index} without the name of its function")
+            out.append(ToolCall(call.id or new_call_id(), call.name, parse_arguments("".join(call.arguments))))
+        return tuple(out)
+
+
 def _window_from_models(payload: object, model: str) -> int | None:
     entries = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(entries, list):
@@ -74,8 +127,8 @@ def _window_from_models(payload: object, model: str) -> int | None:
         entries if len(entries) == 1 else [])
     for entry in candidates:
         for source in (entry, entry.get("meta") or {}, entry.get("top_provider") or {}):
-            for field in _WINDOW_FIELDS:
-                value = source.get(field) if isinstance(source, dict) else None
+            for key in _WINDOW_FIELDS:
+                value = source.get(key) if isinstance(source, dict) else None
                 if isinstance(value, int) and value > 0:
                     return value
     return None
@@ -102,7 +155,7 @@ class OpenAICompatProvider(HTTPProvider):
         return headers
 
     def _payload(self, messages: list[Message], max_tokens: int, temperature: float,
-                 json_schema: dict[str, Any] | None) -> dict[str, Any]:
+                 json_schema: dict[str, Any] | None, tools: dict[str, Any]) -> dict[str, Any]:
         payload: dict[str, Any] = {
             "model": self.model,
             "messages": to_openai_messages(messages),
@@ -110,6 +163,7 @@ class OpenAICompatProvider(HTTPProvider):
             "temperature": temperature,
             "stream": True,
             "stream_options": {"include_usage": True},
+            **tools,
         }
         if json_schema is not None:
             if self._schema_format == "json_schema":
@@ -119,7 +173,7 @@ class OpenAICompatProvider(HTTPProvider):
                 payload["response_format"] = {"type": "json_object", "schema": json_schema}
         return payload
 
-    def _open(self, messages, max_tokens, temperature, json_schema, cancel) -> httpx.Response:
+    def _open(self, messages, max_tokens, temperature, json_schema, tools, cancel) -> httpx.Response:
         rejected_format: list[bool] = []
 
         def format_rejected(status: int, body: str) -> bool:
@@ -131,7 +185,7 @@ class OpenAICompatProvider(HTTPProvider):
         for _ in range(2):
             request = self._client.build_request(
                 "POST", f"{self.base_url}/chat/completions", headers=self._headers(),
-                json=self._payload(messages, max_tokens, temperature, json_schema))
+                json=self._payload(messages, max_tokens, temperature, json_schema, tools))
             try:
                 return open_stream(self._client, request, server=self.server, model=self.model, secret=self._api_key,
                                    retry=self._retry, cancel=cancel, key_hint=self._key_hint, final=format_rejected)
@@ -143,10 +197,14 @@ class OpenAICompatProvider(HTTPProvider):
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
-                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None) -> Iterator[ChatChunk]:
+                    json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None,
+                    tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> Iterator[ChatChunk]:
+        """The reply's text as it streams; its tool calls, assembled from their fragments, on the last chunk."""
         cancel = cancel or CancelToken()
-        response = self._open(messages, max_tokens, temperature, json_schema, cancel)
+        sent_tools = tool_fields(tools, tool_choice)
+        response = self._open(messages, max_tokens, temperature, json_schema, sent_tools, cancel)
         parts: list[str] = []
+        calls = ToolCallAssembler()
         usage: Usage | None = None
         finish: str | None = None
         done = False
@@ -166,6 +224,7 @@ class OpenAICompatProvider(HTTPProvider):
                     if text:
                         parts.append(text)
                         yield ChatChunk(text=text)
+                    calls.add(delta.get("tool_calls") or [])
                     finish = choice.get("finish_reason") or finish
         except (httpx.HTTPError, ProviderError) as exc:
             raise stream_failure(exc, server=self.server, partial="".join(parts), cancel=cancel) from exc
@@ -175,18 +234,21 @@ class OpenAICompatProvider(HTTPProvider):
             raise Cancelled(partial="".join(parts))
         if not done and finish is None:
             if not parts and usage is None:
-                self._diagnose_empty_stream(messages, temperature, json_schema)
+                self._diagnose_empty_stream(messages, temperature, json_schema, sent_tools)
             raise StreamInterrupted(f"{self.server} ended the stream before the reply was complete",
                                     partial="".join(parts))
-        yield ChatChunk(done=True, usage=usage, finish_reason=finish)
+        tool_calls = calls.calls(self.server)
+        # A server may finish a reply with calls as "stop": the calls say what it is.
+        yield ChatChunk(done=True, usage=usage, finish_reason="tool_calls" if tool_calls else finish,
+                        tool_calls=tool_calls)
 
-    def _diagnose_empty_stream(self, messages, temperature, json_schema) -> None:
+    def _diagnose_empty_stream(self, messages, temperature, json_schema, tools) -> None:
         """Raise the server's real error for a stream that closed without a single event.
 
         llama-cpp-python's server answers an over-long prompt with 200 and an empty stream; the same request
         without streaming (one token, one attempt) returns the 400 that says why, so the engine can summarize.
         """
-        payload = self._payload(messages, 1, temperature, json_schema)
+        payload = self._payload(messages, 1, temperature, json_schema, tools)
         payload.pop("stream_options")
         payload["stream"] = False
         # The server may drop the connection it just failed on, so a reused one can be reset: try twice.
