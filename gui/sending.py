@@ -234,15 +234,16 @@ class Sender(QObject):
                                               "message restarts it. The part of the reply that arrived is kept.")
             elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
                 self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
-            if result.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
-                self.status.tell(f"The reply reached its limit of {result.cut_at:,} tokens and stopped there; "
-                                 "Continue on it goes on (the chat's setting 'Tokens reserved for the reply' sets the "
-                                 "limit)", 15_000)
-            elif edited and not result.problem:
-                self.status.tell("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.",
-                                 10_000)
+            notes = []
+            if edited and not result.problem:
+                notes.append("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.")
             elif regenerate is not None and not result.problem:
-                self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 10_000)
+                notes.append("Reply regenerated; ‹ › on it switches back to the earlier one.")
+            if result.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
+                notes.append(f"The reply reached its limit of {result.cut_at:,} tokens and stopped there; Continue on "
+                             "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)")
+            if notes:
+                self.status.tell(" ".join(notes), 15_000)
             self.chat.apply(result.snapshot)
             self.chats.refresh_chats()
             self.reply_finished.emit(result)
