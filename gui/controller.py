@@ -194,47 +194,34 @@ class ChatController(QObject):
         self.apply(snapshot, rebuild_rows=True)
 
     # ---- messages -----------------------------------------------------------------------------------------------
-    def save_message(self, message: Message, replaced: list[Message], done: Done, failed: Failed) -> None:
-        """Save a message of the user's, in place of `replaced` (edit-and-resend) if given."""
+    def save_message(self, message: Message, done: Done, failed: Failed) -> None:
+        """Save a message of the user's."""
         session = self.session
+        self.run_on_chat("save the message", lambda _job: session.add_messages([message]), done, failed)
 
-        def save(_job: Job) -> Snapshot:
-            if replaced:
-                session.replace_tail([m.id for m in replaced], [])
-            return session.add_messages([message])
-
-        def not_saved(error: str) -> None:
-            if replaced:
-                self.rebuild(session.snapshot())
-            if failed is not None:
-                failed(error)
-
-        self.run_on_chat("save the message", save, done, not_saved)
+    def edit_last(self, message_id: str, text: str, done: Done, failed: Failed) -> None:
+        """The user's last message says `text` from now on; what followed it stays with its earlier version."""
+        session = self.session
+        self.run_on_chat("save the edited message", lambda _job: session.edit_last(message_id, text), done, failed)
 
     def reply(self, buffer: StreamBuffer, placeholder: Message, done: Done, failed: Failed,
               regenerate: bool = False) -> Job:
         """Write the reply into `placeholder`; with `regenerate` it is the last reply, written again in place."""
         session = self.session
-        self.reply_job = self.run_on_chat("write the reply",
-                                          lambda job: session.reply(placeholder, on_text=buffer.append,
-                                                                     cancel=job.cancel_token, regenerate=regenerate,
-                                                                     on_progress=buffer.set_progress),
-                                          done, failed)
+        return self._replying("write the reply", lambda job: session.reply(
+            placeholder, on_text=buffer.append, cancel=job.cancel_token, regenerate=regenerate,
+            on_progress=buffer.set_progress), done, failed)
+
+    def continue_reply(self, buffer: StreamBuffer, message_id: str, done: Done, failed: Failed) -> Job:
+        """Have the model go on with the last reply; what it writes is appended to it."""
+        session = self.session
+        return self._replying("continue the reply", lambda job: session.continue_reply(
+            message_id, on_text=buffer.append, cancel=job.cancel_token), done, failed)
+
+    def _replying(self, label: str, write: Callable[[Job], Any], done: Done, failed: Failed) -> Job:
+        self.reply_job = self.run_on_chat(label, write, done, failed)
         self.reply_job.finished.connect(lambda: setattr(self, "reply_job", None))
         return self.reply_job
-
-    def replace_tail(self, label: str, remove_ids: list[str], restore: list[Message], done: Done = None,
-                     failed: Failed = None) -> None:
-        """Remove messages from the end (regenerate) or put earlier ones back (Undo); on failure the stored rows
-        are shown again."""
-        session = self.session
-
-        def not_replaced(error: str) -> None:
-            self.rebuild(session.snapshot())
-            if failed is not None:
-                failed(error)
-
-        self.run_on_chat(label, lambda _job: session.replace_tail(remove_ids, restore), done, not_replaced)
 
     def run_tool(self, label: str, produce: Callable[[Job], tuple[Message, ...]], done: Done,
                  failed: Failed) -> Job:

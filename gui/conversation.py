@@ -1,6 +1,6 @@
 """The chat flow: a virtualized list (model + painting delegate) that stays smooth with 10,000 messages.
 
-Each message offers its actions (copy, edit, regenerate, pin, summarize up to here) as chips in its header while the
+Each message offers its actions (copy, edit, regenerate, continue, pin, summarize up to here) as chips in its header while the
 mouse is over it, and the same actions in its context menu (right click, the Menu key or Shift+F10)."""
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu
 
 from ..core.chat.rows import Row
 from .conversation_model import ConversationModel
-from .message_delegate import READING_WIDTH, MessageDelegate, search_pattern
+from .message_delegate import READING_WIDTH, MessageDelegate
+from .search_highlight import search_pattern
 
 __all__ = ["READING_WIDTH", "ConversationView"]
 
 # The context menu's words for the hover actions (the chips are shorter).
 MENU_LABELS = {"copy": "Copy message", "edit": "Edit and resend", "regenerate": "Regenerate reply",
-               "pin": "Pin (never summarize)", "unpin": "Unpin", "summarize": "Summarize up to here"}
+               "continue": "Continue the reply", "pin": "Pin (never summarize)", "unpin": "Unpin",
+               "summarize": "Summarize up to here"}
 
 
 class ConversationView(QListView):
@@ -26,6 +28,7 @@ class ConversationView(QListView):
     pin_requested = Signal(str, bool)
     edit_requested = Signal(str)
     regenerate_requested = Signal(str)
+    continue_requested = Signal(str)
     summarize_up_to_requested = Signal(str)
     version_requested = Signal(str, int)  # (message id, version position): show another version of a reply
     summary_selected = Signal(str)
@@ -150,6 +153,9 @@ class ConversationView(QListView):
             last = self._last_of(message.role)
             if last is not None and last.message.id == message.id:
                 actions.append("edit" if message.role == "user" else "regenerate")
+                if message.role == "assistant" and number == self.conversation.rowCount() - 1 and (
+                        message.cut_at is not None or message.incomplete):
+                    actions.append("continue")  # a reply that did not end by itself
         actions.append("unpin" if message.pinned else "pin")
         if message.role != "system":
             actions.append("summarize")
@@ -164,6 +170,8 @@ class ConversationView(QListView):
             self.edit_requested.emit(message.id)
         elif action == "regenerate":
             self.regenerate_requested.emit(message.id)
+        elif action == "continue":
+            self.continue_requested.emit(message.id)
         elif action in ("pin", "unpin"):
             self.pin_requested.emit(message.id, action == "pin")
         elif action == "summarize":
@@ -205,8 +213,8 @@ class ConversationView(QListView):
         menu = QMenu(self)
         for action in self.row_actions(number):
             menu.addAction(MENU_LABELS[action], lambda action=action: self.trigger(action, number))
-        last = number == self.conversation.rowCount() - 1  # see MessageDelegate.version_rects
-        versions = self.conversation.versions_of(row.key) if self.editable and last and not row.streaming else None
+        switchable = self.editable and not row.streaming and self.conversation.can_switch(number)
+        versions = self.conversation.versions_of(row.key) if switchable else None
         if versions is not None:
             count = len(versions.texts)
             for text, position in (("Previous version", versions.shown - 1), ("Next version", versions.shown + 1)):

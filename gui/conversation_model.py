@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 
-from ..core.chat.rows import Row, row_index
+from ..core.chat.rows import Row, can_switch_version, row_index
 from ..core.model.messages import Message
 from ..core.storage.store import Versions
 from .wording import fallback_sentence
@@ -87,15 +87,22 @@ class ConversationModel(QAbstractListModel):
             self.row_streamed.emit(number)
 
     def set_versions(self, versions: dict[str, Versions]) -> None:
-        """The versions of regenerated replies (from the snapshot); rows whose versions changed are repainted."""
+        """The versions of regenerated replies and edited messages (from the snapshot); rows whose versions changed
+        are repainted."""
         previous, self._versions = self._versions, versions
         for key in previous.keys() | versions.keys():
             number = self._index.get(key)
             if number is not None and previous.get(key) != versions.get(key):
                 self.dataChanged.emit(self.index(number), self.index(number))
 
+    def can_switch(self, number: int) -> bool:
+        """Whether the message of this row can show another version (the core's rule, can_switch_version)."""
+        message = self._rows[number].message
+        later = (row.message.role if row.message is not None else "summary" for row in self._rows[number + 1:])
+        return message is not None and can_switch_version(message.role, later)
+
     def versions_of(self, key: str) -> Versions | None:
-        """A message's versions, if it has more than one (a regenerated reply)."""
+        """A message's versions, if it has more than one (a regenerated reply, an edited message)."""
         versions = self._versions.get(key)
         return versions if versions is not None and len(versions.texts) > 1 else None
 

@@ -137,6 +137,7 @@ class MainWindow(QMainWindow):
             "quit": lambda _arg: self.close(),
             "edit-last": lambda _arg: self.sending.edit_last(),
             "regenerate": lambda _arg: self.sending.regenerate(),
+            "continue": lambda _arg: self.sending.continue_reply(),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
             "zoom-in": lambda _arg: self.appearance.zoom(1),
@@ -208,6 +209,7 @@ class MainWindow(QMainWindow):
         conversation.pin_requested.connect(self.set_pinned)
         conversation.edit_requested.connect(lambda _id: self.sending.edit_last())
         conversation.regenerate_requested.connect(lambda _id: self.sending.regenerate())
+        conversation.continue_requested.connect(lambda _id: self.sending.continue_reply())
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
         conversation.status.connect(lambda text: self.status.tell(text, 3000))
         conversation.clear_search_requested.connect(self.chat_list.clear_search)

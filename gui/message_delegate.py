@@ -22,18 +22,17 @@ from PySide6.QtGui import (
     QPainter,
     QPainterPath,
     QPen,
-    QTextCharFormat,
     QTextCursor,
-    QTextDocument,
 )
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
 
 from ..core.chat.rows import Row
-from ..core.storage.message_table import search_words
 from . import theme
 from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
+from .search_highlight import highlight_matches
+from .wording import stop_mark
 
 MARGIN_X = 18
 # The chat column's widest card: lines stay readable on a wide screen; the column is centred.
@@ -51,40 +50,18 @@ DOC_CACHE_SIZE = 300
 CHIP_H = 18
 CHIP_GAP = 4
 # The actions a hovered message offers in its header, in the order shown (the view decides which apply).
-ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "pin": "Pin", "unpin": "Unpin",
-                 "summarize": "Summarize up to here"}
+ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "continue": "Continue", "pin": "Pin",
+                 "unpin": "Unpin", "summarize": "Summarize up to here"}
 ACTION_TIPS = {
     "copy": "Copy the message's text (Ctrl+C)",
-    "edit": "Put your message back in the box; sending replaces it and its reply",
+    "edit": "Put your message back in the box; sending it makes a new version (‹ › pages back to this one)",
     "regenerate": "Write this reply again; the earlier one is kept as an alternative",
+    "continue": "Have the model go on from where this reply stopped",
     "pin": "Always send this message; summaries never take it",
     "unpin": "Let summaries take this message again",
     "summarize": "Summarize the messages up to and including this one",
 }
 STREAM_RELAYOUT_MS = 250
-
-def search_pattern(text: str) -> re.Pattern[str] | None:
-    """What a search highlights: every word that starts with one of the words the store searched for."""
-    words = search_words(text)
-    if not words:
-        return None
-    return re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\w*", re.IGNORECASE)
-
-
-def highlight_matches(doc: QTextDocument, pattern: re.Pattern[str]) -> None:
-    """Give every match of `pattern` in the document's text the search-hit background."""
-    marked = QTextCharFormat()
-    marked.setBackground(QColor(theme.current.search_hit))
-    marked.setForeground(QColor(theme.current.text))
-    cursor = QTextCursor(doc)
-    block = doc.begin()
-    while block.isValid():
-        for match in pattern.finditer(block.text()):
-            cursor.setPosition(block.position() + match.start())
-            cursor.setPosition(block.position() + match.end(), QTextCursor.MoveMode.KeepAnchor)
-            cursor.mergeCharFormat(marked)
-        block = block.next()
-
 
 class MessageDelegate(QStyledItemDelegate):
     """Paints rows as cards with a role header; tool calls/results as compact, expandable lines."""
@@ -150,7 +127,7 @@ class MessageDelegate(QStyledItemDelegate):
         """How far each side the column is narrowed to READING_WIDTH on a wide viewport."""
         return max(0, (self._view.viewport().width() - 2 * MARGIN_X - READING_WIDTH) // 2)
 
-    def _body(self, row: Row) -> tuple[str, bool, int]:
+    def body(self, row: Row) -> tuple[str, bool, int]:
         """(text to render, monospace plain text?, lines hidden) for a row in its current state."""
         kind = row.kind
         if kind == "summary":
@@ -171,8 +148,9 @@ class MessageDelegate(QStyledItemDelegate):
         text = message.content
         if message.tool_calls:
             text += "\n\n" + "\n\n".join(f"`→ {line}`" for line in tool_call_line(message).splitlines())
-        if row.error:
-            text = (text + "\n\n" if text else "") + f"**Error:** {row.error}"
+        mark = f"**Error:** {row.error}" if row.error else None if row.streaming else stop_mark(message)
+        if mark:  # the error is said once, as it happens; the stored mark for as long as the reply stays so
+            text = (text + "\n\n" if text else "") + (mark if row.error else f"*{mark}*")
         if not text and row.streaming:
             text = "…"
         return text, False, 0
@@ -209,7 +187,7 @@ class MessageDelegate(QStyledItemDelegate):
             doc = self._streaming_document(row, width)[0]
             height = math.ceil(doc.size().height()) + self._chrome(row, 0)
         else:
-            text, mono, hidden = self._body(row)
+            text, mono, hidden = self.body(row)
             height = self._estimate(text, mono, width - TOOL_INDENT) + self._chrome(row, hidden)
         self._heights[row.key] = (subject, width, row.expanded, height, row.streaming)
         return QSize(width, height)
@@ -235,7 +213,7 @@ class MessageDelegate(QStyledItemDelegate):
     def _document(self, row: Row, width: int):
         if row.streaming and row.message is not None and not row.error:
             return self._streaming_document(row, width)
-        text, mono, hidden = self._body(row)
+        text, mono, hidden = self.body(row)
         subject = row.message if row.message is not None else row.record
         key = (row.key, width, row.expanded, row.error, self.highlight)
         cached = self._docs.get(key)
@@ -395,13 +373,13 @@ class MessageDelegate(QStyledItemDelegate):
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, ACTION_LABELS[action])
 
     def version_rects(self, card: QRect, index: QModelIndex) -> list[tuple[QRect, str, int | None]]:
-        """"‹ 2/3 ›" after a regenerated reply's title: (rect, text, the version its click shows or None). The
-        arrows work on the last message only: the messages after an older reply answer the version it shows."""
+        """"‹ 2/3 ›" after a regenerated reply's or an edited message's title: (rect, text, the version its click
+        shows or None). The arrows work while it can switch (ConversationModel.can_switch)."""
         row: Row = index.data(RowRole)
         versions = index.model().versions_of(row.key) if row.message is not None and not row.streaming else None
         if versions is None:
             return []
-        switchable = index.row() == index.model().rowCount() - 1
+        switchable = index.model().can_switch(index.row())
         metrics = QFontMetrics(self.header_font)
         left = card.left() + PAD_X + metrics.horizontalAdvance(self.title(row)) + 10
         top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2

@@ -1,12 +1,11 @@
 """What the composer sends and what comes back: messages and their streamed replies, slash commands and tools,
-edit-and-resend (offered back with Undo), regenerate (the earlier reply kept as a version) and the composer's
-draft."""
+edit-and-resend (the earlier message and its reply kept as a version), regenerate (the earlier reply kept as a
+version), Continue (a reply cut at its limit goes on) and the composer's draft."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
@@ -25,16 +24,6 @@ from .inspector import Inspector
 from .status import StatusLine
 from .wording import brief, title_from, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
-
-
-@dataclass(frozen=True)
-class Replaced:
-    """What an edit-and-resend replaced, offered back with an Undo button once the reply is done."""
-
-    text: str  # what happened, for the status bar
-    label: str  # the Undo button's text: what it undoes
-    old: list[Message]
-    new_ids: list[str]
 
 
 class Sender(QObject):
@@ -91,18 +80,18 @@ class Sender(QObject):
         self.composer.set_hint("")
 
     def send_message(self, text: str) -> None:
-        """Show and save the message, then write the reply. Sent while editing, it replaces the edited message
-        and what came after it (offered back with Undo)."""
+        """Show and save the message, then write the reply. Sent while editing, it is a new version of the edited
+        message; what followed the earlier one stays with it (‹ › on the message pages back)."""
         if self.chat.reply_job is not None:
             return
-        message = Message(role="user", content=text)
         self.chats.title_untitled_chat(text)
-        replaced = self.tail_from(self.editing) if self.editing is not None else []
-        self.editing = None
+        editing, self.editing = self.editing, None
         self.clear_composer()
+        if editing is not None:
+            self.resend(editing, text)
+            return
+        message = Message(role="user", content=text)
         model = self.conversation.conversation
-        if replaced and model.row_of(replaced[0].id) is not None:
-            model.remove_from(model.row_of(replaced[0].id))
         # While the chat is still loading its rows would replace this one: it is shown once saved instead.
         loading = self.chat.snapshot is None
         if not loading:
@@ -112,16 +101,40 @@ class Sender(QObject):
         def saved(snapshot: Snapshot) -> None:
             self.chat.apply(snapshot, rebuild_rows=True if loading else None)
             self.chats.refresh_chats()  # the chat list counts the message while the reply is written
-            self.start_reply(Replaced("Message edited and resent.", "Undo edit", replaced, [message.id])
-                             if replaced else None)
+            self.start_reply()
 
-        self.chat.save_message(message, replaced, saved, lambda _error: self.restore_unsent(message))
+        self.chat.save_message(message, saved, lambda _error: self.restore_unsent(message))
 
-    def tail_from(self, message: Message) -> list[Message]:
-        """The message and everything after it in the chat (what edit-and-resend replaces)."""
-        messages = self.chat.snapshot.messages if self.chat.snapshot else []
-        ids = [m.id for m in messages]
-        return messages[ids.index(message.id):] if message.id in ids else []
+    def resend(self, edited: Message, text: str) -> None:
+        """The edited message says `text` from now on and is answered again."""
+        model = self.conversation.conversation
+
+        def saved(snapshot: Snapshot) -> None:
+            self.show_from(edited.id, snapshot)
+            self.chat.apply(snapshot)
+            self.conversation.scroll_to_end()
+            self.start_reply(edited=True)
+
+        def not_saved(error: str) -> None:
+            self.restore_unsent(edited.with_changes(content=text), keep_row=True)
+            self.composer.set_hint(f"Not sent: {error}; your text is back in the box.", error=True)
+
+        number = model.row_of(edited.id)
+        if number is not None:  # what followed it goes with the earlier version
+            model.remove_from(number + 1)
+            model.update_message(edited.with_changes(content=text))
+        self.chat.edit_last(edited.id, text, saved, not_saved)
+
+    def show_from(self, message_id: str, snapshot: Snapshot) -> None:
+        """The rows from this message on, as the snapshot has them (another version of it, and its branch)."""
+        model = self.conversation.conversation
+        number = model.row_of(message_id)
+        ids = [m.id for m in snapshot.messages]
+        if number is None or message_id not in ids:
+            return
+        model.remove_from(number)
+        for message in snapshot.messages[ids.index(message_id):]:
+            model.append(Row(message=message))
 
     def edit_last(self) -> None:
         """Put the last user message back in the composer; sending replaces it and what came after it."""
@@ -137,7 +150,8 @@ class Sender(QObject):
             return
         self.editing = message
         self.composer.set_text(message.content)
-        self.composer.set_hint("Editing your last message: Send replaces it and its reply (Esc cancels).")
+        self.composer.set_hint("Editing your last message: Send answers the new version; ‹ › on it pages back to "
+                               "this one and its reply (Esc cancels).")
         self.composer.edit.setFocus()
 
     def forget_edit(self) -> None:
@@ -161,44 +175,49 @@ class Sender(QObject):
             return
         self.start_reply(regenerate=last)
 
+    def continue_reply(self) -> None:
+        """The model goes on with the last reply (cut at its token limit, or stopped); appended to it."""
+        snapshot = self.chat.snapshot
+        if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
+            return
+        last = snapshot.messages[-1]
+        if last.role != "assistant":
+            self.composer.set_hint("The last message is not a reply; there is nothing to continue.", error=True)
+            return
+        self.start_reply(going_on=last)
+
     def show_version(self, message_id: str, position: int) -> None:
-        """Show another version of a regenerated reply; the one shown is the one sent from now on."""
-        model = self.conversation.conversation
-        self.chat.show_version(message_id, position, lambda snap: model.update_message(
-            next(m for m in snap.messages if m.id == message_id)))
+        """Show another version of a regenerated reply, or of an edited message with its branch; the one shown is
+        the one sent from now on."""
+        self.chat.show_version(message_id, position, lambda snap: self.show_from(message_id, snap))
 
-    def offer_replaced_back(self, replaced: Replaced, reply: Message) -> None:
-        """After an edit-and-resend: Undo puts the replaced messages back instead of the new ones."""
-        session = self.chat.session
-
-        def undo() -> None:
-            if self.chat.session is session:  # another chat is open now: nothing of this one is touched
-                self.chat.replace_tail("put the earlier messages back", [*replaced.new_ids, reply.id],
-                                       replaced.old, self.chat.rebuild,
-                                       lambda error: self.composer.set_hint(f"Could not undo: {error}", error=True))
-
-        self.status.offer_undo(replaced.text, replaced.label, undo)
-
-    def restore_unsent(self, message: Message) -> None:
-        """A failed send keeps the typed text."""
+    def restore_unsent(self, message: Message, keep_row: bool = False) -> None:
+        """A failed send keeps the typed text (an edited message's row shows it as stored again)."""
         number = self.conversation.conversation.row_of(message.id)
-        if number is not None:
+        if keep_row and self.chat.snapshot is not None:
+            self.chat.rebuild(self.chat.snapshot)
+        elif number is not None:
             self.conversation.conversation.remove_from(number)
         if not self.composer.text().strip():
             self.composer.set_text(message.content)
             self.save_draft(message.content)
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
-    def start_reply(self, replaced: Replaced | None = None, regenerate: Message | None = None) -> None:
-        """Stream the reply into a placeholder row, or into the last reply's row when regenerating it; `replaced`
-        (what an edit replaced) is offered back with Undo when the reply is done."""
+    def start_reply(self, edited: bool = False, regenerate: Message | None = None,
+                    going_on: Message | None = None) -> None:
+        """Stream the reply into a placeholder row; regenerating, into the last reply's row, emptied; going on
+        (Continue), after the last reply's text."""
         model = self.conversation.conversation
-        if regenerate is None:
-            placeholder = Message(role="assistant", content="", incomplete=True)
-            model.append(Row(message=placeholder, streaming=True))
-        else:
+        before = ""
+        if going_on is not None:
+            placeholder, before = going_on.with_changes(incomplete=True, cut_at=None), going_on.content
+            model.update_message(placeholder, streaming=True)
+        elif regenerate is not None:
             placeholder = regenerate.with_changes(content="", incomplete=True)
             model.update_message(placeholder, streaming=True)
+        else:
+            placeholder = Message(role="assistant", content="", incomplete=True)
+            model.append(Row(message=placeholder, streaming=True))
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()
         buffer = StreamBuffer()
@@ -206,7 +225,7 @@ class Sender(QObject):
 
         def show(text: str) -> None:
             if text:
-                model.update_message(placeholder.with_changes(content=text), streaming=True)
+                model.update_message(placeholder.with_changes(content=before + text), streaming=True)
             else:  # a long prompt takes the local model a while to read: say so, and how far it is
                 model.set_waiting(placeholder.id, waiting_text(buffer.progress, time.monotonic() - started))
 
@@ -223,22 +242,28 @@ class Sender(QObject):
                                               "message restarts it. The part of the reply that arrived is kept.")
             elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
                 self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
-            if result.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
-                self.status.tell(f"The reply reached its limit of {result.cut_at:,} tokens and stopped there; the "
-                                 "chat's setting 'Tokens reserved for the reply' sets it", 15_000)
-            self.chat.apply(result.snapshot)
-            if replaced is not None:
-                self.offer_replaced_back(replaced, result.message)
+            notes = []
+            if edited and not result.problem:
+                notes.append("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.")
             elif regenerate is not None and not result.problem:
-                self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 10_000)
+                notes.append("Reply regenerated; ‹ › on it switches back to the earlier one.")
+            if result.cut_at is not None:  # else a reply ending mid-sentence reads as a fault
+                notes.append(f"The reply reached its limit of {result.cut_at:,} tokens and stopped there; Continue on "
+                             "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)")
+            if notes:
+                self.status.tell(" ".join(notes), 15_000)
+            self.chat.apply(result.snapshot)
             self.chats.refresh_chats()
             self.reply_finished.emit(result)
 
         def failed(error: str) -> None:
             pump.stop()
-            model.update_message(regenerate or placeholder, streaming=False, error=error)
+            model.update_message(going_on or regenerate or placeholder, streaming=False, error=error)
 
-        job = self.chat.reply(buffer, placeholder, done, failed, regenerate=regenerate is not None)
+        if going_on is not None:
+            job = self.chat.continue_reply(buffer, going_on.id, done, failed)
+        else:
+            job = self.chat.reply(buffer, placeholder, done, failed, regenerate=regenerate is not None)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
         job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))

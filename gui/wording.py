@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 
 NEW_CHAT_TITLE = "New chat"
@@ -27,6 +28,15 @@ def brief(text: str) -> str:
 def fallback_sentence(record: SummaryRecord) -> str:
     """'Fell back to rules: the model took longer than 6 s, the summary's time limit'."""
     return record.fallback[:1].upper() + record.fallback[1:]
+
+
+def stop_mark(message: Message) -> str | None:
+    """What a reply that did not end by itself is marked with, as stored: cut at its token limit, or stopped."""
+    if message.cut_at is not None:
+        return f"Stopped at the {message.cut_at:,}-token limit: Continue goes on from here."
+    if message.incomplete:
+        return "Incomplete: the reply stopped before its end."
+    return None
 
 
 def waiting_text(progress: tuple[int, int] | None, seconds: float) -> str:

@@ -12,7 +12,7 @@ from precis.core.providers.base import ChatChunk, ProviderError, Usage
 class ScriptedProvider:
     """Replays scripted replies or raises scripted errors, to inject failures a real model cannot produce on demand."""
 
-    replies: list[str | Exception] = field(default_factory=list)
+    replies: list[str | tuple[str, str] | Exception] = field(default_factory=list)
     window: int = 8192
     name: str = "scripted"
     model: str = "scripted"
@@ -28,8 +28,10 @@ class ScriptedProvider:
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
+        # (text, finish reason): a reply that ends as scripted, e.g. "length" (cut at its token limit)
+        reply, finish = reply if isinstance(reply, tuple) else (reply, "stop")
         yield ChatChunk(text=reply)
-        yield ChatChunk(done=True, usage=Usage(0, 0), finish_reason="stop")
+        yield ChatChunk(done=True, usage=Usage(0, 0), finish_reason=finish)
 
     def count_tokens(self, text: str) -> int | None:
         return None

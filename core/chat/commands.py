@@ -155,10 +155,13 @@ register("settings", "Settings…", "the model, the summarization policy and thi
          shortcut="Ctrl+,", menu="File", slash=False)
 register("quit", "Quit", "close the window (a reply being written keeps what arrived)", shortcut="Ctrl+Q",
          menu="File", slash=False)
-register("edit-last", "Edit and resend the last message", "put your last message back in the box to change it",
+register("edit-last", "Edit and resend the last message", "put your last message back in the box; sending it makes "
+         "a new version, and ‹ › on it pages back to the earlier one and its reply",
          shortcut="Ctrl+E", menu="Chat", slash=False)
-register("regenerate", "Regenerate the last reply", "replace the last reply with a new one (Undo brings it back)",
-         shortcut="Ctrl+R", menu="Chat", slash=False)
+register("regenerate", "Regenerate the last reply", "write the last reply again; ‹ › on it pages back to the "
+         "earlier one", shortcut="Ctrl+R", menu="Chat", slash=False)
+register("continue", "Continue the reply", "have the model go on with the last reply (cut at its token limit, or "
+         "stopped); what it writes is added to that reply", menu="Chat")
 register("context", "Show the context", "show what the model sees: tokens by kind and the summary chain",
          menu="Chat", handler=_context)
 register("summarize", "Summarize now", "summarize older messages now, optionally with extra instructions",

@@ -7,6 +7,7 @@ shown as they are by the window's list model.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..model.messages import Message
@@ -67,3 +68,12 @@ def build_rows(messages: list[Message], active_records: list[SummaryRecord],
 def row_index(rows: list[Row]) -> dict[str, int]:
     """Row number by key."""
     return {row.key: number for number, row in enumerate(rows)}
+
+
+def can_switch_version(role: str, later_roles: Iterable[str]) -> bool:
+    """Whether a message can show another of its versions, given the roles of the messages after it: the user's
+    last message (what came after it is its branch, switched with it), or the last message (a reply). The messages
+    after an older one answer the version it shows."""
+    if role == "user":
+        return "user" not in later_roles
+    return next(iter(later_roles), None) is None

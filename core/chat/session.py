@@ -11,7 +11,6 @@ import gc
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
@@ -31,7 +30,7 @@ from ..providers.base import (
 from ..settings import CALIBRATION_KEY, ChatSettings
 from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
 from ..storage.store import Store, StoreError, Versions, attach_engine
-from .rows import build_rows, row_index
+from .rows import build_rows, can_switch_version, row_index
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
@@ -42,6 +41,10 @@ FIRST_ROWS = 150
 # stand-in counts from their lengths; they are counted after, COUNT_BATCH at a time. Fewer are counted at once.
 ESTIMATE_ABOVE = 2_000
 COUNT_BATCH = 5_000
+
+# What the model is asked when a reply is continued (continue_reply); only for that request, never kept.
+CONTINUE_REQUEST = ("Continue your last reply exactly where it stopped, without repeating any of it and without "
+                    "any preamble.")
 
 log = logging.getLogger("precis.chat")
 
@@ -278,18 +281,47 @@ class ChatSession:
                 problem = str(exc)
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
-        final = placeholder.with_changes(content="".join(received), incomplete=problem is not None)
+        final = self._finished(placeholder, "".join(received), problem, finish)
         if regenerate:
             self.versions[final.id] = self.store.save_version(self.chat_id, final)
         else:
             self.store.update_message(self.chat_id, final)
         self.engine.append(final)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at)
+
+    def _finished(self, reply: Message, content: str, problem: str | None, finish: str | None) -> Message:
+        """The reply as it ended: marked incomplete if it stopped early (stopped, failed), with its token limit if
+        it stopped there (it can be continued)."""
         cut_at = self.max_reply_tokens if problem is None and finish == "length" else None
-        return ReplyResult(final, self.snapshot(), problem, cut_at)
+        return reply.with_changes(content=content, incomplete=problem is not None, cut_at=cut_at)
+
+    @_on_exact_counts
+    def continue_reply(self, message_id: str, *, on_text: Callable[[str], object], cancel: CancelToken) -> ReplyResult:
+        """Ask the model to go on with the last reply (one cut at its token limit, or stopped) and append what it
+        writes to that same reply, saved (with the version shown, if it has versions) and counted."""
+        last = self.engine.messages[-1] if self.engine.messages else None
+        if last is None or last.id != message_id or last.role != "assistant":
+            raise ValueError("only the last reply can be continued")
+        # A reply's header cannot be left open for the model to write into with every provider (the local model's
+        # template always starts a new one): it is asked to go on instead, and this request is not kept.
+        prompt = [*self.engine.assemble().messages, Message(role="user", content=CONTINUE_REQUEST)]
+        received: list[str] = []
+        problem = finish = None
+        try:
+            _usage, finish = self._stream(prompt, received, on_text, None, cancel, last.with_changes(incomplete=True),
+                                          before=last.content)
+        except ProviderError as exc:  # Cancelled among them: what arrived is kept
+            problem = str(exc)
+        final = self._finished(last, last.content + "".join(received), problem, finish)
+        self.store.save_shown_version(self.chat_id, final)
+        self.engine.remove_last(last.id)
+        self.engine.append(final)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at)
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
-                on_progress: Callable[[int, int], object] | None, cancel: CancelToken,
-                placeholder: Message) -> tuple[Usage | None, str | None]:
+                on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
+                before: str = "") -> tuple[Usage | None, str | None]:
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived."""
         saved_at = time.monotonic()
 
         def arrived(piece: str) -> None:
@@ -297,50 +329,67 @@ class ChatSession:
             on_text(piece)
             if time.monotonic() - saved_at > SAVE_EVERY_S:
                 saved_at = time.monotonic()
-                self.store.update_message(self.chat_id, placeholder.with_changes(content="".join(received)))
+                self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)))
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
                             temperature=self.temperature, on_progress=on_progress)
 
     @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
-        """Show (and send from now on) another version of the last reply. Only the last: the messages after an
-        older reply answer the version it shows."""
-        message = self.engine.messages[-1] if self.engine.messages else None
-        if message is None or message.id != message_id:
-            raise ValueError("only the last reply can switch versions: the messages after it answer the one shown")
-        shown = self.store.show_version(self.chat_id, message, position)
+        """Show (and send from now on) another version of the last reply, or of the user's last message with the
+        branch it began (its reply and that reply's versions). The messages after it go with the version shown
+        until now, kept."""
+        messages = self.engine.messages
+        start = self._switchable(message_id)
+        following = messages[start + 1:]
+        shown, *restored = self.store.show_version(self.chat_id, messages[start], position)
+        for message in reversed(following):
+            self.engine.remove_last(message.id)
         self.engine.remove_last(message_id)
-        self.engine.append(shown, auto=False)
-        self.versions[message_id] = replace(self.versions[message_id], shown=position)
+        for message in (shown, *restored):
+            self.engine.append(message, auto=False)
+        self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
+
+    @_on_exact_counts
+    def edit_last(self, message_id: str, text: str) -> Snapshot:
+        """The user's last message says `text` from now on: a new version of it, and what followed it (its reply,
+        that reply's versions) stays with the earlier version, to switch back to (show_version). Nothing is
+        deleted. The reply to the new version is written next (reply)."""
+        messages = self.engine.messages
+        start = self._switchable(message_id)
+        original = messages[start]
+        if original.role != "user":
+            raise ValueError("only your last message can be edited")
+        following = messages[start + 1:]
+        if message_id not in self.versions:  # its first edit: keep the text it has now, with what answered it
+            self.store.save_version(self.chat_id, original)
+        edited = original.with_changes(content=text)
+        self.store.save_version(self.chat_id, edited)
+        for message in reversed(following):
+            self.engine.remove_last(message.id)
+        self.engine.remove_last(message_id)
+        self.engine.append(edited)  # as a message sent: it may summarize on the way
+        self.versions = self.store.versions(self.chat_id)
+        return self.snapshot()
+
+    def _switchable(self, message_id: str) -> int:
+        """Where the message is in the chat, if its version can change: can_switch_version, and nothing from it on
+        is inside a summary (older history never changes)."""
+        messages = self.engine.messages
+        start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == message_id), None)
+        if start is None or not can_switch_version(messages[start].role, (m.role for m in messages[start + 1:])):
+            raise ValueError("only the last reply or your last message can change: what came after an older one "
+                             "answers the version it shows")
+        if any(self.engine.is_archived(m.id) for m in messages[start:]):
+            raise ValueError("the message or its reply is inside a summary; undo the summary to change it")
+        return start
 
     @_on_exact_counts
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
         self.engine.set_pinned(message_id, pinned)
         message = next(m for m in reversed(self.engine.messages) if m.id == message_id)
         self.store.update_message(self.chat_id, message)
-        return self.snapshot()
-
-    @_on_exact_counts
-    def replace_tail(self, remove_ids: list[str], add: list[Message]) -> Snapshot:
-        """Remove the newest messages (ids newest last) and append `add`: regenerate, edit-and-resend, their undo.
-
-        Each removal is checked by the engine (newest, not archived) and then the store; a refusal changes nothing
-        further and is reported.
-        """
-        for message_id in reversed(remove_ids):
-            removed = self.engine.remove_last(message_id)
-            self.versions.pop(message_id, None)  # the store removes them with the message
-            try:
-                self.store.remove_last_message(self.chat_id, message_id)
-            except Exception:
-                self.engine.append(removed, auto=False)
-                raise
-        if add:
-            self.store.add_messages(self.chat_id, add)
-            for message in add:
-                self.engine.append(message, auto=False)
         return self.snapshot()
 
     @_on_exact_counts

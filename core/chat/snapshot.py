@@ -36,7 +36,7 @@ class Snapshot:
     recalled: list[tuple[str, str]] = field(default_factory=list)
     # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
     over_budget: OverBudget | None = None
-    # message id -> the versions of a regenerated reply (the message holds the one shown)
+    # message id -> the versions of a regenerated reply or an edited message (the message holds the one shown)
     versions: dict[str, Versions] = field(default_factory=dict)
     # fold id -> the kinds of the summaries it folds, oldest first (for the inspector's Mode column)
     folded: dict[str, list[str]] = field(default_factory=dict)

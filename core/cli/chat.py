@@ -95,7 +95,8 @@ def _interruptible(work, cancel: CancelToken):
 
 
 def _end_line(printed: bool, cancelled: bool, problem: str | None, cut_at: int | None, out: TextIO,
-              err: TextIO) -> None:
+              err: TextIO, go_on: str = "") -> None:
+    """What ends a reply's line: why it stopped, if it did not end by itself (`go_on`: how to continue it)."""
     if printed:
         out.write("\n")
     if cancelled:
@@ -103,7 +104,8 @@ def _end_line(printed: bool, cancelled: bool, problem: str | None, cut_at: int |
     elif problem:
         print(f"precis chat: {problem}", file=err)
     elif cut_at is not None:  # else a reply ending mid-sentence reads as a fault
-        print(f"[the reply reached its limit of {cut_at} tokens and stopped there; --max-tokens sets it]", file=err)
+        print(f"[the reply reached its limit of {cut_at} tokens and stopped there; {go_on}--max-tokens sets it]",
+              file=err)
 
 
 def describe_event(event: EngineEvent) -> str:
@@ -141,6 +143,8 @@ class TerminalChat:
         except SlashError as exc:
             print(exc, file=self.asides)
             return 2
+        if command is not None and command.name == "continue":
+            return self.go_on(label)
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
@@ -150,6 +154,21 @@ class TerminalChat:
         return self.reply(label)
 
     def reply(self, label: str) -> int:
+        placeholder = Message(role="assistant", content="", incomplete=True)
+        return self._stream(label, lambda write, cancel: self.session.reply(placeholder, on_text=write, cancel=cancel))
+
+    def go_on(self, label: str) -> int:
+        """/continue: the model goes on with the last reply, through the chat core as in the window."""
+        messages = self.session.engine.messages
+        if not messages or messages[-1].role != "assistant":
+            print("There is no reply to continue: the last message is not one.", file=self.asides)
+            return 2
+        last = messages[-1]
+        return self._stream(label, lambda write, cancel: self.session.continue_reply(last.id, on_text=write,
+                                                                                       cancel=cancel))
+
+    def _stream(self, label: str, write_reply) -> int:
+        """A reply written by `write_reply(on_text, cancel)`, streamed to `out`; Ctrl-C stops it."""
         shown, cancel = TerminalText(), CancelToken()
         self.out.write(label)
         self.out.flush()
@@ -158,12 +177,11 @@ class TerminalChat:
             self.out.write(shown.feed(piece))
             self.out.flush()
 
-        placeholder = Message(role="assistant", content="", incomplete=True)
-        result: ReplyResult = _interruptible(
-            lambda: self.session.reply(placeholder, on_text=write, cancel=cancel), cancel)
+        result: ReplyResult = _interruptible(lambda: write_reply(write, cancel), cancel)
         self.out.write(shown.end())
         problem = None if cancel.cancelled else result.problem
-        _end_line(bool(result.message.content), cancel.cancelled, problem, result.cut_at, self.out, self.err)
+        _end_line(bool(result.message.content), cancel.cancelled, problem, result.cut_at, self.out, self.err,
+                  go_on="/continue goes on, ")
         self.tell(result.snapshot)
         return 130 if cancel.cancelled else 1 if problem else 0
 

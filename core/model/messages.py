@@ -41,6 +41,8 @@ class Message:
     pinned: bool = False
     # A reply whose stream was cut off or cancelled: kept, but marked.
     incomplete: bool = False
+    # A reply that stopped at its token limit: the limit (it can be continued).
+    cut_at: int | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -174,6 +174,13 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
             INSERT INTO message_fts(rowid, content) VALUES (new.pk, substr(new.content, 1, 1000000)); END""",
         "INSERT INTO message_fts(message_fts) VALUES ('rebuild')",
     )),
+    # 8: a reply cut at its token limit says so (the limit), as does each version of it; an edited message keeps
+    # the branch each earlier version of it began (the messages that followed it, as rows: version_table.py).
+    (8, (
+        "ALTER TABLE message ADD COLUMN cut_at INTEGER",
+        "ALTER TABLE message_version ADD COLUMN cut_at INTEGER",
+        "ALTER TABLE message_version ADD COLUMN branch TEXT",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -203,6 +210,7 @@ class MessageRow(SQLModel, table=True):
     name: str | None = None
     pinned: bool = False
     incomplete: bool = False
+    cut_at: int | None = None
     created_at: float
     token_count: int | None = None
     sha256: str

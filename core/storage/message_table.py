@@ -1,4 +1,4 @@
-"""The Store's messages: appending, streaming updates, removing the newest, loading, cached token counts and
+"""The Store's messages: appending, streaming updates, loading, cached token counts and
 full-text search across chats."""
 
 from __future__ import annotations
@@ -48,22 +48,22 @@ def message_values(chat_id: str, message: Message) -> dict[str, Any]:
         "id": message.id, "chat_id": chat_id, "role": message.role, "content": message.content,
         "tool_calls": _calls_to_json(message.tool_calls), "tool_call_id": message.tool_call_id,
         "name": message.name, "pinned": message.pinned, "incomplete": message.incomplete,
-        "created_at": message.created_at, "sha256": message.sha256(),
+        "cut_at": message.cut_at, "created_at": message.created_at, "sha256": message.sha256(),
     }
 
 
-# The columns _message_from_row takes, in its order.
-MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete"
+# The columns message_from_row takes, in its order.
+MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete, cut_at"
 
 
-def _message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
-                      name: str | None, created_at: float, pinned: int, incomplete: int) -> Message:
+def message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
+                      name: str | None, created_at: float, pinned: int, incomplete: int, cut_at: int | None) -> Message:
     # Interned: a long chat's roles and tool names are a handful of strings, not one copy per message.
     calls = tuple(ToolCall(id=c["id"], name=sys.intern(c["name"]), arguments=c["arguments"])
                   for c in json.loads(tool_calls)) if tool_calls else ()
     return Message(role=sys.intern(role), content=content, tool_calls=calls, tool_call_id=tool_call_id,
                    name=sys.intern(name) if name else name, id=id_, created_at=created_at, pinned=bool(pinned),
-                   incomplete=bool(incomplete))
+                   incomplete=bool(incomplete), cut_at=cut_at)
 
 
 def search_words(text_: str) -> list[str]:
@@ -81,7 +81,7 @@ def _fts_query(text_: str) -> str:
 # holds every row's values at once.
 INSERT_BATCH = 2000
 _INSERT_COLUMNS = ("id", "chat_id", "seq", "role", "content", "tool_calls", "tool_call_id", "name", "pinned",
-                   "incomplete", "created_at", "sha256", "archived_by")
+                   "incomplete", "cut_at", "created_at", "sha256", "archived_by")
 _INSERT_SQL = (f"INSERT INTO message ({', '.join(_INSERT_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))})")
 
@@ -159,25 +159,6 @@ class MessageTable:
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
 
-    def remove_last_message(self, chat_id: str, message_id: str) -> None:
-        """Delete the newest message of a chat (regenerate, edit-and-resend), search index included.
-
-        Refused for any other message, and for one a summary archived: older history is never deleted.
-        """
-        with self._write("remove the message") as session:
-            row = self._chat_row(session, chat_id)
-            newest = session.exec(select(MessageRow).where(MessageRow.chat_id == chat_id)
-                                  .order_by(MessageRow.seq.desc()).limit(1)).first()
-            if newest is None or newest.id != message_id:
-                raise MessageNotFound(f"message {message_id} is not the newest message of chat {chat_id}; "
-                                      "only the newest can be removed")
-            if newest.archived_by is not None:
-                raise MessageNotFound(f"message {message_id} is archived by summary {newest.archived_by}; "
-                                      "undo the summary first")
-            session.delete(newest)  # the delete trigger keeps the search index in step
-            row.updated_at = time.time()
-            session.add(row)
-
     def load_messages(self, chat_id: str) -> list[Message]:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""
         return self.load_counted_messages(chat_id, None)[0]
@@ -189,7 +170,7 @@ class MessageTable:
             rows = session.connection().exec_driver_sql(
                 f"SELECT {MESSAGE_COLUMNS} FROM message WHERE chat_id = ? ORDER BY seq DESC LIMIT ?",
                 (chat_id, count)).fetchall()
-        return [_message_from_row(*row) for row in reversed(rows)]
+        return [message_from_row(*row) for row in reversed(rows)]
 
     def load_counted_messages(self, chat_id: str, tokenizer: str | None) -> tuple[list[Message], dict[str, int]]:
         """The chat's messages in order and their cached token counts by id, in one read (opening a chat). Only
@@ -200,7 +181,7 @@ class MessageTable:
             rows = session.connection().exec_driver_sql(
                 f"SELECT {MESSAGE_COLUMNS}, token_count FROM message WHERE chat_id = ? ORDER BY seq",
                 (chat_id,)).fetchall()
-            messages = [_message_from_row(*row[:-1]) for row in rows]
+            messages = [message_from_row(*row[:-1]) for row in rows]
             return messages, {row[0]: row[-1] for row in rows if row[-1] is not None} if same else {}
 
     def token_counts(self, chat_id: str, tokenizer: str) -> dict[str, int]:

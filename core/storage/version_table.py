@@ -1,12 +1,16 @@
-"""The Store's message versions: a regenerated reply keeps the replies it replaced, and one is shown.
+"""The Store's message versions: a regenerated reply keeps the replies it replaced, an edited message the messages
+it was sent with, and one version is shown.
 
-The message row always holds the version shown, so the engine, the prompt, search and exports read the message
-as before; `message_version` keeps every version's text (the shown one included) and which one is shown. Versions
-go with their message (ON DELETE CASCADE): removing a message removes its alternatives.
+The message rows always hold the versions shown, so the engine, the prompt, search and exports read the chat as
+before; `message_version` keeps every version's text (the shown one included) and which one is shown. A version
+not shown keeps its branch: the messages that followed it when another was shown (an edited message's reply and
+that reply's versions), copied whole as rows (`branch`, JSON), and put back when it is shown again. Nothing is
+deleted by switching or editing. Versions go with their message (ON DELETE CASCADE).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -14,7 +18,10 @@ from sqlalchemy import text
 
 from ..model.messages import Message
 from .database import MessageNotFound
-from .message_table import message_values
+from .message_table import MESSAGE_COLUMNS, insert_messages, message_from_row, message_values
+
+# What a branch keeps of each of its messages' versions, in this order.
+_VERSION_COLUMNS = "position, content, incomplete, cut_at, created_at, shown, branch"
 
 
 @dataclass(frozen=True)
@@ -29,7 +36,7 @@ class VersionTable:
     """Store's version methods (a part of Store; uses its _read and _write)."""
 
     def versions(self, chat_id: str) -> dict[str, Versions]:
-        """{message id: its versions} for this chat's messages that have been regenerated."""
+        """{message id: its versions} for this chat's messages that have been regenerated or edited."""
         sql = text("""SELECT m.id, v.content, v.shown FROM message_version v JOIN message m ON m.pk = v.message_pk
                       WHERE m.chat_id = :chat ORDER BY m.seq, v.position""")
         found: dict[str, tuple[list[str], int]] = {}
@@ -43,44 +50,102 @@ class VersionTable:
         return {message_id: Versions(tuple(texts), shown) for message_id, (texts, shown) in found.items()}
 
     def save_version(self, chat_id: str, message: Message) -> Versions:
-        """Keep the message's text as its newest version, shown from now (its row is saved with it)."""
+        """Keep the message's text as its newest version, shown from now (its row is saved with it). The messages
+        after it answered the version shown until now: they become that version's branch."""
         with self._write("keep the version") as session:
-            pk = self._message_pk(session, chat_id, message.id)
+            pk, seq = self._message_pk(session, chat_id, message.id)
+            self._keep_branch(session, chat_id, pk, seq)
             session.execute(text("UPDATE message_version SET shown = 0 WHERE message_pk = :pk"), {"pk": pk})
             session.execute(text("""
-                INSERT INTO message_version (message_pk, position, content, incomplete, created_at, shown)
-                SELECT :pk, coalesce(max(position) + 1, 0), :content, :incomplete, :now, 1
+                INSERT INTO message_version (message_pk, position, content, incomplete, cut_at, created_at, shown)
+                SELECT :pk, coalesce(max(position) + 1, 0), :content, :incomplete, :cut_at, :now, 1
                 FROM message_version WHERE message_pk = :pk"""),
-                {"pk": pk, "content": message.content, "incomplete": message.incomplete, "now": time.time()})
+                {"pk": pk, "content": message.content, "incomplete": message.incomplete, "cut_at": message.cut_at,
+                 "now": time.time()})
             self._save_row(session, chat_id, message)
         return self.versions(chat_id)[message.id]
 
-    def show_version(self, chat_id: str, message: Message, position: int) -> Message:
-        """Make version `position` the message's text (what is shown and sent); returns the message as saved."""
+    def save_shown_version(self, chat_id: str, message: Message) -> None:
+        """Save a changed message (a continued reply) and, if it has versions, the shown one's text with it."""
+        with self._write("save the message") as session:
+            pk, _seq = self._message_pk(session, chat_id, message.id)
+            session.execute(text("UPDATE message_version SET content = :content, incomplete = :incomplete, "
+                                 "cut_at = :cut_at WHERE message_pk = :pk AND shown = 1"),
+                            {"pk": pk, "content": message.content, "incomplete": message.incomplete,
+                             "cut_at": message.cut_at})
+            self._save_row(session, chat_id, message)
+
+    def show_version(self, chat_id: str, message: Message, position: int) -> list[Message]:
+        """Make version `position` the message's text (what is shown and sent), with the branch it began: the
+        messages after the message now go with the version shown until now. Returns the message as saved and the
+        messages after it."""
         with self._write("show the version") as session:
-            pk = self._message_pk(session, chat_id, message.id)
-            row = session.execute(text("SELECT content, incomplete FROM message_version "
+            pk, seq = self._message_pk(session, chat_id, message.id)
+            row = session.execute(text("SELECT content, incomplete, cut_at, branch FROM message_version "
                                        "WHERE message_pk = :pk AND position = :position"),
                                   {"pk": pk, "position": position}).first()
             if row is None:
                 raise MessageNotFound(f"message {message.id} has no version {position + 1}")
-            shown = message.with_changes(content=row[0], incomplete=bool(row[1]))
-            session.execute(text("UPDATE message_version SET shown = (position = :position) WHERE message_pk = :pk"),
-                            {"pk": pk, "position": position})
+            content, incomplete, cut_at, branch = row
+            self._keep_branch(session, chat_id, pk, seq)
+            shown = message.with_changes(content=content, incomplete=bool(incomplete), cut_at=cut_at)
+            session.execute(text("UPDATE message_version SET shown = (position = :position), "
+                                 "branch = CASE WHEN position = :position THEN NULL ELSE branch END "
+                                 "WHERE message_pk = :pk"), {"pk": pk, "position": position})
             self._save_row(session, chat_id, shown)
-        return shown
+            following = self._put_back(session, chat_id, seq, json.loads(branch) if branch else [])
+        return [shown, *following]
+
+    def _keep_branch(self, session, chat_id: str, pk: int, seq: int) -> None:
+        """Move the messages after the message (seq) into the branch of its version shown now, whole: their rows
+        and their own versions. Refused for a message a summary archived: older history never moves. Before its
+        first version is kept they stay where they are: they answer it."""
+        shown = session.execute(text("SELECT 1 FROM message_version WHERE message_pk = :pk AND shown = 1"),
+                                {"pk": pk}).first()
+        rows = [] if shown is None else session.connection().exec_driver_sql(
+            f"SELECT pk, archived_by, {MESSAGE_COLUMNS} FROM message WHERE chat_id = ? AND seq > ? ORDER BY seq",
+            (chat_id, seq)).fetchall()
+        if not rows:
+            return
+        archived = next((row for row in rows if row[1] is not None), None)
+        if archived is not None:
+            raise MessageNotFound(f"message {archived[2]} is archived by summary {archived[1]}; undo the summary first")
+        branch = []
+        for row in rows:
+            versions = session.connection().exec_driver_sql(
+                f"SELECT {_VERSION_COLUMNS} FROM message_version WHERE message_pk = ? ORDER BY position",
+                (row[0],)).fetchall()
+            branch.append({"message": list(row[2:]), "versions": [list(version) for version in versions]})
+        session.execute(text("UPDATE message_version SET branch = :branch WHERE message_pk = :pk AND shown = 1"),
+                        {"pk": pk, "branch": json.dumps(branch, ensure_ascii=False)})
+        session.connection().exec_driver_sql("DELETE FROM message WHERE chat_id = ? AND seq > ?", (chat_id, seq))
 
     @staticmethod
-    def _message_pk(session, chat_id: str, message_id: str) -> int:
-        pk = session.execute(text("SELECT pk FROM message WHERE chat_id = :chat AND id = :id"),
-                             {"chat": chat_id, "id": message_id}).scalar()
-        if pk is None:
+    def _put_back(session, chat_id: str, seq: int, branch: list[dict]) -> list[Message]:
+        """A kept branch's messages back after the message (seq), with their versions."""
+        messages = [message_from_row(*entry["message"]) for entry in branch]
+        insert_messages(session, chat_id, messages, seq + 1)
+        placeholders = ", ".join("?" * len(_VERSION_COLUMNS.split(", ")))
+        for message, entry in zip(messages, branch, strict=True):
+            for version in entry["versions"]:
+                session.connection().exec_driver_sql(
+                    f"INSERT INTO message_version (message_pk, {_VERSION_COLUMNS}) "
+                    f"SELECT pk, {placeholders} FROM message WHERE chat_id = ? AND id = ?",
+                    (*version, chat_id, message.id))
+        return messages
+
+    @staticmethod
+    def _message_pk(session, chat_id: str, message_id: str) -> tuple[int, int]:
+        """The message's row key and its place (seq) in the chat."""
+        found = session.execute(text("SELECT pk, seq FROM message WHERE chat_id = :chat AND id = :id"),
+                                {"chat": chat_id, "id": message_id}).first()
+        if found is None:
             raise MessageNotFound(f"no message {message_id} in chat {chat_id}")
-        return pk
+        return found[0], found[1]
 
     @staticmethod
     def _save_row(session, chat_id: str, message: Message) -> None:
         values = message_values(chat_id, message)
-        session.execute(text("UPDATE message SET content = :content, incomplete = :incomplete, sha256 = :sha256, "
-                             "token_count = NULL WHERE chat_id = :chat_id AND id = :id"),
-                        {key: values[key] for key in ("content", "incomplete", "sha256", "chat_id", "id")})
+        session.execute(text("UPDATE message SET content = :content, incomplete = :incomplete, cut_at = :cut_at, "
+                             "sha256 = :sha256, token_count = NULL WHERE chat_id = :chat_id AND id = :id"),
+                        {key: values[key] for key in ("content", "incomplete", "cut_at", "sha256", "chat_id", "id")})

@@ -70,11 +70,12 @@ def test_every_operation_leaves_the_live_counts_equal_to_a_fresh_opening(tmp_pat
             session.add_messages([Message(role="user", content=question)])
             reply(session)
         check("two more turns")
-        user, answer = session.engine.messages[-2:]
-        edited = Message(role="user", content="How long is the old cluster kept read-only?")
-        session.replace_tail([user.id, answer.id], [edited])
+        user = session.engine.messages[-2]
+        session.edit_last(user.id, "How long is the old cluster kept read-only?")
         reply(session)
         check("edit and resend")
+        session.show_version(user.id, 0)
+        check("page back to the question before the edit")
         session.add_messages([Message(role="user", content="List the tables to copy.")])
         stopped = reply(session, stop_after_first_piece=True)
         assert stopped.message.incomplete

@@ -125,14 +125,15 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     assert model.row_at(1).message.content == old_reply.content
 
 
-@pytest.mark.slow
-def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, local_provider):
+def test_edit_and_resend_keeps_the_old_exchange_as_a_version_to_page_back_to(qtbot, make_window, store,
+                                                                            local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
-    old_question, old_reply = store.load_messages(chat_id)
+    question, old_reply = store.load_messages(chat_id)
+    view, model = window.conversation, window.conversation.conversation
 
     # Escape gives up editing and leaves the chat as it was.
     window.actions["edit-last"].trigger()
@@ -145,12 +146,100 @@ def test_edit_and_resend_replaces_the_last_exchange(qtbot, make_window, store, l
     qtbot.keyClicks(window.composer.edit, "Name a fruit.")
     with qtbot.waitSignal(window.reply_finished, timeout=300_000) as reply:
         qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
-    stored = store.load_messages(chat_id)
-    assert [(m.role, m.content) for m in stored] == [("user", "Name a fruit."),
-                                                      ("assistant", reply.args[0].message.content)]
-    assert store.search("colour") == []
-    assert [r.message.id for r in window.conversation.conversation.rows()] == [m.id for m in stored]
-    qtbot.mouseClick(window.status.undo, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: [m.id for m in window.chat.snapshot.messages] == [old_question.id, old_reply.id],
+    new_reply = reply.args[0].message
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert [(m.role, m.content) for m in store.load_messages(chat_id)] == [("user", "Name a fruit."),
+                                                                            ("assistant", new_reply.content)]
+    assert [(r.message.id, r.message.content) for r in model.rows()] == [(question.id, "Name a fruit."),
+                                                                         (new_reply.id, new_reply.content)]
+    assert model.versions_of(question.id) == Versions(("Name a colour.", "Name a fruit."), 1)  # "‹ 2/2 ›"
+    assert "pages back" in window.statusBar().currentMessage() and not window.status.undo.isVisible()
+
+    # Its left arrow shows the earlier message with its reply, and that is what the model is sent from now on.
+    qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=switcher(view, 0)[0].center())
+    qtbot.waitUntil(lambda: idle(window) and model.versions_of(question.id).shown == 0, timeout=WAIT_MS)
+    assert [r.message.content for r in model.rows()] == ["Name a colour.", old_reply.content]
+    assert store.load_messages(chat_id) == [question, old_reply]
+    assert [m.content for m in window.chat.session.engine.assemble().messages] == ["Name a colour.",
+                                                                                    old_reply.content]
+
+    # Reopened (a new window on the same file), both versions are there, the one chosen shown.
+    window.close()
+    assert window.chat.finish_background_work()
+    reopened = make_window(local_provider)
+    qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
                     timeout=WAIT_MS)
-    assert store.load_messages(chat_id) == [old_question, old_reply]
+    model = reopened.conversation.conversation
+    assert model.versions_of(question.id) == Versions(("Name a colour.", "Name a fruit."), 0)
+    assert [r.message.content for r in model.rows()] == ["Name a colour.", old_reply.content]
+    qtbot.mouseClick(reopened.conversation.viewport(), Qt.MouseButton.LeftButton,
+                     pos=switcher(reopened.conversation, 0)[2].center())
+    qtbot.waitUntil(lambda: idle(reopened) and model.versions_of(question.id).shown == 1, timeout=WAIT_MS)
+    assert [r.message.content for r in model.rows()] == ["Name a fruit.", new_reply.content]
+
+
+def body(view, number: int) -> str:
+    """What the row's card says, as painted (its text and any mark under it)."""
+    return view.delegate.body(view.conversation.row_at(number))[0]
+
+
+def test_a_stopped_reply_keeps_its_mark_when_paged_away_and_back_and_reopened(qtbot, make_window, store,
+                                                                              local_provider):
+    held = HeldReplies(local_provider, after_pieces=1)  # the Stop comes before a short reply ends
+    window = make_window(held)
+    chat_id = new_chat(window, store, reserve_output=200)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
+    view, model = window.conversation, window.conversation.conversation
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000):
+        window.submit("Write a long story about a lighthouse keeper.")
+        qtbot.waitUntil(lambda: model.rowCount() == 2 and bool(model.row_at(1).message.content), timeout=WAIT_MS)
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Escape)  # Stop
+    stopped = store.load_messages(chat_id)[1]
+    assert stopped.incomplete and stopped.content
+    held.release.set()
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000):
+        window.sending.regenerate()
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    mark = "*Incomplete: the reply stopped before its end.*"  # in italics under the text
+
+    for arrow in (0, 2, 0):  # ‹ to the stopped one, › away, ‹ back
+        shown = model.versions_of(stopped.id).shown
+        qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=switcher(view, 1)[arrow].center())
+        qtbot.waitUntil(lambda shown=shown: idle(window) and model.versions_of(stopped.id).shown != shown,
+                        timeout=WAIT_MS)
+    assert model.row_at(1).message.content == stopped.content
+    assert body(view, 1).endswith(mark)
+    assert "continue" in view.row_actions(1)
+
+    window.close()
+    assert window.chat.finish_background_work()
+    reopened = make_window(local_provider)
+    qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
+                    timeout=WAIT_MS)
+    assert body(reopened.conversation, 1).endswith(mark)
+
+
+def test_a_reply_cut_at_its_token_limit_is_marked_and_continue_extends_it(qtbot, make_window, store,
+                                                                         local_provider):
+    window = make_window(local_provider)
+    chat_id = new_chat(window, store)  # replies of REPLY_TOKENS tokens
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
+    view = window.conversation
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as first:
+        window.submit("Write a long story about a lighthouse keeper.")
+    cut = first.args[0].message
+    assert cut.cut_at == REPLY_TOKENS
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert body(view, 1).endswith(f"*Stopped at the {REPLY_TOKENS}-token limit: Continue goes on from here.*")
+    assert "Continue" in window.statusBar().currentMessage()
+    tokens = window.chat.snapshot.usage.total
+
+    with qtbot.waitSignal(window.reply_finished, timeout=300_000) as going_on:
+        click_chip(qtbot, view, 1, "continue")
+    longer = going_on.args[0].message
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert longer.id == cut.id and longer.content.startswith(cut.content) and len(longer.content) > len(cut.content)
+    assert [m.content for m in store.load_messages(chat_id)] == ["Write a long story about a lighthouse keeper.",
+                                                                 longer.content]
+    assert view.conversation.rowCount() == 2 and view.conversation.row_at(1).message.content == longer.content
+    assert window.chat.snapshot.usage.total > tokens  # counted

@@ -37,8 +37,8 @@ def test_a_reply_stopped_by_its_token_limit_says_so_in_the_status_bar(qtbot, mak
     assert server.requests[-1][2]["max_tokens"] == 64
     assert window.chat.snapshot.messages[-1].content == "The three reasons are: first, the"
     assert window.statusBar().currentMessage() == (
-        "The reply reached its limit of 64 tokens and stopped there; the chat's setting 'Tokens reserved for the "
-        "reply' sets it")
+        "The reply reached its limit of 64 tokens and stopped there; Continue on it goes on (the chat's setting "
+        "'Tokens reserved for the reply' sets the limit)")
 
     server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
     window.submit("Thanks")  # while the first reply's notice is still up: it is not said of this one

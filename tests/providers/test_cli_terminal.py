@@ -181,6 +181,25 @@ def test_a_reply_stopped_by_its_token_limit_says_so(server, monkeypatch, capsys)
     assert "limit" not in capsys.readouterr().err
 
 
+def test_continue_in_the_terminal_chat_goes_on_with_a_reply_cut_at_its_limit(server, monkeypatch, capsys, tmp_path):
+    # Scripted: a real server stops at the limit too, but not at a chosen word on demand.
+    data = str(tmp_path / "data")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cut = "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    server.steps = [stream([delta("The three reasons are: first, the"), cut, "data: [DONE]"]),
+                    stream([delta(" cost; second, the time."), FINISH, "data: [DONE]"])]
+    monkeypatch.setattr("sys.stdin", io.StringIO("Why?\n/continue\n/quit\n"))
+    assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
+                 "--max-tokens", "64", "--context-tokens", "4096"]) == 0
+    out, err = capsys.readouterr()
+    assert "[the reply reached its limit of 64 tokens and stopped there; /continue goes on" in err
+    assert "model> The three reasons are: first, the\n" in out and "model>  cost; second, the time.\n" in out
+    with open_store(data) as store:
+        [chat] = store.list_chats()
+        assert [(m.content, m.cut_at) for m in store.load_messages(chat.id)] == [
+            ("Why?", None), ("The three reasons are: first, the cost; second, the time.", None)]
+
+
 @pytest.mark.slow
 def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monkeypatch, capsys, tmp_path):
     """Opening `precis chat`, asking /context and leaving stored a '0 msgs' chat that `precis chats` and the window
