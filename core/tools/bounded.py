@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model.messages import Message, ToolCall, new_id
-from .providers.base import CancelToken
-from .settings import RUN_MEMORY_MB, RUN_PROCESSES, RUN_TIMEOUT_SECONDS
+from ..model.messages import Message, ToolCall, new_id
+from ..providers.base import CancelToken
+from ..settings import RUN_MEMORY_MB, RUN_PROCESSES, RUN_TIMEOUT_SECONDS
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
 KEPT_TAIL_CHARS = 2_000  # of a longer output, its last characters are kept with its start
