@@ -10,11 +10,11 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from ..core import tools
 from ..core.chat import commands as slash
 from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult, Snapshot
 from ..core.model.messages import Message
+from ..core.tools import bounded as tools
 from .chat_switching import ChatSwitcher
 from .composer import Composer
 from .controller import ChatController

@@ -6,9 +6,9 @@ import threading
 import time
 
 import pytest
-from precis.core import tools
 from precis.core.chat import commands as slash
 from precis.core.providers.base import CancelToken
+from precis.core.tools import bounded as tools
 
 
 def test_ordinary_text_and_escaped_slashes_are_messages():

@@ -15,7 +15,7 @@ from ..model.messages import Message
 from ..providers.base import CancelToken
 from ..settings import ChatSettings
 from ..storage.store import StoreError
-from ..tools import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
+from ..tools.bounded import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from .history import history_lines, one_line
 from .session import ChatSession
 from .snapshot import Snapshot

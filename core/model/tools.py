@@ -1,6 +1,6 @@
 """Tools the model may call: what a tool is (sent to the model with each request) and what running one gave.
 
-The workspace tools and MCP servers (core/tools.py and beside it) make ToolSpecs and ToolOutcomes; the providers send
+The workspace tools and MCP servers (core/tools/) make ToolSpecs and ToolOutcomes; the providers send
 the specs and return the model's ToolCalls (core/model/messages.py); the chat core's loop runs the calls between
 them. Plain data: no I/O here.
 """

@@ -7,7 +7,7 @@ import os
 import threading
 
 import pytest
-from precis.core import tools
+from precis.core.tools import bounded as tools
 
 
 def grep_within(seconds: float, *args, **kwargs) -> str:

@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from precis.core import tools
+from precis.core.tools import bounded as tools
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_an_endless_producer_is_capped_while_reading_and_killed(tmp_path):
     probe = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
         import re
         from pathlib import Path
-        from precis.core.tools import run_shell
+        from precis.core.tools.bounded import run_shell
         result = run_shell("echo $$ > {tmp_path}/pid; yes 0123456789abcdefghij", timeout=10)
         peak_kb = re.search(r"VmHWM:\\s+(\\d+) kB", Path("/proc/self/status").read_text()).group(1)
         print(len(result.output), result.exit_code, int(peak_kb) // 1024)

@@ -11,7 +11,7 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.summary.facets import extract_facets
 from precis.core.summary.tool_kinds import canonical_tool
 from precis.core.summary.tool_output import one_line
-from precis.core.tools import run_command_messages
+from precis.core.tools.bounded import run_command_messages
 
 
 def tool(name: str, output: str, **arguments) -> tuple[ToolCall, Message]:

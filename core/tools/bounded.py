@@ -6,6 +6,7 @@ A shell command runs only when the user explicitly types `/run`; nothing here ru
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import os
 import re
 import selectors
@@ -14,13 +15,13 @@ import signal
 import stat
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model.messages import Message, ToolCall, new_id
-from .providers.base import CancelToken
-from .settings import RUN_MEMORY_MB, RUN_PROCESSES, RUN_TIMEOUT_SECONDS
+from ..model.messages import Message, ToolCall, new_id
+from ..providers.base import CancelToken
+from ..settings import RUN_MEMORY_MB, RUN_PROCESSES, RUN_TIMEOUT_SECONDS
 
 MAX_TOOL_OUTPUT_CHARS = 200_000
 KEPT_TAIL_CHARS = 2_000  # of a longer output, its last characters are kept with its start
@@ -43,11 +44,11 @@ def tool_exchange(tool: str, arguments: dict, output: str) -> tuple[Message, Mes
     """The assistant call and the tool result for one tool use, paired by call id."""
     call = ToolCall(id=new_id(), name=tool, arguments=arguments)
     asking = Message(role="assistant", content="", tool_calls=(call,))
-    result = Message(role="tool", content=_cap(output), tool_call_id=call.id, name=tool)
+    result = Message(role="tool", content=cap_output(output), tool_call_id=call.id, name=tool)
     return asking, result
 
 
-def _cap(text: str) -> str:
+def cap_output(text: str) -> str:
     """At most MAX_TOOL_OUTPUT_CHARS of a tool's output: the middle goes, so the end (why a command stopped, its
     exit code, /grep's count) is always kept."""
     if len(text) <= MAX_TOOL_OUTPUT_CHARS:
@@ -146,16 +147,17 @@ _LIMITED_SHELL = 'ulimit -d "$1" 2>/dev/null; exec /bin/sh -c "$2"'
 
 def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path | None = None,
               timeout: float = RUN_TIMEOUT_SECONDS, memory_mb: int = RUN_MEMORY_MB,
-              processes: int = RUN_PROCESSES) -> RunResult:
+              processes: int = RUN_PROCESSES, env: Mapping[str, str] | None = None) -> RunResult:
     """Run `command` in a shell, in a session of its own, within limits: `timeout` seconds, `memory_mb` megabytes
     for each process, `processes` running at once, MAX_TOOL_OUTPUT_CHARS bytes of output (read as it comes, so an
     endless producer costs no memory). At a limit or a cancel, the command and everything it started are killed;
     when the shell ends, what it left running is killed too (also what left its session with setsid). What was
-    captured is kept, with notes saying why it stopped and what was ended."""
+    captured is kept, with notes saying why it stopped and what was ended. `env` replaces Precis's environment."""
     token = new_id()
+    environment = {**(os.environ if env is None else env), RUN_MARK: token}
     proc = subprocess.Popen(
         ["/bin/sh", "-c", _LIMITED_SHELL, "sh", str(memory_mb * 1024), command], cwd=cwd, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env={**os.environ, RUN_MARK: token})
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, env=environment)
     mark = f"{RUN_MARK}={token}\0".encode()
     kept = bytearray()
     stopped = ""
@@ -236,26 +238,38 @@ class GrepLimits:
 
 
 def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None,
-         limits: GrepLimits = GrepLimits()) -> str:
+         limits: GrepLimits = GrepLimits(), include: str | None = None, shown_under: Path | None = None,
+         who: str = "/grep") -> str:
     """Lines matching a regular expression under `path`, as `file:line: text`, with a count line at the end.
 
     Only regular files are read (a FIFO would wait for a writer forever, a device such as /dev/zero never ends), no
-    symbolic link is followed out of `path`, and the search stops at `limits` (time, bytes read) saying so."""
+    symbolic link is followed out of `path`, and the search stops at `limits` (time, bytes read) saying so.
+    `include` is a glob the files' names (or paths under `path`) must match; with `shown_under` (a resolved folder
+    holding `path`) files are named relative to it; `who` names the tool in errors."""
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise ToolInputError(f"/grep: bad pattern {pattern!r}: {exc}") from None
+        raise ToolInputError(f"{who}: bad pattern {pattern!r}: {exc}") from None
     named = Path(path).expanduser()
     if not named.exists():
-        raise ToolInputError(f"/grep: no such file or folder: {named}")
+        raise ToolInputError(f"{who}: no such file or folder: {named}")
     root = named.resolve()
     if not (root.is_dir() or root.is_file()):
-        raise ToolInputError(f"/grep: {named} is not a file or folder (a device, a FIFO or a socket)")
+        raise ToolInputError(f"{who}: {named} is not a file or folder (a device, a FIFO or a socket)")
+    if root.is_file():
+        files: Iterable[tuple[str, Path]] = [(str(root.relative_to(shown_under) if shown_under else named), root)]
+    else:
+        files = _walk(root)
+        if shown_under is not None:
+            files = ((str((root / shown).relative_to(shown_under)), file) for shown, file in files)
+    if include:
+        files = ((shown, file) for shown, file in files
+                 if fnmatch.fnmatch(Path(shown).name, include) or fnmatch.fnmatch(shown, include))
     deadline = time.monotonic() + limits.seconds
     lines: list[str] = []
     matched_files = total = read = 0
     stopped = ""
-    for shown, file in [(str(named), root)] if root.is_file() else _walk(root):
+    for shown, file in files:
         if cancel is not None and cancel.cancelled:
             stopped = "[cancelled]"
             break

@@ -1,0 +1,69 @@
+"""The toolbox a chat's loop uses: the model's mistakes come back as outcomes it can act on, and MCP tools join the
+workspace's under names that stay unique."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from precis.core.model.messages import ToolCall
+from precis.core.tools.mcp_config import ServerConfig
+from precis.core.tools.mcp_servers import McpServers
+from precis.core.tools.toolbox import Toolbox
+from precis.core.tools.workspace import Workspace
+
+TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")
+
+
+@pytest.fixture
+def box(tmp_path):
+    (tmp_path / "notes.txt").write_text("one\n")
+    return Toolbox(Workspace(tmp_path))
+
+
+def test_the_models_mistakes_are_outcomes_saying_what_to_change(box):
+    unknown = box.run(ToolCall(id="1", name="delete_everything", arguments={}))
+    assert not unknown.ok and "no tool called 'delete_everything'" in unknown.output and "read_file" in unknown.output
+    garbled = box.run(ToolCall(id="2", name="read_file", arguments={"_unparsed": '{"path": "notes.txt"'}))
+    assert not garbled.ok and "not valid JSON" in garbled.output and '{"path": "notes.txt"' in garbled.output
+    missing = box.run(ToolCall(id="3", name="read_file", arguments={}))
+    assert not missing.ok and "bad arguments for read_file" in missing.output and "'path' is a required" in missing.output
+    wrong_type = box.run(ToolCall(id="4", name="read_file", arguments={"path": "notes.txt", "offset": "ten"}))
+    assert not wrong_type.ok and "offset: 'ten' is not of type 'integer'" in wrong_type.output
+    extra = box.run(ToolCall(id="5", name="edit_file", arguments={"path": "notes.txt", "old": "one", "new": "two"}))
+    assert not extra.ok and "bad arguments for edit_file" in extra.output
+    gone = box.run(ToolCall(id="6", name="read_file", arguments={"path": "nowhere.txt"}))
+    assert not gone.ok and gone.output == "read_file: nowhere.txt: no such file"
+    assert box.preview(ToolCall(id="7", name="edit_file", arguments={"_unparsed": "{"})).startswith(
+        "the arguments for edit_file were not valid JSON")
+    assert box.needs_consent("delete_everything")
+
+
+def test_without_a_workspace_no_workspace_tool_is_offered(tmp_path):
+    box = Toolbox()
+    assert box.specs() == []
+    outcome = box.run(ToolCall(id="1", name="read_file", arguments={"path": "x"}))
+    assert not outcome.ok and "no tool called 'read_file'" in outcome.output
+
+
+def test_mcp_tools_join_the_workspace_tools_under_unique_names(tmp_path):
+    servers = [ServerConfig("time", command=TIME_SERVER), ServerConfig("clock", command=TIME_SERVER)]
+    with McpServers(servers) as running:
+        assert running.wait_started(120)
+        box = Toolbox(Workspace(tmp_path), running)
+        specs = {spec.name: spec for spec in box.specs()}
+        assert {"read_file", "list_files", "search_files", "execute_bash", "create_file", "edit_file"} <= set(specs)
+        # Both servers offer get_current_time: each is called by its server's name.
+        assert {"time_get_current_time", "clock_get_current_time", "time_convert_time"} <= set(specs)
+        assert specs["clock_get_current_time"].source == "clock" and specs["clock_get_current_time"].read_only
+        assert not box.needs_consent("clock_get_current_time")
+        call = ToolCall(id="1", name="clock_get_current_time", arguments={"timezone": "Europe/Paris"})
+        assert box.preview(call) == "clock: get_current_time(timezone='Europe/Paris')"
+        outcome = box.run(call)
+        assert outcome.ok and '"timezone": "Europe/Paris"' in outcome.output and outcome.seconds > 0
+        refused = box.run(ToolCall(id="2", name="time_get_current_time", arguments={"zone": "UTC"}))
+        assert not refused.ok and "'timezone' is a required property" in refused.output
+
+        only_clock = Toolbox(None, running, enabled_servers={"clock"})
+        assert {spec.name for spec in only_clock.specs()} == {"get_current_time", "convert_time"}
