@@ -174,8 +174,8 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
         QTimer.singleShot(60_000, loop.quit)
         loop.exec()
         poll.stop()
-        if window.inspector.chain.rowCount():
-            window.inspector.chain.selectRow(0)  # the newest summary, with its text and facets
+        if window.inspector.chain.count():
+            window.inspector.chain.setCurrentRow(0)  # the newest summary, with its text and facets
         # Painted more than once: the first paint measures the visible rows, the next lay them out exactly.
         for _ in range(3):
             app.processEvents()
