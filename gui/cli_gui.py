@@ -201,6 +201,10 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
 
 
 def _settled(window) -> bool:
-    """The chat asked for is open and no work on it is under way."""
+    """The chat to be shown is open and counted and no work on it is under way. Without --chat that is the chat
+    list's first, opened once the list is read: until then no chat is open and nothing runs on a chat, which looked
+    settled, and the store was closed under the counting that followed ("unable to open database file")."""
     chat = window.chat
-    return not chat.busy and (chat.session is None or chat.snapshot is not None)
+    if chat.store_calls.busy or chat.busy:
+        return False
+    return chat.session is None or chat.snapshot is not None
