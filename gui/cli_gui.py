@@ -176,10 +176,17 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
         poll.stop()
         if window.inspector.chain.count():
             window.inspector.chain.setCurrentRow(0)  # the newest summary, with its text and facets
-        # Painted more than once: the first paint measures the visible rows, the next lay them out exactly.
-        for _ in range(3):
-            app.processEvents()
-            window.grab()
+        # Painted until two paints agree (at most ten): the first paint measures the visible rows, the next lay them
+        # out exactly, and the inspector's parts take the height their text and rows need.
+        painted = window.grab().toImage()
+        for _ in range(10):
+            pause = QEventLoop()
+            QTimer.singleShot(50, pause.quit)  # and the timers of lazy layouts fire
+            pause.exec()
+            again = window.grab().toImage()
+            if again == painted:
+                break
+            painted = again
         if (window.width(), window.height()) != size:
             print(f"precis screenshot: the window cannot be {size[0]}x{size[1]} (its parts need "
                   f"{window.minimumSizeHint().width()}x{window.minimumSizeHint().height()}): the picture is "

@@ -90,6 +90,8 @@ class FittedText(QTextEdit):
         self.setDocument(SafeDocument(self))
         self.setReadOnly(True)
         unscrolled(self)
+        # The text set: its height now (sizeHint lays it out whole), not when the lazy layout's timer gets to it.
+        self.document().contentsChanged.connect(self.updateGeometry)
         self.document().documentLayout().documentSizeChanged.connect(lambda _size: self.updateGeometry())
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
