@@ -30,14 +30,6 @@ CHAIN_FIELDS = (
 RECORD_ID = Qt.ItemDataRole.UserRole
 
 
-def retention_share(record: SummaryRecord) -> str:
-    """'84/137 (61%)': facts of the originals the model still sees, all kinds together."""
-    if record.retention is None:
-        return ""
-    kept, total = sum(record.retention.kept.values()), sum(record.retention.total.values())
-    return f"{kept}/{total} ({kept / total:.0%})" if total else "nothing to keep"
-
-
 def compact_tokens(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 1000 else str(value)
 
