@@ -35,6 +35,7 @@ PROVIDER_KEY = "provider"
 SUMMARIZATION_KEY = "summarization"
 APPEARANCE_KEY = "appearance"
 WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
+INSPECTOR_KEY = "inspector"  # the inspector's sections the user folded away (InspectorFolds): not in the dialog
 # Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.
 CALIBRATION_KEY = "count_calibration"
 
@@ -263,6 +264,12 @@ class WindowSize(BaseModel):
     width: int = Field(1400, ge=1)
     height: int = Field(900, ge=1)
     maximized: bool = False
+
+
+class InspectorFolds(BaseModel):
+    """The context inspector's sections folded away when the window last showed them, saved under INSPECTOR_KEY."""
+
+    folded: list[str] = []
 
 
 # The settings pages' sections, in the order docs/settings.md lists them.

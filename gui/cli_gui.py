@@ -174,12 +174,19 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
         QTimer.singleShot(60_000, loop.quit)
         loop.exec()
         poll.stop()
-        if window.inspector.chain.rowCount():
-            window.inspector.chain.selectRow(0)  # the newest summary, with its text and facets
-        # Painted more than once: the first paint measures the visible rows, the next lay them out exactly.
-        for _ in range(3):
-            app.processEvents()
-            window.grab()
+        if window.inspector.chain.count():
+            window.inspector.chain.setCurrentRow(0)  # the newest summary, with its text and facets
+        # Painted until two paints agree (at most ten): the first paint measures the visible rows, the next lay them
+        # out exactly, and the inspector's parts take the height their text and rows need.
+        painted = window.grab().toImage()
+        for _ in range(10):
+            pause = QEventLoop()
+            QTimer.singleShot(50, pause.quit)  # and the timers of lazy layouts fire
+            pause.exec()
+            again = window.grab().toImage()
+            if again == painted:
+                break
+            painted = again
         if (window.width(), window.height()) != size:
             print(f"precis screenshot: the window cannot be {size[0]}x{size[1]} (its parts need "
                   f"{window.minimumSizeHint().width()}x{window.minimumSizeHint().height()}): the picture is "
@@ -201,6 +208,10 @@ def _render(app, store, file: str, chat_id: str | None, size: tuple[int, int], i
 
 
 def _settled(window) -> bool:
-    """The chat asked for is open and no work on it is under way."""
+    """The chat to be shown is open and counted and no work on it is under way. Without --chat that is the chat
+    list's first, opened once the list is read: until then no chat is open and nothing runs on a chat, which looked
+    settled, and the store was closed under the counting that followed ("unable to open database file")."""
     chat = window.chat
-    return not chat.busy and (chat.session is None or chat.snapshot is not None)
+    if chat.store_calls.busy or chat.busy:
+        return False
+    return chat.session is None or chat.snapshot is not None

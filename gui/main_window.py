@@ -38,6 +38,7 @@ from .draft_count import DraftCount
 from .exporting import choose_export
 from .feedback import Feedback
 from .inspector import ActionState, Inspector
+from .inspector_section import remember_folds
 from .menus import Menus
 from .sending import Sender
 from .settings_dialog import SettingsDialog
@@ -101,6 +102,7 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self.statusBar())
         restore_size(self, store)
+        remember_folds(self.inspector, store, self.chat.store_calls.set_setting)
 
         self.feedback = Feedback(self.chat, self.status, self.composer, self.inspector, self.job_failed.emit)
         self.chats = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,

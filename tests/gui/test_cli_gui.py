@@ -67,6 +67,31 @@ def test_screenshot_of_a_chat_that_does_not_exist_is_bad_input(qapp, tmp_path, c
     assert not (tmp_path / "x.png").exists()
 
 
+def test_a_screenshot_without_a_chat_waits_for_the_first_chat_to_be_open_and_counted(qapp, qtbot, store):
+    """Without --chat the picture was taken before the chat list had opened its first chat (no chat open, no work
+    on one: it looked settled); the store was then closed while that chat's tokens were being counted, and the
+    counting failed with 'unable to open database file'."""
+    from precis.core.providers.local import LocalProvider
+    from precis.gui.cli_gui import _settled
+    from precis.gui.main_window import MainWindow
+
+    chat_id = store.import_chat("tides", [Message(role="user" if i % 2 == 0 else "assistant", content=f"Tide table {i}.")
+                                          for i in range(12)])
+    window = MainWindow(store, provider=LocalProvider(), load_model=False)  # as the screenshot makes it
+    qtbot.addWidget(window)
+    window.remembers_size = False
+    window.show()
+    try:
+        qtbot.waitUntil(lambda: _settled(window), timeout=WAIT_MS)
+        assert window.chat.is_open(chat_id)
+        snapshot = window.chat.snapshot
+        assert snapshot is not None and snapshot.usage is not None and snapshot.counting == 0
+        assert not window.chat.busy
+    finally:
+        window.close()
+        window.chat.finish_background_work()
+
+
 @pytest.mark.slow
 def test_the_window_opens_on_a_relative_precis_home(qapp, tmp_path, monkeypatch, capsys):
     """A relative PRECIS_HOME (`path.as_uri()` refused it) opens the window: rendered here to a picture."""

@@ -108,7 +108,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
 def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, make_window, store):
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
-    qtbot.waitUntil(lambda: window.inspector.chain.rowCount() == 1, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.inspector.chain.count() == 1, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     usage = window.chat.snapshot.usage
     assert usage.total < usage.available and window.inspector.gauge.usage is usage
@@ -134,7 +134,7 @@ def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, mak
     chat_id = import_file(store, str(CLAUDE_CODE)).chat_id
     window = make_window()
     qtbot.waitUntil(lambda: window.chat.chat_runner.busy and window.chat.snapshot is not None
-                    or bool(window.inspector.chain.rowCount()), timeout=WAIT_MS)
+                    or bool(window.inspector.chain.count()), timeout=WAIT_MS)
     window.close()
     assert window.chat.session is None
     assert window.chat.finish_background_work()  # the summary finishes (and is saved) without the window waiting

@@ -1,13 +1,15 @@
-"""The inspector stays readable at 1000×700: no text cut off, the window no taller, everything reachable."""
+"""The inspector at 1000×700 and up (issue 22, item 9): one scroll, sections that fold away, the summary chain read
+without scrolling sideways, the headline and the buttons always in view, no text cut off."""
 
 from __future__ import annotations
 
 import pytest
 from precis.core.model.messages import Message
-from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.settings import INSPECTOR_KEY, SUMMARIZATION_KEY
 from precis.gui import theme
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel
 
 from tests.gui.test_window import dialogue, idle
 from tests.timing import WAIT_MS
@@ -18,6 +20,12 @@ def cut_off(label: QLabel) -> bool:
     if label.wordWrap():
         return label.height() < label.heightForWidth(label.width())
     return label.fontMetrics().horizontalAdvance(label.text()) > label.width() + 1
+
+
+def in_view(widget, rect=None) -> bool:
+    """The whole of `rect` (default: the widget) is on screen: not scrolled away, not clipped."""
+    rect = rect or widget.rect()
+    return widget.isVisible() and rect.height() > 0 and widget.visibleRegion().intersected(rect).boundingRect() == rect
 
 
 def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
@@ -32,6 +40,104 @@ def open_summarized_chat(qtbot, make_window, store, width: int, height: int):
     return window
 
 
+def open_chain_of_three(qtbot, make_window, store, width: int, height: int):
+    """A window of this size on a chat with three summaries, made one after another as a user would."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
+    history = [Message(role="user" if i % 2 == 0 else "assistant",
+                       content=f"Harbour survey, section {i}: we compared the tide gauge readings with the ferry "
+                               f"timetable for berth {i} and agreed to recheck the buoy at marker {i}.")
+               for i in range(60)]
+    chat_id = store.import_chat("survey", history)
+    window = make_window()
+    window.resize(width, height)
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.is_open(chat_id), timeout=WAIT_MS)
+    for count, up_to in enumerate((history[11], history[23], history[35]), start=1):
+        window.conversation.summarize_up_to_requested.emit(up_to.id)  # "Summarize up to here"
+        qtbot.waitUntil(lambda c=count: idle(window) and len(window.chat.snapshot.chain) == c, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.size().width() == width and window.size().height() == height)
+    return window
+
+
+@pytest.mark.parametrize("width, height", [(1000, 700), (1400, 900)])
+def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_sideways(qtbot, make_window, store,
+                                                                                     width, height):
+    window = open_chain_of_three(qtbot, make_window, store, width, height)
+    inspector = window.inspector
+    chain = inspector.chain
+    assert chain.count() == 3 and chain.item(0).text().startswith("Depth 3 · ")
+    qtbot.waitUntil(lambda: chain.height() >= chain.sizeHint().height())
+
+    # Nothing inside the panel's scroll scrolls on its own: no scroll bar shown, nothing to scroll to.
+    content = inspector.scroll.widget()
+    inner = content.findChildren(QAbstractScrollArea)
+    assert chain in inner and inspector.archived_view in inner and inspector.summary_text in inner
+    for area in inner:
+        for bar in (area.verticalScrollBar(), area.horizontalScrollBar()):
+            assert not bar.isVisible() and bar.maximum() == 0, f"{type(area).__name__} scrolls inside the inspector"
+
+    # Each entry of the chain is whole within the panel's width: read without a scroll bar, nothing past its edge.
+    viewport = inspector.scroll.viewport()
+    assert chain.mapTo(viewport, chain.rect().topRight()).x() <= viewport.width()
+    for row in range(chain.count()):
+        rect = chain.visualItemRect(chain.item(row))
+        assert rect.width() <= chain.viewport().width() and rect.height() >= 2 * chain.fontMetrics().lineSpacing()
+    # The newest summary's two lines are in view as the chat opens; everything about it is on hover.
+    qtbot.waitUntil(lambda: in_view(chain.viewport(), chain.visualItemRect(chain.item(0))))
+    newest = window.chat.snapshot.chain[-1]
+    assert f"Tokens: {newest.tokens_before:,} → {newest.tokens_after:,}" in chain.item(0).toolTip()
+
+    # The token headline and the buttons are in view without scrolling, and stay so when the panel scrolls.
+    for widget in (inspector.total_label, inspector.gauge, inspector.summarize_button, inspector.undo_button):
+        qtbot.waitUntil(lambda w=widget: in_view(w))
+    bar = inspector.scroll.verticalScrollBar()
+    bar.setValue(bar.maximum())
+    assert in_view(inspector.total_label) and in_view(inspector.summarize_button)
+
+    # Choosing the oldest summary shows it below: its text whole, read in the panel's one scroll.
+    chain.setCurrentRow(2)
+    oldest = window.chat.snapshot.chain[0]
+    assert inspector.after_text.toPlainText() == oldest.text
+    assert inspector.record_section.header.text() == "Selected summary · depth 1"
+    qtbot.waitUntil(lambda: inspector.summary_text.height() >= inspector.summary_text.document().size().height())
+    # Its archived messages too: all of them, in the panel's scroll, and the Summary tab no taller than its text.
+    archived = inspector.archived_view
+    inspector.details.setCurrentWidget(archived)
+    assert archived.conversation.rowCount() == len(window.chat.snapshot.archived(oldest.id)) == 12
+    qtbot.waitUntil(lambda: archived.isVisible() and archived.height() >= archived.sizeHint().height() > 12 * 20)
+    assert archived.verticalScrollBar().maximum() == 0
+    inspector.details.setCurrentWidget(inspector.summary_text)
+    qtbot.waitUntil(lambda: inspector.details.height() < inspector.summary_text.height() + 100)
+
+
+def test_a_section_folds_and_unfolds_from_the_mouse_and_the_keyboard_and_stays_as_left(qtbot, make_window, store):
+    window = open_chain_of_three(qtbot, make_window, store, 1000, 700)
+    inspector = window.inspector
+    section = inspector.sent_section
+    assert inspector.legend_values["summaries"].isVisible()
+    qtbot.mouseClick(section.header, Qt.MouseButton.LeftButton)
+    assert not section.body.isVisible() and not inspector.legend_values["summaries"].isVisible()
+    qtbot.mouseClick(section.header, Qt.MouseButton.LeftButton)
+    assert section.body.isVisible()
+
+    # The chain's header is reached with Tab like any button; Space and Enter fold and unfold it.
+    chain_section = inspector.chain_section
+    chain_section.header.setFocus()
+    qtbot.waitUntil(chain_section.header.hasFocus)
+    qtbot.keyClick(chain_section.header, Qt.Key.Key_Space)
+    assert not inspector.chain.isVisible()
+    qtbot.keyClick(chain_section.header, Qt.Key.Key_Return)
+    assert inspector.chain.isVisible()
+    assert chain_section.header.focusPolicy() & Qt.FocusPolicy.TabFocus
+
+    # Folded away, it stays folded the next time the window opens.
+    qtbot.mouseClick(inspector.record_section.header, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: store.get_setting(INSPECTOR_KEY) == {"folded": ["summary"]}, timeout=WAIT_MS)
+    again = make_window()
+    assert not again.inspector.record_section.expanded and again.inspector.chain_section.expanded
+    assert not again.inspector.details.isVisible()
+
+
 @pytest.mark.slow
 def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window, store):
     window = open_summarized_chat(qtbot, make_window, store, 1000, 700)
@@ -39,21 +145,13 @@ def test_at_1000_by_700_the_inspector_shows_its_notices_whole(qtbot, make_window
     inspector = window.inspector
     assert "summarized automatically" in inspector.notice.text()
 
-    # Every label of the inspector shows its whole text; the upper part scrolls to reach each one.
+    # Every label of the inspector shows its whole text; the panel's scroll reaches each one.
     labels = [label for label in inspector.findChildren(QLabel) if label.isVisible() and label.text()]
     assert inspector.notice in labels and inspector.total_label in labels
     for label in labels:
         assert not cut_off(label), f"cut off at 1000×700: {label.text()!r}"
-    scroll = inspector.notice_box.parentWidget().parentWidget().parentWidget()  # top → viewport → scroll area
-    scroll.ensureWidgetVisible(inspector.notice)
-    qtbot.waitUntil(lambda: not inspector.notice.visibleRegion().isEmpty())
-    assert inspector.notice.visibleRegion().boundingRect().height() == inspector.notice.height()
-
-    # The tokens by kind fold away for room, and come back.
-    inspector.breakdown_toggle.click()
-    assert not inspector.breakdown.isVisible()
-    inspector.breakdown_toggle.click()
-    assert inspector.breakdown.isVisible()
+    inspector.scroll.ensureWidgetVisible(inspector.result_card)
+    qtbot.waitUntil(lambda: in_view(inspector.result_card))
     # The three detail tabs' names fit side by side.
     bar = inspector.details.tabBar()
     assert sum(bar.tabRect(i).width() for i in range(bar.count())) <= inspector.details.width()
@@ -85,15 +183,6 @@ def test_the_gauge_draws_the_target_line_where_the_setting_puts_it_and_says_what
 
 
 @pytest.mark.slow
-def test_at_1920_by_1080_the_summary_chain_shows_every_column_without_scrolling(qtbot, make_window, store):
-    window = open_summarized_chat(qtbot, make_window, store, 1920, 1080)
-    chain = window.inspector.chain
-    qtbot.waitUntil(lambda: chain.viewport().width() > 400)
-    widths = sum(chain.columnWidth(column) for column in range(chain.columnCount()))
-    assert widths <= chain.viewport().width() and chain.horizontalScrollBar().maximum() == 0
-
-
-@pytest.mark.slow
 def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     history = [Message(role="user", content="Our lighthouse keeper Marguerite retires in October."),
@@ -107,14 +196,13 @@ def test_at_1000_by_700_the_recalled_list_keeps_the_inspector_within_its_width(q
     window.conversation.summarize_up_to_requested.emit(history[19].id)
     qtbot.waitUntil(lambda: idle(window) and window.inspector.recalled.count() > 0, timeout=WAIT_MS)
     inspector = window.inspector
-    viewport = inspector.gauge.parentWidget().parentWidget()  # the upper part's scroll viewport
+    viewport = inspector.scroll.viewport()
     qtbot.waitUntil(lambda: inspector.recalled_box.isVisible() and viewport.width() < 320)
-    # The chain's new row shortens the upper part, which lays its content out again at the width left beside its
-    # scroll bar: an event later.
-    top = inspector.gauge.parentWidget()
-    qtbot.waitUntil(lambda: top.height() >= top.heightForWidth(viewport.width()))
+    recalled = inspector.recalled
+    # The whole list, in the panel's scroll: no scroll bar of its own.
+    qtbot.waitUntil(lambda: recalled.height() >= recalled.sizeHint().height() and recalled.verticalScrollBar().maximum() == 0)
     # Every label ends inside the panel: none widens it past its right edge (the numbers there would be cut).
-    for label in inspector.gauge.parentWidget().findChildren(QLabel):
+    for label in inspector.scroll.widget().findChildren(QLabel):
         if label.isVisible() and label.text():
             right = label.mapTo(viewport, label.rect().topRight()).x()
             assert right <= viewport.width(), f"past the inspector's edge at 1000×700: {label.text()!r}"
@@ -137,7 +225,7 @@ def test_summarize_and_undo_are_in_view_at_the_default_size_with_a_notice_and_re
     qtbot.waitUntil(lambda: idle(window) and inspector.notice_box.isVisible() and inspector.recalled.count() > 0,
                     timeout=WAIT_MS)
     for button in (inspector.summarize_button, inspector.undo_button, inspector.pin_button):
-        qtbot.waitUntil(lambda b=button: b.visibleRegion().boundingRect().height() == b.height())
+        qtbot.waitUntil(lambda b=button: in_view(b))
 
 
 @pytest.mark.slow
@@ -148,17 +236,8 @@ def test_the_summary_chain_is_in_view_beside_the_buttons_without_scrolling(qtbot
     part's scrolling at both sizes)."""
     window = open_summarized_chat(qtbot, make_window, store, width, height)
     inspector, chain = window.inspector, window.inspector.chain
-    qtbot.waitUntil(lambda: chain.rowCount() >= 1)
-
-    def in_view(widget, rect=None) -> bool:
-        """The whole height of `rect` (default: the widget) is on screen, over some of its width."""
-        rect = rect or widget.rect()
-        shown = widget.visibleRegion().intersected(rect).boundingRect()
-        return rect.height() > 0 and shown.height() == rect.height() and shown.width() > 0
-
-    newest = chain.visualItemRect(chain.item(0, 0))
-    assert newest.height() == chain.rowHeight(0) > 0
-    title = next(label for label in inspector.findChildren(QLabel) if label.text() == "Summary chain")
-    for widget, rect in ((chain.viewport(), newest), (title, None),
+    qtbot.waitUntil(lambda: chain.count() >= 1)
+    newest = chain.visualItemRect(chain.item(0))
+    for widget, rect in ((chain.viewport(), newest), (inspector.chain_section.header, None),
                          (inspector.summarize_button, None), (inspector.undo_button, None)):
         qtbot.waitUntil(lambda w=widget, r=rect: in_view(w, r))

@@ -7,7 +7,6 @@ from html import escape
 import pytest
 from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
-from precis.gui.inspector import CHAIN_COLUMNS
 from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
@@ -32,7 +31,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
     summarize(qtbot, window)
     newest = window.chat.snapshot.chain[-1]
     assert newest.depth == 2
-    inspector.chain.selectRow(0)  # newest first
+    inspector.chain.setCurrentRow(0)  # newest first
     assert inspector.after_text.toPlainText() == newest.text
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
@@ -104,12 +103,12 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     assert record.fallback_used and "punctuation, numbering or markup" in record.fallback_reason
     why = f"Fell back to rules: {record.fallback_reason}"
     inspector = window.inspector
-    inspector.chain.selectRow(0)
-    # Where the user reads the summary, before its text; on the result card; in the chain's Fallback cell.
+    inspector.chain.setCurrentRow(0)
+    # Where the user reads the summary, before its text; on the result card; in the chain's entry and its tooltip.
     assert inspector.summary_text.toPlainText().splitlines()[1] == why
     assert escape(why) in inspector.result_card.label.text()
-    fallback_cell = inspector.chain.item(0, [h for h, _tip in CHAIN_COLUMNS].index("Fallback"))
-    assert (fallback_cell.text(), fallback_cell.toolTip()) == ("yes", record.fallback_reason)
+    entry = inspector.chain.item(0)
+    assert " · fallback" in entry.text() and f"\nFallback: yes: {record.fallback_reason}\n" in entry.toolTip()
     # And on the summary's card in the conversation, whose header says "fallback".
     conversation = window.conversation.conversation
     card = conversation.index(conversation.row_of(f"summary:{record.id}"))
@@ -161,12 +160,12 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     titles = [MessageDelegate.title(row) for row in window.conversation.conversation.rows() if row.record is not None]
     assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ") and titles[0].endswith(" tokens · fold")
     assert titles[1].startswith(f"SUMMARY · depth 2 · {len(latest.covered)} messages · ")
-    # What the fold is, in the Mode column, and on hover what it folds (it said its newest summary's mode).
+    # What the fold is, in its entry, and on hover what it folds (it said its newest summary's mode).
     [folded] = [r.kind for r in window.chat.session.engine.archive.records if r.id in fold.merged_ids]
-    mode_column = [h for h, _tip in CHAIN_COLUMNS].index("Mode")
-    fold_cell = window.inspector.chain.item(1, mode_column)  # newest first
-    assert fold_cell.text() == "fold" and fold_cell.toolTip() == f"fold of 1 summary ({folded}), written by rules"
-    assert window.inspector.chain.item(0, mode_column).text() == latest.mode == "rule"
+    fold_entry = window.inspector.chain.item(1)  # newest first
+    assert " tokens · fold" in fold_entry.text()
+    assert f"\nMode: fold of 1 summary ({folded}), written by rules\n" in fold_entry.toolTip()
+    assert f" tokens · {latest.mode}" in window.inspector.chain.item(0).text() and latest.mode == "rule"
     assert main(["context", chat_id]) == 0  # precis context too (it said the fold's newest summary's mode)
     lines = capsys.readouterr().out.split("summary chain: 2\n")[1].splitlines()
     [fold_line] = [line for line in lines if line.startswith("  1. ")]
@@ -205,6 +204,6 @@ def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, m
     inspector = window.inspector
     assert window.chat.snapshot.usage.by_kind["recalled"] == 0 and inspector.recalled.count() >= 1
     assert inspector.total_label.text().startswith("Next prompt: ")
-    assert inspector._legend_values["recalled"].text() == "0"
+    assert inspector.legend_values["recalled"].text() == "0"
     assert "next prompt" in inspector.legend_labels["recalled"].toolTip()
     assert inspector.recalled_title.text().startswith("Recalled for your last message: ")

@@ -121,5 +121,5 @@ def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, ma
     window.conversation.summarize_up_to_requested.emit(history[12].id)  # past the second marker
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert titles(view.conversation)[history[0].content] == "System prompt"
-    window.inspector.chain.selectRow(0)
+    window.inspector.chain.setCurrentRow(0)
     assert titles(window.inspector.archived_view.conversation)[history[9].content] == "System"

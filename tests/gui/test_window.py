@@ -76,8 +76,8 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     inspector = window.inspector
     assert inspector.gauge.usage is snapshot.usage and snapshot.usage.window == 2048
     assert "/ 1,536 tokens" in inspector.total_label.text()
-    assert inspector.chain.rowCount() == 1 and inspector.chain.item(0, 0).text() == "1"
-    assert inspector.chain.item(0, 2).text() == str(len(archived))
+    assert inspector.chain.count() == 1
+    assert inspector.chain.item(0).text().startswith(f"Depth 1 · {len(archived)} messages · ")
     assert inspector.notice_box.isVisible() and "automatically" in inspector.notice.text()
     assert inspector.result_card.isVisible()
     # The flow shows the summary where the archived messages were.
@@ -85,7 +85,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert rows[0].record is not None and rows[0].record.id == record.id
     assert not {m.id for m in archived} & {r.message.id for r in rows if r.message is not None}
     # Selecting the chain row shows its text and the archived originals, read-only.
-    inspector.chain.selectRow(0)
+    inspector.chain.setCurrentRow(0)
     assert record.text.splitlines()[0][:20] in inspector.summary_text.toPlainText()
     shown = [r.message.id for r in inspector.archived_view.conversation.rows()]
     assert shown == [m.id for m in archived]
@@ -97,7 +97,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     rows = window.conversation.conversation.rows()
     assert all(r.record is None for r in rows)
     assert [r.message.id for r in rows] == [m.id for m in store.load_messages(chat_id)]
-    assert inspector.chain.rowCount() == 0
+    assert inspector.chain.count() == 0
     assert store.archived_by(chat_id) == {}
 
 
@@ -296,13 +296,13 @@ def test_the_draft_survives_a_restart(qtbot, make_window, store, isolated_home):
 def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_window, store):
     window = make_window()
     open_new_chat(qtbot, window, store)
-    assert window.inspector._legend_values["system"].text() == "0"
+    assert window.inspector.legend_values["system"].text() == "0"
     dialog = window.settings_dialog()
     dialog.chat_fields.editors["system_prompt"].setPlainText("You are a terse reviewer of Python code.")
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage.by_kind["system"] > 0, timeout=WAIT_MS)
-    assert int(window.inspector._legend_values["system"].text().replace(",", "")) > 0
+    assert int(window.inspector.legend_values["system"].text().replace(",", "")) > 0
     first = window.chat.session.engine.assemble().messages[0]
     assert (first.role, first.content) == ("system", "You are a terse reviewer of Python code.")
 
@@ -382,7 +382,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
     assert result.problem is None and result.message.content == "Here is the short answer."
     first, retry = provider.calls
     assert len(retry) < len(first) and "[Summary 1" in retry[0].content
-    qtbot.waitUntil(lambda: idle(window) and len(window.inspector._records) == 1, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: idle(window) and len(window.inspector.chain.records) == 1, timeout=WAIT_MS)
     assert store.load_messages(chat_id)[-1] == result.message and not result.message.incomplete
     assert len(store.load_records(chat_id)) == 1
 
@@ -398,8 +398,8 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     record = window.chat.snapshot.chain[0]
     assert record.covered_ids == [m.id for m in store.load_messages(chat_id)[:10]]
-    mode = window.inspector.chain.item(0, 4)  # the chain's Mode cell: the mode; who wrote it on hover
-    assert mode.text() == "rule" and mode.toolTip() == "rule, written by rules"
+    entry = window.inspector.chain.item(0)  # the mode in the entry; who wrote it on hover
+    assert " · rule" in entry.text() and "\nMode: rule, written by rules\n" in entry.toolTip()
     assert len(store.load_records(chat_id)) == 1
 
 
