@@ -236,10 +236,15 @@ class Inspector(QFrame):
             self.total_label.setText("Counting tokens…")
             self.exact_label.setText("")
         else:
-            level = usage_level(usage.ratio, policy)
+            # What is sent: over the budget only what fits goes (a red 129% once stood over 2,220 tokens sent).
+            sent = usage.total if snapshot.over_budget is None else snapshot.over_budget.sent_tokens
+            ratio = sent / usage.available
             self.total_label.setText(
-                f"Next prompt: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}) · window {usage.window:,}")
-            self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS[level]};")
+                f"Next prompt: {sent:,} / {usage.available:,} tokens ({ratio:.0%}) · window {usage.window:,}")
+            self.total_label.setToolTip("" if sent == usage.total else
+                                        f"The chat's full text is {usage.total:,} tokens: only what fits is sent")
+            cut = snapshot.over_budget is not None and bool(snapshot.over_budget.cut)  # messages left out or cut
+            self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS['over' if cut else usage_level(ratio, policy)]};")
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip(
                 f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"

@@ -17,6 +17,7 @@ from .inspector_section import FittedList
 
 KIND_LABELS = {
     "system": "System prompt",
+    "tools": "Tool definitions",
     "summaries": "Summaries",
     "recalled": "Recalled",
     "messages": "Messages",
@@ -69,7 +70,7 @@ class TokenGauge(QWidget):
         painter.save()
         painter.setClipRect(bar)
         x = bar.left()
-        for kind in ("system", "summaries", "recalled", "messages", "tool_outputs"):
+        for kind in ("system", "tools", "summaries", "recalled", "messages", "tool_outputs"):
             width = usage.by_kind.get(kind, 0) * scale
             if width > 0:
                 painter.setBrush(QColor(theme.current.kind_colours[kind]))
@@ -184,6 +185,10 @@ class WhatIsSent(QWidget):
         for kind, label in self.legend_values.items():
             value = usage.reserve_output if kind == "reserve_output" else usage.by_kind.get(kind, 0)
             label.setText(f"{value:,}")
+        sends_tools = bool(usage.by_kind.get("tools"))  # a row for them only in a chat that sends some
+        for widget in (self.legend_values["tools"], self.legend_labels["tools"],
+                       self.legend.itemAtPosition(list(KIND_LABELS).index("tools"), 0).widget()):
+            widget.setVisible(sends_tools)
         self.thresholds.setText(marks_legend(usage, policy) + ("" if policy.enabled else " · automatic summaries are off"))
 
     def show_recalled(self, recalled: list[tuple[str, str]]) -> None:

@@ -51,7 +51,8 @@ LIGHT = Palette(
     error_text="#c62828", warning_text="#b45309", search_hit="#ffe08a",
     role_colours={"user": "#2f6fed", "assistant": "#0f9d58", "system": "#b7791f", "tool": "#6b7280",
                   "summary": "#7b4bd6"},
-    kind_colours={"system": "#b7791f", "summaries": "#7b4bd6", "recalled": "#0f9d8a", "messages": "#2f6fed", "tool_outputs": "#6b7280",
+    kind_colours={"system": "#b7791f", "tools": "#c2410c", "summaries": "#7b4bd6",
+                  "recalled": "#0f9d8a", "messages": "#2f6fed", "tool_outputs": "#6b7280",
                   "reserve_output": "#d0d5dd"},
 )
 
@@ -63,7 +64,8 @@ DARK = Palette(
     error_text="#ff7b72", warning_text="#e3b341", search_hit="#6e5a14",
     role_colours={"user": "#7aa4f7", "assistant": "#4cc38a", "system": "#e0a84a", "tool": "#9aa3ae",
                   "summary": "#b195f0"},
-    kind_colours={"system": "#e0a84a", "summaries": "#9d7bea", "recalled": "#3cc2ad", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
+    kind_colours={"system": "#e0a84a", "tools": "#f0883e", "summaries": "#9d7bea",
+                  "recalled": "#3cc2ad", "messages": "#5b8ef5", "tool_outputs": "#8b949e",
                   "reserve_output": "#4a515b"},
 )
 

@@ -132,8 +132,8 @@ def context(chat: str, data_dir: str | None) -> int:
     print(f"  [{_bar(usage.ratio)}]")
     if note is not None:
         print("\n".join("  " + line for line in note.lines()))
-    labels = {"system": "system prompt", "summaries": "summaries", "recalled": "recalled", "messages": "messages",
-              "tool_outputs": "tool outputs"}
+    labels = {"system": "system prompt", "tools": "tool definitions", "summaries": "summaries", "recalled": "recalled",
+              "messages": "messages", "tool_outputs": "tool outputs"}
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)
         print(f"  {label:<14} {tokens:>8,}  [{_bar(tokens / usage.available)}]")

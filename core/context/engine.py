@@ -7,12 +7,13 @@ State is the full history of original messages plus the summary records; nothing
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..model.bulk import collector_paused
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..model.tokens import TokenCounter
+from ..model.tools import ToolSpec, specs_json
 from ..settings import SummarizationPolicy
 from ..summary.summarize import RuleSummarizer, Summarizer
 from .archive import Archive
@@ -24,7 +25,7 @@ from .usage import Budget, ContextItem, ContextSetup, UsageMeter, UsageReport
 
 # What callers import from here (the parts' modules are the engine's own business).
 __all__ = ["Budget", "ContextEngine", "ContextItem", "EngineEvent", "IntegrityError", "NothingToSummarize",
-           "NothingToUndo", "Prompt", "UsageReport", "recalled_parts"]
+           "NothingToUndo", "Prompt", "ToolsTooLarge", "UsageReport", "recalled_parts"]
 
 
 class _Shared:
@@ -41,6 +42,14 @@ class _Shared:
 
     def __set__(self, engine, value) -> None:
         setattr(getattr(engine, self.part), self.name, value)
+
+
+# The most of the budget the tool definitions sent with each request may take.
+MAX_TOOLS_SHARE = 0.5
+
+
+class ToolsTooLarge(ValueError):
+    """The tools' definitions would leave the conversation too little of the budget: none are sent."""
 
 
 class ContextEngine:
@@ -114,6 +123,18 @@ class ContextEngine:
         self.archive.append(message)
         self.summarization.since_summary += 1
         return self.summarization.maybe_summarize() if auto else None
+
+    def set_tools(self, specs: Sequence[ToolSpec]) -> None:
+        """The tools sent with each request from now on: their definitions count in every prompt (the gauge's
+        "tools"), as the system prompt does. ToolsTooLarge (and none are sent) when they would take more than
+        MAX_TOOLS_SHARE of the budget: the conversation would have no room left."""
+        tokens = self.counter.count_text(specs_json(specs)) if specs else 0
+        if self.counter.calibrated(tokens) > self.budget.available * MAX_TOOLS_SHARE:
+            self.setup.tool_tokens = 0
+            raise ToolsTooLarge(f"the definitions of {len(specs)} tools take {tokens:,} tokens, more than half of the "
+                                f"{self.budget.available:,} this chat has: switch some tools off, or choose a larger "
+                                f"context window")
+        self.setup.tool_tokens = tokens
 
     def count_exactly(self, messages: list[Message]) -> None:
         """Count these messages (those the counter has stand-ins for, TokenCounter.estimate_missing): usage and

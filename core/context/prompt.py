@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..model.messages import Message, ToolCall
-from ..model.tokens import MESSAGE_OVERHEAD, REPLY_PRIMING, TokenCounter
+from ..model.tokens import MESSAGE_OVERHEAD, TokenCounter
 from ..summary.summarize import fit_text
 from ..summary.tool_output import one_line
 from .recalling import Recaller
@@ -62,7 +62,7 @@ class PromptAssembler:
         if recall:
             items = self.recaller.with_recall(items)
         available = budget.available
-        total = REPLY_PRIMING + sum(i.tokens for i in items)
+        total = self.setup.overhead() + sum(i.tokens for i in items)
         if counter.calibrated(total) <= available:
             return Prompt(items, counter.calibrated(total), budget)
 

@@ -10,7 +10,6 @@ import string
 
 from ..model.messages import Message
 from ..model.records import local_time
-from ..model.tokens import REPLY_PRIMING
 from ..summary.digest import SPEAKER, session_date
 from ..summary.summarize import fit_text
 from ..summary.text_rules import SENTENCE_END
@@ -40,7 +39,7 @@ class Recaller:
 
     def with_recall(self, items: list[ContextItem]) -> list[ContextItem]:
         """The items with recalled snippets after the summaries (see recalled)."""
-        recalled = self.recalled(REPLY_PRIMING + sum(i.tokens for i in items))
+        recalled = self.recalled(self.setup.overhead() + sum(i.tokens for i in items))
         if not recalled:
             return items
         # After the chain (or the system prompt): before the verbatim messages and the session markers among them.

@@ -52,6 +52,13 @@ class ContextSetup:
     summarizer: Summarizer
     # The chat's system prompt (a setting, not a message): always first, never summarized.
     system_prompt: str = ""
+    # Raw tokens of the tool definitions sent with each request (ContextEngine.set_tools): like the system prompt,
+    # a fixed part of every prompt that no summary removes.
+    tool_tokens: int = 0
+
+    def overhead(self) -> int:
+        """Raw tokens every prompt has beside its items: the reply's priming and the tool definitions."""
+        return REPLY_PRIMING + self.tool_tokens
 
     def message_tokens(self, message: Message) -> int:
         """A message's raw tokens by the counter set now."""
@@ -135,13 +142,13 @@ class UsageMeter:
     def raw_total(self) -> int:
         """Raw tokens of items() with the reply's priming: the prompt before trimming and recall, from the tally."""
         tally = self.archive.visible_tally()
-        return (REPLY_PRIMING + self._system_tokens() + self._summary_tokens() + tally.by_kind["message"]
+        return (self.setup.overhead() + self._system_tokens() + self._summary_tokens() + tally.by_kind["message"]
                 + tally.by_kind["tool_output"])
 
     def fixed_raw(self) -> int:
         """Raw tokens no summary can remove but the chain itself: the reply's priming, the system prompt and
         messages, and the pinned messages (from the tally: asking costs the same in a chat of any length)."""
-        return REPLY_PRIMING + self._system_tokens() + self.archive.visible_tally().pinned
+        return self.setup.overhead() + self._system_tokens() + self.archive.visible_tally().pinned
 
     def context_text(self) -> str:
         """Everything the model sees, as one text (for retention checks)."""
@@ -156,13 +163,14 @@ class UsageMeter:
         counter, budget = self.setup.counter, self.setup.budget
         tally = self.archive.visible_tally()
         system, summaries = self._system_tokens(), self._summary_tokens()
-        raw = REPLY_PRIMING + system + summaries + tally.by_kind["message"] + tally.by_kind["tool_output"]
+        tools = self.setup.tool_tokens
+        raw = REPLY_PRIMING + tools + system + summaries + tally.by_kind["message"] + tally.by_kind["tool_output"]
         recalled = sum(i.tokens for i in self.recaller.recalled(raw)) if recall else 0
-        floor = REPLY_PRIMING + system + summaries + tally.pinned
+        floor = REPLY_PRIMING + tools + system + summaries + tally.pinned
         total = counter.calibrated(raw + recalled)
         # The kinds add up to the total shown above them: the reply's priming (the header the model's answer starts
         # with) counts with the messages, and calibration rounds running sums, not each kind (3 tokens apart before).
-        raw_by_kind = {"system": system, "summaries": summaries, "recalled": recalled,
+        raw_by_kind = {"system": system, "tools": tools, "summaries": summaries, "recalled": recalled,
                        "messages": REPLY_PRIMING + tally.by_kind["message"], "tool_outputs": tally.by_kind["tool_output"]}
         by_kind, running, shown = {}, 0, 0
         for kind, tokens in raw_by_kind.items():

@@ -15,12 +15,14 @@ from precis.core.context.engine import (
     IntegrityError,
     NothingToSummarize,
     NothingToUndo,
+    ToolsTooLarge,
     recalled_parts,
 )
 from precis.core.context.recalling import asked_starts, relevant_part
 from precis.core.context.summarizing import SummaryNotSmaller
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
+from precis.core.model.tools import ToolSpec, specs_json
 from precis.core.providers.base import ServerError
 from precis.core.settings import SummarizationPolicy, policy_errors
 from precis.core.storage.interchange import read_transcript
@@ -74,8 +76,9 @@ def fill(engine: ContextEngine, turns: int, words: int = 60, auto: bool = True) 
 def prompt_is_consistent(engine: ContextEngine) -> None:
     prompt = engine.assemble()
     assert prompt.tokens <= engine.budget.available
-    # The reported count is the real count of what is sent.
-    assert prompt.tokens == engine.counter.prompt_tokens(prompt.messages)
+    # The reported count is the real count of what is sent, the tool definitions with it.
+    counter = engine.counter
+    assert prompt.tokens == counter.calibrated(counter.prompt_raw_tokens(prompt.messages) + engine.setup.tool_tokens)
     calls = {c.id for m in prompt.messages for c in m.tool_calls}
     for m in prompt.messages:
         if m.role == "tool" and m.tool_call_id:
@@ -207,11 +210,17 @@ def test_old_tool_outputs_shrink_first_keeping_system_pinned_and_tail():
     enabled=st.booleans(),
     mode_keep=st.integers(min_value=2, max_value=8),
     recall_ratio=st.sampled_from([0.0, 0.1, 0.5]),
+    tools=st.booleans(),
 )
-def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_keep, recall_ratio):
+def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_keep, recall_ratio, tools):
     engine = ContextEngine(Budget(window=window, reserve_output=reserve),
                            SummarizationPolicy(enabled=enabled, keep_recent=mode_keep, min_messages=2,
                                                recall_ratio=recall_ratio), TokenCounter())
+    if tools:  # their definitions go with every request: the prompt and they together fit, or none are sent
+        try:
+            engine.set_tools(TOOL_SPECS)
+        except ToolsTooLarge:
+            assert engine.setup.tool_tokens == 0 and engine.counter.count_text(specs_json(TOOL_SPECS)) > engine.budget.available / 2
     for n, (kind, words) in enumerate(steps):
         # Shared topic words, so later user messages recall archived ones.
         text = f"{TOPICS[n % 3]} {TOPICS[n % 2]} " + long_text(words, f"s{n}w")
@@ -231,6 +240,10 @@ def test_prompt_never_exceeds_the_budget(window, reserve, steps, enabled, mode_k
 
 
 TOPICS = ("lighthouse keeper", "violin recital", "marathon training")
+TOOL_SPECS = [ToolSpec("read_file", "Read a file of the workspace", {"type": "object", "properties": {
+    "path": {"type": "string", "description": "the file, relative to the workspace"}}, "required": ["path"]},
+    read_only=True), ToolSpec("execute_bash", "Run a shell command", {"type": "object", "properties": {
+        "command": {"type": "string"}}, "required": ["command"]})]
 
 
 @given(steps=st.lists(st.tuples(st.sampled_from(["user", "assistant", "tool", "tools", "pinned", "pinned call",
@@ -957,8 +970,10 @@ def test_the_visible_set_kept_step_by_step_is_the_one_a_fresh_restore_derives(st
 
 def restored_afresh(engine: ContextEngine) -> ContextEngine:
     """An engine restored from the same messages and records: nothing kept step by step is reused."""
-    return ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
-                                 engine.budget, engine.policy, engine.counter, system_prompt=engine.system_prompt)
+    fresh = ContextEngine.restore(list(engine.messages), [r.model_copy(deep=True) for r in engine.records],
+                                  engine.budget, engine.policy, engine.counter, system_prompt=engine.system_prompt)
+    fresh.set_tools(TOOL_SPECS if engine.setup.tool_tokens else [])
+    return fresh
 
 
 def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int], int, float]:
@@ -970,9 +985,10 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
     items = engine.meter.items()
     if recall:
         items = engine.recaller.with_recall(items)
-    by_kind = dict.fromkeys(names.values(), 0)
+    by_kind = {"system": 0, "tools": 0, **dict.fromkeys(list(names.values())[1:], 0)}
     by_kind["messages"] = REPLY_PRIMING  # the header the reply starts with: sent after the messages
-    raw = floor = REPLY_PRIMING
+    by_kind["tools"] = engine.counter.count_text(specs_json(TOOL_SPECS)) if engine.setup.tool_tokens else 0
+    raw = floor = REPLY_PRIMING + by_kind["tools"]
     for item in items:
         by_kind[names[item.kind]] += item.tokens
         raw += item.tokens
@@ -988,7 +1004,8 @@ def recounted_usage(engine: ContextEngine, recall: bool) -> tuple[dict[str, int]
 
 
 @given(steps=st.lists(st.sampled_from(["user", "assistant", "tool", "system", "pinned", "pin", "unpin", "pin archived",
-                                       "summarize", "undo", "remove", "calibrate", "ask"]), min_size=1, max_size=50),
+                                       "summarize", "undo", "remove", "calibrate", "ask", "tools"]), min_size=1,
+                      max_size=50),
        max_depth=st.integers(2, 4), system_prompt=st.sampled_from(["", "Answer briefly."]))
 @example(steps=["user", "assistant"] * 3 + ["summarize", "pin archived", "undo"], max_depth=4, system_prompt="")
 @example(steps=["user"] * 4 + ["summarize", "pin"], max_depth=2, system_prompt="")  # recalled a message pinned since
@@ -1027,6 +1044,8 @@ def test_usage_kept_as_messages_come_and_go_is_a_full_recount(steps, max_depth, 
             engine.remove_last(engine.messages[-1].id)
         elif step == "calibrate":
             engine.counter.calibrate(1000, 1100 + 10 * n)
+        elif step == "tools":  # sent with each request from now on, or no longer
+            engine.set_tools([] if engine.setup.tool_tokens else TOOL_SPECS)
         for recall in (False, True):
             usage = engine.usage(recall)
             assert (usage.by_kind, usage.total, usage.floor_ratio) == recounted_usage(engine, recall)

@@ -100,3 +100,34 @@ def test_a_message_larger_than_the_budget_is_named_with_its_tokens_before_and_af
     after = next(i.tokens for i in engine.assemble().items if i.source_id == engine.messages[2].id)
     assert after < engine.budget.available < before
     assert f"message 2 (user) cut from {before:,} to {after:,} tokens" in window.inspector.over_budget.text()
+
+
+def test_over_the_budget_by_old_tool_outputs_the_headline_shows_what_is_sent(qtbot, make_window, store):
+    # Issue 22: "Next prompt: 9,894 / 7,680 tokens (129%)" in red over a panel saying 2,220 tokens are sent, that
+    # shrinking old tool outputs makes it fit, and to start a new chat.
+    from precis.core.model.messages import Message, ToolCall
+    from precis.core.settings import ChatSettings
+
+    history = [Message(role="user", content="Read the two modules.")]
+    for n in (1, 2):
+        call = ToolCall(id=f"read-{n}", name="Read", arguments={"file_path": f"/src/module_{n}.py"})
+        history += [Message(role="assistant", content="", tool_calls=(call,)),
+                    Message(role="tool", name="Read", tool_call_id=call.id,
+                            content="\n".join(f"{i}\tdef function_{n}_{i}(): return {i}" for i in range(80)))]
+    history += [Message(role="assistant", content="Both modules define plain functions."),
+                Message(role="user", content="Thanks. What next?")]
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    chat_id = store.import_chat("two modules", history)
+    store.update_chat_settings(chat_id, ChatSettings(context_window=2048, reserve_output=256))
+    window = make_window()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.usage is not None, timeout=WAIT_MS)
+    snapshot = window.chat.snapshot
+    sent = window.chat.session.engine.assemble().tokens
+    assert snapshot.usage.total > snapshot.usage.available >= sent
+    headline = window.inspector.total_label.text()
+    assert headline.startswith(f"Next prompt: {sent:,} / {snapshot.usage.available:,} tokens "
+                               f"({sent / snapshot.usage.available:.0%})")
+    note = window.inspector.over_budget.text()
+    assert note.count("\n") == 0 and f"{sent:,} of {snapshot.usage.available:,} tokens are sent" in note
+    assert "new chat" not in note and "Summarize now" not in note
