@@ -224,6 +224,12 @@ class ChatSettings(BaseModel):
     run_processes: int = Field(RUN_PROCESSES, ge=1, le=100_000, title="/run process limit",
                                json_schema_extra={"unit": "processes"},
                                description="A /run command with more processes running at once is stopped")
+    workspace: str = Field("", title="Workspace folder",
+                           description="The folder the model's file and command tools work in; empty: no workspace "
+                                       "tools")
+    tool_steps: int = Field(25, ge=1, le=1000, title="Tool calls per message", json_schema_extra={"unit": "calls"},
+                            description="The most tool calls the model makes to answer one message; past it, it "
+                                        "answers with what it has")
     # Overrides of SummarizationPolicy fields for this chat.
     summarization: dict[str, Any] = Field(default_factory=dict)
 

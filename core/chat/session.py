@@ -10,13 +10,15 @@ import functools
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from ..context.budget import over_budget
-from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize
+from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
 from ..model.bulk import collector_paused
-from ..model.messages import Message
+from ..model.messages import Message, ToolCall
 from ..model.tokens import Calibration, TokenCounter
+from ..model.tools import ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
     Cancelled,
@@ -83,6 +85,8 @@ class ChatSession:
         self.max_reply_tokens = 512
         self.temperature = DEFAULT_TEMPERATURE
         self.versions: dict[str, Versions] = {}
+        # The tools offered to the model with each reply (use_tools), their definitions counted in the prompt.
+        self.tools: list[ToolSpec] = []
         # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
         self._uncounted: list[Message] = []
         # What was archived when rows were last built (None: build them with the next snapshot).
@@ -128,6 +132,11 @@ class ChatSession:
         self._detach = attach_engine(self.store, self.chat_id, engine, on_error=self._save_failed)
         engine.subscribe(self._events.append)  # not a closure over the session: no reference cycle through it
         self.engine = engine
+        try:
+            engine.set_tools(self.tools)
+        except ToolsTooLarge as exc:  # the chat's window changed under them: the next turn says so again
+            log.warning("no tools are offered: %s", exc)
+            self.tools = []
         self.versions = self.store.versions(self.chat_id)
         self._rows_hidden = None
         missing = [m for m in engine.messages if not engine.counter.is_counted(m)]
@@ -158,6 +167,13 @@ class ChatSession:
         snapshot = self.snapshot()
         _freeze_the_open_chat()
         return snapshot
+
+    def use_tools(self, specs: Sequence[ToolSpec]) -> None:
+        """Offer these tools to the model with each reply from now on (none: no tools). ToolsTooLarge, and none are
+        offered, when their definitions would take more than half the budget."""
+        self.tools = []
+        self.engine.set_tools(specs)
+        self.tools = list(specs)
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
@@ -262,13 +278,16 @@ class ChatSession:
         else:
             self.store.add_message(self.chat_id, placeholder)
         problem = finish = None
+        calls: tuple[ToolCall, ...] = ()
         received: list[str] = []
         for attempt in (1, 2):
             prompt = self.engine.assemble()
             try:
-                usage, finish = self._stream(prompt.messages, received, on_text, on_progress, cancel, placeholder)
-                if usage is not None and usage.prompt_tokens:
-                    self._calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages), usage.prompt_tokens)
+                usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
+                                                    placeholder)
+                if usage is not None and usage.prompt_tokens:  # the tool definitions were sent with it
+                    self._calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages)
+                                    + self.engine.setup.tool_tokens, usage.prompt_tokens)
             except ContextLengthExceeded as exc:
                 if attempt == 1 and not received:
                     try:
@@ -281,7 +300,7 @@ class ChatSession:
                 problem = str(exc)
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
-        final = self._finished(placeholder, "".join(received), problem, finish)
+        final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls)
         if regenerate:
             self.versions[final.id] = self.store.save_version(self.chat_id, final)
         else:
@@ -308,8 +327,8 @@ class ChatSession:
         received: list[str] = []
         problem = finish = None
         try:
-            _usage, finish = self._stream(prompt, received, on_text, None, cancel, last.with_changes(incomplete=True),
-                                          before=last.content)
+            _usage, finish, _calls = self._stream(prompt, received, on_text, None, cancel,
+                                                  last.with_changes(incomplete=True), before=last.content)
         except ProviderError as exc:  # Cancelled among them: what arrived is kept
             problem = str(exc)
         final = self._finished(last, last.content + "".join(received), problem, finish)
@@ -320,8 +339,9 @@ class ChatSession:
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
-                before: str = "") -> tuple[Usage | None, str | None]:
-        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived."""
+                before: str = "") -> StreamEnd:
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived; the tools
+        the session uses (use_tools) are offered to the model."""
         saved_at = time.monotonic()
 
         def arrived(piece: str) -> None:
@@ -332,7 +352,7 @@ class ChatSession:
                 self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)))
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
-                            temperature=self.temperature, on_progress=on_progress)
+                            temperature=self.temperature, on_progress=on_progress, tools=self.tools)
 
     @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
@@ -416,23 +436,34 @@ class ChatSession:
         return self.snapshot()
 
 
+class StreamEnd(NamedTuple):
+    """How a streamed reply ended: the usage reported, the finish reason, the tool calls it makes."""
+
+    usage: Usage | None
+    finish: str | None
+    calls: tuple[ToolCall, ...] = ()
+
+
 def stream_reply(provider: Provider, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                  cancel: CancelToken, *, max_tokens: int, temperature: float,
-                 on_progress: Callable[[int, int], object] | None = None) -> tuple[Usage | None, str | None]:
-    """A reply's pieces into `received` (and to `on_text`) as they arrive; returns (usage, finish reason). Raises
-    the provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
+                 on_progress: Callable[[int, int], object] | None = None,
+                 tools: Sequence[ToolSpec] = ()) -> StreamEnd:
+    """A reply's pieces into `received` (and to `on_text`) as they arrive; returns how it ended. Raises the
+    provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
     usage = finish = None
-    for chunk in provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel):
+    calls: tuple[ToolCall, ...] = ()
+    for chunk in provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel,
+                                      **({"tools": tools} if tools else {})):
         if chunk.text:
             received.append(chunk.text)
             on_text(chunk.text)
         elif chunk.progress is not None and on_progress is not None:
             on_progress(*chunk.progress)
         if chunk.done:
-            usage, finish = chunk.usage, chunk.finish_reason
+            usage, finish, calls = chunk.usage, chunk.finish_reason, chunk.tool_calls
         if cancel.cancelled:
             raise Cancelled(partial="".join(received))
-    return usage, finish
+    return StreamEnd(usage, finish, calls)
 
 
 def _freeze_the_open_chat() -> None:

@@ -14,12 +14,14 @@ import click
 from ..chat.commands import REGISTRY, SlashError, parse, run_command, unescape
 from ..chat.session import ChatSession, stream_reply
 from ..chat.snapshot import ReplyResult, Snapshot
+from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider, provider_for
 from ..settings import KINDS, MODES, PROVIDER_KEY, ChatSettings, ProviderChoice
 from ..storage.store import StoreError, open_store
+from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
 from .store import exit_code
 from .terminal import TerminalText
@@ -38,6 +40,9 @@ class TurnOptions:
     mode: str | None = None
     chat: str | None = None
     data_dir: str | None = None
+    workspace: str | None = None
+    allow: str = "read"
+    mcp: tuple[str, ...] = ()
 
     def settings(self) -> dict:
         values: dict = {"context_window": self.context_tokens, "reserve_output": self.max_tokens}
@@ -59,9 +64,9 @@ def one_message(provider: Provider, text: str, options: TurnOptions, out: TextIO
 
     problem, cut = None, False
     try:
-        _, finish = _interruptible(lambda: stream_reply(provider, [Message("user", text)], received, write, cancel,
-                                                        max_tokens=max_tokens, temperature=options.temperature),
-                                   cancel)
+        finish = _interruptible(lambda: stream_reply(provider, [Message("user", text)], received, write, cancel,
+                                                     max_tokens=max_tokens, temperature=options.temperature),
+                                cancel).finish
         cut = finish == "length"
     except ProviderError as exc:
         problem = exc
@@ -127,9 +132,11 @@ class TerminalChat:
     their handlers; what is said beside a reply (what the engine did: summaries, folds, undos; a command refused)
     goes to `asides`."""
 
-    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, asides: TextIO) -> None:
+    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, asides: TextIO,
+                 loop: ToolLoop | None = None) -> None:
         self.session = session
         self.out, self.err, self.asides = out, err, asides
+        self.loop = loop  # the model calls tools (--workspace, --mcp)
 
     def tell(self, snapshot: Snapshot | None) -> None:
         for event in snapshot.events if snapshot is not None else ():
@@ -154,8 +161,22 @@ class TerminalChat:
         return self.reply(label)
 
     def reply(self, label: str) -> int:
+        if self.loop is not None:
+            return self._stream(label, self._answer_with_tools)
         placeholder = Message(role="assistant", content="", incomplete=True)
         return self._stream(label, lambda write, cancel: self.session.reply(placeholder, on_text=write, cancel=cancel))
+
+    def _answer_with_tools(self, write, cancel: CancelToken) -> ReplyResult:
+        """The model's replies and its tool steps, each step on a line of its own; the last reply's result."""
+        assert self.loop is not None
+
+        def step(done: Step) -> None:
+            print(step_line(done), file=self.asides, flush=True)
+
+        turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step)
+        if turn.ended and not cancel.cancelled and turn.replies and not turn.replies[-1].problem:
+            print(f"[precis: {turn.ended}]", file=self.asides)  # the step limit
+        return turn.replies[-1]
 
     def go_on(self, label: str) -> int:
         """/continue: the model goes on with the last reply, through the chat core as in the window."""
@@ -189,8 +210,12 @@ class TerminalChat:
 def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: TextIO, err: TextIO,
                   message: str | None = None) -> int:
     """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID; with
-    `message` (and --chat), that one turn of the stored chat, its reply alone on `out`."""
-    with open_store(options.data_dir) as store:
+    `message` (and --chat), that one turn of the stored chat, its reply alone on `out`. With a workspace or MCP
+    servers, the model calls tools."""
+    # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
+    asides = out if message is None else err
+    with terminal_toolbox(options.workspace, options.mcp, options.data_dir, err) as toolbox, \
+            open_store(options.data_dir) as store:
         if options.chat:
             chat_id, overrides = store.find_chat(options.chat).id, options.settings()
         else:
@@ -198,10 +223,15 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
             overrides = {}
         session = ChatSession(store, chat_id, provider, overrides)
         session.temperature = options.temperature
-        # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
-        chat = TerminalChat(session, out, err, asides=out if message is None else err)
+        loop = None
+        if toolbox is not None:
+            ask = terminal_ask(stdin, asides) if options.allow != "all" else (lambda _call, _preview: ALLOW_ONCE)
+            loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
+        chat = TerminalChat(session, out, err, asides, loop)
         try:
             chat.tell(session.build_engine(estimate=False))
+            if loop is not None:
+                loop.max_steps = session.settings.tool_steps
             if message is not None:
                 return chat.line(message, label="")
             window = session.engine.budget.window
@@ -250,6 +280,12 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
               "setting, else Settings → Summarization's)")
 @click.option("--chat", "chat_ref", help="continue a stored chat (id, unique id prefix or exact title) with its "
               "settings; with MESSAGE, one turn of it")
+@click.option("--workspace", type=click.Path(file_okay=False), help="a folder: the model may read, search and "
+              "change files in it and run commands there (docs/tools.md)")
+@click.option("--allow", type=click.Choice(ALLOW_CHOICES), default="read", show_default=True,
+              help="which tool calls run without asking y/n: read (reading and searching), all, or ask (none)")
+@click.option("--mcp", multiple=True, metavar="NAME", help="an MCP server of mcp.json in the data folder whose tools "
+              "the model may call (repeatable)")
 @data_dir_option
 def chat(message: str | None, provider: str | None, base_url: str | None, model: str | None, chat_ref: str | None,
          data_dir: str | None, **options) -> int:
@@ -264,7 +300,7 @@ def chat(message: str | None, provider: str | None, base_url: str | None, model:
             backend = provider_for(ProviderChoice.model_validate({**choice.model_dump(), **given}))
         else:
             backend = make_provider(provider, base_url=base_url, model=model)
-        if message is not None and chat_ref is None:
+        if message is not None and chat_ref is None and not (turn.workspace or turn.mcp):
             return one_message(backend, message, turn, sys.stdout, sys.stderr)
         return terminal_chat(backend, turn, sys.stdin, sys.stdout, sys.stderr, message)
     except (ProviderError, ValueError) as exc:

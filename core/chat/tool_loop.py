@@ -1,0 +1,138 @@
+"""The model using tools, written once for the window and the terminal: the model replies; each tool call it makes
+is asked about (when it writes or runs), run, and its result stored as a message; the model is called again with
+them, until it answers without a call, the user stops it, or the step limit is reached.
+
+Every call is answered with a result (a denied, skipped or stopped one says so), as every provider requires; the
+results go through the chat's engine like any message, so old outputs shrink and summaries are made between steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..model.messages import Message, ToolCall
+from ..model.tools import ToolOutcome, ToolSpec
+from ..providers.base import CancelToken
+from .session import ChatSession
+from .snapshot import ReplyResult
+
+Decision = Literal["once", "chat", "deny"]
+# What the user decides on a call that writes or runs: run it this time, run this tool without asking for the rest
+# of the chat, or do not run it (the model is told).
+ALLOW_ONCE: Decision = "once"
+ALLOW_IN_CHAT: Decision = "chat"
+DENY: Decision = "deny"
+
+DEFAULT_MAX_STEPS = 25
+
+
+class Tools(Protocol):
+    """What the loop needs of a chat's tools (core.tools.toolbox.Toolbox)."""
+
+    def specs(self) -> list[ToolSpec]: ...
+
+    def needs_consent(self, name: str) -> bool: ...
+
+    def preview(self, call: ToolCall) -> str: ...
+
+    def run(self, call: ToolCall, cancel: CancelToken | None = None) -> ToolOutcome: ...
+
+
+# Asked on the loop's thread, which waits for the answer: (the call, what it would do) -> the user's decision.
+Ask = Callable[[ToolCall, str], Decision]
+
+
+@dataclass
+class Step:
+    """One call and what came of it: its result as stored (the message the model reads next)."""
+
+    call: ToolCall
+    result: Message
+    outcome: ToolOutcome
+    asked: bool = False
+
+
+@dataclass
+class Turn:
+    """A message's whole answer: every reply of the model, every step between them, and why it ended early, if it
+    did ("" when the model answered)."""
+
+    replies: list[ReplyResult] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    ended: str = ""
+
+
+@dataclass
+class ToolLoop:
+    """The tools of one chat and what the user allowed in it. `ask_before_reading`: read-only tools ask too."""
+
+    session: ChatSession
+    tools: Tools
+    ask: Ask
+    max_steps: int = DEFAULT_MAX_STEPS
+    ask_before_reading: bool = False
+    allowed_in_chat: set[str] = field(default_factory=set)
+
+    def answer(self, *, cancel: CancelToken, on_text: Callable[[Message, str], object],
+               on_reply: Callable[[ReplyResult], object] = lambda _result: None,
+               on_step: Callable[[Step], object] = lambda _step: None,
+               on_progress: Callable[[int, int], object] | None = None) -> Turn:
+        """Answer the user's last message, with tools. `on_text(placeholder, piece)` as a reply streams (a new
+        placeholder for each reply); `on_reply` when a reply ends; `on_step` when a call's result is stored."""
+        session, turn = self.session, Turn()
+        session.use_tools(self.tools.specs())  # ToolsTooLarge goes to the caller: nothing was sent yet
+        while True:
+            placeholder = Message(role="assistant", content="", incomplete=True)
+            result = session.reply(placeholder, on_text=lambda piece, p=placeholder: on_text(p, piece),
+                                   cancel=cancel, on_progress=on_progress)
+            turn.replies.append(result)
+            on_reply(result)
+            calls = result.message.tool_calls
+            if not calls or result.problem:
+                turn.ended = "stopped" if cancel.cancelled else result.problem or ""
+                return turn
+            over = len(turn.steps) + len(calls) > self.max_steps
+            for call in calls:
+                step = self._step(call, cancel, over)
+                session.add_messages([step.result])
+                turn.steps.append(step)
+                on_step(step)
+            if cancel.cancelled:
+                turn.ended = "stopped"
+                return turn
+            if over:
+                turn.ended = (f"the step limit was reached: {self.max_steps} tool calls for one message "
+                              f"(Settings → This chat sets it)")
+                return turn
+            session.use_tools(self.tools.specs())  # a server that started or stopped meanwhile
+
+    def _step(self, call: ToolCall, cancel: CancelToken, over: bool) -> Step:
+        asked = False
+        if cancel.cancelled:
+            outcome = ToolOutcome("not run: the user stopped the answer", ok=False)
+        elif over:
+            outcome = ToolOutcome(f"not run: the limit of {self.max_steps} tool calls for one message was reached; "
+                                  "answer with what you have", ok=False)
+        else:
+            decision: Decision = ALLOW_ONCE
+            if call.name not in self.allowed_in_chat and (self.ask_before_reading or self.tools.needs_consent(call.name)):
+                asked = True
+                decision = self.ask(call, self.tools.preview(call))
+                if decision == ALLOW_IN_CHAT:
+                    self.allowed_in_chat.add(call.name)
+            outcome = (ToolOutcome("not run: the user denied this call", ok=False) if decision == DENY
+                       else self.tools.run(call, cancel))
+        return Step(call, tool_result(call, outcome), outcome, asked)
+
+
+def tool_result(call: ToolCall, outcome: ToolOutcome) -> Message:
+    """The message the model reads for a call: the tool's output, marked when the tool failed or was cut short (the
+    bounded tools end such output with a bracketed note of why; others get one)."""
+    text = outcome.output if outcome.ok else f"Error: {outcome.output}"
+    if outcome.cut and not text.rstrip().endswith("]"):
+        text += "\n[output cut short: a time or size limit, or Stop]"
+    return Message(role="tool", content=text, name=call.name, tool_call_id=call.id, incomplete=outcome.cut,
+                   created_at=time.time())

@@ -1,0 +1,67 @@
+"""`precis chat --workspace DIR --allow … --mcp NAME`: the model calls tools in the terminal, through the chat core's
+loop (core/chat/tool_loop.py, the window's too); each call that writes or runs is asked about, y/n."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
+
+from ..chat.tool_loop import ALLOW_IN_CHAT, ALLOW_ONCE, DENY, Ask, Decision, Step
+from ..storage.paths import data_dir as data_folder
+from ..summary.tool_output import one_line
+from ..tools.mcp_config import MCP_CONFIG_NAME, read_mcp_config
+from ..tools.mcp_servers import FAILED, START_SECONDS, McpServers
+from ..tools.toolbox import Toolbox
+from ..tools.workspace import Workspace
+
+# --allow: ask before every call, before those that write or run (the default), or never.
+ALLOW_CHOICES = ("ask", "read", "all")
+
+
+@contextmanager
+def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | None,
+                     err: TextIO) -> Iterator[Toolbox | None]:
+    """The tools of this run: the workspace's, and the named servers of mcp.json (started here, stopped at the
+    end); None without either. ValueError names a folder or server that is not there."""
+    if workspace is None and not mcp:
+        yield None
+        return
+    folder = Workspace(workspace) if workspace is not None else None
+    servers = None
+    if mcp:
+        path = data_folder(data_dir) / MCP_CONFIG_NAME
+        configs = {config.name: config for config in read_mcp_config(path)}
+        missing = [name for name in mcp if name not in configs]
+        if missing:
+            raise ValueError(f"no MCP server {', '.join(map(repr, missing))} in {path} "
+                             f"(it names: {', '.join(configs) or 'none'})")
+        servers = McpServers([configs[name] for name in mcp])
+        servers.start()
+        servers.wait_started(START_SECONDS)
+        for status in servers.statuses():
+            if status.state == FAILED:  # the chat goes on without it
+                print(f"[precis: MCP server {status.name!r} did not start: {status.detail}]", file=err)
+    try:
+        yield Toolbox(folder, servers)
+    finally:
+        if servers is not None:
+            servers.close()
+
+
+def terminal_ask(stdin: TextIO, out: TextIO) -> Ask:
+    """Ask y/n on the terminal before a call that writes or runs, showing what it would do."""
+
+    def ask(call, preview: str) -> Decision:
+        out.write(f"\n[the model wants to run {call.name}]\n{preview}\n"
+                  "Allow it? y: this once, a: always in this chat, n: no [y/a/N] ")
+        out.flush()
+        answer = stdin.readline().strip().lower()
+        return ALLOW_ONCE if answer in ("y", "yes") else ALLOW_IN_CHAT if answer in ("a", "always") else DENY
+
+    return ask
+
+
+def step_line(step: Step) -> str:
+    """A step as the terminal shows it: its one-line summary (as old outputs shrink to) and its time."""
+    return f"{one_line(step.call, step.result)} {step.outcome.seconds:.1f} s"

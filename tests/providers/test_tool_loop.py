@@ -1,0 +1,167 @@
+"""The model using tools through the chat core (core/chat/tool_loop.py): a real store, real workspace tools on a
+temporary folder, and the OpenAI-compatible provider over loopback. The model is the scripted server, a stand-in: a
+real model does not call read_file, then execute_bash, then answer, on demand."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+
+import pytest
+from precis.core.chat.session import ChatSession
+from precis.core.chat.tool_loop import ALLOW_IN_CHAT, ALLOW_ONCE, DENY, ToolLoop
+from precis.core.context.engine import ToolsTooLarge
+from precis.core.model.messages import Message
+from precis.core.providers.base import CancelToken
+from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.storage.store import open_store
+from precis.core.tools.toolbox import Toolbox
+from precis.core.tools.workspace import Workspace
+
+from tests.providers.scripted_server import FINISH, delta, stream
+from tests.providers.test_tool_calls import CALLS_FINISH, call_delta
+
+
+def calls(*made: tuple[str, str, dict]) -> list[str]:
+    """A reply making these calls (id, tool, arguments)."""
+    return [*(call_delta(n, call_id=call_id, name=name, arguments=json.dumps(arguments))
+              for n, (call_id, name, arguments) in enumerate(made)), CALLS_FINISH, "data: [DONE]"]
+
+
+def answer(text: str) -> list[str]:
+    return [delta(text), FINISH, "data: [DONE]"]
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
+    return folder
+
+
+def chat(store, server, workspace, asked: list, decisions: list[str], **loop) -> tuple[ChatSession, ToolLoop]:
+    chat_id = store.create_chat("tools", settings={"context_window": 8192})  # no request asks the server its window
+    session = ChatSession(store, chat_id, OpenAICompatProvider(server.base_url, "test-model", "sk-test"))
+    session.build_engine(estimate=False)
+    session.add_messages([Message(role="user", content="What does main.py print? Then save a note.")])
+
+    def ask(call, preview):
+        asked.append((call.name, preview))
+        return decisions.pop(0)
+
+    return session, ToolLoop(session, Toolbox(Workspace(workspace)), ask, **loop)
+
+
+def run(loop: ToolLoop, cancel: CancelToken | None = None):
+    texts: list[str] = []
+    return loop.answer(cancel=cancel or CancelToken(), on_text=lambda _p, piece: texts.append(piece)), texts
+
+
+def test_reads_run_at_once_writes_ask_and_a_denied_call_never_runs(tmp_path, server, workspace):
+    server.steps = [
+        stream(calls(("c1", "read_file", {"path": "main.py"}))),
+        stream(calls(("c2", "execute_bash", {"command": "echo done > note.txt"}))),
+        stream(answer("It prints the working folder. I could not save the note.")),
+    ]
+    asked: list = []
+    with open_store(tmp_path / "data") as store:
+        session, loop = chat(store, server, workspace, asked, [DENY])
+        turn, texts = run(loop)
+        assert turn.ended == "" and "".join(texts).startswith("It prints the working folder")
+        # The read ran without asking; the command asked, showing the command, and was denied: it never ran.
+        assert [(s.call.name, s.asked, s.outcome.ok) for s in turn.steps] == [
+            ("read_file", False, True), ("execute_bash", True, False)]
+        assert asked == [("execute_bash", f"$ echo done > note.txt\n(in {workspace})")]
+        assert not (workspace / "note.txt").exists()
+        # The model read the file's text, then that the call was denied; each result answers its call.
+        second, third = server.requests[1][2]["messages"], server.requests[2][2]["messages"]
+        assert second[-1] == {"role": "tool", "tool_call_id": "c1", "content": turn.steps[0].result.content}
+        assert "print(os.getcwd())" in second[-1]["content"]
+        assert third[-1]["content"] == "Error: not run: the user denied this call"
+        assert {t["function"]["name"] for t in server.requests[0][2]["tools"]} >= {"read_file", "execute_bash"}
+        # Stored as messages, in order: the chat reopened holds the whole turn.
+        stored = store.load_messages(session.chat_id)
+        assert [(m.role, [c.name for c in m.tool_calls], m.tool_call_id) for m in stored] == [
+            ("user", [], None), ("assistant", ["read_file"], None), ("tool", [], "c1"),
+            ("assistant", ["execute_bash"], None), ("tool", [], "c2"), ("assistant", [], None)]
+        # The tool definitions count in the prompt, as a kind of their own.
+        assert session.snapshot().usage.by_kind["tools"] > 0
+
+
+def test_allowed_in_this_chat_asks_once(tmp_path, server, workspace):
+    server.steps = [stream(calls(("c1", "create_file", {"path": "a.txt", "content": "one\n"}))),
+                    stream(calls(("c2", "create_file", {"path": "b.txt", "content": "two\n"}))),
+                    stream(answer("Both files are made."))]
+    asked: list = []
+    with open_store(tmp_path / "data") as store:
+        _session, loop = chat(store, server, workspace, asked, [ALLOW_IN_CHAT])
+        turn, _ = run(loop)
+    assert [name for name, _ in asked] == ["create_file"] and "+one" in asked[0][1]  # the diff, before writing
+    assert (workspace / "a.txt").read_text() == "one\n" and (workspace / "b.txt").read_text() == "two\n"
+    assert [s.asked for s in turn.steps] == [True, False]
+
+
+def test_the_step_limit_ends_the_turn_and_says_so(tmp_path, server, workspace):
+    server.steps = [stream(calls((f"c{n}", "read_file", {"path": "main.py"}))) for n in range(4)]
+    with open_store(tmp_path / "data") as store:
+        session, loop = chat(store, server, workspace, [], [], max_steps=3)
+        turn, _ = run(loop)
+        assert turn.ended.startswith("the step limit was reached: 3 tool calls")
+        assert [s.outcome.ok for s in turn.steps] == [True, True, True, False]
+        assert "limit of 3 tool calls" in turn.steps[-1].result.content
+        assert len(server.requests) == 4  # the model is not called again past the limit
+        # Every call has its result: the chat can go on with any provider.
+        messages = store.load_messages(session.chat_id)
+        assert {c.id for m in messages for c in m.tool_calls} == {m.tool_call_id for m in messages if m.role == "tool"}
+
+
+def test_stop_while_a_tool_runs_ends_the_loop_and_answers_every_call(tmp_path, server, workspace):
+    server.steps = [stream(calls(("c1", "execute_bash", {"command": "sleep 30"}),
+                                 ("c2", "read_file", {"path": "main.py"})))]
+    cancel = CancelToken()
+
+    def ask(_call, _preview):
+        threading.Timer(0.5, cancel.cancel).start()  # Stop, pressed while the command runs
+        return ALLOW_ONCE
+
+    with open_store(tmp_path / "data") as store:
+        session, loop = chat(store, server, workspace, [], [])
+        loop.ask = ask
+        turn, _ = run(loop, cancel)
+        assert turn.ended == "stopped" and len(server.requests) == 1
+        first, second = turn.steps
+        assert first.outcome.seconds < 10 and not first.outcome.ok
+        assert second.result.content == "Error: not run: the user stopped the answer"
+        assert [m.role for m in store.load_messages(session.chat_id)] == ["user", "assistant", "tool", "tool"]
+
+
+def test_tools_too_large_for_the_window_are_not_sent(tmp_path, server, workspace):
+    with open_store(tmp_path / "data") as store:
+        session, loop = chat(store, server, workspace, [], [])
+        store.update_chat_settings(session.chat_id, session.settings.model_copy(update={"context_window": 600,
+                                                                                          "reserve_output": 64}))
+        session.build_engine(estimate=False)
+        with pytest.raises(ToolsTooLarge, match=r"the definitions of 6 tools take [\d,]+ tokens, more than half"):
+            run(loop)
+        assert server.requests == [] and session.tools == [] and session.snapshot().usage.by_kind["tools"] == 0
+
+
+@pytest.mark.parametrize("answer_given, made", [("n", False), ("y", True)])
+def test_the_terminal_chat_asks_y_n_and_prints_each_step(tmp_path, server, workspace, answer_given, made):
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    server.steps = [stream(calls(("c1", "execute_bash", {"command": "echo hi > note.txt"}))),
+                    stream(answer("Done, as far as I was let."))]
+    options = TurnOptions(temperature=0.0, context_tokens=8192, data_dir=str(tmp_path / "data"),
+                          workspace=str(workspace))
+    stdin, out = io.StringIO(f"Save a note.\n{answer_given}\n"), io.StringIO()
+    provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
+    assert terminal_chat(provider, options, stdin, out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert f"[the model wants to run execute_bash]\n$ echo hi > note.txt\n(in {workspace})\nAllow it?" in text
+    assert (workspace / "note.txt").exists() == made
+    step = next(line for line in text.splitlines() if "[✓ execute_bash" in line or "[❌ execute_bash" in line)
+    assert ("✓" in step) == made and step.endswith(" s")
+    assert "Done, as far as I was let." in text
