@@ -35,6 +35,7 @@ PROVIDER_KEY = "provider"
 SUMMARIZATION_KEY = "summarization"
 APPEARANCE_KEY = "appearance"
 WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
+TOOLS_KEY = "tools"  # which tools the model may call, and when the user is asked (ToolSettings)
 INSPECTOR_KEY = "inspector"  # the inspector's sections the user folded away (InspectorFolds): not in the dialog
 # Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.
 CALIBRATION_KEY = "count_calibration"
@@ -270,6 +271,14 @@ class WindowSize(BaseModel):
     width: int = Field(1400, ge=1)
     height: int = Field(900, ge=1)
     maximized: bool = False
+
+
+class ToolSettings(BaseModel):
+    """Settings → Tools, saved under TOOLS_KEY: tools switched off (a workspace tool's name, or "server/tool" for an
+    MCP server's; "server/*" for all of a server's), and whether reading tools ask too."""
+
+    disabled: list[str] = []
+    ask_before_reading: bool = False
 
 
 class InspectorFolds(BaseModel):

@@ -44,6 +44,7 @@ from .sending import Sender
 from .settings_dialog import SettingsDialog
 from .status import StatusLine
 from .text_window import show_text
+from .tool_service import ToolService
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
 from .wording import NEW_CHAT_TITLE
@@ -66,6 +67,8 @@ class MainWindow(QMainWindow):
         self.remembers_size = True  # its size is saved as it closes (a screenshot's window is not the user's)
         self.setWindowTitle("Precis")
         self.chat = ChatController(store, provider, parent=self)
+        self.tools = ToolService(store)  # the MCP servers of mcp.json, started in the background below
+        self.tools.start()
 
         self.chat_list = ChatList()
         self.conversation = ConversationView()
@@ -359,4 +362,5 @@ class MainWindow(QMainWindow):
             remember_size(self, self.chat.store_calls.set_setting)
         self.composer.flush_draft()
         self.chat.shutdown()
+        self.tools.stop()
         event.accept()

@@ -42,11 +42,14 @@ class Toolbox:
     (None: all)."""
 
     def __init__(self, workspace: Workspace | None = None, servers: McpServers | None = None,
-                 enabled_servers: Collection[str] | None = None, call_seconds: float = CALL_SECONDS) -> None:
+                 enabled_servers: Collection[str] | None = None, call_seconds: float = CALL_SECONDS,
+                 disabled: Collection[str] = ()) -> None:
         self.workspace = workspace
         self.servers = servers
         self.enabled_servers = enabled_servers
         self.call_seconds = call_seconds
+        # Switched off in Settings → Tools (ToolSettings.disabled): never offered, a call to one is refused.
+        self.disabled = frozenset(disabled)
 
     def specs(self) -> list[ToolSpec]:
         """The tools to offer the model now: a server's appear once it is running."""
@@ -130,12 +133,14 @@ class Toolbox:
         entries: dict[str, _Entry] = {}
         if self.workspace is not None:
             for spec in (*WORKSPACE_TOOLS, *editing.EDITING_TOOLS):
-                entries[spec.name] = _Entry(spec)
+                if spec.name not in self.disabled:
+                    entries[spec.name] = _Entry(spec)
         if self.servers is None:
             return entries
         offered = [(status.name, spec) for status in self.servers.statuses()
-                   if self.enabled_servers is None or status.name in self.enabled_servers
-                   for spec in status.tools if status.state == RUNNING]
+                   if (self.enabled_servers is None or status.name in self.enabled_servers)
+                   and f"{status.name}/*" not in self.disabled
+                   for spec in status.tools if status.state == RUNNING and f"{status.name}/{spec.name}" not in self.disabled]
         counts: dict[str, int] = {}
         for _server, spec in offered:
             counts[spec.name] = counts.get(spec.name, 0) + 1

@@ -67,3 +67,11 @@ def test_mcp_tools_join_the_workspace_tools_under_unique_names(tmp_path):
 
         only_clock = Toolbox(None, running, enabled_servers={"clock"})
         assert {spec.name for spec in only_clock.specs()} == {"get_current_time", "convert_time"}
+
+        # Switched off in Settings → Tools: one tool of a server, all of another's, a workspace tool.
+        switched = Toolbox(Workspace(tmp_path), running, disabled={"time/convert_time", "clock/*", "execute_bash"})
+        offered = {spec.name for spec in switched.specs()}
+        assert "get_current_time" in offered and not offered & {"convert_time", "time_convert_time", "execute_bash",
+                                                                 "clock_get_current_time"}
+        off = switched.run(ToolCall(id="3", name="execute_bash", arguments={"command": "touch made"}))
+        assert not off.ok and not (tmp_path / "made").exists()
