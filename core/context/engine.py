@@ -128,13 +128,14 @@ class ContextEngine:
         """The tools sent with each request from now on: their definitions count in every prompt (the gauge's
         "tools"), as the system prompt does. ToolsTooLarge (and none are sent) when they would take more than
         MAX_TOOLS_SHARE of the budget: the conversation would have no room left."""
-        tokens = self.counter.count_text(specs_json(specs)) if specs else 0
+        text = specs_json(specs)
+        tokens = self.counter.count_text(text) if text else 0
         if self.counter.calibrated(tokens) > self.budget.available * MAX_TOOLS_SHARE:
-            self.setup.tool_tokens = 0
+            self.setup.tool_text, self.setup.tool_tokens = "", 0
             raise ToolsTooLarge(f"the definitions of {len(specs)} tools take {tokens:,} tokens, more than half of the "
                                 f"{self.budget.available:,} this chat has: switch some tools off, or choose a larger "
                                 f"context window")
-        self.setup.tool_tokens = tokens
+        self.setup.tool_text, self.setup.tool_tokens = text, tokens
 
     def count_exactly(self, messages: list[Message]) -> None:
         """Count these messages (those the counter has stand-ins for, TokenCounter.estimate_missing): usage and

@@ -52,8 +52,9 @@ class ContextSetup:
     summarizer: Summarizer
     # The chat's system prompt (a setting, not a message): always first, never summarized.
     system_prompt: str = ""
-    # Raw tokens of the tool definitions sent with each request (ContextEngine.set_tools): like the system prompt,
-    # a fixed part of every prompt that no summary removes.
+    # The tool definitions sent with each request (ContextEngine.set_tools), as the text a counter reads, and its raw
+    # tokens: like the system prompt, a fixed part of every prompt that no summary removes.
+    tool_text: str = ""
     tool_tokens: int = 0
 
     def overhead(self) -> int:
