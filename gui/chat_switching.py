@@ -51,7 +51,7 @@ class ChatSwitcher(QObject):
 
     def connect(self) -> None:
         chat = self.chat
-        chat.rows_loaded.connect(lambda snap: self.show_rows(snap, scroll_to_end=True))
+        chat.rows_loaded.connect(self._first_rows)
         chat.snapshot_changed.connect(self.show_snapshot)
         chat.chats_changed.connect(self.refresh_chats)
         chat_list = self.chat_list
@@ -129,6 +129,11 @@ class ChatSwitcher(QObject):
                                            lambda _none: self.closing or (self.refresh_chats(),
                                                                           self.open_chat(chat_id)))
 
+    def _first_rows(self, snapshot: Snapshot) -> None:
+        self.show_rows(snapshot, scroll_to_end=True)
+        if snapshot.draft and not self.composer.text():  # what was typed meanwhile is kept
+            self.composer.set_text(snapshot.draft)
+
     def open_chat(self, chat_id: str) -> None:
         if self.chat.is_open(chat_id):
             return
@@ -136,7 +141,7 @@ class ChatSwitcher(QObject):
         self.close_chat()
         self.switched.emit()
         self.chat_list.set_chats(self.chat_list.chats, chat_id)
-        self.composer.set_text(self.chat.store.get_draft(chat_id))
+        self.composer.set_text("")  # its draft comes with its first rows, read off this thread
         self.chat.open(chat_id)
         self.update_title()
         if left_empty is not None:  # "New chat" clicked and left as it was: not kept, nothing in it is lost

@@ -41,6 +41,7 @@ class Sender(QObject):
         self._run_command = run_command
         # The last user message being edited in the composer (edit-and-resend), if any.
         self.editing: Message | None = None
+        self.text_before_edit = ""
 
     def connect(self) -> None:
         self.composer.send_requested.connect(self.submit)
@@ -149,6 +150,7 @@ class Sender(QObject):
             self.composer.set_hint("Your last message is inside a summary; undo the summary to edit it.", error=True)
             return
         self.editing = message
+        self.text_before_edit = self.composer.text()  # back in the box if the edit is cancelled
         self.composer.set_text(message.content)
         self.composer.set_hint("Editing your last message: Send answers the new version; ‹ › on it pages back to "
                                "this one and its reply (Esc cancels).")
@@ -161,7 +163,7 @@ class Sender(QObject):
     def cancel_edit(self) -> None:
         if self.editing is not None:
             self.editing = None
-            self.composer.set_text(self.chat.store.get_draft(self.chat.session.chat_id) if self.chat.session else "")
+            self.composer.set_text(self.text_before_edit)
             self.composer.set_hint("Edit cancelled.")
 
     def regenerate(self) -> None:

@@ -113,7 +113,8 @@ class ChatSession:
         settings = with_overrides(store.get_chat(chat_id).settings, self.overrides)
         rows = build_rows(messages, active, hidden)
         return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
-                        versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows))
+                        versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows),
+                        draft=store.get_draft(chat_id))
 
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet

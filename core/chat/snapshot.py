@@ -42,6 +42,8 @@ class Snapshot:
     folded: dict[str, list[str]] = field(default_factory=dict)
     # Only the chat's last rows, for the first paint (ChatSession.load_rows); the whole chat follows.
     partial: bool = False
+    # With those first rows: the chat's unsent draft, read off the window's thread.
+    draft: str | None = None
     # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
     counting: int = 0
     # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from precis.core.model.messages import Message
@@ -77,3 +78,23 @@ def test_the_draft_is_counted_against_what_is_left_and_warns_before_a_summary(qt
     qtbot.waitUntil(lambda: shown(window) is not None, timeout=WAIT_MS)
     window.composer.set_text("")
     qtbot.waitUntil(lambda: window.composer.token_count.text() == "", timeout=WAIT_MS)
+
+
+def test_each_chats_draft_comes_back_read_off_the_windows_thread(qtbot, make_window, store):
+    # Issue 22: drafts were read on the window's thread, where a store held by another writer can wait.
+    first, second = store.create_chat("first"), store.create_chat("second")
+    store.set_draft(first, "half a thought")
+    readers: list[bool] = []
+    read = store.get_draft
+
+    def watched(chat_id: str) -> str:  # the real read, noting which thread made it
+        readers.append(threading.current_thread() is threading.main_thread())
+        return read(chat_id)
+
+    store.get_draft = watched
+    window = make_window()
+    for chat_id, draft in ((first, "half a thought"), (second, ""), (first, "half a thought")):
+        window.open_chat(chat_id)
+        qtbot.waitUntil(lambda c=chat_id: idle(window) and window.chat.session.chat_id == c, timeout=WAIT_MS)
+        assert window.composer.text() == draft
+    assert readers and not any(readers)
