@@ -284,7 +284,7 @@ class ToolSettings(BaseModel):
 class InspectorFolds(BaseModel):
     """The context inspector's sections folded away when the window last showed them, saved under INSPECTOR_KEY."""
 
-    folded: list[str] = []
+    folded: list[str] = ["prompt"]  # the next prompt, part by part, is opened when wanted
 
 
 # The settings pages' sections, in the order docs/settings.md lists them.

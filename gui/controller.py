@@ -48,6 +48,8 @@ class ChatController(QObject):
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store = store
+        # Whether snapshots carry the next prompt part by part (the inspector's Prompt section is open).
+        self.shows_prompt = False
         self.runner = Runner(parent=self)
         self.store_calls = StoreCalls(store, parent=self)  # the window's own store calls: chat list, search, settings
         self.chat_runner: Runner | None = None
@@ -103,6 +105,15 @@ class ChatController(QObject):
         """Run work that is not the open chat's (loading a model, an import, a tool) on the shared runner."""
         return self.track(self.runner.submit(label, fn), status, done, failed)
 
+    def show_prompt(self, shown: bool) -> None:
+        """Carry the next prompt in each snapshot from now on (or no longer); shown, at once for the open chat."""
+        self.shows_prompt = shown
+        session = self.session
+        if session is not None:
+            session.shows_prompt = shown
+            if shown:
+                self.run_on_chat("read the prompt", lambda _job: session.snapshot(), self.apply)
+
     def run_on_chat(self, label: str, fn: Callable[[Job], Any], done: Done = None, failed: Failed = None) -> Job:
         """Run on the open chat's serial worker (the engine is never used from two threads); failures are shown."""
         return self.track(self.chat_runner.submit(label, fn), label[0].upper() + label[1:] + "…", done, failed)
@@ -114,6 +125,7 @@ class ChatController(QObject):
         meanwhile runs after them, on exact counts."""
         self.close()
         self.session = session = ChatSession(self.store, chat_id, self.model.provider)
+        session.shows_prompt = self.shows_prompt
         self.chat_runner = Runner(max_threads=1, parent=self)
         self.run_on_chat("open the chat", lambda _job: session.load_rows(), self._rows_loaded)
 

@@ -54,6 +54,7 @@ class Feedback:
         self.composer.set_hint("")
         self.inspector.hide_notice()
         self.inspector.result_card.hide()
+        self.inspector.prompt.clear()
 
     def announce(self, event) -> None:
         """A summary made, undone or not kept (an event of a snapshot)."""

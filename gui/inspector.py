@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..core.context.prompt_parts import SUMMARY
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
 from .inspector_chain import SummaryChain
 from .inspector_gauge import LEVEL_COLOURS, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
+from .inspector_prompt import PromptView
 from .inspector_record import ResultCard, SummaryDetails
 from .inspector_section import Section
 
@@ -50,6 +52,7 @@ class Inspector(QFrame):
     record_selected = Signal(str)
     message_selected = Signal(str)  # a recalled message: show it in the conversation
     folds_changed = Signal(list)  # the keys of the sections folded away, to be remembered
+    prompt_shown = Signal(bool)  # the Prompt section unfolded (its parts are wanted) or folded away
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -111,6 +114,9 @@ class Inspector(QFrame):
         self.archived_view.revealed.connect(self._scroll_to_archived)
 
         self.sent_section = Section("sent", "What is sent: tokens by kind", self.sent)
+        self.prompt = PromptView()
+        self.prompt.source_chosen.connect(self._prompt_source_chosen)
+        self.prompt_section = Section("prompt", "The next prompt, as sent", self.prompt)
         # What the newest summary did, under the chain: above it, it put the chain below the fold at 1000×700.
         chain_box = QWidget()
         chain_layout = QVBoxLayout(chain_box)
@@ -125,7 +131,8 @@ class Inspector(QFrame):
         content_layout = QVBoxLayout(content)
         content_layout.setContentsMargins(0, 0, CONTENT_RIGHT_MARGIN, 0)  # the numbers clear of the scroll bar
         content_layout.setSpacing(8)
-        for widget in (self.over_budget, self.notice_box, self.sent_section, self.chain_section, self.record_section):
+        for widget in (self.over_budget, self.notice_box, self.sent_section, self.prompt_section, self.chain_section,
+                       self.record_section):
             content_layout.addWidget(widget)
         content_layout.addStretch(1)  # a tall panel leaves its room under the sections, not between them
         # The one scroll of the panel: nothing in it scrolls on its own (each part is as tall as what it holds).
@@ -153,8 +160,9 @@ class Inspector(QFrame):
             buttons.addWidget(button)
         controls_layout.addLayout(buttons)
         self.controls_section = Section("controls", "Summarize or undo", controls)
-        self.sections = {s.key: s for s in (self.sent_section, self.chain_section, self.record_section,
-                                            self.controls_section)}
+        self.sections = {s.key: s for s in (self.sent_section, self.prompt_section, self.chain_section,
+                                            self.record_section, self.controls_section)}
+        self.prompt_section.folded.connect(lambda _key, folded: self.prompt_shown.emit(not folded))
         for section in self.sections.values():
             section.folded.connect(lambda _key, _folded: self.folds_changed.emit(self.folded_sections()))
 
@@ -255,6 +263,8 @@ class Inspector(QFrame):
                 f"{mark.glyph} {mark.label}: {meaning}"
                 for mark, meaning in zip(gauge_marks(usage, policy), MARK_MEANINGS, strict=True)))
         self.sent.show_recalled(snapshot.recalled)
+        if snapshot.prompt is not None:
+            self.prompt.show_parts(*snapshot.prompt)
         note = snapshot.over_budget
         self.over_budget.setText("\n".join(note.lines()) if note else "")
         self.over_budget.setVisible(note is not None)
@@ -292,6 +302,15 @@ class Inspector(QFrame):
             self.details.setCurrentWidget(self.archived_view)
             self.archived_view.reveal(message_id)
         self.message_selected.emit(message_id)
+
+    def _prompt_source_chosen(self, kind: str, source: str) -> None:
+        """A part of the prompt chosen: its summary selected in the chain, or its message shown (archived: where
+        it is kept)."""
+        if kind == SUMMARY:
+            self.select_record(source)
+            self.record_section.set_expanded(True)
+        else:
+            self.message_selected.emit(source)
 
     def _scroll_to_archived(self, row: QRect) -> None:
         """An archived message asked for: the panel's scroll shows it (the archive does not scroll itself)."""

@@ -210,6 +210,8 @@ class MainWindow(QMainWindow):
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)
         self.inspector.message_selected.connect(self._reveal_message)
+        self.inspector.prompt_shown.connect(chat.show_prompt)
+        chat.show_prompt(self.inspector.prompt_section.expanded)
         conversation.summary_selected.connect(self.select_summary)
         conversation.pin_requested.connect(self.set_pinned)
         conversation.edit_requested.connect(lambda _id: self.sending.edit_last())

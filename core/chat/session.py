@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
+from ..context.prompt_parts import prompt_parts
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
 from ..model.tokens import Calibration, TokenCounter
@@ -87,6 +88,8 @@ class ChatSession:
         self.versions: dict[str, Versions] = {}
         # The tools offered to the model with each reply (use_tools), their definitions counted in the prompt.
         self.tools: list[ToolSpec] = []
+        # Whether snapshots carry the next prompt part by part (the window's Prompt view is open).
+        self.shows_prompt = False
         # Messages whose counts are stand-ins (build_engine), oldest first, for count_exactly.
         self._uncounted: list[Message] = []
         # What was archived when rows were last built (None: build them with the next snapshot).
@@ -249,7 +252,8 @@ class ChatSession:
         return Snapshot(self.chat_id, messages, hidden, chain, engine.usage(), engine.policy.model_copy(), events,
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
                         over_budget=over_budget(engine), versions=dict(self.versions), folded=folded,
-                        counting=engine.counter.estimating, rows=rows, row_index=index)
+                        counting=engine.counter.estimating, rows=rows, row_index=index,
+                        prompt=prompt_parts(engine) if self.shows_prompt else None)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     @_on_exact_counts

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from ..context.budget import OverBudget
 from ..context.engine import EngineEvent, UsageReport
+from ..context.prompt_parts import PromptPart
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..settings import SummarizationPolicy
@@ -44,6 +45,8 @@ class Snapshot:
     partial: bool = False
     # With those first rows: the chat's unsent draft, read off the window's thread.
     draft: str | None = None
+    # The next prompt part by part, and its tokens (prompt_parts), while the window shows it; else None.
+    prompt: tuple[list[PromptPart], int] | None = None
     # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
     counting: int = 0
     # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)

@@ -72,9 +72,16 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
     content = inspector.scroll.widget()
     inner = content.findChildren(QAbstractScrollArea)
     assert chain in inner and inspector.archived_view in inner and inspector.summary_text in inner
-    for area in inner:
-        for bar in (area.verticalScrollBar(), area.horizontalScrollBar()):
-            assert not bar.isVisible() and bar.maximum() == 0, f"{type(area).__name__} scrolls inside the inspector"
+    def scrolling_inside() -> list[str]:
+        return [type(area).__name__ for area in content.findChildren(QAbstractScrollArea)
+                for bar in (area.verticalScrollBar(), area.horizontalScrollBar()) if bar.isVisible() or bar.maximum()]
+
+    assert scrolling_inside() == []
+    # The next prompt, part by part, opened: its parts are in the same one scroll (once laid out at its width).
+    inspector.prompt_section.set_expanded(True)
+    qtbot.waitUntil(lambda: inspector.prompt.list.count() > 0, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=5000)
+    inspector.prompt_section.set_expanded(False)
 
     # Each entry of the chain is whole within the panel's width: read without a scroll bar, nothing past its edge.
     viewport = inspector.scroll.viewport()
@@ -132,7 +139,7 @@ def test_a_section_folds_and_unfolds_from_the_mouse_and_the_keyboard_and_stays_a
 
     # Folded away, it stays folded the next time the window opens.
     qtbot.mouseClick(inspector.record_section.header, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: store.get_setting(INSPECTOR_KEY) == {"folded": ["summary"]}, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: store.get_setting(INSPECTOR_KEY) == {"folded": ["prompt", "summary"]}, timeout=WAIT_MS)
     again = make_window()
     assert not again.inspector.record_section.expanded and again.inspector.chain_section.expanded
     assert not again.inspector.details.isVisible()
