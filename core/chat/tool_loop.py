@@ -77,15 +77,18 @@ class ToolLoop:
     allowed_in_chat: set[str] = field(default_factory=set)
 
     def answer(self, *, cancel: CancelToken, on_text: Callable[[Message, str], object],
+               on_start: Callable[[Message], object] = lambda _placeholder: None,
                on_reply: Callable[[ReplyResult], object] = lambda _result: None,
                on_step: Callable[[Step], object] = lambda _step: None,
                on_progress: Callable[[int, int], object] | None = None) -> Turn:
-        """Answer the user's last message, with tools. `on_text(placeholder, piece)` as a reply streams (a new
-        placeholder for each reply); `on_reply` when a reply ends; `on_step` when a call's result is stored."""
+        """Answer the user's last message, with tools. `on_start(placeholder)` as each reply begins (a new
+        placeholder for each: a window shows it before its first words); `on_text(placeholder, piece)` as it
+        streams; `on_reply` when it ends; `on_step` when a call's result is stored."""
         session, turn = self.session, Turn()
         session.use_tools(self.tools.specs())  # ToolsTooLarge goes to the caller: nothing was sent yet
         while True:
             placeholder = Message(role="assistant", content="", incomplete=True)
+            on_start(placeholder)
             result = session.reply(placeholder, on_text=lambda piece, p=placeholder: on_text(p, piece),
                                    cancel=cancel, on_progress=on_progress)
             turn.replies.append(result)
