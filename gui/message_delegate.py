@@ -30,7 +30,7 @@ from ..core.chat.rows import Row
 from . import theme
 from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
-from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
+from .message_text import clean_output, first_line_and_count, first_lines, outcome_mark, tool_call_details, tool_call_line
 from .search_highlight import highlight_matches
 from .wording import stop_mark
 
@@ -468,7 +468,7 @@ class MessageDelegate(QStyledItemDelegate):
                 name, subject = message.tool_calls[0].name, tool_call_line(message).partition("  ")[2]
                 label = f"{len(message.tool_calls)} calls" if len(message.tool_calls) > 1 else ""
             else:
-                name = message.name or "tool"
+                name = f"{outcome_mark(message)} {message.name or 'tool'}"
                 first, total = first_line_and_count(message.content)
                 subject = first
                 label = f"{total} lines" if total != 1 else "1 line"

@@ -105,6 +105,18 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
     return Turn(replies=[result])
 
 
+def offer_tools(session: ChatSession, service: ToolService) -> Snapshot | None:
+    """On the chat's worker, as the chat opens: its tools are offered from the start, so the inspector counts their
+    definitions in the next prompt (as it did when the chat was last used). None when it has none that fit (the
+    next message says why)."""
+    try:
+        toolbox = service.toolbox_for(session.settings)
+        session.use_tools(toolbox.specs() if toolbox is not None else [])
+    except (ToolInputError, ToolsTooLarge):
+        return None
+    return session.snapshot()
+
+
 class ToolTurns(QObject):
     """The window's side of a turn with tools: rows, the consent card, what is said. `finished(result)` with the
     last reply's ReplyResult (None if there was none) once the turn is shown."""
@@ -121,6 +133,7 @@ class ToolTurns(QObject):
         self._pump: StreamPump | None = None
         self._streaming: Message | None = None  # the placeholder of the reply being written
         card.decided.connect(lambda request, decision: request.decide(decision))
+        chat.chat_opened.connect(self._offer_tools)
         composer.stop_requested.connect(card.withdraw)
 
     def may_have_tools(self) -> bool:
@@ -128,6 +141,12 @@ class ToolTurns(QObject):
         answered here, where the worker finds out."""
         session = self.chat.session
         return session is not None and (bool(session.settings.workspace.strip()) or self.service.servers is not None)
+
+    def _offer_tools(self, chat_id: str) -> None:
+        session, service = self.chat.session, self.service
+        if self.may_have_tools() and session.chat_id == chat_id:
+            self.chat.run_on_chat("offer the chat's tools", lambda _job: offer_tools(session, service),
+                                  lambda snapshot: snapshot is not None and self.chat.apply(snapshot))
 
     def start(self, edited: bool = False) -> Job:
         session = self.chat.session

@@ -9,6 +9,8 @@ import threading
 import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import TOOLS_KEY
+from precis.gui.message_text import outcome_mark
+from precis.gui.tool_turn import LOCAL_MODEL_TOOLS
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -78,6 +80,7 @@ def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_windo
     assert shown_rows(window)[-1] == ("assistant", "Done, as far as I was let.")
     kind, result = shown_rows(window)[2]
     assert kind == "tool_result" and (result == "Error: not run: the user denied this call") != runs
+    assert outcome_mark(window.conversation.conversation.rows()[2].message) == ("✓" if runs else "❌")
     # The model read what came of its call: the denial too.
     assert server.requests[1][2]["messages"][-1]["content"] == result
     assert stored_calls_answered(store, chat_id)
@@ -146,13 +149,18 @@ def test_the_gauge_counts_the_tools_and_the_chat_reopened_shows_the_same_rows(qt
                     stream(calls(("c2", "execute_bash", {"command": "echo hi"}))),
                     stream(answer("It prints the folder; echo says hi."))]
     window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    # The chat's next prompt sends the tools' definitions: counted as their own kind from the start.
     tools_value = window.inspector.legend_values["tools"]
-    assert tools_value.isHidden()  # nothing sent yet
+    before = window.chat.snapshot.usage.by_kind["tools"]
+    assert before > 0 and not tools_value.isHidden() and tools_value.text() == f"{before:,}"
     window.submit("What does main.py print?")
     qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
-    # During the loop: the definitions sent are counted as their own kind, live.
-    during = window.chat.snapshot.usage.by_kind["tools"]
-    assert during > 0 and not tools_value.isHidden() and tools_value.text() == f"{during:,}"
+    # During the loop, live: the file read is counted as it is stored, while the next call waits.
+    usage = window.chat.snapshot.usage
+    during = usage.by_kind["tools"]
+    assert during == before and tools_value.text() == f"{during:,}"
+    assert usage.by_kind["tool_outputs"] > 0
+    assert window.inspector.legend_values["tool_outputs"].text() == f"{usage.by_kind['tool_outputs']:,}"
     assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "tool_call"]
     qtbot.mouseClick(window.consent_card.allow_once, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
@@ -160,6 +168,7 @@ def test_the_gauge_counts_the_tools_and_the_chat_reopened_shows_the_same_rows(qt
     live = shown_rows(window)
     assert [kind for kind, _ in live] == ["user", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
     assert "hi" in live[4][1]
+    assert [outcome_mark(row.message) for row in window.conversation.conversation.rows()[2::2][:2]] == ["✓", "✓"]
 
     other = store.create_chat("another chat", settings={"context_window": 8192})
     window.refresh_chats()
@@ -168,6 +177,8 @@ def test_the_gauge_counts_the_tools_and_the_chat_reopened_shows_the_same_rows(qt
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == chat_id, timeout=WAIT_MS)
     assert shown_rows(window) == live
+    # The next prompt sends the tools again: the reopened chat counts them as the live one did.
+    assert window.chat.snapshot.usage.by_kind["tools"] == during and tools_value.text() == f"{during:,}"
 
 
 def test_a_missing_workspace_is_said_and_the_message_answered_without_tools(qtbot, make_window, store, server,
@@ -201,3 +212,15 @@ def test_the_step_limit_is_said(qtbot, make_window, store, server, workspace):
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
     assert "the step limit was reached: 1 tool calls" in window.statusBar().currentMessage()
     assert stored_calls_answered(store, chat_id)
+
+
+@pytest.mark.model  # the embedded model, whose chats with tools are told it rarely calls them
+@pytest.mark.slow
+def test_the_local_model_with_tools_says_it_rarely_calls_them(qtbot, make_window, store, local_provider, workspace):
+    window = make_window(provider=local_provider)
+    open_new_chat(qtbot, window, store, workspace=str(workspace), reserve_output=32)
+    window.submit("Say hello.")
+    qtbot.waitUntil(lambda: "rarely calls a tool" in window.composer.hint.text(), timeout=WAIT_MS)
+    window.composer.stop_requested.emit()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert window.composer.hint.text() == LOCAL_MODEL_TOOLS  # it stays, with the answer stopped
