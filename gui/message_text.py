@@ -28,15 +28,19 @@ def tool_call_line(message: Message) -> str:
     return "\n".join(lines)
 
 
+FAILED_MARK = "✗"  # the one-line summary's ❌, which monospace fonts lack (it needs an emoji font)
+
+
 def outcome_mark(result: Message) -> str:
-    """✓ or ❌ (? when a command's exit code is unknown) for a tool result row; worked out once per result, not at
+    """✓ or ✗ (? when a command's exit code is unknown) for a tool result row; worked out once per result, not at
     each paint."""
     return _mark(result.id, result.name or "", result.content)
 
 
 @functools.lru_cache(maxsize=4096)
 def _mark(_message_id: str, name: str, content: str) -> str:
-    return result_mark(Message(role="tool", content=content, name=name or None))
+    mark = result_mark(Message(role="tool", content=content, name=name or None))
+    return FAILED_MARK if mark == "❌" else mark
 
 
 def tool_call_details(message: Message) -> str:

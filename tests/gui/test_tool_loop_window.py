@@ -80,7 +80,7 @@ def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_windo
     assert shown_rows(window)[-1] == ("assistant", "Done, as far as I was let.")
     kind, result = shown_rows(window)[2]
     assert kind == "tool_result" and (result == "Error: not run: the user denied this call") != runs
-    assert outcome_mark(window.conversation.conversation.rows()[2].message) == ("✓" if runs else "❌")
+    assert outcome_mark(window.conversation.conversation.rows()[2].message) == ("✓" if runs else "✗")
     # The model read what came of its call: the denial too.
     assert server.requests[1][2]["messages"][-1]["content"] == result
     assert stored_calls_answered(store, chat_id)
