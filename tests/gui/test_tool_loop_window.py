@@ -98,7 +98,7 @@ def test_a_read_runs_without_the_card_unless_reading_asks_too(qtbot, make_window
     window.submit("What does main.py print?")
     if ask_before_reading:
         qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
-        qtbot.mouseClick(window.consent_card.allow_once, Qt.MouseButton.LeftButton)
+        qtbot.keyClick(window.consent_card.preview, Qt.Key.Key_A, Qt.KeyboardModifier.AltModifier)  # Allow once
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
     assert asked == (["read_file"] if ask_before_reading else [])
     kinds = [kind for kind, _ in shown_rows(window)]
