@@ -209,9 +209,9 @@ class Sender(QObject):
     def start_reply(self, edited: bool = False, regenerate: Message | None = None,
                     going_on: Message | None = None) -> None:
         """Stream the reply into a placeholder row; regenerating, into the last reply's row, emptied; going on
-        (Continue), after the last reply's text. A new message in a chat with tools is answered with them."""
-        if regenerate is None and going_on is None and self.tool_turns.may_have_tools():
-            self.tool_turns.start(edited)
+        (Continue), after the last reply's text. In a chat with tools, the model answers (or regenerates) with them."""
+        if going_on is None and self.tool_turns.may_have_tools():
+            self.tool_turns.start(edited, regenerate)
             return
         model = self.conversation.conversation
         before = ""

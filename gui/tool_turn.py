@@ -69,9 +69,10 @@ class _Reporter:
 
 
 def answer_message(session: ChatSession, service: ToolService, signals: TurnSignals, cancel: CancelToken,
-                   allowed_in_chat: set[str]) -> Turn:
+                   allowed_in_chat: set[str], regenerate: Message | None = None) -> Turn:
     """On the chat's worker: answer the last message with the chat's tools; without them when it has none, its
-    workspace folder is not there, or their definitions do not fit the window (said through `signals.told`)."""
+    workspace folder is not there, or their definitions do not fit the window (said through `signals.told`). With
+    `regenerate` (the last reply), it is written again in its place first."""
     reporter = _Reporter(signals, session)
     try:
         toolbox = service.toolbox_for(session.settings)
@@ -92,15 +93,17 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
                         ask_before_reading=service.settings().ask_before_reading, allowed_in_chat=allowed_in_chat)
         try:
             return loop.answer(cancel=cancel, on_start=reporter.start, on_text=reporter.text,
-                               on_reply=reporter.reply, on_step=reporter.step, on_progress=reporter.progress)
+                               on_reply=reporter.reply, on_step=reporter.step, on_progress=reporter.progress,
+                               regenerate=regenerate)
         except ToolsTooLarge as exc:
             signals.told.emit(f"Answered without tools: {exc}.")
     elif session.tools:  # the chat's tools went (its servers stopped): the model is no longer offered them
         session.use_tools([])
-    placeholder = Message(role="assistant", content="", incomplete=True)
+    placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None) if regenerate is not None
+                   else Message(role="assistant", content="", incomplete=True))
     reporter.start(placeholder)
     result = session.reply(placeholder, on_text=lambda piece: reporter.text(placeholder, piece), cancel=cancel,
-                           on_progress=reporter.progress)
+                           on_progress=reporter.progress, regenerate=regenerate is not None)
     reporter.reply(result)
     return Turn(replies=[result])
 
@@ -148,7 +151,9 @@ class ToolTurns(QObject):
             self.chat.run_on_chat("offer the chat's tools", lambda _job: offer_tools(session, service),
                                   lambda snapshot: snapshot is not None and self.chat.apply(snapshot))
 
-    def start(self, edited: bool = False) -> Job:
+    def start(self, edited: bool = False, regenerate: Message | None = None) -> Job:
+        """Answer the open chat's last message with its tools (`edited`: a new version of it); with `regenerate`,
+        the last reply is written again in its place first."""
         session = self.chat.session
         chat_id = session.chat_id
         signals = TurnSignals(self)
@@ -162,8 +167,8 @@ class ToolTurns(QObject):
                              queued)
         signals.local_model_has_tools.connect(lambda: self._hint_local_model(chat_id), queued)
         service, allowed = self.service, self.allowed.setdefault(chat_id, set())
-        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, allowed),
-                               lambda turn: self._done(turn, edited), self._failed)
+        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, allowed, regenerate),
+                               lambda turn: self._done(turn, edited, regenerate is not None), self._failed)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
         job.finished.connect(self._ended)
@@ -175,7 +180,10 @@ class ToolTurns(QObject):
         if not self.chat.is_open(chat_id):
             return
         model = self.conversation.conversation
-        model.append(Row(message=placeholder, streaming=True))
+        if model.row_of(placeholder.id) is not None:  # the last reply, written again in its row
+            model.update_message(placeholder, streaming=True)
+        else:
+            model.append(Row(message=placeholder, streaming=True))
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()
         started = time.monotonic()
@@ -223,7 +231,7 @@ class ToolTurns(QObject):
             self.composer.set_hint(LOCAL_MODEL_TOOLS)
 
     # ---- the end of the turn --------------------------------------------------------------------------------
-    def _done(self, turn: Turn, edited: bool) -> None:
+    def _done(self, turn: Turn, edited: bool, regenerated: bool) -> None:
         last = turn.replies[-1] if turn.replies else None
         if turn.ended == "stopped":
             self.status.tell("Stopped: the model was told which calls did not run.", 10_000)
@@ -232,6 +240,8 @@ class ToolTurns(QObject):
         elif edited and last is not None and not last.problem:
             self.status.tell("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.",
                              15_000)
+        elif regenerated and last is not None and not last.problem:
+            self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 15_000)
         if last is not None and last.cut_at is not None:
             self.status.tell(f"The reply reached its limit of {last.cut_at:,} tokens and stopped there; Continue on "
                              "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)", 15_000)

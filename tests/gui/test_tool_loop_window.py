@@ -224,3 +224,20 @@ def test_the_local_model_with_tools_says_it_rarely_calls_them(qtbot, make_window
     window.composer.stop_requested.emit()
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
     assert window.composer.hint.text() == LOCAL_MODEL_TOOLS  # it stays, with the answer stopped
+
+
+def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_window, store, server, workspace):
+    server.steps = [stream(answer("From memory: it prints something.")),
+                    stream(calls(("c1", "read_file", {"path": "main.py"}))),
+                    stream(answer("It prints the working folder."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("What does main.py print?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    window.sending.regenerate()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    # The reply written again in its place called a tool, which ran and was answered: no call is left dangling.
+    assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
+    assert shown_rows(window)[-1][1] == "It prints the working folder."
+    assert stored_calls_answered(store, chat_id)
+    regenerated = window.conversation.conversation.rows()[1].message
+    assert window.chat.snapshot.versions[regenerated.id].texts[0] == "From memory: it prints something."
