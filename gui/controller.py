@@ -15,7 +15,7 @@ from ..core.chat.commands import REGISTRY, CommandResult, SlashCommand, run_comm
 from ..core.chat.session import ChatSession
 from ..core.chat.snapshot import Snapshot
 from ..core.model.messages import Message
-from ..core.providers.base import Provider
+from ..core.providers.base import CancelToken, Provider
 from ..core.providers.registry import api_key_for, save_api_key
 from ..core.settings import PROVIDER_KEY, SUMMARIZATION_KEY, ChatSettings, ProviderChoice
 from ..core.storage.importers import import_file
@@ -229,6 +229,11 @@ class ChatController(QObject):
         session = self.session
         return self._replying("continue the reply", lambda job: session.continue_reply(
             message_id, on_text=buffer.append, cancel=job.cancel_token), done, failed)
+
+    def answer(self, write: Callable[[CancelToken], Any], done: Done, failed: Failed) -> Job:
+        """Answer the user's last message with `write(cancel)` (the model and the chat's tools), as a reply: Stop
+        and closing the chat cancel it."""
+        return self._replying("answer with tools", lambda job: write(job.cancel_token), done, failed)
 
     def _replying(self, label: str, write: Callable[[Job], Any], done: Done, failed: Failed) -> Job:
         self.reply_job = self.run_on_chat(label, write, done, failed)

@@ -32,6 +32,7 @@ from .appearance import AppearanceControl
 from .chat_list import ChatList
 from .chat_switching import ChatSwitcher
 from .composer import Composer
+from .consent_card import ConsentCard
 from .controller import ChatController
 from .conversation import ConversationView
 from .draft_count import DraftCount
@@ -45,6 +46,7 @@ from .settings_dialog import SettingsDialog
 from .status import StatusLine
 from .text_window import show_text
 from .tool_service import ToolService
+from .tool_turn import ToolTurns
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
 from .wording import NEW_CHAT_TITLE
@@ -73,6 +75,7 @@ class MainWindow(QMainWindow):
         self.chat_list = ChatList()
         self.conversation = ConversationView()
         self.composer = Composer()
+        self.consent_card = ConsentCard()  # a tool call waiting for the user's consent, above the message box
         self.inspector = Inspector()
         self.welcome = WelcomePanel()
         self.centre_stack = QStackedWidget()
@@ -87,6 +90,8 @@ class MainWindow(QMainWindow):
         composer_box = QWidget()
         composer_layout = QVBoxLayout(composer_box)
         composer_layout.setContentsMargins(18, 0, 18, 0)
+        composer_layout.setSpacing(8)
+        composer_layout.addWidget(self.consent_card)
         composer_layout.addWidget(self.composer)
         centre_layout.addWidget(composer_box)
 
@@ -111,8 +116,11 @@ class MainWindow(QMainWindow):
         self.chats = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,
                                   self.status, self.feedback, parent=self)
         self.handlers = self._command_handlers()
+        self.tool_turns = ToolTurns(self.chat, self.tools, self.conversation, self.composer, self.inspector,
+                                    self.status, self.consent_card, parent=self)
         self.sending = Sender(self.chat, self.chats, self.composer, self.conversation, self.inspector, self.status,
-                              self.feedback, lambda name, argument: self.handlers[name](argument), parent=self)
+                              self.feedback, self.tool_turns, lambda name, argument: self.handlers[name](argument),
+                              parent=self)
         self.appearance = AppearanceControl(store, self.chat.store_calls.set_setting,
                                             [self.conversation, self.inspector.archived_view], [self.composer.edit])
         self.menus = Menus(self, self.appearance, self.handlers)

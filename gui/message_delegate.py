@@ -27,7 +27,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
 
 from ..core.chat.rows import Row
-from . import theme
+from . import message_text, theme
 from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
@@ -465,15 +465,17 @@ class MessageDelegate(QStyledItemDelegate):
         painter.drawText(line_rect, Qt.AlignmentFlag.AlignLeft, "▾" if row.expanded else "▸")
         if not row.expanded:
             if calling:
-                name, subject = message.tool_calls[0].name, tool_call_line(message).partition("  ")[2]
+                mark, name, subject = "", message.tool_calls[0].name, tool_call_line(message).partition("  ")[2]
                 label = f"{len(message.tool_calls)} calls" if len(message.tool_calls) > 1 else ""
             else:
-                name = message.name or "tool"
+                mark = message_text.outcome_mark(message)
+                name = f"{mark} {message.name or 'tool'}"
                 first, total = first_line_and_count(message.content)
                 subject = first
                 label = f"{total} lines" if total != 1 else "1 line"
             metrics = QFontMetrics(self.mono_font)
-            painter.setPen(QColor(theme.current.role_colours["assistant"] if calling else theme.current.muted))
+            painter.setPen(QColor(theme.current.role_colours["assistant"] if calling else theme.current.error_text
+                                  if mark == message_text.FAILED_MARK else theme.current.muted))
             arrow = "→ " if calling else "← "
             head = arrow + name
             painter.drawText(line_rect.adjusted(16, 0, 0, 0), Qt.AlignmentFlag.AlignLeft, head)

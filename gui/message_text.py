@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
 from ..core.model.messages import Message
+from ..core.summary.tool_output import result_mark
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -24,6 +26,21 @@ def tool_call_line(message: Message) -> str:
         subject = _call_subject(call.arguments).strip().replace("\n", " ⏎ ")
         lines.append(f"{call.name}  {subject}".rstrip())
     return "\n".join(lines)
+
+
+FAILED_MARK = "✗"  # the one-line summary's ❌, which monospace fonts lack (it needs an emoji font)
+
+
+def outcome_mark(result: Message) -> str:
+    """✓ or ✗ (? when a command's exit code is unknown) for a tool result row; worked out once per result, not at
+    each paint."""
+    return _mark(result.id, result.name or "", result.content)
+
+
+@functools.lru_cache(maxsize=4096)
+def _mark(_message_id: str, name: str, content: str) -> str:
+    mark = result_mark(Message(role="tool", content=content, name=name or None))
+    return FAILED_MARK if mark == "❌" else mark
 
 
 def tool_call_details(message: Message) -> str:

@@ -22,6 +22,7 @@ from .conversation import ConversationView
 from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
+from .tool_turn import ToolTurns
 from .wording import brief, title_from, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
@@ -33,11 +34,12 @@ class Sender(QObject):
     reply_finished = Signal(object)  # a ReplyResult, once the reply is shown
 
     def __init__(self, chat: ChatController, chats: ChatSwitcher, composer: Composer, conversation: ConversationView,
-                 inspector: Inspector, status: StatusLine, feedback: Feedback,
+                 inspector: Inspector, status: StatusLine, feedback: Feedback, tool_turns: ToolTurns,
                  run_command: Callable[[str, str], object], parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.chat, self.chats, self.composer, self.conversation = chat, chats, composer, conversation
         self.inspector, self.status, self.feedback = inspector, status, feedback
+        self.tool_turns = tool_turns  # a message in a chat with tools is answered through the tool loop
         self._run_command = run_command
         # The last user message being edited in the composer (edit-and-resend), if any.
         self.editing: Message | None = None
@@ -49,6 +51,7 @@ class Sender(QObject):
         self.composer.attach_requested.connect(self.attach_files)
         self.composer.draft_changed.connect(self.save_draft)
         self.composer.cancel_requested.connect(self.cancel_edit)
+        self.tool_turns.finished.connect(self._turn_finished)
 
     def submit(self, text: str) -> None:
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
@@ -208,7 +211,10 @@ class Sender(QObject):
     def start_reply(self, edited: bool = False, regenerate: Message | None = None,
                     going_on: Message | None = None) -> None:
         """Stream the reply into a placeholder row; regenerating, into the last reply's row, emptied; going on
-        (Continue), after the last reply's text."""
+        (Continue), after the last reply's text. In a chat with tools, the model answers (or regenerates) with them."""
+        if going_on is None and self.tool_turns.may_have_tools():
+            self.tool_turns.start(edited, regenerate)
+            return
         model = self.conversation.conversation
         before = ""
         if going_on is not None:
@@ -236,14 +242,9 @@ class Sender(QObject):
         def done(result: ReplyResult) -> None:
             pump.stop()
             model.update_message(result.message, streaming=False, error=result.problem)
-            stopped_because = getattr(self.chat.model.provider, "stopped_because", None)  # the local model's process died
             if result.problem:
                 self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
-                if stopped_because:
-                    self.chat.model.set_state(f"stopped ({stopped_because})", "The model process stopped; the next "
-                                              "message restarts it. The part of the reply that arrived is kept.")
-            elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
-                self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
+            self._model_answered(result)
             notes = []
             if edited and not result.problem:
                 notes.append("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.")
@@ -269,6 +270,24 @@ class Sender(QObject):
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
         job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))
+
+    def _model_answered(self, result: ReplyResult) -> None:
+        """The model's state as a reply ended shows it: ready, or the local model's process stopped."""
+        stopped_because = getattr(self.chat.model.provider, "stopped_because", None)  # the local model's process died
+        if result.problem:
+            if stopped_because:
+                self.chat.model.set_state(f"stopped ({stopped_because})", "The model process stopped; the next "
+                                          "message restarts it. The part of the reply that arrived is kept.")
+        elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
+            self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
+
+    def _turn_finished(self, result: ReplyResult | None) -> None:
+        """A message answered with tools: shown, as a reply is once done."""
+        if result is not None:
+            self._model_answered(result)
+        self.chats.refresh_chats()
+        if result is not None:
+            self.reply_finished.emit(result)
 
     def run_command(self, command: slash.SlashCommand) -> None:
         self.clear_composer()

@@ -77,17 +77,23 @@ class ToolLoop:
     allowed_in_chat: set[str] = field(default_factory=set)
 
     def answer(self, *, cancel: CancelToken, on_text: Callable[[Message, str], object],
+               on_start: Callable[[Message], object] = lambda _placeholder: None,
                on_reply: Callable[[ReplyResult], object] = lambda _result: None,
                on_step: Callable[[Step], object] = lambda _step: None,
-               on_progress: Callable[[int, int], object] | None = None) -> Turn:
-        """Answer the user's last message, with tools. `on_text(placeholder, piece)` as a reply streams (a new
-        placeholder for each reply); `on_reply` when a reply ends; `on_step` when a call's result is stored."""
+               on_progress: Callable[[int, int], object] | None = None, regenerate: Message | None = None) -> Turn:
+        """Answer the user's last message, with tools. `on_start(placeholder)` as each reply begins (a new
+        placeholder for each: a window shows it before its first words); `on_text(placeholder, piece)` as it
+        streams; `on_reply` when it ends; `on_step` when a call's result is stored. With `regenerate` (the last
+        reply), the first reply writes it again in its place, its earlier text kept as a version of it."""
         session, turn = self.session, Turn()
         session.use_tools(self.tools.specs())  # ToolsTooLarge goes to the caller: nothing was sent yet
         while True:
-            placeholder = Message(role="assistant", content="", incomplete=True)
+            again = regenerate is not None and not turn.replies
+            placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None) if again
+                           else Message(role="assistant", content="", incomplete=True))
+            on_start(placeholder)
             result = session.reply(placeholder, on_text=lambda piece, p=placeholder: on_text(p, piece),
-                                   cancel=cancel, on_progress=on_progress)
+                                   cancel=cancel, on_progress=on_progress, regenerate=again)
             turn.replies.append(result)
             on_reply(result)
             calls = result.message.tool_calls

@@ -145,7 +145,10 @@ class VersionTable:
 
     @staticmethod
     def _save_row(session, chat_id: str, message: Message) -> None:
+        """The message's row as it is now: its calls too (a reply regenerated in a chat with tools may make some)."""
         values = message_values(chat_id, message)
         session.execute(text("UPDATE message SET content = :content, incomplete = :incomplete, cut_at = :cut_at, "
-                             "sha256 = :sha256, token_count = NULL WHERE chat_id = :chat_id AND id = :id"),
-                        {key: values[key] for key in ("content", "incomplete", "cut_at", "sha256", "chat_id", "id")})
+                             "tool_calls = :tool_calls, sha256 = :sha256, token_count = NULL "
+                             "WHERE chat_id = :chat_id AND id = :id"),
+                        {key: values[key] for key in ("content", "incomplete", "cut_at", "tool_calls", "sha256",
+                                                      "chat_id", "id")})

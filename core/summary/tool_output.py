@@ -127,6 +127,7 @@ class Analysis:
     outcome: Outcome
     line: str
     has_result: bool
+    mark: str  # ✓, ❌, ? (a command whose exit code is unknown) or ⋯ (no result yet)
 
 
 _NO_RESULT = Outcome(False, None, "", "")
@@ -169,7 +170,12 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
     limit = LINE_LIMIT + (ERROR_DETAIL_LIMIT if preserve_error_details and outcome.failed else 0)
     if len(line) > limit:
         line = line[: limit - 2].rstrip() + "…]"
-    return Analysis(tool, kind, subject, outcome, line, result is not None)
+    return Analysis(tool, kind, subject, outcome, line, result is not None, mark)
+
+
+def result_mark(result: Message) -> str:
+    """✓ or ❌ (? for a command whose exit code is unknown) for a tool's result, as its one-line summary marks it."""
+    return analyze(None, result, preserve_error_details=False).mark
 
 
 def one_line(call: ToolCall | None, result: Message, *, preserve_error_details: bool = True) -> str:

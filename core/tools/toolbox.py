@@ -60,6 +60,11 @@ class Toolbox:
         entry = self._entries().get(name)
         return entry is None or not entry.spec.read_only
 
+    def server_of(self, name: str) -> str | None:
+        """The MCP server a tool of this name runs on; None for a workspace tool (or a name not known)."""
+        entry = self._entries().get(name)
+        return entry.server if entry is not None else None
+
     def preview(self, call: ToolCall) -> str:
         """What the consent card shows: the command for execute_bash, the diff for create_file and edit_file (made
         without writing), else the tool and its arguments. A call that would fail says why."""

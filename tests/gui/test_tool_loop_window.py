@@ -1,0 +1,243 @@
+"""The model using tools in the window: the real window on a real SQLite store, real workspace tools on a temporary
+folder, the OpenAI-compatible provider over loopback. The model is the scripted server, a stand-in: a real model
+does not call execute_bash, then read_file, then answer, on demand."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.settings import TOOLS_KEY
+from precis.gui.message_text import outcome_mark
+from precis.gui.tool_turn import LOCAL_MODEL_TOOLS
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from tests.gui.test_window import idle, open_new_chat
+from tests.providers.scripted_server import ScriptedServer, stream
+from tests.providers.test_tool_loop import answer, calls
+from tests.timing import WAIT_MS
+
+
+@pytest.fixture
+def server():
+    server = ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
+    return folder
+
+
+def tool_window(qtbot, make_window, store, server, workspace, **settings):
+    """A window whose open chat has the workspace folder; its window set, so no request asks the server for it."""
+    window = make_window(provider=OpenAICompatProvider(server.base_url, "test-model", "sk-test"))
+    chat_id = open_new_chat(qtbot, window, store, context_window=8192, workspace=str(workspace), **settings)
+    return window, chat_id
+
+
+def shown_rows(window) -> list[tuple[str, str]]:
+    return [(row.kind, row.message.content) for row in window.conversation.conversation.rows()]
+
+
+def stored_calls_answered(store, chat_id) -> bool:
+    messages = store.load_messages(chat_id)
+    return {c.id for m in messages for c in m.tool_calls} == {m.tool_call_id for m in messages if m.role == "tool"}
+
+
+@pytest.mark.parametrize("button, tabs, runs", [("allow_once", 1, True), ("deny", 3, False)])
+def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_window, store, server, workspace,
+                                                               button, tabs, runs):
+    server.steps = [stream(calls(("c1", "execute_bash", {"command": "echo hi > note.txt"}))),
+                    stream(answer("Done, as far as I was let."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("Save a note.")
+    card = window.consent_card
+    qtbot.waitUntil(card.isVisible, timeout=WAIT_MS)
+    # Which tool, where, and the command itself, before anything ran.
+    assert "execute_bash" in card.title.text() and str(workspace) in card.title.text()
+    assert card.preview.toPlainText() == f"$ echo hi > note.txt\n(in {workspace})"
+    assert not (workspace / "note.txt").exists()
+    assert [shown[0] for shown in shown_rows(window)] == ["user", "tool_call"]
+    # From the keyboard: the card has the focus (on its preview, where Enter does nothing); Tab reaches the buttons.
+    assert QApplication.focusWidget() is card.preview
+    for _ in range(tabs):
+        qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is getattr(card, button)
+    qtbot.keyClick(getattr(card, button), Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert not card.isVisible()
+    assert (workspace / "note.txt").exists() == runs
+    assert shown_rows(window)[-1] == ("assistant", "Done, as far as I was let.")
+    kind, result = shown_rows(window)[2]
+    assert kind == "tool_result" and (result == "Error: not run: the user denied this call") != runs
+    assert outcome_mark(window.conversation.conversation.rows()[2].message) == ("✓" if runs else "✗")
+    # The model read what came of its call: the denial too.
+    assert server.requests[1][2]["messages"][-1]["content"] == result
+    assert stored_calls_answered(store, chat_id)
+
+
+@pytest.mark.parametrize("ask_before_reading", [False, True])
+def test_a_read_runs_without_the_card_unless_reading_asks_too(qtbot, make_window, store, server, workspace,
+                                                            ask_before_reading):
+    store.set_setting(TOOLS_KEY, {"ask_before_reading": ask_before_reading})
+    server.steps = [stream(calls(("c1", "read_file", {"path": "main.py"}))), stream(answer("It prints the folder."))]
+    window, _chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    asked = []
+    ask = window.consent_card.ask
+    window.consent_card.ask = lambda request: (asked.append(request.call.name), ask(request))
+    window.submit("What does main.py print?")
+    if ask_before_reading:
+        qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+        qtbot.keyClick(window.consent_card.preview, Qt.Key.Key_A, Qt.KeyboardModifier.AltModifier)  # Allow once
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert asked == (["read_file"] if ask_before_reading else [])
+    kinds = [kind for kind, _ in shown_rows(window)]
+    assert kinds == ["user", "tool_call", "tool_result", "assistant"]
+    assert "print(os.getcwd())" in shown_rows(window)[2][1]
+
+
+def test_stop_while_a_command_runs_ends_the_loop_and_every_call_has_its_result(qtbot, make_window, store, server,
+                                                                             workspace):
+    server.steps = [stream(calls(("c1", "execute_bash", {"command": "touch started; sleep 30"}),
+                                 ("c2", "read_file", {"path": "main.py"})))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("Wait, then read.")
+    qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+    qtbot.mouseClick(window.consent_card.allow_once, Qt.MouseButton.LeftButton)
+    # The command runs on the chat's worker: the window answers meanwhile, Stop in view.
+    qtbot.waitUntil(lambda: (workspace / "started").exists(), timeout=WAIT_MS)
+    window.composer.edit.setFocus()
+    qtbot.keyClicks(window.composer.edit, "typed while it runs")
+    assert window.composer.text() == "typed while it runs" and window.composer.stop_button.isVisible()
+
+    qtbot.mouseClick(window.composer.stop_button, Qt.MouseButton.LeftButton)
+    # Unstopped, the command would run 30 s and the model be asked again (the script has no second reply).
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=25_000)
+    assert len(server.requests) == 1
+    assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "tool_result"]
+    assert shown_rows(window)[3][1] == "Error: not run: the user stopped the answer"
+    assert stored_calls_answered(store, chat_id)
+    assert "Stopped" in window.statusBar().currentMessage()
+    assert window.composer.send_button.isVisible()
+
+
+def test_esc_on_the_card_denies_the_call_and_ends_the_answer(qtbot, make_window, store, server, workspace):
+    server.steps = [stream(calls(("c1", "create_file", {"path": "a.txt", "content": "one\n"})))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("Make a file.")
+    qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+    assert "+one" in window.consent_card.preview.toPlainText()  # the diff, before writing
+    qtbot.keyClick(window.consent_card.preview, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert not (workspace / "a.txt").exists() and not window.consent_card.isVisible()
+    assert len(server.requests) == 1 and stored_calls_answered(store, chat_id)
+
+
+def test_the_gauge_counts_the_tools_and_the_chat_reopened_shows_the_same_rows(qtbot, make_window, store, server,
+                                                                            workspace):
+    server.steps = [stream(calls(("c1", "read_file", {"path": "main.py"}))),
+                    stream(calls(("c2", "execute_bash", {"command": "echo hi"}))),
+                    stream(answer("It prints the folder; echo says hi."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    # The chat's next prompt sends the tools' definitions: counted as their own kind from the start.
+    tools_value = window.inspector.legend_values["tools"]
+    before = window.chat.snapshot.usage.by_kind["tools"]
+    assert before > 0 and not tools_value.isHidden() and tools_value.text() == f"{before:,}"
+    window.submit("What does main.py print?")
+    qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+    # During the loop, live: the file read is counted as it is stored, while the next call waits.
+    usage = window.chat.snapshot.usage
+    during = usage.by_kind["tools"]
+    assert during == before and tools_value.text() == f"{during:,}"
+    assert usage.by_kind["tool_outputs"] > 0
+    assert window.inspector.legend_values["tool_outputs"].text() == f"{usage.by_kind['tool_outputs']:,}"
+    assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "tool_call"]
+    qtbot.mouseClick(window.consent_card.allow_once, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert window.chat.snapshot.usage.by_kind["tools"] == during and tools_value.text() == f"{during:,}"
+    live = shown_rows(window)
+    assert [kind for kind, _ in live] == ["user", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
+    assert "hi" in live[4][1]
+    assert [outcome_mark(row.message) for row in window.conversation.conversation.rows()[2::2][:2]] == ["✓", "✓"]
+
+    other = store.create_chat("another chat", settings={"context_window": 8192})
+    window.refresh_chats()
+    window.open_chat(other)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == other, timeout=WAIT_MS)
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == chat_id, timeout=WAIT_MS)
+    assert shown_rows(window) == live
+    # The next prompt sends the tools again: the reopened chat counts them as the live one did.
+    assert window.chat.snapshot.usage.by_kind["tools"] == during and tools_value.text() == f"{during:,}"
+
+
+def test_a_missing_workspace_is_said_and_the_message_answered_without_tools(qtbot, make_window, store, server,
+                                                                          tmp_path):
+    server.steps = [stream(answer("Hello without tools."))]
+    window, _chat_id = tool_window(qtbot, make_window, store, server, tmp_path / "gone")
+    window.submit("Hello?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert str(tmp_path / "gone") in window.composer.hint.toolTip() + window.composer.hint.text()
+    assert shown_rows(window)[-1] == ("assistant", "Hello without tools.")
+    assert "tools" not in server.requests[0][2]
+
+
+def test_tools_too_large_for_the_window_are_said_and_the_message_answered_without_them(qtbot, make_window, store,
+                                                                                      server, workspace):
+    server.steps = [stream(answer("Hello without tools."))]
+    window = make_window(provider=OpenAICompatProvider(server.base_url, "test-model", "sk-test"))
+    open_new_chat(qtbot, window, store, context_window=600, reserve_output=64, workspace=str(workspace))
+    window.submit("Hello?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    said = window.composer.hint.toolTip() + window.composer.hint.text()
+    assert "Answered without tools" in said and "the definitions of 6 tools take" in said
+    assert shown_rows(window)[-1] == ("assistant", "Hello without tools.")
+    assert "tools" not in server.requests[0][2]
+
+
+def test_the_step_limit_is_said(qtbot, make_window, store, server, workspace):
+    server.steps = [stream(calls((f"c{n}", "read_file", {"path": "main.py"}))) for n in range(2)]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace, tool_steps=1)
+    window.submit("Read it twice.")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert "the step limit was reached: 1 tool calls" in window.statusBar().currentMessage()
+    assert stored_calls_answered(store, chat_id)
+
+
+@pytest.mark.model  # the embedded model, whose chats with tools are told it rarely calls them
+@pytest.mark.slow
+def test_the_local_model_with_tools_says_it_rarely_calls_them(qtbot, make_window, store, local_provider, workspace):
+    window = make_window(provider=local_provider)
+    open_new_chat(qtbot, window, store, workspace=str(workspace), reserve_output=32)
+    window.submit("Say hello.")
+    qtbot.waitUntil(lambda: "rarely calls a tool" in window.composer.hint.text(), timeout=WAIT_MS)
+    window.composer.stop_requested.emit()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert window.composer.hint.text() == LOCAL_MODEL_TOOLS  # it stays, with the answer stopped
+
+
+def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_window, store, server, workspace):
+    server.steps = [stream(answer("From memory: it prints something.")),
+                    stream(calls(("c1", "read_file", {"path": "main.py"}))),
+                    stream(answer("It prints the working folder."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("What does main.py print?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    window.sending.regenerate()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    # The reply written again in its place called a tool, which ran and was answered: no call is left dangling.
+    assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
+    assert shown_rows(window)[-1][1] == "It prints the working folder."
+    assert stored_calls_answered(store, chat_id)
+    regenerated = window.conversation.conversation.rows()[1].message
+    assert window.chat.snapshot.versions[regenerated.id].texts[0] == "From memory: it prints something."
