@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
@@ -487,7 +487,7 @@ def merge_facets(all_facets: list[Facets]) -> Facets:
     """Union of facets, earlier ones first: merging keeps what previous summaries recorded, up to MERGED_ENTRIES of
     each kind (the first and the newest), so that a merge costs the same however long the chat; `dropped` says how
     many entries each kind left out."""
-    merged: dict[str, dict[str, dict | str]] = {}
+    merged: dict[str, dict[str, Any]] = {}  # kind -> {its JSON: the entry (a command's dict, else a str)}
     dropped: dict[str, int] = {}
     for facets in all_facets:
         for name, count in facets.dropped.items():

@@ -364,8 +364,10 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     speaker; a repeated message becomes one line with its count."""
     repeats = Counter(" ".join(m.content.split()) for m in messages if m.role in ("user", "assistant"))
     seen: set[str] = set()
-    out, turn = [], 0
-    before, before_speaker = frozenset(), ""
+    out: list[Sentence] = []
+    turn = 0
+    before: frozenset[str] = frozenset()
+    before_speaker = ""
     for m in messages:
         if m.role == "system":
             date = day_of(session_label(m.content))
@@ -378,7 +380,8 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
             continue
         seen.add(key)
         turn += 1
-        content, speaker = m.content.strip(), m.role
+        content = m.content.strip()
+        speaker: str = m.role  # or the name the message starts with
         named = SPEAKER.match(content)
         if named:
             speaker, content = named.group(1), content[named.end():]
@@ -487,7 +490,9 @@ def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens:
     """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
     them, re-ranked together, under their dates and speakers, in the order they were said. A digest's lines end at
     its first blank line: what follows in its summary (a model's narrative) is not said by anyone."""
-    sentences, date, index = [], "", []
+    sentences: list[Sentence] = []
+    date = ""
+    index: list[tuple[str, str]] = []
     for turn, line in enumerate(line for text in texts for line in text.split("\n\n", 1)[0].splitlines()):
         if line.startswith("[") and line.endswith("]"):
             date = line[1:-1]

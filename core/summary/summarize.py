@@ -485,7 +485,7 @@ def narrative_request(request: SummaryRequest, window: int, output_tokens: int,
              for block in render_transcript(request.messages, request.preserve_error_details)
              if not block.startswith("TOOL RESULT")]
     room = window - output_tokens - counter.count_text(system) - counter.count_text(NARRATIVE_ASK) - 32
-    opening, newest = lines[:1], []
+    opening, newest = lines[:1], list[str]()
     used = sum(counter.count_text(line) + 1 for line in opening)
     if used > room:
         opening, used = [], 0
