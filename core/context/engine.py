@@ -18,10 +18,11 @@ from ..model.tools import ToolSpec, specs_json
 from ..settings import SummarizationPolicy
 from ..summary.summarize import RuleSummarizer, Summarizer
 from .archive import Archive
+from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo
 from .prompt import Prompt, PromptAssembler
 from .recall import RecallIndex, RecallSearch
 from .recalling import Recaller, recalled_parts
-from .summarizing import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, Summarization
+from .summarizing import Summarization
 from .usage import Budget, ContextItem, ContextSetup, UsageMeter, UsageReport
 
 # What callers import from here (the parts' modules are the engine's own business).
