@@ -5,10 +5,11 @@ version (a newer one is refused, the file left untouched), copies a corrupt file
 runs the migrations; after that SQLite's own locking lets the window and any number of commands share the file.
 Every write is one transaction: a crash or a full disk leaves the state before or after it.
 
-One Store API, split by concern: database.py (errors, schema and migrations, opening, the write transaction),
-message_table.py (messages, token counts, search), summary_table.py (summary records, archive marks, attach_engine),
-version_table.py (a regenerated reply's versions); this module holds the chats, their settings, drafts, global
-settings and open_store. Every name callers used is still importable from here.
+One Store API, split by concern: errors.py (the store's errors), schema.py (migrations and rows), opening.py (the
+lock file, the version check, a corrupt file set aside, migrating), database.py (the engine, the write transaction,
+StoreBase: what every part works through), message_table.py (messages, token counts, search), summary_table.py
+(summary records, archive marks, attach_engine), version_table.py (a regenerated reply's versions); this module
+holds the chats, their settings, drafts, global settings and open_store. The errors are importable from here too.
 """
 
 from __future__ import annotations
