@@ -8,18 +8,19 @@ titles, units and ranges), and the store keeps each under its key below.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.json_schema import JsonDict
 
 from .model.records import SummaryMode
 from .model.schema import setting_errors, setting_fields
 
 # Where replies come from: a model run on this computer, an OpenAI-compatible server, or Anthropic's.
 Kind = Literal["local", "openai", "anthropic"]
-KINDS: tuple[str, ...] = Kind.__args__
+KINDS: tuple[str, ...] = get_args(Kind)
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
-MODES: tuple[str, ...] = SummaryMode.__args__
+MODES: tuple[str, ...] = get_args(SummaryMode)
 ThemeChoice = Literal["system", "light", "dark"]
 
 # A model summary's time limit; 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with
@@ -102,7 +103,7 @@ class ProviderChoice(BaseModel):
 SummarizerChoice = Literal["chat", "local", "other"]
 
 # A fraction of the context budget, shown and typed as a percentage (0.8 is "80 %").
-PERCENT = {"unit": "% of the budget"}
+PERCENT: JsonDict = {"unit": "% of the budget"}
 
 
 class SummarizationPolicy(BaseModel):
@@ -250,9 +251,6 @@ class ChatSettings(BaseModel):
             if SECRET_NAME.search(name):
                 raise ValueError(f"setting {name!r} looks like a secret; keys are kept in the OS keyring, not here")
         return self
-
-
-ThemeChoice = Literal["system", "light", "dark"]
 
 
 class Appearance(BaseModel):

@@ -69,6 +69,7 @@ def register(name: str, title: str, help: str, **details) -> Command:
 def _context(session: ChatSession, _argument: str, _cancel: CancelToken) -> CommandResult:
     snapshot = session.snapshot()
     usage = snapshot.usage
+    assert usage is not None  # a session's snapshot always has it (only load_rows' partial one has none)
     return CommandResult(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
                          f"{len(snapshot.chain)} summar{'y' if len(snapshot.chain) == 1 else 'ies'} in the chain.",
                          snapshot)
@@ -90,14 +91,14 @@ def _undo_summary(session: ChatSession, _argument: str, _cancel: CancelToken) ->
 def _history(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
     if argument not in ("", "--full"):
         raise ToolInputError(f"/history takes nothing or --full, not {argument!r}")
-    engine = session.engine
+    engine = session.built_engine
     return CommandResult("\n".join(history_lines(engine.messages, engine.records, full=argument == "--full")))
 
 
 def _pinning(pinned: bool) -> Handler:
     def pin(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
         """`argument`: the message's id (the window's selection); none: the last message."""
-        messages = session.engine.messages
+        messages = session.built_engine.messages
         if not messages:
             raise ToolInputError("There is no message to pin yet.")
         message_id = argument or messages[-1].id

@@ -31,7 +31,12 @@ class Row:
     _key: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
-        self._key = self.message.id if self.message is not None else f"summary:{self.record.id}"
+        if self.message is not None:
+            self._key = self.message.id
+        elif self.record is not None:
+            self._key = f"summary:{self.record.id}"
+        else:
+            raise ValueError("a row shows a message or a summary")
 
     @property
     def key(self) -> str:
@@ -39,7 +44,7 @@ class Row:
 
     @property
     def kind(self) -> str:
-        if self.record is not None:
+        if self.record is not None or self.message is None:  # a summary's row (__post_init__: one of the two)
             return "summary"
         if self.message.role == "tool":
             return "tool_result"

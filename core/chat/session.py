@@ -58,8 +58,8 @@ def _on_exact_counts(method):
 
     @functools.wraps(method)
     def counted_first(self: ChatSession, *args, **kwargs):
-        if self._uncounted:
-            self.engine.count_exactly(self._uncounted)
+        if self._uncounted:  # only build_engine leaves any
+            self.built_engine.count_exactly(self._uncounted)
             self._uncounted = []
         return method(self, *args, **kwargs)
 
@@ -79,7 +79,7 @@ class ChatSession:
         self.engine: ContextEngine | None = None
         self._events: list[EngineEvent] = []
         self._recalled: list[tuple[str, str]] = []
-        self._detach = None
+        self._detach: Callable[[], None] | None = None
         # A summary or undo the store refused (read-only, or another Precis changed the chat's summaries meanwhile):
         # the engine no longer matches the store, so the chat is loaded again (reload_if_changed).
         self._not_saved: StoreError | None = None
@@ -94,6 +94,14 @@ class ChatSession:
         self._uncounted: list[Message] = []
         # What was archived when rows were last built (None: build them with the next snapshot).
         self._rows_hidden: dict[str, str] | None = None
+
+    @property
+    def built_engine(self) -> ContextEngine:
+        """The engine, for what needs one: a snapshot, every change, its counting. The window and `precis chat` build
+        it (build_engine) before any of them; before that it is a caller's bug."""
+        if self.engine is None:
+            raise RuntimeError("the chat's engine is not built yet (build_engine)")
+        return self.engine
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
@@ -157,7 +165,7 @@ class ChatSession:
         """Count what build_engine gave stand-ins, COUNT_BATCH messages at a time. Each batch is saved (an opening
         cut short goes on from there the next time) and reported (the gauge from the counts so far and stand-ins
         for the rest). None if nothing was left to count, or it was cancelled (the chat closed)."""
-        engine = self.engine
+        engine = self.built_engine
         if not self._uncounted:
             return None
         while self._uncounted:
@@ -176,7 +184,7 @@ class ChatSession:
         """Offer these tools to the model with each reply from now on (none: no tools). ToolsTooLarge, and none are
         offered, when their definitions would take more than half the budget."""
         self.tools = []
-        self.engine.set_tools(specs)
+        self.built_engine.set_tools(specs)
         self.tools = list(specs)
 
     def reload_if_changed(self) -> Snapshot | None:
@@ -221,7 +229,7 @@ class ChatSession:
     def _calibrate(self, raw_estimate: int, actual: int) -> None:
         """Correct the counts from the prompt tokens the model reported, and keep the correction for this model, so
         that the chat opened afresh counts what it counted live (the gauge went from 944 tokens to 357)."""
-        counter = self.engine.counter
+        counter = self.built_engine.counter
         if counter.calibrate(raw_estimate, actual):
             saved = dict(self.store.get_setting(CALIBRATION_KEY) or {})
             saved[self._calibration_name(counter)] = list(counter.calibration)
@@ -236,7 +244,7 @@ class ChatSession:
             self._detach = None
 
     def snapshot(self) -> Snapshot:
-        engine = self.engine
+        engine = self.built_engine
         events = [copied_event(e) for e in self._events]
         self._events.clear()
         if engine.messages and engine.messages[-1].role == "user":  # else keep what this turn's question recalled
@@ -261,7 +269,7 @@ class ChatSession:
         """Save and append messages (a user message, tool exchanges); the engine may summarize on the way."""
         self.store.add_messages(self.chat_id, messages)
         for message in messages:
-            self.engine.append(message)
+            self.built_engine.append(message)
         return self.snapshot()
 
     @_on_exact_counts
@@ -277,8 +285,8 @@ class ChatSession:
         """
         if regenerate:
             if placeholder.id not in self.versions:  # its first regenerate: keep the text it has now
-                self.store.save_version(self.chat_id, self.engine.messages[-1])
-            self.engine.remove_last(placeholder.id)
+                self.store.save_version(self.chat_id, self.built_engine.messages[-1])
+            self.built_engine.remove_last(placeholder.id)
             self.store.update_message(self.chat_id, placeholder)
         else:
             self.store.add_message(self.chat_id, placeholder)
@@ -286,17 +294,17 @@ class ChatSession:
         calls: tuple[ToolCall, ...] = ()
         received: list[str] = []
         for attempt in (1, 2):
-            prompt = self.engine.assemble()
+            prompt = self.built_engine.assemble()
             try:
                 usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
                                                     placeholder)
                 if usage is not None and usage.prompt_tokens:  # the tool definitions were sent with it
-                    self._calibrate(self.engine.counter.prompt_raw_tokens(prompt.messages)
-                                    + self.engine.setup.tool_tokens, usage.prompt_tokens)
+                    self._calibrate(self.built_engine.counter.prompt_raw_tokens(prompt.messages)
+                                    + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
             except ContextLengthExceeded as exc:
                 if attempt == 1 and not received:
                     try:
-                        self.engine.summarize_now()
+                        self.built_engine.summarize_now()
                         continue
                     except NothingToSummarize:
                         pass
@@ -310,7 +318,7 @@ class ChatSession:
             self.versions[final.id] = self.store.save_version(self.chat_id, final)
         else:
             self.store.update_message(self.chat_id, final)
-        self.engine.append(final)
+        self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at)
 
     def _finished(self, reply: Message, content: str, problem: str | None, finish: str | None) -> Message:
@@ -323,12 +331,12 @@ class ChatSession:
     def continue_reply(self, message_id: str, *, on_text: Callable[[str], object], cancel: CancelToken) -> ReplyResult:
         """Ask the model to go on with the last reply (one cut at its token limit, or stopped) and append what it
         writes to that same reply, saved (with the version shown, if it has versions) and counted."""
-        last = self.engine.messages[-1] if self.engine.messages else None
+        last = self.built_engine.messages[-1] if self.built_engine.messages else None
         if last is None or last.id != message_id or last.role != "assistant":
             raise ValueError("only the last reply can be continued")
         # A reply's header cannot be left open for the model to write into with every provider (the local model's
         # template always starts a new one): it is asked to go on instead, and this request is not kept.
-        prompt = [*self.engine.assemble().messages, Message(role="user", content=CONTINUE_REQUEST)]
+        prompt = [*self.built_engine.assemble().messages, Message(role="user", content=CONTINUE_REQUEST)]
         received: list[str] = []
         problem = finish = None
         try:
@@ -338,8 +346,8 @@ class ChatSession:
             problem = str(exc)
         final = self._finished(last, last.content + "".join(received), problem, finish)
         self.store.save_shown_version(self.chat_id, final)
-        self.engine.remove_last(last.id)
-        self.engine.append(final)
+        self.built_engine.remove_last(last.id)
+        self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at)
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
@@ -364,15 +372,15 @@ class ChatSession:
         """Show (and send from now on) another version of the last reply, or of the user's last message with the
         branch it began (its reply and that reply's versions). The messages after it go with the version shown
         until now, kept."""
-        messages = self.engine.messages
+        messages = self.built_engine.messages
         start = self._switchable(message_id)
         following = messages[start + 1:]
         shown, *restored = self.store.show_version(self.chat_id, messages[start], position)
         for message in reversed(following):
-            self.engine.remove_last(message.id)
-        self.engine.remove_last(message_id)
+            self.built_engine.remove_last(message.id)
+        self.built_engine.remove_last(message_id)
         for message in (shown, *restored):
-            self.engine.append(message, auto=False)
+            self.built_engine.append(message, auto=False)
         self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
 
@@ -381,7 +389,7 @@ class ChatSession:
         """The user's last message says `text` from now on: a new version of it, and what followed it (its reply,
         that reply's versions) stays with the earlier version, to switch back to (show_version). Nothing is
         deleted. The reply to the new version is written next (reply)."""
-        messages = self.engine.messages
+        messages = self.built_engine.messages
         start = self._switchable(message_id)
         original = messages[start]
         if original.role != "user":
@@ -392,28 +400,28 @@ class ChatSession:
         edited = original.with_changes(content=text)
         self.store.save_version(self.chat_id, edited)
         for message in reversed(following):
-            self.engine.remove_last(message.id)
-        self.engine.remove_last(message_id)
-        self.engine.append(edited)  # as a message sent: it may summarize on the way
+            self.built_engine.remove_last(message.id)
+        self.built_engine.remove_last(message_id)
+        self.built_engine.append(edited)  # as a message sent: it may summarize on the way
         self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
 
     def _switchable(self, message_id: str) -> int:
         """Where the message is in the chat, if its version can change: can_switch_version, and nothing from it on
         is inside a summary (older history never changes)."""
-        messages = self.engine.messages
+        messages = self.built_engine.messages
         start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == message_id), None)
         if start is None or not can_switch_version(messages[start].role, (m.role for m in messages[start + 1:])):
             raise ValueError("only the last reply or your last message can change: what came after an older one "
                              "answers the version it shows")
-        if any(self.engine.is_archived(m.id) for m in messages[start:]):
+        if any(self.built_engine.is_archived(m.id) for m in messages[start:]):
             raise ValueError("the message or its reply is inside a summary; undo the summary to change it")
         return start
 
     @_on_exact_counts
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
-        self.engine.set_pinned(message_id, pinned)
-        message = next(m for m in reversed(self.engine.messages) if m.id == message_id)
+        self.built_engine.set_pinned(message_id, pinned)
+        message = next(m for m in reversed(self.built_engine.messages) if m.id == message_id)
         self.store.update_message(self.chat_id, message)
         return self.snapshot()
 
@@ -421,7 +429,7 @@ class ChatSession:
     def summarize_if_due(self) -> Snapshot | None:
         """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None, unless
         one was tried and not kept (it saved nothing), which the snapshot's events tell."""
-        if self.engine.maybe_summarize() is None and not self._events:
+        if self.built_engine.maybe_summarize() is None and not self._events:
             return None
         return self.snapshot()
 
@@ -429,14 +437,14 @@ class ChatSession:
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
         """A manual summary, optionally only of the messages up to and including `up_to`."""
         self._not_saved = None  # an earlier refusal is saved with this change, or refuses it too
-        self.engine.summarize_now(instructions or None, up_to=up_to)
+        self.built_engine.summarize_now(instructions or None, up_to=up_to)
         self._saved()
         return self.snapshot()
 
     @_on_exact_counts
     def undo_last(self) -> Snapshot:
         self._not_saved = None
-        self.engine.undo_last()
+        self.built_engine.undo_last()
         self._saved()
         return self.snapshot()
 
@@ -457,8 +465,10 @@ def stream_reply(provider: Provider, messages: list[Message], received: list[str
     provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
     usage = finish = None
     calls: tuple[ToolCall, ...] = ()
-    for chunk in provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel,
-                                      **({"tools": tools} if tools else {})):
+    # Without tools the provider is asked as before tools were offered (a provider may take none).
+    chunks = (provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel, tools=tools)
+              if tools else provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel))
+    for chunk in chunks:
         if chunk.text:
             received.append(chunk.text)
             on_text(chunk.text)
@@ -481,4 +491,5 @@ def _freeze_the_open_chat() -> None:
 
 def _hidden(engine: ContextEngine) -> dict[str, str]:
     """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
-    return {m.id: engine.archived_by(m.id) for m in engine.messages if engine.is_archived(m.id)}
+    return {m.id: holder for m in engine.messages
+            if engine.is_archived(m.id) and (holder := engine.archived_by(m.id)) is not None}

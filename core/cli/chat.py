@@ -55,7 +55,7 @@ class TurnOptions:
 def one_message(provider: Provider, text: str, options: TurnOptions, out: TextIO, err: TextIO) -> int:
     """A message with no chat: its reply to `out` as it streams; Ctrl-C stops it, keeping what was printed."""
     shown = TerminalText()
-    cancel, received = CancelToken(), []
+    cancel, received = CancelToken(), list[str]()
     max_tokens = options.max_tokens or ChatSettings().reserve_output
 
     def write(piece: str) -> None:
@@ -180,7 +180,7 @@ class TerminalChat:
 
     def go_on(self, label: str) -> int:
         """/continue: the model goes on with the last reply, through the chat core as in the window."""
-        messages = self.session.engine.messages
+        messages = self.session.built_engine.messages
         if not messages or messages[-1].role != "assistant":
             print("There is no reply to continue: the last message is not one.", file=self.asides)
             return 2
@@ -234,14 +234,15 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                 loop.max_steps = session.settings.tool_steps
             if message is not None:
                 return chat.line(message, label="")
-            window = session.engine.budget.window
+            window = session.built_engine.budget.window
             print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
                   f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
                   "resumes.", file=out)
             return _turns(chat, stdin, out)
         finally:
             session.close()
-            if not options.chat and not session.engine.messages:  # nothing was said: no empty chat left behind
+            # Nothing was said (or the chat never opened: Ctrl-C meanwhile): no empty chat left behind.
+            if not options.chat and (session.engine is None or not session.engine.messages):
                 store.delete_chat(chat_id)
 
 

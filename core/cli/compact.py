@@ -11,6 +11,7 @@ import click
 from ..context.budget import cut_messages
 from ..context.engine import Budget, ContextEngine, Prompt
 from ..model.messages import Message
+from ..model.records import SummaryMode
 from ..model.tokens import TokenCounter
 from ..providers.base import ProviderError
 from ..providers.registry import make_provider
@@ -160,7 +161,7 @@ def print_report(result: ReplayResult, out) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print context, summaries, archived and stats as JSON")
 @click.option("--probes", "probes_path", metavar="QUESTIONS.jsonl",
               help='after the replay, the prompt each question ({"question": ...} a line) would get, recall included')
-def compact(transcript: str, context_tokens: int, reserve_output: int, mode: str, provider: str,
+def compact(transcript: str, context_tokens: int, reserve_output: int, mode: SummaryMode, provider: str,
             base_url: str | None, model: str | None, summary_seconds: float, as_json: bool,
             probes_path: str | None) -> int:
     """Replay TRANSCRIPT (any format `precis import` reads) under the summarization policy and print what the model

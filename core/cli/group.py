@@ -21,6 +21,8 @@ class DefaultGroup(click.Group):
         result = super().invoke(ctx)
         if ctx.invoked_subcommand is None:
             command = self.get_command(ctx, self.default)
+            if command is None:  # the default names no command of the group: a mistake in Precis
+                raise RuntimeError(f"the default command {self.default!r} is not a command of the group")
             with command.make_context(self.default, [], parent=ctx) as sub_ctx:
                 return command.invoke(sub_ctx)
         return result

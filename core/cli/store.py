@@ -117,16 +117,16 @@ def context(chat: str, data_dir: str | None) -> int:
     """What the model sees of CHAT (id, unique prefix or title): window use by kind, the summary chain."""
     try:
         with open_store(data_dir) as store:
-            chat = store.find_chat(chat)
-            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
+            found = store.find_chat(chat)
+            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
             usage = engine.usage()
             note = over_budget(engine)
             if not store.read_only:  # a read-only store is shown, not cached into
-                save_token_counts(store, chat.id, engine)
+                save_token_counts(store, found.id, engine)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
     counted = "exact" if usage.exact else "estimated"
-    print(f"{chat.title}  ({chat.id})")
+    print(f"{found.title}  ({found.id})")
     print(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counted}); "
           f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply")
     print(f"  [{_bar(usage.ratio)}]")

@@ -7,7 +7,7 @@ import click
 
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.messages import Message
-from ..model.records import SummaryRecord, fold_description, local_time
+from ..model.records import SummaryMode, SummaryRecord, fold_description, local_time
 from ..providers.base import ProviderError
 from ..providers.registry import make_provider
 from ..storage.chats import effective_policy, restore_engine, summarizer_for
@@ -59,17 +59,17 @@ def _how(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> str:
               help="rule needs no model; llm and hybrid: the model and time limit Settings → Summarization name "
                    "(the embedded model, 6 s, by default)")
 @data_dir_option
-def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str, data_dir: str | None) -> int:
+def summarize(chat: str, instructions: str | None, up_to: str | None, mode: SummaryMode, data_dir: str | None) -> int:
     """Summarize CHAT now (id, unique prefix or title), as /summarize does in the window."""
     try:
         with open_store(data_dir) as store:
-            chat = store.find_chat(chat)
+            found = store.find_chat(chat)
             # Who writes it and its time limit as Settings → Summarization say for this chat (the window's rule);
             # the chat's model is the embedded one here.
-            policy = effective_policy(store, chat.settings).model_copy(update={"mode": mode})
+            policy = effective_policy(store, found.settings).model_copy(update={"mode": mode})
             summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
-            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
-            attach_engine(store, chat.id, engine)  # a failed save is raised from summarize_now
+            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
+            attach_engine(store, found.id, engine)  # a failed save is raised from summarize_now
             record = engine.summarize_now(instructions, up_to=_message_id(engine.messages, up_to))
     except NothingToSummarize as exc:
         return _fail("summarize", exc, BAD_INPUT)
@@ -77,7 +77,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: str,
         return _fail("summarize", exc.args[0], BAD_INPUT)
     except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
         return _fail("summarize", exc)
-    print(f"{chat.title}: {record.result().describe()}")  # never "saves nothing": such a summary is not kept
+    print(f"{found.title}: {record.result().describe()}")  # never "saves nothing": such a summary is not kept
     return 0
 
 
@@ -98,16 +98,16 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
     """Undo CHAT's newest summary: its messages are sent to the model again, exactly as they were."""
     try:
         with open_store(data_dir) as store:
-            chat = store.find_chat(chat)
-            engine, _ = restore_engine(store, chat.id, default_window=DEFAULT_WINDOW)
-            attach_engine(store, chat.id, engine)  # a failed save is raised from undo_last
+            found = store.find_chat(chat)
+            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
+            attach_engine(store, found.id, engine)  # a failed save is raised from undo_last
             record = engine.undo_last()
     except NothingToUndo as exc:
         return _fail("undo-summary", exc, BAD_INPUT)
     except (StoreError, ValueError, IntegrityError) as exc:
         return _fail("undo-summary", exc)
     # A fold archives no message itself: 'the summary of 0 messages' was undone, it said.
-    print(f"{chat.title}: undid the summary of {local_time(record.created_at)}: {record.undone_description()}")
+    print(f"{found.title}: undid the summary of {local_time(record.created_at)}: {record.undone_description()}")
     return 0
 
 
@@ -119,12 +119,12 @@ def history(chat: str, full: bool, data_dir: str | None) -> int:
     """Every summary of CHAT, oldest first: its range, size before and after, reduction, how it was made."""
     try:
         with open_store(data_dir) as store:
-            chat = store.find_chat(chat)
-            messages = store.load_messages(chat.id)
-            records = store.load_records(chat.id)
+            found = store.find_chat(chat)
+            messages = store.load_messages(found.id)
+            records = store.load_records(found.id)
     except (StoreError, ValueError) as exc:
         return _fail("history", exc)
-    print(f"{chat.title}  ({chat.id})")
+    print(f"{found.title}  ({found.id})")
     if not records:
         print("no summaries")
         return 0

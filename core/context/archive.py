@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable
+from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
@@ -20,7 +21,10 @@ def summary_message(record: SummaryRecord, covered_count: int) -> Message:
     return Message(role="system", content=f"{header}\n{record.text}", id=record.id, created_at=record.created_at)
 
 
-def shown_kind(message: Message) -> str:
+ShownKind = Literal["system", "message", "tool_output"]
+
+
+def shown_kind(message: Message) -> ShownKind:
     """The kind of item a visible message is in the prompt."""
     return "system" if message.role == "system" else "tool_output" if message.role == "tool" else "message"
 
@@ -65,7 +69,8 @@ class Archive:
         self.recall_index = recall_index
         self._summary_messages: dict[str, Message] = {}
         self._visible_cache: list[Message] | None = None
-        self._tally: VisibleTally | None = None  # of _visible_cache: both are rebuilt together, lazily
+        # The tally of _visible_cache: read and kept only while the cache is there, summed again with it (visible).
+        self._tally = VisibleTally(tokens)
         self._counts: dict[str, int] = {}
         self._first_positions: dict[str, int] = {}
 
@@ -150,8 +155,8 @@ class Archive:
             self._hide(record)
         elif record.covered_ids or not all(c is not None and c in self.chain for c in children):
             self.rebuild()
-        else:
-            self._fold(record, children)
+        else:  # every child is a record of the chain
+            self._fold(record, [c for c in children if c is not None])
 
     def _hide(self, record: SummaryRecord) -> None:
         """A new summary (no merge) hides the range it covers: the chain, the archive map and the visible set
@@ -270,7 +275,7 @@ class Archive:
         self._forget_visible()
 
     def _forget_visible(self) -> None:
-        self._visible_cache = self._tally = None
+        self._visible_cache = None  # and with it the tally
 
     def summary_message(self, record: SummaryRecord) -> Message:
         message = self._summary_messages.get(record.id)

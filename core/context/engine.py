@@ -8,6 +8,7 @@ State is the full history of original messages plus the summary records; nothing
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar, overload
 
 from ..model.bulk import collector_paused
 from ..model.messages import Message
@@ -17,10 +18,11 @@ from ..model.tools import ToolSpec, specs_json
 from ..settings import SummarizationPolicy
 from ..summary.summarize import RuleSummarizer, Summarizer
 from .archive import Archive
+from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo
 from .prompt import Prompt, PromptAssembler
 from .recall import RecallIndex, RecallSearch
 from .recalling import Recaller, recalled_parts
-from .summarizing import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, Summarization
+from .summarizing import Summarization
 from .usage import Budget, ContextItem, ContextSetup, UsageMeter, UsageReport
 
 # What callers import from here (the parts' modules are the engine's own business).
@@ -28,8 +30,12 @@ __all__ = ["Budget", "ContextEngine", "ContextItem", "EngineEvent", "IntegrityEr
            "NothingToUndo", "Prompt", "ToolsTooLarge", "UsageReport", "recalled_parts"]
 
 
-class _Shared:
-    """An engine attribute that lives on one of its parts (`part`), so the engine and every part see one value."""
+T = TypeVar("T")
+
+
+class _Shared(Generic[T]):
+    """An engine attribute of type T that lives on one of its parts (`part`), so the engine and every part see one
+    value."""
 
     def __init__(self, part: str):
         self.part = part
@@ -37,10 +43,19 @@ class _Shared:
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
 
-    def __get__(self, engine, owner=None):
-        return self if engine is None else getattr(getattr(engine, self.part), self.name)
+    @overload
+    def __get__(self, engine: None, owner: type | None = None) -> _Shared[T]: ...
 
-    def __set__(self, engine, value) -> None:
+    @overload
+    def __get__(self, engine: ContextEngine, owner: type | None = None) -> T: ...
+
+    def __get__(self, engine: ContextEngine | None, owner: type | None = None) -> _Shared[T] | T:
+        if engine is None:
+            return self
+        value: T = getattr(getattr(engine, self.part), self.name)
+        return value
+
+    def __set__(self, engine: ContextEngine, value: T) -> None:
         setattr(getattr(engine, self.part), self.name, value)
 
 
@@ -54,14 +69,14 @@ class ToolsTooLarge(ValueError):
 
 class ContextEngine:
     # The chat's settings, shared by every part (a new policy or system prompt takes effect at once).
-    budget: Budget = _Shared("setup")
-    policy: SummarizationPolicy = _Shared("setup")
-    counter: TokenCounter = _Shared("setup")
-    summarizer: Summarizer = _Shared("setup")
-    system_prompt: str = _Shared("setup")
+    budget = _Shared[Budget]("setup")
+    policy = _Shared[SummarizationPolicy]("setup")
+    counter = _Shared[TokenCounter]("setup")
+    summarizer = _Shared[Summarizer]("setup")
+    system_prompt = _Shared[str]("setup")
     # Every original message, in order, and every summary record, in creation order.
-    messages: list[Message] = _Shared("archive")
-    records: list[SummaryRecord] = _Shared("archive")
+    messages = _Shared[list[Message]]("archive")
+    records = _Shared[list[SummaryRecord]]("archive")
 
     def __init__(self, budget: Budget, policy: SummarizationPolicy | None = None,
                  counter: TokenCounter | None = None, summarizer: Summarizer | None = None,
@@ -70,8 +85,12 @@ class ContextEngine:
                                   summarizer or RuleSummarizer(), system_prompt)
         # Recall searches the store's index when there is one, else an in-memory index of the archived originals.
         # The parts refer to the setup, never back to the engine: no reference cycle keeps a closed chat's engine.
-        self.archive = Archive(self.setup.message_tokens, RecallIndex() if recall_search is None else None)
-        self.recaller = Recaller(self.setup, self.archive, recall_search or self.archive.recall_index.search)
+        index = None
+        if recall_search is None:
+            index = RecallIndex()
+            recall_search = index.search
+        self.archive = Archive(self.setup.message_tokens, index)
+        self.recaller = Recaller(self.setup, self.archive, recall_search)
         self.meter = UsageMeter(self.setup, self.archive, self.recaller)
         self.assembler = PromptAssembler(self.setup, self.meter, self.recaller)
         self.summarization = Summarization(self.setup, self.archive, self.meter, self.assembler)

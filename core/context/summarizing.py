@@ -7,8 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Any
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
@@ -19,6 +18,7 @@ from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts,
 from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
 from .archive import Archive, summary_message
+from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, SummaryNotSmaller
 from .prompt import PromptAssembler
 from .usage import ContextSetup, UsageMeter
 
@@ -29,8 +29,6 @@ MIN_SUMMARY_ROOM = 50
 # To choose how much to summarize for the target fill, a summary is expected at this share of what it replaces
 # (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
 EXPECTED_SUMMARY_SHARE = 0.25
-
-EventKind = Literal["summarized", "merged", "undone", "declined"]
 
 
 def _call_positions(conversation: list[Message]) -> dict[int, int]:
@@ -43,39 +41,6 @@ def _call_positions(conversation: list[Message]) -> dict[int, int]:
         for call in message.tool_calls:
             latest[call.id] = n
     return calls
-
-
-class NothingToSummarize(Exception):
-    pass
-
-
-class SummaryNotSmaller(NothingToSummarize):
-    """A summary that would take as many tokens of the prompt as the messages it replaces, or more: not kept."""
-
-    def __init__(self, record: SummaryRecord, covered: int, before: int, after: int):
-        super().__init__(f"not summarized: a summary of {covered} messages would leave the prompt at {after:,} "
-                         f"tokens, not fewer than the {before:,} it holds now; the messages stay as they are")
-        self.record, self.before, self.after = record, before, after
-
-
-class NothingToUndo(Exception):
-    pass
-
-
-class IntegrityError(RuntimeError):
-    """An archived original no longer matches its stored fingerprint."""
-
-
-@dataclass
-class EngineEvent:
-    """A summary made, folded in, undone or declined (an automatic one that saved nothing, not kept): its record
-    (depth, kind, who wrote it) and the prompt's tokens before and after (for a declined one, what they would be)."""
-
-    kind: EventKind
-    record: SummaryRecord
-    reason: str
-    tokens_before: int
-    tokens_after: int
 
 
 class Summarization:
@@ -487,7 +452,7 @@ def merge_facets(all_facets: list[Facets]) -> Facets:
     """Union of facets, earlier ones first: merging keeps what previous summaries recorded, up to MERGED_ENTRIES of
     each kind (the first and the newest), so that a merge costs the same however long the chat; `dropped` says how
     many entries each kind left out."""
-    merged: dict[str, dict[str, dict | str]] = {}
+    merged: dict[str, dict[str, Any]] = {}  # kind -> {its JSON: the entry (a command's dict, else a str)}
     dropped: dict[str, int] = {}
     for facets in all_facets:
         for name, count in facets.dropped.items():

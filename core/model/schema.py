@@ -18,6 +18,10 @@ from typing import Any, Literal
 
 import annotated_types
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+# How a setting is edited: a check box, a list of choices, a number box (an optional one may be empty), a text.
+SettingKind = Literal["bool", "choice", "int", "optional_int", "float", "text", "line"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class SettingField:
     name: str
     title: str
     help: str
-    kind: Literal["bool", "choice", "int", "optional_int", "float", "text", "line"]
+    kind: SettingKind
     default: Any
     unit: str = ""
     page: str = ""
@@ -116,14 +120,14 @@ def setting_fields(model: type[BaseModel]) -> list[SettingField]:
     return fields
 
 
-def _kind(annotation: Any) -> tuple[str, tuple[str, ...]]:
+def _kind(annotation: Any) -> tuple[SettingKind, tuple[str, ...]]:
     if typing.get_origin(annotation) is Literal:
         return "choice", tuple(str(choice) for choice in typing.get_args(annotation))
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         inner = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
         if inner == [int]:
             return "optional_int", ()
-    kinds = {bool: "bool", int: "int", float: "float", str: "text"}
+    kinds: dict[Any, SettingKind] = {bool: "bool", int: "int", float: "float", str: "text"}
     if annotation not in kinds:
         raise TypeError(f"a setting of type {annotation!r} has no editor; use bool, int, float, str or a Literal")
     return kinds[annotation], ()
@@ -144,7 +148,7 @@ def setting_errors(model: type[BaseModel], values: dict[str, Any]) -> dict[str, 
     return {}
 
 
-def _reason(field: SettingField, err: dict[str, Any]) -> str:
+def _reason(field: SettingField, err: ErrorDetails) -> str:
     kind = err["type"]
     if kind == "value_error":  # a validator's own words
         return err["msg"].removeprefix("Value error, ")

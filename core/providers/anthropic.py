@@ -135,7 +135,7 @@ class AnthropicProvider(HTTPProvider):
                                retry=self._retry, cancel=cancel, key_hint=self._key_hint)
         parts: list[str] = []
         # tool_use blocks by their index: (id, name, the input's JSON pieces) until the block stops.
-        open_calls: dict[int, tuple[str, str, list[str]]] = {}
+        open_calls: dict[int | None, tuple[str, str, list[str]]] = {}  # by the block's index
         calls: list[ToolCall] = []
         input_tokens = output_tokens = None
         finish: str | None = None
@@ -212,4 +212,4 @@ class AnthropicProvider(HTTPProvider):
         return [str(e["id"]) for e in entries if isinstance(e, dict) and "id" in e]
 
     def context_window(self) -> int:
-        return self._window
+        return self._window if self._window is not None else DEFAULT_WINDOW  # always given (__init__)

@@ -44,7 +44,7 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._event = threading.Event()
-        self._closers: list[Callable[[], None]] = []
+        self._closers: list[Callable[[], object]] = []  # what they return is not used
         self._lock = threading.Lock()
 
     @property
@@ -61,7 +61,7 @@ class CancelToken:
             except Exception:  # noqa: BLE001 - closing an already-closed stream is fine
                 pass
 
-    def on_cancel(self, close: Callable[[], None]) -> None:
+    def on_cancel(self, close: Callable[[], object]) -> None:
         with self._lock:
             if not self._event.is_set():
                 self._closers.append(close)
@@ -177,7 +177,14 @@ def token_counter(provider: Provider) -> TokenCounter:
     name = provider.tokenizer_name()
     if name is None or provider.count_tokens("probe") is None:
         return TokenCounter()
-    return TokenCounter(exact=provider.count_tokens, exact_name=name)
+
+    def exact(text: str) -> int:
+        count = provider.count_tokens(text)
+        if count is None:  # it counted the probe: a tokenizer that stops counting is the backend's failure
+            raise ProviderError(f"the {provider.name} provider's tokenizer stopped counting")
+        return count
+
+    return TokenCounter(exact=exact, exact_name=name)
 
 
 def complete(provider: Provider, messages: list[Message], **kwargs: Any) -> Completion:

@@ -108,7 +108,7 @@ class LoadedModel:
 
         def on_chunk(chunk: dict[str, Any]) -> bool:
             if "choices" not in chunk:  # llama.cpp's error object
-                error = chunk.get("error") if isinstance(chunk.get("error"), dict) else chunk
+                error = given if isinstance(given := chunk.get("error"), dict) else chunk
                 errors.append(str(error.get("message") or json.dumps(chunk)))
                 return True
             progress = chunk.get("prompt_progress")
@@ -239,7 +239,7 @@ class LocalProvider:
             self._n_ctx = min(info.context_length or CONTEXT_WINDOW, MAX_CONTEXT_WINDOW)
         return self._n_ctx
 
-    def count_tokens(self, text: str) -> int | None:
+    def count_tokens(self, text: str) -> int:
         return load_vocabulary(self.path).count(text)
 
     def tokenizer_name(self) -> str | None:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +37,12 @@ class _ProcessEnded(Exception):
 
 class ModelProcessDied(StreamInterrupted):
     """The model process ended mid-request (a crash, a kill, the OOM killer); `partial` keeps what had arrived."""
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """The model process's stdin or stdout: pipes, as _spawn opens them (Popen types them as maybe absent)."""
+    assert stream is not None, "the model process is started with stdin and stdout piped"
+    return stream
 
 
 def exit_description(returncode: int) -> str:
@@ -56,7 +62,7 @@ class ModelProcess:
         self.path = path
         self.n_ctx = n_ctx
         self.extra_buffer_types = extra_buffer_types
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen[bytes] | None = None
         self._ready = False  # the process said its model is loaded
         self._log: IO[bytes] | None = None
         self._lock = threading.Lock()
@@ -89,22 +95,23 @@ class ModelProcess:
         with self._lock:
             self._ensure_running()
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> subprocess.Popen[bytes]:
         self.last_exit = None
         self._ready = False
         self._log = tempfile.TemporaryFile()
         self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(self.path), str(self.n_ctx), str(int(self.extra_buffer_types))],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, bufsize=0)
+        return self._process
 
-    def _ensure_running(self) -> subprocess.Popen:
-        if self._process is None or (self._ready and self._process.poll() is not None):
-            self._spawn()
+    def _ensure_running(self) -> subprocess.Popen[bytes]:
         process = self._process
+        if process is None or (self._ready and process.poll() is not None):
+            process = self._spawn()
         if self._ready:
             return process
         # Launched and loading (or failed to load: its one line says why).
-        line = process.stdout.readline()
+        line = _pipe(process.stdout).readline()
         message = json.loads(line) if line.strip() else {}
         # What the loaded Llama passed to llama.cpp, read back in the child.
         self.loaded_params = {"use_extra_bufts": message.get("use_extra_bufts")}
@@ -119,7 +126,7 @@ class ModelProcess:
     def stream(self, tokens: list[int], *, max_tokens: int, temperature: float, json_schema: dict | None,
                repeat_penalty: float, cancelled: Callable[[], bool],
                on_cancel: Callable[[Callable[[], None]], None] | None = None,
-               ) -> Iterator[tuple[str, str | None, tuple[int, int] | None]]:
+               ) -> Generator[tuple[str, str | None, tuple[int, int] | None], None, None]:
         """("", None, (tokens read, prompt tokens)) as the prompt is read, (text piece, None, None) per piece, then
         ("", finish reason, None); `cancelled()` is checked between pieces.
 
@@ -180,10 +187,11 @@ class ModelProcess:
             self._lock.release()
 
     @staticmethod
-    def _replies(process: subprocess.Popen, request_id: int) -> Iterator[dict[str, Any]]:
+    def _replies(process: subprocess.Popen[bytes], request_id: int) -> Iterator[dict[str, Any]]:
         """The child's messages about one request; raises _ProcessEnded when its output ends."""
+        stdout = _pipe(process.stdout)
         while True:
-            line = process.stdout.readline()
+            line = stdout.readline()
             if not line:
                 raise _ProcessEnded
             try:
@@ -197,8 +205,8 @@ class ModelProcess:
             yield message
 
     @staticmethod
-    def _send(process: subprocess.Popen, message: dict[str, Any]) -> None:
-        process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+    def _send(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+        _pipe(process.stdin).write((json.dumps(message) + "\n").encode("utf-8"))
 
     def close(self) -> None:
         """Stop the model process (closing its stdin ends it; a stuck one is killed)."""
@@ -206,7 +214,7 @@ class ModelProcess:
         if process is None:
             return
         try:
-            process.stdin.close()
+            _pipe(process.stdin).close()
         except OSError:
             pass
         try:

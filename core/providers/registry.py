@@ -132,5 +132,9 @@ def provider_for(choice: ProviderChoice, api_key: str | None = None) -> Provider
 def launch(choice: ProviderChoice) -> None:
     """Start loading the local model a choice names in its process, without waiting (app start-up)."""
     if choice.kind == "local":
-        provider_for(choice).launch()
+        from .local import LocalProvider  # imported only where the local model is used
+
+        provider = provider_for(choice)
+        if isinstance(provider, LocalProvider):  # as the kind says
+            provider.launch()
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.bulk import collector_paused
-from ..model.messages import Message, ToolCall, new_id
+from ..model.messages import Message, Role, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.tokens import TokenCounter
 from .interchange import (
@@ -226,12 +226,13 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
     source = str(path)
     messages: list[Message] = []
     call_names: dict[str, str] = {}
-    roles = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
-             "tool": "tool", "function": "tool"}
+    roles: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+                              "tool": "tool", "function": "tool"}
     for item, line in _items_with_lines(_decode(data), source):
         if not isinstance(item, dict):
             raise TranscriptError(source, line, f"expected a message object, got {type(item).__name__}")
-        role = roles.get(item.get("role"))
+        # A role that is not a string (a list, an object) is no role either, not a crash looking it up.
+        role = roles.get(given_role) if isinstance(given_role := item.get("role"), str) else None
         if role is None:
             raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(roles)}, "
                                                 f"got {item.get('role')!r}")
@@ -239,7 +240,7 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
             raise TranscriptError(source, line, f"a {item['role']} message needs its text in field 'content' "
                                                 "(it has none)")
         content = _openai_content(item.get("content"), source, line)
-        calls = []
+        calls: list[ToolCall] = []
         raw_calls = item.get("tool_calls") or []
         if not isinstance(raw_calls, list):
             raise TranscriptError(source, line, "field 'tool_calls' must be a list")
@@ -247,7 +248,7 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
             function = call.get("function") if isinstance(call, dict) else None
             if not isinstance(function, dict) or not isinstance(function.get("name"), str):
                 raise TranscriptError(source, line, "field 'tool_calls' has a call without function.name")
-            call_id = call.get("id") if isinstance(call.get("id"), str) else new_id()
+            call_id = given_id if isinstance(given_id := call.get("id"), str) else new_id()
             arguments = _openai_arguments(function.get("arguments"))
             if isinstance(function.get("arguments"), str):  # JSON in a string: its escapes were not read before
                 refuse_lone_surrogates(arguments, function["arguments"], source, line,
@@ -255,9 +256,9 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
             calls.append(ToolCall(id=call_id, name=function["name"], arguments=arguments))
             call_names[call_id] = function["name"]
         if role == "tool":
-            call_id = item.get("tool_call_id") if isinstance(item.get("tool_call_id"), str) else None
-            name = item.get("name") if isinstance(item.get("name"), str) else call_names.get(call_id or "")
-            messages.append(Message(role="tool", content=content, tool_call_id=call_id, name=name))
+            answered = given_answered if isinstance(given_answered := item.get("tool_call_id"), str) else None
+            name = item.get("name") if isinstance(item.get("name"), str) else call_names.get(answered or "")
+            messages.append(Message(role="tool", content=content, tool_call_id=answered, name=name))
         else:
             messages.append(Message(role=role, content=content, tool_calls=tuple(calls)))
     return ParsedChat(title=_title_from(messages, path.stem), messages=pair_tool_results(messages))
@@ -313,7 +314,7 @@ class _ClaudeCodeReader:
             self.compaction = entry.get("compactMetadata") or {}
         if kind not in ("user", "assistant") or entry.get("isMeta") or entry.get("isSidechain"):
             return
-        uuid = entry.get("uuid") if isinstance(entry.get("uuid"), str) else new_id()
+        uuid = given_uuid if isinstance(given_uuid := entry.get("uuid"), str) else new_id()
         if uuid in self.seen_ids:  # a resumed session repeats earlier lines
             return
         self.seen_ids.add(uuid)
@@ -321,7 +322,7 @@ class _ClaudeCodeReader:
         if not isinstance(message, dict):
             raise self.error(number, "field 'message' must be an object")
         created = _timestamp(entry.get("timestamp"))
-        extra = {"created_at": created} if created is not None else {}
+        extra: dict[str, Any] = {"created_at": created} if created is not None else {}  # else Message's default
         content = message.get("content")
         if kind == "user" and (entry.get("isCompactSummary") or
                                (isinstance(content, str) and content.startswith(CLAUDE_CODE_COMPACTION_PREFIX))):
@@ -343,7 +344,7 @@ class _ClaudeCodeReader:
             elif block_type == "tool_use":
                 if not isinstance(block.get("id"), str) or not isinstance(block.get("name"), str):
                     raise self.error(number, "a tool_use block needs string fields 'id' and 'name'")
-                arguments = block.get("input") if isinstance(block.get("input"), dict) else {}
+                arguments = given_input if isinstance(given_input := block.get("input"), dict) else {}
                 calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
                 self.call_names[block["id"]] = block["name"]
             elif block_type == "tool_result":
@@ -359,7 +360,7 @@ class _ClaudeCodeReader:
         self.messages.extend(results)
         joined = "\n".join(texts)
         if calls or joined.strip():
-            role = "assistant" if kind == "assistant" else "user"
+            role: Role = "assistant" if kind == "assistant" else "user"
             self.messages.append(Message(role=role, content=joined, tool_calls=tuple(calls),
                                          id=f"{uuid}-text" if results else uuid, **extra))
 

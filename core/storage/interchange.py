@@ -72,12 +72,12 @@ def message_from_record(record: Any, *, source: str, line: int) -> Message:
     if record.get("incomplete") is True:
         extra["incomplete"] = True
     if role == "assistant" and name:
-        call_id = record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else new_id()
+        call_id = given_call_id if isinstance(given_call_id := record.get("tool_call_id"), str) else new_id()
         return Message(role="assistant", content=content,
                        tool_calls=(ToolCall(id=call_id, name=name, arguments=args or {}),), **extra)
     if role == "tool":
-        call_id = record.get("tool_call_id") if isinstance(record.get("tool_call_id"), str) else None
-        return Message(role="tool", content=content, name=name, tool_call_id=call_id, **extra)
+        answered = given_answered if isinstance(given_answered := record.get("tool_call_id"), str) else None
+        return Message(role="tool", content=content, name=name, tool_call_id=answered, **extra)
     return Message(role=role, content=content, **extra)
 
 

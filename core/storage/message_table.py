@@ -12,15 +12,17 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import bindparam, func, text
 from sqlmodel import Session, select, update
 
 from ..context.recall import fts_or_query
 from ..model.bulk import collector_paused
-from ..model.messages import Message, ToolCall
-from .database import MESSAGE, MessageNotFound, MessageRow, StoreError, use_bulk_cache
+from ..model.messages import Message, Role, ToolCall
+from .database import StoreBase, sqlite_connection, use_bulk_cache
+from .errors import MessageNotFound, StoreError
+from .schema import MESSAGE, MessageRow
 from .snippet import SCAN_BYTES, query_stems, snippet
 
 log = logging.getLogger("precis.store")
@@ -61,7 +63,8 @@ def message_from_row(id_: str, role: str, content: str, tool_calls: str | None, 
     # Interned: a long chat's roles and tool names are a handful of strings, not one copy per message.
     calls = tuple(ToolCall(id=c["id"], name=sys.intern(c["name"]), arguments=c["arguments"])
                   for c in json.loads(tool_calls)) if tool_calls else ()
-    return Message(role=sys.intern(role), content=content, tool_calls=calls, tool_call_id=tool_call_id,
+    # The role as it was stored, from a Message: one of Role's.
+    return Message(role=cast(Role, sys.intern(role)), content=content, tool_calls=calls, tool_call_id=tool_call_id,
                    name=sys.intern(name) if name else name, id=id_, created_at=created_at, pinned=bool(pinned),
                    incomplete=bool(incomplete), cut_at=cut_at)
 
@@ -124,8 +127,8 @@ def insert_messages(session: Session, chat_id: str, messages: Iterable[Message],
                                (chat_id, first_seq))
 
 
-class MessageTable:
-    """Store's message methods (a part of Store; uses its _read, _write and _chat_row)."""
+class MessageTable(StoreBase):
+    """Store's message methods (a part of Store, through StoreBase)."""
 
     def add_message(self, chat_id: str, message: Message) -> None:
         self.add_messages(chat_id, [message])
@@ -192,7 +195,7 @@ class MessageTable:
             # Plain driver rows: read on every open of a chat, one row per message.
             rows = session.connection().exec_driver_sql(
                 "SELECT id, token_count FROM message WHERE chat_id = ? AND token_count IS NOT NULL", (chat_id,))
-            return dict(rows.fetchall())
+            return dict(rows.tuples().all())
 
     def save_token_counts(self, chat_id: str, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache counts `tokenizer` made for the next opening; counts of another tokenizer are dropped. Only a
@@ -225,7 +228,7 @@ class MessageTable:
         stems = query_stems(query)
         with self._read() as session:
             rows = session.execute(sql, {"match": match, "limit": limit}).all()
-            database = session.connection().connection.driver_connection
+            database = sqlite_connection(session.connection())
             hits = []
             for pk, chat_id, title, message_id, role, archived_by in rows:
                 # Only the start of the message is read (a blob read of its first pages), not all of a 50 MB one.

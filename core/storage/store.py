@@ -5,10 +5,11 @@ version (a newer one is refused, the file left untouched), copies a corrupt file
 runs the migrations; after that SQLite's own locking lets the window and any number of commands share the file.
 Every write is one transaction: a crash or a full disk leaves the state before or after it.
 
-One Store API, split by concern: database.py (errors, schema and migrations, opening, the write transaction),
-message_table.py (messages, token counts, search), summary_table.py (summary records, archive marks, attach_engine),
-version_table.py (a regenerated reply's versions); this module holds the chats, their settings, drafts, global
-settings and open_store. Every name callers used is still importable from here.
+One Store API, split by concern: errors.py (the store's errors), schema.py (migrations and rows), opening.py (the
+lock file, the version check, a corrupt file set aside, migrating), database.py (the engine, the write transaction,
+StoreBase: what every part works through), message_table.py (messages, token counts, search), summary_table.py
+(summary records, archive marks, attach_engine), version_table.py (a regenerated reply's versions); this module
+holds the chats, their settings, drafts, global settings and open_store. The errors are importable from here too.
 """
 
 from __future__ import annotations
@@ -24,40 +25,27 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import bindparam, func
-from sqlmodel import Session, select, update
+from sqlmodel import col, select, update
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..settings import SECRET_NAME, ChatSettings
-from .database import (  # the Store's API names them too
-    BUSY_TIMEOUT_MS,
-    LOCK_NAME,
-    SCHEMA_VERSION,
-    ChangeWatch,
+from .database import BUSY_TIMEOUT_MS, ChangeWatch, sqlite_connection
+from .errors import (  # the Store's API names them too
     ChatNotFound,
-    ChatRow,
     MessageNotFound,
-    MessageRow,
-    SettingRow,
     StoreConflict,
     StoreCorrupt,
     StoreError,
     StoreLocked,
     StoreTooNew,
     StoreWriteError,
-    SummaryRow,
-    WriteSession,
-    check_existing,
-    create_database_file,
-    file_identity,
-    make_engine,
-    mark_checked,
-    migrate,
-    migration_lock,
 )
 from .message_table import MessageTable, SearchHit, bulk_insert, insert_messages
+from .opening import LOCK_NAME, check_existing, create_database_file, file_identity, mark_checked, migrate, migration_lock
 from .paths import DB_NAME
 from .paths import data_dir as resolve_data_dir
+from .schema import CHAT, SCHEMA_VERSION, ChatRow, MessageRow, SettingRow, SummaryRow
 from .summary_table import SummaryTable, attach_engine
 from .version_table import Versions, VersionTable
 
@@ -110,9 +98,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
     """All reads and writes of chats. Each method is one transaction on its own session."""
 
     def __init__(self, path: Path, *, read_only: bool = False):
-        self.path = path
-        self.read_only = read_only
-        self.engine = make_engine(path, read_only)
+        super().__init__(path, read_only=read_only)
         self._watch: ChangeWatch | None = None
         self._file = file_identity(path)
 
@@ -134,7 +120,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         target = sqlite3.connect(path)
         try:
             with self.engine.connect() as conn:
-                conn.connection.dbapi_connection.backup(target)
+                sqlite_connection(conn).backup(target)
         except sqlite3.Error as exc:
             raise StoreWriteError(f"could not copy {self.path} to {path}: {exc}") from None
         finally:
@@ -169,23 +155,9 @@ class Store(MessageTable, SummaryTable, VersionTable):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _write(self, what: str, *, wait: bool = True) -> WriteSession:
-        if self.read_only:
-            raise StoreWriteError(f"could not {what}: {self.path} is read-only. Nothing was changed.")
-        return WriteSession(self.engine, what, self.path, wait=wait)
-
-    def _read(self) -> Session:
-        return Session(self.engine)
-
     # ---- chats
     def create_chat(self, title: str = "New chat", settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
         return self.import_chat(title, [], settings=settings)
-
-    def _chat_row(self, session: Session, chat_id: str, *, deleted_ok: bool = False) -> ChatRow:
-        row = session.get(ChatRow, chat_id)
-        if row is None or (row.deleted_at is not None and not deleted_ok):
-            raise ChatNotFound(f"no chat with id {chat_id}")
-        return row
 
     def _chat_info(self, row: ChatRow, count: int) -> ChatInfo:
         return ChatInfo(id=row.id, title=row.title, created_at=row.created_at, updated_at=row.updated_at,
@@ -198,9 +170,9 @@ class Store(MessageTable, SummaryTable, VersionTable):
                   .group_by(MessageRow.chat_id).subquery())
         query = (select(ChatRow, func.coalesce(counts.c.n, 0))
                  .outerjoin(counts, counts.c.chat_id == ChatRow.id)
-                 .order_by(ChatRow.updated_at.desc()))
+                 .order_by(col(ChatRow.updated_at).desc()))
         if not include_deleted:
-            query = query.where(ChatRow.deleted_at.is_(None))
+            query = query.where(col(ChatRow.deleted_at).is_(None))
         with self._read() as session:
             return [self._chat_info(row, n) for row, n in session.exec(query).all()]
 
@@ -257,8 +229,8 @@ class Store(MessageTable, SummaryTable, VersionTable):
         """Remove chats deleted more than `older_than` seconds ago, with their messages and summaries."""
         cutoff = time.time() - older_than
         with self._write("remove deleted chats") as session:
-            rows = session.exec(select(ChatRow).where(ChatRow.deleted_at.is_not(None),
-                                                      ChatRow.deleted_at <= cutoff)).all()
+            rows = session.exec(select(ChatRow).where(col(ChatRow.deleted_at).is_not(None),
+                                                      col(ChatRow.deleted_at) <= cutoff)).all()
             for row in rows:
                 session.delete(row)
             return len(rows)
@@ -271,7 +243,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
     def set_draft(self, chat_id: str, draft: str) -> None:
         with self._write("save the draft") as session:
             # The draft at execution, not in the statement (see update_message): a pasted log would stay cached.
-            chats = ChatRow.__table__
+            chats = CHAT
             session.connection().execute(update(chats).where(chats.c.id == bindparam("of_id")),
                                          {"draft": draft, "of_id": chat_id})
 

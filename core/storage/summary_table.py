@@ -9,24 +9,26 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import bindparam
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, select, update
+from sqlmodel import Session, col, select, update
 
 from ..model.records import SummaryRecord
-from .database import MESSAGE, ChatRow, MessageRow, StoreConflict, StoreError, StoreWriteError, SummaryRow
+from .database import StoreBase
+from .errors import StoreConflict, StoreError, StoreWriteError
+from .schema import MESSAGE, ChatRow, MessageRow, SummaryRow
 
 if TYPE_CHECKING:
     from .store import Store
 
 
-class SummaryTable:
-    """Store's summary methods (a part of Store; uses its _read, _write and _chat_row)."""
+class SummaryTable(StoreBase):
+    """Store's summary methods (a part of Store, through StoreBase)."""
 
     def archived_by(self, chat_id: str) -> dict[str, str]:
         """{message id: id of the summary that archived it} for archived messages."""
         with self._read() as session:
             rows = session.execute(select(MessageRow.id, MessageRow.archived_by)
-                                   .where(MessageRow.chat_id == chat_id, MessageRow.archived_by.is_not(None)))
-            return dict(rows.all())
+                                   .where(MessageRow.chat_id == chat_id, col(MessageRow.archived_by).is_not(None)))
+            return dict(rows.tuples().all())
 
     def _upsert_record(self, session: Session, chat_id: str, record: SummaryRecord) -> None:
         values = {"id": record.id, "chat_id": chat_id, "record": record.model_dump_json(), "status": record.status,
@@ -64,13 +66,13 @@ class SummaryTable:
                     update(MESSAGE).where(MESSAGE.c.chat_id == chat_id, MESSAGE.c.id == bindparam("mid"))
                     .values(archived_by=bindparam("rid")),
                     [{"mid": mid, "rid": rid} for mid, rid in archived_by.items()])
-            session.exec(update(ChatRow).where(ChatRow.id == chat_id).values(updated_at=time.time()))
+            session.exec(update(ChatRow).where(col(ChatRow.id) == chat_id).values(updated_at=time.time()))
 
     def load_records(self, chat_id: str) -> list[SummaryRecord]:
         """Every summary record of the chat, any status, oldest first."""
         with self._read() as session:
             rows = session.execute(select(SummaryRow.record).where(SummaryRow.chat_id == chat_id)
-                                   .order_by(SummaryRow.created_at, SummaryRow.pk))
+                                   .order_by(col(SummaryRow.created_at), col(SummaryRow.pk)))
             return [SummaryRecord.model_validate_json(r) for (r,) in rows]
 
 

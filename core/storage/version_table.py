@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 
 from ..model.messages import Message
-from .database import MessageNotFound
+from .database import StoreBase
+from .errors import MessageNotFound
 from .message_table import MESSAGE_COLUMNS, insert_messages, message_from_row, message_values
 
 # What a branch keeps of each of its messages' versions, in this order.
@@ -32,8 +33,8 @@ class Versions:
     shown: int
 
 
-class VersionTable:
-    """Store's version methods (a part of Store; uses its _read and _write)."""
+class VersionTable(StoreBase):
+    """Store's version methods (a part of Store, through StoreBase)."""
 
     def versions(self, chat_id: str) -> dict[str, Versions]:
         """{message id: its versions} for this chat's messages that have been regenerated or edited."""

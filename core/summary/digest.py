@@ -9,7 +9,6 @@ them and re-indexes what the merge drops with what their indexes held."""
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -17,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..model.messages import Message
-from ..model.tokens import get_encoding
+from .digest_words import MONTHS, WHEN, WORD, content_words, generic, rarity
 from .sentence_trim import tightened
 from .text_rules import STOP_WORDS
 
@@ -34,10 +33,6 @@ HEADERS = ("Conversation digest", "Merged conversation digest")
 SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,30}):\s+")
 SESSION_DATE = re.compile(r"\b(?:on|at)\s+(.{4,40})$|^.{0,40}?[-–]\s*(.{4,60})$")
 TIME_OF_DAY = re.compile(r",\s*\d{1,2}:\d{2}\s*[ap]m$", re.IGNORECASE)
-MONTHS = frozenset("january february march april may june july august september october november december jan feb "
-                   "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday "
-                   "sunday".split())
-WHEN = frozenset("yesterday today tomorrow tonight weekend week month year ago last next since".split())
 # Words that say what someone likes, owns, plans or did: the answers people later ask about follow them.
 CUES = frozenset("favorite favourite love loved prefer enjoy hate fan named name called years plan "
                  "planning decided signed adopted moved bought started joined applied".split())
@@ -52,43 +47,7 @@ SMALL_TALK = re.compile(
     r"see|hear)|glad to hear|that's (?:so |really )?(?:great|awesome|amazing|cool|nice)|sounds (?:great|fun|"
     r"awesome)|take care|see you|talk (?:soon|later)|bye|anything (?:new|fun|interesting)|i (?:\S+ )?agree)\b",
     re.IGNORECASE)
-# Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
-# abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"
-# and "It's those moments of creativity that bring us closer" are made of them and answer no question; the
-# concrete words around them (names, numbers, places, objects, activities) are what answers are made of.
-GENERIC = frozenset("""
-amazing awesome great good nice wonderful fantastic incredible inspiring inspirational admirable impressive
-beautiful gorgeous stunning lovely cool fun enjoyable meaningful rewarding fulfilling powerful special important
-necessary valuable priceless precious brilliant excellent fabulous terrific superb marvelous remarkable
-extraordinary magical perfect unforgettable memorable exciting thrilling happy glad sad proud grateful thankful
-blessed lucky hopeful optimistic positive negative calm peaceful relaxing soothing therapeutic cathartic
-empowering uplifting motivating motivational encouraging supportive caring kind sweet thoughtful welcoming
-comforting heartwarming touching emotional tough hard difficult challenging easy stressful overwhelming scary
-vivid creative passionate dedicated determined committed brave courageous strong resilient cheerful joyful
-delightful wholesome fascinating interesting intriguing enlightening insightful cute adorable playful epic crazy
-wild huge super true real genuine whole entire bright amazed impressed excited thrilled stoked touched moved
-inspired motivated relaxed refreshed overwhelmed worried nervous anxious stressed tired exhausted curious eager
-keen fulfilled accepted appreciated loved valued confident free alive unique different solid fine
-passion enthusiasm commitment dedication determination inspiration motivation support encouragement journey moment
-memory experience feeling emotion joy happiness love hope strength courage resilience gratitude kindness
-compassion empathy understanding acceptance belonging growth expression creativity perspective insight vibe
-energy peace balance purpose meaning connection bond challenge struggle obstacle difference change progress
-success effort goal dream reminder importance value beauty laughter laugh smile appreciation revelation priority
-wellbeing mindset outlook attitude spirit soul heart mind confidence friendship trust respect freedom adventure
-excitement fulfillment satisfaction relief comfort warmth positivity vulnerability authenticity unity
-opportunity chance lesson impact power potential possibility part way life world time people stuff lot sort
-situation matter deal fact idea thought sense mood day days
-inspire motivate appreciate admire cherish treasure feel remind mean brighten bring help keep push thrive grow
-embrace tackle overcome believe wish share encourage relax unwind chat catch reflect realize chase celebrate
-achieve succeed pursue focus stay hang vibes achievement accomplishment setback comeback others other together key
-drive guts ambition willingness risk talent skill interest awareness ups downs ride amazingly totally truly deeply
-absolutely incredibly extremely pretty quite genuinely honestly seriously definitely completely
-wanna gonna gotta kinda sorta cuz coz lemme dunno congrats kudos fave fav loads blast oomph chill badass happier
-tougher funniest
-learn enjoy hear agree sound seem look make care
-""".split())
 ABSTRACT_WEIGHT = 0.2
-ELONGATED = re.compile(r"([a-z])\1\1")  # "sooo", "yesss": said for feeling, not a word to look up
 MOSTLY_GENERIC = 0.6  # the share of a sentence's words that are GENERIC above which it weighs ABSTRACT_WEIGHT
 DECIDED = 1e5  # the score of a sentence stating a decision: kept after repeated messages, before the rest
 # The kind a rule decision is labelled with, before the sentence that states it.
@@ -100,9 +59,6 @@ FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split
 SHORT_SENTENCE = 8
 # What a word the message before said (by the other speaker) tells, as a share of what it tells where it is new.
 GIVEN = 0.3
-# Words encoded as one token numbered below this are everyday words (see rarity).
-COMMON_RANK = 4000
-WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
 # The share of a digest's room for its sessions' "Mentioned:" lines: the names, numbers, dates and rare words of
 # sentences that did not fit, as an index (entity memories keep one), so that what was said once is still there.
 MENTION_SHARE = 0.15
@@ -177,33 +133,6 @@ def trimmed(sentence: str) -> str:
     if SMALL_TALK.match(rest) or len(WORD.findall(rest)) < MIN_WORDS:
         return ""
     return rest[0].upper() + rest[1:] if rest[0].islower() and rest != sentence.strip() else rest
-
-
-def content_words(text: str) -> set[str]:
-    """The words that say what a text is about, lowercased ("Charlotte's" as "charlotte"; "I'm" says nothing)."""
-    return {w.lower().split("'")[0].strip("-") for w in WORD.findall(text)} - STOP_WORDS - {""}
-
-
-@functools.cache
-def generic(word: str) -> bool:
-    """True when a lowercased word is one of GENERIC or an inflection of one ("inspires", "moments", "chatted",
-    "smiling")."""
-    stems = {word}
-    for ending, back in (("s", ""), ("es", ""), ("ies", "y"), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"),
-                         ("ly", ""), ("ness", "")):
-        if word.endswith(ending) and len(word) > len(ending) + 2:
-            stem = word[:-len(ending)] + back
-            stems |= {stem, stem[:-1]} if back == "" and len(stem) > 3 and stem[-1] == stem[-2] else {stem}
-    return not stems.isdisjoint(GENERIC) or ELONGATED.search(word) is not None
-
-
-@functools.cache
-def rarity(word: str) -> float:
-    """How uncommon a word is in English, from 0 (everyday) to 1 (rare): byte-pair encodings number their tokens
-    roughly from the most frequent, so a word that is one early token is common and one split in pieces is rare."""
-    pieces = get_encoding().encode_ordinary(" " + word)
-    rank = pieces[0] if len(pieces) == 1 else COMMON_RANK * 8
-    return min(max(math.log(rank / COMMON_RANK, 8), 0.0), 1.0)
 
 
 def speakers_names(sentences: list[Sentence]) -> set[str]:
@@ -364,8 +293,10 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     speaker; a repeated message becomes one line with its count."""
     repeats = Counter(" ".join(m.content.split()) for m in messages if m.role in ("user", "assistant"))
     seen: set[str] = set()
-    out, turn = [], 0
-    before, before_speaker = frozenset(), ""
+    out: list[Sentence] = []
+    turn = 0
+    before: frozenset[str] = frozenset()
+    before_speaker = ""
     for m in messages:
         if m.role == "system":
             date = day_of(session_label(m.content))
@@ -378,7 +309,8 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
             continue
         seen.add(key)
         turn += 1
-        content, speaker = m.content.strip(), m.role
+        content = m.content.strip()
+        speaker: str = m.role  # or the name the message starts with
         named = SPEAKER.match(content)
         if named:
             speaker, content = named.group(1), content[named.end():]
@@ -487,7 +419,9 @@ def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens:
     """One digest of several (oldest first) within max_tokens: the sentences that tell the most across all of
     them, re-ranked together, under their dates and speakers, in the order they were said. A digest's lines end at
     its first blank line: what follows in its summary (a model's narrative) is not said by anyone."""
-    sentences, date, index = [], "", []
+    sentences: list[Sentence] = []
+    date = ""
+    index: list[tuple[str, str]] = []
     for turn, line in enumerate(line for text in texts for line in text.split("\n\n", 1)[0].splitlines()):
         if line.startswith("[") and line.endswith("]"):
             date = line[1:-1]

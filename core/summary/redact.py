@@ -321,8 +321,13 @@ def _apply(rule: _Rule, text: str, low: str, replace: Callable[[re.Match[str]], 
     """`rule` applied to `text` (`low`: it folded); a long text a window at a time, or only near the rule's words."""
     if rule.scope == "text" or (rule.scope == "run" and len(text) <= 2 * PIECE_CHARS):
         return rule.pattern.sub(replace, text)
-    spans = [(0, len(text))] if rule.scope == "run" else _line_spans(text, low, rule.words)
-    out, done = [], 0
+    if rule.scope == "run":
+        spans = [(0, len(text))]
+    else:
+        assert rule.words is not None, "a 'lines' rule names the words its lines hold (RULES)"
+        spans = _line_spans(text, low, rule.words)
+    out: list[str] = []
+    done = 0
     for start, end in spans:
         for match in _matches(rule.pattern, text, max(start, done), end):
             out += (text[done:match.start()], replace(match))

@@ -221,9 +221,9 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
         identifiers.update(name for name in BACKTICKED.findall(FENCED_CODE.sub(" ", text)) if not name.isdigit())
         if message.role == "user":
             files.extend(m.group(1) for m in PATH_IN_TEXT.finditer(text) if "://" not in m.group(1))
-            words = _key_words(text)
-            if words:
-                instructions.append(InstructionFact(_normalize(text), words))
+            key_words = _key_words(text)
+            if key_words:
+                instructions.append(InstructionFact(_normalize(text), key_words))
 
     return TrailFacts(
         files=_dedupe(files),

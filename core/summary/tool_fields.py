@@ -41,7 +41,9 @@ def typed_command(tool: str, args: dict[str, Any]) -> str:
     100`, `create f.py`, `edit 1:1` and the new text): a `command` argument that starts with the tool's own name.
     '' otherwise (a shell tool's command is its subject anyway; an editor's `command` such as "view" is a verb)."""
     command = args.get("command")
-    words = command.split(maxsplit=1) if isinstance(command, str) else []
+    if not isinstance(command, str):
+        return ""
+    words = command.split(maxsplit=1)
     return command if words and words[0].lower() == tool.lower() else ""
 
 
@@ -244,7 +246,7 @@ def _edit_fields(use: ToolUse) -> list[str]:
     old = args.get("old_string", args.get("old_str", args.get("search")))
     new = args.get("new_string", args.get("new_str", args.get("replace", args.get("new_source"))))
     edits = args.get("edits")
-    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    command = given if isinstance(given := args.get("command"), str) else ""
     swe_edit = re.match(r"edit\s+(\d+):(\d+)\n(.*?)\n?end_of_edit\s*\Z", command, re.DOTALL)
     if isinstance(edits, list):
         fields.append(f"Edits: {len(edits)}")
@@ -262,8 +264,8 @@ def _edit_fields(use: ToolUse) -> list[str]:
         fields.append(f"{change} ({_line_count(old)} -> {_line_count(new)} lines)")
         if args.get("replace_all") is True:
             fields.append("All occurrences")
-    elif isinstance(args.get("text"), str) or (isinstance(new, str) and "insert_line" in args):
-        inserted = args.get("text") if isinstance(args.get("text"), str) else new
+    elif isinstance(text_arg := args.get("text"), str) or (isinstance(new, str) and "insert_line" in args):
+        inserted = text_arg if isinstance(text_arg, str) else str(new)
         where = f" at line {args['insert_line']}" if "insert_line" in args else ""
         fields.append(f"Inserted {_count(_line_count(inserted), 'line')}{where}")
     header = FILE_HEADER.search(output[:1000])

@@ -165,8 +165,10 @@ def run_shell(command: str, cancel: CancelToken | None = None, cwd: str | Path |
     exited_at: float | None = None
     counted_at = 0.0
     reading = True  # until the output is closed (the shell may close it and go on)
-    fd = proc.stdout.fileno()
-    with proc.stdout, selectors.DefaultSelector() as selector:
+    pipe = proc.stdout
+    assert pipe is not None, "the command's stdout is piped (above)"
+    fd = pipe.fileno()
+    with pipe, selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
             if cancel is not None and cancel.cancelled:

@@ -20,15 +20,8 @@ from precis.core.summary.digest import (
     terms_of,
     trimmed,
 )
-from precis.core.summary.summarize import (
-    HybridSummarizer,
-    LLMActionItem,
-    LLMSummaryOut,
-    RuleSummarizer,
-    SummaryRequest,
-    says_something,
-    without_noise,
-)
+from precis.core.summary.llm_output import LLMActionItem, LLMSummaryOut, says_something, without_noise
+from precis.core.summary.summarize import HybridSummarizer, RuleSummarizer, SummaryRequest
 
 from tests.conftest import CONVERSATIONS_DIR
 from tests.fakes import ScriptedProvider

@@ -18,8 +18,8 @@ from precis.core.context.engine import (
     ToolsTooLarge,
     recalled_parts,
 )
+from precis.core.context.events import SummaryNotSmaller
 from precis.core.context.recalling import asked_starts, relevant_part
-from precis.core.context.summarizing import SummaryNotSmaller
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import REPLY_PRIMING, TokenCounter
 from precis.core.model.tools import ToolSpec, specs_json

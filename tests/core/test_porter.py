@@ -18,7 +18,7 @@ SEPARATORS = (" ", "_", "-", "'", ", ", ".\n", "3")
 
 
 def fts5_terms(text: str) -> list[str]:
-    """The terms the store's index (database.py, migration 6) makes of a text, in order."""
+    """The terms the store's index (schema.py, migration 6) makes of a text, in order."""
     db = sqlite3.connect(":memory:")
     try:
         db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='porter unicode61 remove_diacritics 2')")

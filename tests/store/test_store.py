@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.records import CoveredMessage, SummaryRecord
-from precis.core.storage.database import BULK_CACHE_KIB, is_checked
+from precis.core.storage.database import BULK_CACHE_KIB
 from precis.core.storage.message_table import FTS5_AUTOMERGE, INSERT_BATCH
+from precis.core.storage.opening import is_checked
 from precis.core.storage.store import (
     DB_NAME,
     SCHEMA_VERSION,

@@ -8,7 +8,7 @@ from precis.core.chat.session import ChatSession
 from precis.core.cli.chat import describe_event
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
-from precis.core.context.summarizing import SummaryNotSmaller
+from precis.core.context.events import SummaryNotSmaller
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy
