@@ -89,8 +89,8 @@ class ToolLoop:
         session.use_tools(self.tools.specs())  # ToolsTooLarge goes to the caller: nothing was sent yet
         while True:
             again = regenerate is not None and not turn.replies
-            placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None) if again
-                           else Message(role="assistant", content="", incomplete=True))
+            placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None)
+                           if regenerate is not None and again else Message(role="assistant", content="", incomplete=True))
             on_start(placeholder)
             result = session.reply(placeholder, on_text=lambda piece, p=placeholder: on_text(p, piece),
                                    cancel=cancel, on_progress=on_progress, regenerate=again)

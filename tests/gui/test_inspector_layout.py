@@ -76,7 +76,7 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
         return [type(area).__name__ for area in content.findChildren(QAbstractScrollArea)
                 for bar in (area.verticalScrollBar(), area.horizontalScrollBar()) if bar.isVisible() or bar.maximum()]
 
-    assert scrolling_inside() == []
+    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=5000)  # once laid out at the panel's width
     # The next prompt, part by part, opened: its parts are in the same one scroll (once laid out at its width).
     inspector.prompt_section.set_expanded(True)
     qtbot.waitUntil(lambda: inspector.prompt.list.count() > 0, timeout=WAIT_MS)
