@@ -33,6 +33,7 @@ from .tool_service import ToolService
 from .workers import Runner
 
 STATUS_MS = 500  # how often the servers' states are read while the page is shown
+EDITOR_LINES = 12  # the mcp.json box's height: a server or two in Claude desktop's layout, whole
 EXAMPLE = """{
   "mcpServers": {
     "time": {"command": "uvx", "args": ["mcp-server-time"]},
@@ -158,7 +159,7 @@ class ToolsPage(QWidget):
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setPlaceholderText(EXAMPLE)
-        self.editor.setFixedHeight(170)
+        self.editor.setFixedHeight(self.editor.fontMetrics().lineSpacing() * EDITOR_LINES + 16)
         self.editor.setEnabled(False)
         self.editor.textChanged.connect(self._edited)
         self.save_button = QPushButton("Save and restart servers")
@@ -193,8 +194,11 @@ class ToolsPage(QWidget):
 
         layout = QVBoxLayout(self)
         layout.addWidget(_label("MCP servers", "heading"))
-        layout.addWidget(_label(f"Paste a Claude desktop or Cursor “mcpServers” block. Save checks it, writes it to "
-                                f"{tools.config_path} and restarts the servers.", "muted", wrap=True))
+        layout.addWidget(_label("Paste a Claude desktop or Cursor “mcpServers” block. Save checks it, writes it to "
+                                "mcp.json in the data folder and restarts the servers.", "muted", wrap=True))
+        self.file = _label(str(tools.config_path), "muted")
+        self.file.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.file)
         layout.addWidget(self.editor)
         layout.addWidget(self.error)
         save_line = QHBoxLayout()
@@ -224,8 +228,8 @@ class ToolsPage(QWidget):
     # ---- reading ----------------------------------------------------------------------------------------------
     def _loaded(self, found: tuple[str, ToolSettings]) -> None:
         text, settings = found
-        self._saved_text = text
         self.editor.setPlainText(text)
+        self._saved_text = self.editor.toPlainText()  # as the box gives it back (its line ends may not be the file's)
         self.editor.setEnabled(True)
         self.save_button.setEnabled(True)
         self.status.setText("")
@@ -280,8 +284,8 @@ class ToolsPage(QWidget):
         return self.editor.isEnabled() and self.editor.toPlainText() != self._saved_text
 
     def _edited(self) -> None:
-        if self.unsaved and not self._restarting:
-            self.status.setText("Not saved yet.")
+        if not self._restarting:
+            self.status.setText("Not saved yet." if self.unsaved else "")
 
     def save(self) -> bool:
         """Check the text; if it is a valid mcp.json, write it and restart the servers off the GUI thread. False,

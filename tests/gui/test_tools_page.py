@@ -1,10 +1,13 @@
 """Settings → Tools on the real dialog: a pasted Claude desktop block saved as mcp.json and its real server
 (mcp-server-time) running with its tools; mistakes named and nothing written; switches saved and obeyed by the
-window's toolbox; a server that cannot start shown failed with why; and This chat's workspace folder."""
+window's toolbox; a server that cannot start shown failed with why, one killed shown exited; and This chat's
+workspace folder."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -21,6 +24,7 @@ from PySide6.QtWidgets import QDialogButtonBox
 from tests.timing import WAIT_MS
 
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")  # as tests/tools/test_mcp_servers.py starts it
+SLOW_SERVER = Path(__file__).parents[1] / "tools" / "slow_mcp_server.py"  # one that can be killed
 
 
 def config_path(store) -> Path:
@@ -165,18 +169,27 @@ def test_switches_are_saved_and_the_windows_toolbox_obeys_them(qtbot, make_windo
     assert again.ask_before_reading.isChecked()
 
 
-def test_a_server_that_cannot_start_is_shown_failed_with_why(qtbot, open_tools, store, tmp_path):
+def test_a_server_that_cannot_start_or_dies_is_shown_with_why_and_the_others_go_on(qtbot, open_tools, store, tmp_path):
+    pid_file = tmp_path / "pid"
     config_path(store).write_text(json.dumps({"mcpServers": {
         "missing": {"command": str(tmp_path / "no-such-server")},
-        "quits": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no API token given')"]}}}))
+        "quits": {"command": sys.executable, "args": ["-c", "import sys; sys.exit('no API token given')"]},
+        "slow": {"command": sys.executable, "args": [str(SLOW_SERVER), str(pid_file)]},
+        "time": {"command": TIME_SERVER}}}))
     page = open_tools().tools_page
-    qtbot.waitUntil(lambda: all(page.server_blocks[name].state.text() == "failed" for name in ("missing", "quits")),
-                    timeout=WAIT_MS)
-    missing, quits = page.server_blocks["missing"], page.server_blocks["quits"]
+    qtbot.waitUntil(lambda: all(page.server_blocks[name].state.text() == "failed" for name in ("missing", "quits"))
+                    and running(page, "slow") and running(page, "time"), timeout=WAIT_MS)
+    missing, quits, slow = page.server_blocks["missing"], page.server_blocks["quits"], page.server_blocks["slow"]
     assert missing.detail.isVisible()
     assert missing.detail.text() == f"could not start: No such file or directory: {tmp_path / 'no-such-server'}"
     assert "no API token given" in quits.detail.text() and quits.detail.isVisible()
     assert not missing.tool_switches and not quits.tool_switches
+
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)  # a server that crashes while the page is open
+    qtbot.waitUntil(lambda: slow.state.text() == "exited", timeout=WAIT_MS)
+    assert slow.detail.text().startswith("the server ended") and slow.detail.isVisible()
+    offered = {spec.name for spec in page.tools.toolbox_for(ChatSettings()).specs()}
+    assert offered == {"get_current_time", "convert_time"}  # the chat goes on with the others
 
 
 def test_the_workspace_folder_is_picked_or_refused_naming_it(qtbot, tmp_path):
