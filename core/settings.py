@@ -226,9 +226,9 @@ class ChatSettings(BaseModel):
     run_processes: int = Field(RUN_PROCESSES, ge=1, le=100_000, title="/run process limit",
                                json_schema_extra={"unit": "processes"},
                                description="A /run command with more processes running at once is stopped")
-    workspace: str = Field("", title="Workspace folder",
-                           description="The folder the model's file and command tools work in; empty: no workspace "
-                                       "tools")
+    workspace: str = Field("", title="Workspace folder", json_schema_extra={"line": True},
+                           description="The folder the model's file and command tools work in (its whole path); "
+                                       "empty: no workspace tools")
     tool_steps: int = Field(25, ge=1, le=1000, title="Tool calls per message", json_schema_extra={"unit": "calls"},
                             description="The most tool calls the model makes to answer one message; past it, it "
                                         "answers with what it has")
@@ -277,6 +277,15 @@ class ToolSettings(BaseModel):
 
     disabled: list[str] = []
     ask_before_reading: bool = False
+
+    def is_on(self, name: str) -> bool:
+        """Whether `name` (a workspace tool, "server/tool" or "server/*") is switched on by its own switch."""
+        return name not in self.disabled
+
+    def switched(self, name: str, on: bool) -> ToolSettings:
+        """These settings with `name`'s switch on or off; a tool under a switched-off server keeps its own switch."""
+        disabled = [entry for entry in self.disabled if entry != name] + ([] if on else [name])
+        return self.model_copy(update={"disabled": disabled})
 
 
 class InspectorFolds(BaseModel):

@@ -47,6 +47,7 @@ from .status import StatusLine
 from .text_window import show_text
 from .tool_service import ToolService
 from .tool_turn import ToolTurns
+from .tools_page import ToolsPage
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
 from .wording import NEW_CHAT_TITLE
@@ -342,7 +343,7 @@ class MainWindow(QMainWindow):
         return dialog
 
     def settings_dialog(self) -> SettingsDialog:
-        return SettingsDialog(*self.chat.settings_now(), self)
+        return SettingsDialog(*self.chat.settings_now(), self, tools_page=ToolsPage(self.tools, self.chat.store_calls))
 
     def apply_settings(self, dialog: SettingsDialog) -> None:
         """Save what the dialog holds (it only accepts valid values); the provider follows once it works (see

@@ -8,6 +8,7 @@ the field in the window's words, and OK stays disabled until all are valid.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Signal
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
     QFrame,
     QHBoxLayout,
@@ -34,7 +36,9 @@ from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import check_connection, provider_for
 from ..core.settings import DEFAULT_MODELS, ChatSettings, ProviderChoice, SummarizationPolicy
+from ..core.tools.workspace import workspace_problem
 from .model_picker import BUILT_IN, ModelPicker
+from .tools_page import ToolsPage
 from .workers import Runner
 
 LOCAL_PAGE = "Local model"
@@ -42,7 +46,8 @@ LOCAL_PAGE = "Local model"
 
 class _FieldSet:
     """An editor per setting (from the schema: title as label, help as tooltip, unit after the value) with an error
-    label under each; `values()` parses, `show_errors` says what is wrong and where.
+    label under each; `values()` parses, `show_errors` says what is wrong and where. `lines` holds each editor's
+    row, for a button beside it.
 
     With `overrides`, each field has an Override box: only ticked fields are values (the rest are inherited), and an
     unticked field's editor shows the inherited value, disabled.
@@ -54,6 +59,7 @@ class _FieldSet:
         self.editors: dict[str, QWidget] = {}
         self.error_labels: dict[str, QLabel] = {}
         self.override_boxes: dict[str, QCheckBox] = {}
+        self.lines: dict[str, QHBoxLayout] = {}
         for field in fields:
             editor = _editor(field, initial.get(field.name))
             editor.setToolTip(field.help)
@@ -69,6 +75,7 @@ class _FieldSet:
             column.setSpacing(2)
             line = QHBoxLayout()
             line.setContentsMargins(0, 0, 0, 0)
+            self.lines[field.name] = line
             if overrides is not None:
                 tick = QCheckBox("Override")
                 tick.setToolTip("Use a value of this chat's own instead of the global setting")
@@ -174,7 +181,8 @@ def _connect(editor: QWidget, slot) -> None:
 
 
 class SettingsDialog(QDialog):
-    """Edits the global provider and summarization settings and, when a chat is open, that chat's settings."""
+    """Edits the global provider and summarization settings, the tools (`tools_page`, which saves as it goes) and,
+    when a chat is open, that chat's settings."""
 
     tested = Signal(bool)  # Test connection has its answer (True: the server answered)
 
@@ -184,7 +192,7 @@ class SettingsDialog(QDialog):
     chat_model = ChatSettings
 
     def __init__(self, provider: ProviderChoice, policy: dict[str, Any], chat: ChatSettings | None,
-                 key_saved: bool, parent=None) -> None:
+                 key_saved: bool, parent=None, tools_page: ToolsPage | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
@@ -258,6 +266,12 @@ class SettingsDialog(QDialog):
         self.cross_error = _refusal()
         tabs.addTab(_scrolled(policy_page), "Summarization")
 
+        # Tools: mcp.json, the servers and a switch per tool
+        self.tools_page = tools_page
+        if tools_page is not None:
+            self.tools_tab = _scrolled(tools_page)
+            tabs.addTab(self.tools_tab, "Tools")
+
         # This chat: its own settings, and summarization fields it overrides
         self.chat_fields = None
         self.chat_policy_fields = None
@@ -265,6 +279,12 @@ class SettingsDialog(QDialog):
             chat_page = QWidget()
             chat_form = QFormLayout(chat_page)
             self.chat_fields = _FieldSet(setting_fields(self.chat_model), chat.model_dump(), chat_form, self.validate)
+            self.workspace = self.chat_fields.editors["workspace"]
+            self.workspace.setPlaceholderText("none: the model gets no file or command tools")
+            self.browse_button = QPushButton("Browse…")
+            self.browse_button.setToolTip("Pick the folder in a folder picker")
+            self.browse_button.clicked.connect(self.open_folder_picker)
+            self.chat_fields.lines["workspace"].addWidget(self.browse_button)
             tabs.addTab(chat_page, "This chat")
             overrides_page = QWidget()
             overrides_form = QFormLayout(overrides_page)
@@ -347,6 +367,17 @@ class SettingsDialog(QDialog):
             self.base_url.clear()
             self.model.clear()
 
+    def open_folder_picker(self) -> QFileDialog:
+        """Browse…: a folder picker, shown without blocking, starting at the folder entered (or home)."""
+        entered = self.workspace.text().strip()
+        start = entered if entered and not workspace_problem(entered) else str(Path.home())
+        picker = QFileDialog(self, "Choose the workspace folder", start)
+        picker.setFileMode(QFileDialog.FileMode.Directory)
+        picker.setOption(QFileDialog.Option.ShowDirsOnly)
+        picker.fileSelected.connect(self.workspace.setText)
+        picker.open()
+        return picker
+
     def policy_values(self) -> dict[str, Any]:
         return self.policy_fields.values()[0]
 
@@ -383,6 +414,9 @@ class SettingsDialog(QDialog):
                         errors["chat_policy."] = reason
                     else:
                         chat_errors[field] = reason
+            folder_problem = workspace_problem(_chat_values.get("workspace", ""))
+            if folder_problem:
+                chat_errors.setdefault("workspace", folder_problem)
             errors.update({f"chat.{k}": v for k, v in chat_errors.items()})
         values, provider_errors = self._provider_values()
         provider_errors.update({k: v for k, v in setting_errors(self.provider_model, values).items()
@@ -413,5 +447,11 @@ class SettingsDialog(QDialog):
         return not errors
 
     def _accept(self) -> None:
-        if self.validate():
-            self.accept()
+        """OK: valid values are accepted, and mcp.json's unsaved edit is saved; one that is not valid keeps the
+        dialog open on the Tools page, its mistake shown."""
+        if not self.validate():
+            return
+        if self.tools_page is not None and not self.tools_page.save_pending():
+            self.tabs.setCurrentWidget(self.tools_tab)
+            return
+        self.accept()

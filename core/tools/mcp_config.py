@@ -12,11 +12,14 @@ and the field.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 MCP_CONFIG_NAME = "mcp.json"
+EMPTY_CONFIG = '{"mcpServers": {}}\n'
 
 
 class McpConfigError(ValueError):
@@ -48,11 +51,42 @@ def read_mcp_config(path: str | Path) -> list[ServerConfig]:
         return []
     except (OSError, UnicodeDecodeError) as exc:
         raise McpConfigError(f"{path}: cannot be read: {exc}") from None
+    return parse_mcp_text(text, path)
+
+
+def parse_mcp_text(text: str, path: str | Path) -> list[ServerConfig]:
+    """The servers mcp.json's text lists; its JSON mistakes are told by line and column, not by quoting the text
+    (which may hold a server's API key). Blank text lists none."""
+    if not text.strip():
+        return []
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise McpConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     return parse_mcp_config(data, path)
+
+
+def write_mcp_config(path: str | Path, text: str) -> list[ServerConfig]:
+    """Check `text` and write it as mcp.json, whole: a new file renamed over the old, so a crash leaves one or the
+    other, and a mistake (McpConfigError) leaves the file as it was. Blank text means no servers."""
+    path = Path(path)
+    if not text.strip():
+        text = EMPTY_CONFIG
+    servers = parse_mcp_text(text, path)
+    if not text.endswith("\n"):
+        text += "\n"
+    # mkstemp's file is the user's alone to read, as it should be: a server's entry may hold its API key.
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return servers
 
 
 def parse_mcp_config(data: object, path: str | Path) -> list[ServerConfig]:

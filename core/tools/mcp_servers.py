@@ -41,13 +41,15 @@ TOOL_PAGES = 50  # of a tools/list that goes on page after page
 @dataclass(frozen=True)
 class ServerStatus:
     """Where a server is: its state, why it failed or ended (`detail`), its tools as the server names them (source:
-    the server's name) and the seconds from its start to its tools listed."""
+    the server's name), the seconds from its start to its tools listed, and when that was (`running_since`, a Unix
+    time)."""
 
     name: str
     state: str
     detail: str = ""
     tools: tuple[ToolSpec, ...] = ()
     seconds: float | None = None
+    running_since: float | None = None
 
 
 class McpServers:
@@ -224,7 +226,7 @@ class McpServers:
             return
         with self._changed:
             self._sessions[name] = session
-        self._set(name, RUNNING, tools=tools, seconds=time.monotonic() - began)
+        self._set(name, RUNNING, tools=tools, seconds=time.monotonic() - began, running_since=time.time())
         await wake.wait()
         with self._changed:
             self._sessions.pop(name, None)

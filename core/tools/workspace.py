@@ -63,6 +63,24 @@ WORKSPACE_TOOLS = (
 )
 
 
+def workspace_problem(folder: str) -> str:
+    """Why `folder` cannot be a chat's workspace folder, in words naming it; "" when it can (or is empty: none).
+    A relative path is refused: it would mean a different folder depending on where Precis was started."""
+    if not folder.strip():
+        return ""
+    path = Path(folder).expanduser()
+    if not path.is_absolute():
+        return f"{folder} is not a whole path: give the folder's full path (e.g. {Path.home() / folder})"
+    try:
+        if not path.exists():
+            return f"there is no folder {folder}"
+        if not path.is_dir():
+            return f"{folder} is a file, not a folder"
+    except OSError as exc:
+        return f"{folder} cannot be reached: {exc.strerror or exc}"
+    return ""
+
+
 class Workspace:
     """A folder the model's tools work in; made for a chat that has one. Each tool's arguments are assumed valid
     against its schema (the toolbox checks them); a path outside, a missing file or a bad pattern raise
