@@ -7,15 +7,22 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..model.records import ActionItem
 from .text_rules import SENTENCE_END
 
 Point = Annotated[str, Field(max_length=120)]
 
+# In the schema sent (the grammar, OpenAI's strict mode), no key beyond the fields: llama.cpp's grammar otherwise lets
+# a model add keys of any depth and length after them ("narrative": "...", "output": [{...}]), so the JSON need not
+# close within the output budget. A reply read back may still have other keys (a server that ignores the schema).
+CLOSED = ConfigDict(json_schema_extra={"additionalProperties": False})
+
 
 class LLMActionItem(BaseModel):
+    model_config = CLOSED
+
     owner: str = Field("", max_length=30)
     task: str = Field(max_length=120)
     due: str = Field("", max_length=30)
@@ -25,8 +32,10 @@ class LLMSummaryOut(BaseModel):
     """The strict JSON a model must return; mirrors the narrative part of a SummaryRecord.
 
     Every string and list is bounded: a grammar built from this schema then guarantees the JSON closes within
-    the output budget, even when a small model starts to repeat itself.
+    the output budget, even when a small model starts to repeat itself (no key beyond these: CLOSED).
     """
+
+    model_config = CLOSED
 
     narrative: str = Field(min_length=1, max_length=600)
     key_points: list[Point] = Field(default_factory=list, max_length=6)

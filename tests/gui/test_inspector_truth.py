@@ -10,7 +10,7 @@ from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
-from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.gui.test_window import dialogue, idle, long_dialogue, open_imported_chat
 from tests.timing import WAIT_MS
 
 
@@ -46,7 +46,7 @@ def test_after_undo_the_summary_tab_shows_the_current_record_not_the_undone_one(
 def test_snapshots_hold_copies_the_engine_cannot_change(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
-    open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
+    open_imported_chat(qtbot, window, store, long_dialogue(16, "Release checklist, step"))
     summarize(qtbot, window)
     shown = window.chat.snapshot.chain[0]
     live = window.chat.session.engine.chain()[0]
@@ -97,7 +97,7 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     # real model does not write on demand.
     store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "keep_recent": 4})
     window = make_window(ScriptedProvider(replies=["#1. <br>. ]["]))
-    open_imported_chat(qtbot, window, store, dialogue(16, "Release checklist, step"))
+    open_imported_chat(qtbot, window, store, long_dialogue(16, "Release checklist, step"))
     summarize(qtbot, window)
     [record] = window.chat.snapshot.chain
     assert record.fallback_used and "punctuation, numbering or markup" in record.fallback_reason

@@ -9,7 +9,7 @@ from PySide6.QtCore import QPoint, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 
-from tests.gui.test_window import dialogue, idle, open_imported_chat
+from tests.gui.test_window import dialogue, idle, long_dialogue, open_imported_chat
 from tests.timing import WAIT_MS
 
 
@@ -108,7 +108,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
 def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 4})
     window = make_window()
-    open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
+    open_imported_chat(qtbot, window, store, long_dialogue(16, "Migration plan, step"))
     qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     window.inspector.select_record(window.chat.snapshot.chain[0].id)
@@ -142,13 +142,18 @@ def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot,
 
 @pytest.mark.slow
 def test_an_older_regenerated_reply_shows_its_count_but_does_not_switch(qtbot, make_window, store):
-    chat_id = store.import_chat("Fruit", dialogue(6, "Fruit talk, line"))
+    # The first reply was regenerated while it was the last one, then the chat went on from the version shown
+    # (saving a version of an older message would make what follows it that version's branch).
+    history = dialogue(6, "Fruit talk, line")
+    chat_id = store.import_chat("Fruit", history[:2])
     older = store.load_messages(chat_id)[1]
     store.save_version(chat_id, older)
     store.save_version(chat_id, older.with_changes(content="A second answer."))
+    store.add_messages(chat_id, history[2:])
     window = make_window()
     view = window.conversation
     number = view.conversation.row_of(older.id)
+    assert number == 1 and view.conversation.rowCount() == 6  # four messages after it
     assert view.conversation.versions_of(older.id).shown == 1  # "‹ 2/2 ›" is painted
     # The messages after it answer the version it shows: neither its arrows nor its menu switch it.
     option = QStyleOptionViewItem()

@@ -8,10 +8,9 @@ import os
 import signal
 
 import pytest
-from precis.core.model.messages import Message
 from PySide6.QtCore import Qt
 
-from tests.gui.test_window import idle
+from tests.gui.test_window import idle, long_dialogue
 from tests.timing import WAIT_MS
 
 pytestmark = pytest.mark.model
@@ -45,10 +44,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
 @pytest.mark.slow
 def test_killing_the_model_mid_summary_falls_back_to_the_rules_and_says_so(qtbot, make_window, store, local_provider):
     chat_id = store.create_chat("facts", settings={"context_window": 2048})
-    store.add_messages(chat_id, [
-        Message("user" if n % 2 == 0 else "assistant",
-                f"Note {n}: the parcel {n} goes to warehouse {n * 7} on the north side before noon.")
-        for n in range(12)])
+    store.add_messages(chat_id, long_dialogue(12, "Note"))  # long enough that the rules' summary saves tokens
     local_provider.load()
     window = make_window(local_provider)
     qtbot.waitUntil(lambda: idle(window) and window.inspector.summarize_button.isEnabled(), timeout=WAIT_MS)

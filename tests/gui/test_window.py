@@ -44,6 +44,21 @@ def dialogue(n: int, topic: str) -> list[Message]:
     return [Message(role="user" if i % 2 == 0 else "assistant", content=f"{topic} {i}.") for i in range(n)]
 
 
+WORK = ("the schema migration", "the nightly backup", "the login page", "the search index", "the invoice export",
+        "the cache layer", "the mobile build", "the audit log")
+
+
+def long_dialogue(n: int, topic: str) -> list[Message]:
+    """Like dialogue (each message ends "{topic} {i}."), with messages long enough and distinct enough that a summary
+    of a few of them is smaller than they are: one that is not is refused (docs/summarization.md, "A summary must
+    save"), and one-line messages no longer make one."""
+    return [Message(role="user" if i % 2 == 0 else "assistant",
+                    content=f"About {WORK[i % len(WORK)]}: we change module_{i}.py so that it retries {i + 2} times, "
+                            f"run its {3 * i + 5} tests on the staging server, and write in the release notes what "
+                            f"changed for the users of {WORK[(i + 3) % len(WORK)]} and why. {topic} {i}.")
+            for i in range(n)]
+
+
 def source_file(folder: Path, number: int) -> Path:
     path = folder / f"module_{number}.py"
     path.write_text("".join(f"def function_{number}_{i}(value):\n    return value * {i} + {number}\n\n"
@@ -391,7 +406,7 @@ def test_a_context_length_error_summarizes_and_retries_once(qtbot, make_window, 
 def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_window, store):
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
-    chat_id = open_imported_chat(qtbot, window, store, dialogue(16, "Migration plan, step"))
+    chat_id = open_imported_chat(qtbot, window, store, long_dialogue(16, "Migration plan, step"))
     rows = window.conversation.conversation.rows()
     chosen = next(r.message for r in rows if r.message is not None and r.message.content.endswith("step 9."))
     window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends

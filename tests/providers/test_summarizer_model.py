@@ -19,12 +19,12 @@ from tests.conftest import TRANSCRIPTS_DIR
 pytestmark = pytest.mark.model
 
 
-def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
+def _summarize_stored_chat(tmp_path, policy: dict, chat_provider, messages: int = 24):
     """A stored chat summarized as the window does it: the engine and its summarizer built from the settings."""
     with open_store(tmp_path / "data") as store:
         store.set_setting(SUMMARIZATION_KEY, policy)
         chat = store.create_chat("agent run")
-        store.add_messages(chat, read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:24])
+        store.add_messages(chat, read_transcript(TRANSCRIPTS_DIR / "sweagent_2.jsonl")[:messages])
         summarizer = summarizer_for(SummarizationPolicy(**policy), chat_provider)
         summarizer.deadline_seconds = 600  # this checks who wrote the summary, on a machine that may be busy
         engine, _ = restore_engine(store, chat, default_window=8192, summarizer=summarizer)
@@ -34,7 +34,10 @@ def _summarize_stored_chat(tmp_path, policy: dict, chat_provider):
 @pytest.mark.slow
 def test_the_local_model_summarizes_a_chat_served_by_llama_cpp_server(tmp_path, llama_server, local_provider):
     chat_provider = OpenAICompatProvider(llama_server, model="smollm2")
-    summarizer, record = _summarize_stored_chat(tmp_path, {"mode": "llm", "summarizer": "local"}, chat_provider)
+    # The first 12 messages: of the first 24 (the window cuts the older ones) the 135M model's narrative was "[*]",
+    # copied from a tool's output, on some machines (rightly refused as markup only); of these it is a sentence.
+    summarizer, record = _summarize_stored_chat(tmp_path, {"mode": "llm", "summarizer": "local"}, chat_provider,
+                                                messages=12)
     assert isinstance(summarizer.provider, LocalProvider)
     assert summarizer.attempts == ["ok"] and record.mode == "llm" and not record.fallback_used
     assert record.written_by == "local: SmolLM2-135M-Instruct"
