@@ -53,3 +53,14 @@ def test_stray_punctuation_in_front_and_a_sentence_cut_off_at_the_end_go():
     clean = without_noise(out)
     assert clean.narrative == "This worked as expected, and we didn't get any error."
     assert clean.key_points == ["The server echoes the input back"]
+
+
+def test_the_schema_sent_closes_every_object_and_a_reply_with_more_keys_still_reads():
+    # llama.cpp's grammar lets a model add keys of any length unless the schema forbids them: SmolLM2 wrote
+    # "What happened": {...} until its tokens ran out, and 7 of 16 summaries fell back to the rules.
+    from precis.core.summary.llm_output import SUMMARY_SCHEMA
+
+    assert SUMMARY_SCHEMA["additionalProperties"] is False
+    assert all(definition["additionalProperties"] is False for definition in SUMMARY_SCHEMA["$defs"].values())
+    read = LLMSummaryOut.model_validate({"narrative": "We moved the billing tables.", "extra": {"from": "a server"}})
+    assert read.narrative == "We moved the billing tables."
