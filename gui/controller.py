@@ -335,9 +335,10 @@ class ChatController(QObject):
         if chat is not None and chat_id is not None:
             self.store.update_chat_settings(chat_id, chat)
 
-    def settings_now(self) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
-        """(provider choice, global policy, the open chat's settings, whether an API key is saved)."""
+    def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
+        """(provider choice, global policy, the chat's settings, whether an API key is saved): read from the store
+        and the OS keyring, off the window's thread (StoreCalls)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
-        chat = self.store.get_chat(self.session.chat_id).settings if self.session else None
+        chat = self.store.get_chat(chat_id).settings if chat_id is not None else None
         key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
         return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved

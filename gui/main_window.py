@@ -11,7 +11,7 @@ import functools
 import logging
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -63,6 +63,7 @@ class MainWindow(QMainWindow):
     snapshot_shown = Signal()
     reply_finished = Signal(object)
     job_failed = Signal(str)
+    settings_opened = Signal(object)  # the settings dialog, shown once its values were read
 
     def __init__(self, store: Store, provider: Provider | None = None, load_model: bool = True) -> None:
         super().__init__()
@@ -238,6 +239,12 @@ class MainWindow(QMainWindow):
         """What is typed next goes into the message box: after choosing a chat, importing one, closing a dialog."""
         self.composer.edit.setFocus()
 
+    def _settings_closed(self) -> None:
+        """The window is active again (not every platform gives it back by itself) and typing goes to the message
+        box, after Qt has put the focus back where it was before the dialog (the search box, say)."""
+        self.activateWindow()
+        QTimer.singleShot(0, self.focus_message_box)
+
     def _show_inspector(self) -> None:
         self.actions["inspector"].setChecked(True)
         self.inspector.setVisible(True)
@@ -335,15 +342,18 @@ class MainWindow(QMainWindow):
 
         return self.chat.import_transcript(path, imported)
 
-    def open_settings(self) -> SettingsDialog:
-        dialog = self.settings_dialog()
-        dialog.accepted.connect(lambda: self.apply_settings(dialog))
-        dialog.finished.connect(self.focus_message_box)
-        dialog.open()
-        return dialog
+    def open_settings(self) -> None:
+        """Read the settings off the window's thread (the store may wait for another writer, the OS keyring for the
+        user to unlock it), then show them; settings_opened says when."""
+        chat_id = self.chat.session.chat_id if self.chat.session is not None else None
+        self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id), self._show_settings)
 
-    def settings_dialog(self) -> SettingsDialog:
-        return SettingsDialog(*self.chat.settings_now(), self, tools_page=ToolsPage(self.tools, self.chat.store_calls))
+    def _show_settings(self, values: tuple) -> None:
+        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls))
+        dialog.accepted.connect(lambda: self.apply_settings(dialog))
+        dialog.finished.connect(self._settings_closed)
+        dialog.open()
+        self.settings_opened.emit(dialog)
 
     def apply_settings(self, dialog: SettingsDialog) -> None:
         """Save what the dialog holds (it only accepts valid values); the provider follows once it works (see

@@ -41,3 +41,10 @@ def make_window(qtbot, store):
     for window in windows:
         window.close()
         window.chat.finish_background_work()  # before the store closes under it
+
+
+def open_settings(qtbot, window):
+    """File → Settings as a user opens it: the dialog, once its values were read off the window's thread."""
+    with qtbot.waitSignal(window.settings_opened, timeout=WAIT_MS) as opened:
+        window.open_settings()
+    return opened.args[0]

@@ -16,6 +16,7 @@ from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox
 
 from tests.conftest import TRANSCRIPTS_DIR
+from tests.gui.conftest import open_settings
 from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import idle
 from tests.timing import WAIT_MS
@@ -184,7 +185,7 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     # Counting falls back to estimates: the chat opened and shows them.
     assert window.chat.session.chat_id == chat_id and window.status.counting.text() == "estimated token counts"
 
-    dialog = window.settings_dialog()
+    dialog = open_settings(qtbot, window)
     dialog.kind.setCurrentText("openai")
     dialog.base_url.setText("http://127.0.0.1:9/v1")  # a loopback port nobody listens on
     assert dialog.validate()

@@ -4,6 +4,7 @@ focus at start, after a new chat, after a chat is chosen in the list and after a
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
+from tests.gui.conftest import open_settings
 from tests.gui.test_window import dialogue, idle
 from tests.timing import WAIT_MS
 
@@ -27,6 +28,6 @@ def test_the_message_box_has_the_focus_after_choosing_a_chat_and_after_the_setti
     assert QApplication.focusWidget() is window.composer.edit
 
     window.chat_list.focus_search()
-    dialog = window.open_settings()
+    dialog = open_settings(qtbot, window)
     dialog.reject()
-    assert QApplication.focusWidget() is window.composer.edit
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.composer.edit)

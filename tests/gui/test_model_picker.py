@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox, QFileDialog
 
 from tests.conftest import free_port
+from tests.gui.conftest import open_settings
 from tests.gui.test_window import idle
 from tests.model_file import place_model
 from tests.stand_in_ollama import MODEL, StandInOllama
@@ -71,7 +72,7 @@ def window_on_a_chat(qtbot, make_window, store):
 
 
 def open_settings_listed(qtbot, window):
-    dialog = window.open_settings()
+    dialog = open_settings(qtbot, window)
     dialog.tabs.setCurrentWidget(dialog.local_page)
     with qtbot.waitSignal(dialog.model_picker.listed, timeout=WAIT_MS):
         pass
@@ -87,7 +88,7 @@ def test_the_page_shows_at_once_and_fills_in_with_the_gguf_files_and_ollama_mode
         qtbot, make_window, models_home, stand_in_ollama, monkeypatch):
     monkeypatch.setenv("OLLAMA_HOST", stand_in_ollama.url)
     window = make_window()
-    dialog = window.open_settings()
+    dialog = open_settings(qtbot, window)
     dialog.tabs.setCurrentWidget(dialog.local_page)
     picker = dialog.model_picker
     # The Ollama server has not answered yet: the dialog is up, with the built-in model, saying it is looking.

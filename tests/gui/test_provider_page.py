@@ -12,12 +12,13 @@ from precis.core.settings import ProviderChoice
 from PySide6.QtCore import Qt
 
 from tests.conftest import free_port
+from tests.gui.conftest import open_settings
 from tests.providers.scripted_server import ScriptedServer, reply
 from tests.timing import WAIT_MS
 
 
-def provider_dialog(make_window, base_url: str, model: str = "smollm2"):
-    dialog = make_window().open_settings()
+def provider_dialog(qtbot, make_window, base_url: str, model: str = "smollm2"):
+    dialog = open_settings(qtbot, make_window())
     dialog.kind.setCurrentText("openai")
     dialog.base_url.setText(base_url)
     dialog.model.setText(model)
@@ -26,7 +27,7 @@ def provider_dialog(make_window, base_url: str, model: str = "smollm2"):
 
 @pytest.mark.slow
 def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
-    dialog = make_window().open_settings()
+    dialog = open_settings(qtbot, make_window())
     fields = setting_fields(ProviderChoice)
     assert set(dialog.provider_fields.editors) | set(dialog.local_fields.editors) == {f.name for f in fields}
     assert set(dialog.local_fields.editors) == {"extra_buffer_types"}
@@ -42,7 +43,7 @@ def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
 @pytest.mark.model
 @pytest.mark.slow
 def test_test_connection_says_what_a_real_server_serves(qtbot, make_window, llama_server):
-    dialog = provider_dialog(make_window, llama_server)
+    dialog = provider_dialog(qtbot, make_window, llama_server)
     with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
         qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
     assert tested.args == [True]
@@ -59,7 +60,7 @@ def test_test_connection_runs_off_the_gui_thread_and_says_plainly_why_it_failed(
     silent.bind(("127.0.0.1", 0))
     silent.listen(4)
     try:
-        dialog = provider_dialog(make_window, f"http://127.0.0.1:{silent.getsockname()[1]}/v1")
+        dialog = provider_dialog(qtbot, make_window, f"http://127.0.0.1:{silent.getsockname()[1]}/v1")
         qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)
         assert dialog.test_result.text().startswith("Asking http://127.0.0.1:") and not dialog.test_button.isEnabled()
         qtbot.wait(300)
@@ -89,7 +90,7 @@ def test_a_rejected_key_is_said_plainly_and_never_shown(qtbot, make_window):
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         server.steps = [reply(401, '{"error": {"message": "Incorrect API key provided: sk-abc123456"}}')]
-        dialog = provider_dialog(make_window, server.base_url)
+        dialog = provider_dialog(qtbot, make_window, server.base_url)
         dialog.api_key.setText("sk-abc123456")
         with qtbot.waitSignal(dialog.tested, timeout=WAIT_MS) as tested:
             qtbot.mouseClick(dialog.test_button, Qt.MouseButton.LeftButton)

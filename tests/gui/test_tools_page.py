@@ -21,6 +21,7 @@ from precis.gui.tools_page import ToolsPage
 from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
+from tests.gui.conftest import open_settings
 from tests.timing import WAIT_MS
 
 TIME_SERVER = str(Path(sys.executable).parent / "mcp-server-time")  # as tests/tools/test_mcp_servers.py starts it
@@ -71,7 +72,7 @@ def open_tools(qtbot, store):
 
 def test_a_pasted_claude_desktop_block_is_saved_and_its_server_runs_with_its_tools(qtbot, make_window, store):
     window = make_window()
-    dialog = window.open_settings()
+    dialog = open_settings(qtbot, window)
     page = dialog.tools_page
     dialog.tabs.setCurrentWidget(dialog.tools_tab)
     qtbot.waitUntil(lambda: page.editor.isEnabled(), timeout=WAIT_MS)
@@ -126,7 +127,7 @@ def test_a_mistake_is_named_under_the_text_and_mcp_json_is_left_as_it_was(qtbot,
 def test_switches_are_saved_and_the_windows_toolbox_obeys_them(qtbot, make_window, store, tmp_path):
     config_path(store).write_text(json.dumps({"mcpServers": {"time": {"command": TIME_SERVER}}}))
     window = make_window()
-    dialog = window.open_settings()
+    dialog = open_settings(qtbot, window)
     page = dialog.tools_page
     dialog.tabs.setCurrentWidget(dialog.tools_tab)
     qtbot.waitUntil(lambda: page.settings is not None and running(page, "time"), timeout=WAIT_MS)
@@ -161,7 +162,7 @@ def test_switches_are_saved_and_the_windows_toolbox_obeys_them(qtbot, make_windo
     assert window.tools.settings().disabled == ["time/convert_time", "execute_bash"]
 
     dialog.reject()
-    again = window.open_settings().tools_page
+    again = open_settings(qtbot, window).tools_page
     qtbot.waitUntil(lambda: again.settings is not None and running(again, "time"), timeout=WAIT_MS)
     assert not again.server_blocks["time"].tool_switches["convert_time"].isChecked()
     assert again.server_blocks["time"].tool_switches["get_current_time"].isChecked()

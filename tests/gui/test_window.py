@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextEdit
 
 from tests.conftest import TRANSCRIPTS
 from tests.fakes import ScriptedProvider
+from tests.gui.conftest import open_settings
 from tests.timing import WAIT_MS
 
 
@@ -120,7 +121,7 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
 def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_home):
     window = make_window()
     chat_id = open_new_chat(qtbot, window, store)
-    dialog = window.settings_dialog()
+    dialog = open_settings(qtbot, window)
     policy = dialog.policy_fields.editors
     policy["trigger_ratio"].setText("90")  # percentages in the window, fractions in the store
     policy["reset_ratio"].setText("60")
@@ -144,7 +145,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
         assert again.chat.snapshot.policy.trigger_ratio == 0.9 and again.chat.snapshot.policy.keep_recent == 8
         assert again.chat.snapshot.usage.window == 4096
         assert "90%" in again.inspector.thresholds.text() and "60%" in again.inspector.thresholds.text()
-        fresh = again.settings_dialog()
+        fresh = open_settings(qtbot, again)
         assert fresh.policy_fields.editors["trigger_ratio"].text() == "90"
         assert fresh.policy_fields.editors["mode"].currentText() == "hybrid"
         assert fresh.chat_fields.editors["system_prompt"].toPlainText() == "You are terse."
@@ -157,7 +158,7 @@ def test_settings_persist_across_a_restart(qtbot, make_window, store, isolated_h
 def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_window, store):
     window = make_window()
     open_new_chat(qtbot, window, store)
-    dialog = window.settings_dialog()
+    dialog = open_settings(qtbot, window)
     qtbot.addWidget(dialog)
     dialog.show()
     ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -312,7 +313,7 @@ def test_the_chat_system_prompt_is_sent_first_and_counted_as_system(qtbot, make_
     window = make_window()
     open_new_chat(qtbot, window, store)
     assert window.inspector.legend_values["system"].text() == "0"
-    dialog = window.settings_dialog()
+    dialog = open_settings(qtbot, window)
     dialog.chat_fields.editors["system_prompt"].setPlainText("You are a terse reviewer of Python code.")
     qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
     window.apply_settings(dialog)
@@ -338,7 +339,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
     window = make_window(ScriptedProvider())
     chat_id = open_new_chat(qtbot, window, store)
     other_id = store.create_chat("other chat")
-    dialog = window.settings_dialog()
+    dialog = open_settings(qtbot, window)
     qtbot.addWidget(dialog)
     ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
     overrides = dialog.chat_policy_fields
@@ -369,7 +370,7 @@ def test_per_chat_summarization_overrides_are_checked_applied_and_persist(qtbot,
         again.open_chat(chat_id)
         qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == chat_id, timeout=WAIT_MS)
         assert (again.chat.snapshot.policy.trigger_ratio, again.chat.snapshot.policy.keep_recent) == (0.6, 3)
-        fresh = again.settings_dialog()
+        fresh = open_settings(qtbot, again)
         assert fresh.chat_policy_fields.override_boxes["keep_recent"].isChecked()
         assert fresh.chat_policy_fields.editors["keep_recent"].text() == "3"
         assert not fresh.chat_policy_fields.override_boxes["max_depth"].isChecked()
