@@ -273,7 +273,8 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
 @click.option("--model", help="the model name on that server")
 @click.option("--max-tokens", type=click.IntRange(min=1), help="longest reply in tokens (default: the chat's "
               f"'Tokens reserved for the reply', {ChatSettings().reserve_output})")
-@click.option("--temperature", type=click.FloatRange(min=0), default=DEFAULT_TEMPERATURE, show_default=True)
+# The widest range a provider takes (OpenAI-compatible servers: 0 to 2; Anthropic's 0 to 1 is its own check).
+@click.option("--temperature", type=click.FloatRange(min=0, max=2), default=DEFAULT_TEMPERATURE, show_default=True)
 # The least a chat's context window may be (ChatSettings): a smaller one was refused with a pydantic dump.
 @click.option("--context-tokens", type=click.IntRange(min=256),
               help="the model's context window, if the backend's own figure is wrong or missing")

@@ -38,6 +38,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_WINDOW = 200_000
 # Anthropic's stop reasons in the vocabulary the rest of Precis uses (OpenAI's).
+MAX_TEMPERATURE = 1.0  # Anthropic's Messages API takes 0 to 1
 STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length", "tool_use": "tool_calls"}
 # The API requires the conversation to open with a user turn; after summarizing it may not.
 OPENING_USER_TEXT = "(continuing the conversation)"
@@ -123,6 +124,8 @@ class AnthropicProvider(HTTPProvider):
                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> Iterator[ChatChunk]:
         """The reply's text as it streams; its tool_use blocks, each input parsed at its block's end, on the last
         chunk (input that is not a JSON object is kept as {"_unparsed": raw}, see tool_calls.parse_arguments)."""
+        if not 0 <= temperature <= MAX_TEMPERATURE:  # the API answers 400; said here, before anything is sent
+            raise ValueError(f"Anthropic takes a temperature from 0 to {MAX_TEMPERATURE:g}, not {temperature:g}")
         cancel = cancel or CancelToken()
         system, turns = to_anthropic(messages, json_schema)
         payload: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,

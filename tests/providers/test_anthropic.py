@@ -131,3 +131,19 @@ def test_overloaded_529_is_retried_then_given_up():
 def test_json_schema_is_asked_for_in_the_system_prompt():
     system, _ = to_anthropic([Message("user", "Hi")], {"type": "object"})
     assert "JSON schema" in system and '{"type": "object"}' in system
+
+
+def test_a_temperature_anthropic_refuses_is_said_before_anything_is_sent():
+    seen: list = []
+    provider = provider_for(seen=seen)
+    with pytest.raises(ValueError, match="Anthropic takes a temperature from 0 to 1, not 1.5"):
+        list(provider.stream_chat([Message("user", "hi")], temperature=1.5))
+    assert seen == []
+
+
+@pytest.mark.parametrize("temperature", ["99", "-1"])
+def test_precis_chat_refuses_a_temperature_no_provider_takes(temperature, capsys):
+    from precis.core.cli.main import main
+
+    assert main(["chat", "--temperature", temperature, "hello"]) == 2
+    assert "--temperature" in capsys.readouterr().err
