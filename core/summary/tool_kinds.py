@@ -56,9 +56,21 @@ def canonical_tool(name: str) -> str:
     return "default"
 
 
+# A tool whose name says nothing (an MCP server's "get_contents", "lookup"): its arguments do, first match wins.
+_ARGUMENT_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("url", "uri"), "web"),
+    (("command", "cmd", "script"), "shell"),
+    (("pattern", "regex", "query"), "search"),
+    (("path", "file_path", "filepath", "filename", "file"), "read_file"),
+)
+
+
 def refined_kind(tool: str, args: dict[str, Any]) -> str:
-    """The kind, refined by arguments where one tool does several things (str_replace_editor view/create)."""
+    """The kind, refined by arguments where one tool does several things (str_replace_editor view/create), or
+    read from them where its name says nothing."""
     kind = canonical_tool(tool)
+    if kind == "default":
+        return next((hinted for names, hinted in _ARGUMENT_HINTS if any(name in args for name in names)), kind)
     sub = args.get("command")
     if kind == "edit_file" and isinstance(sub, str):
         if sub == "view":

@@ -16,7 +16,7 @@ from precis.core.storage.interchange import read_transcript
 from precis.core.summary.facets import extract_facets
 from precis.core.summary.retention import check_retention
 from precis.core.summary.summary_block import render_artifact_trail, rule_summary
-from precis.core.summary.tool_kinds import canonical_tool
+from precis.core.summary.tool_kinds import canonical_tool, refined_kind
 from precis.core.summary.tool_output import one_line
 
 from tests.conftest import TRANSCRIPTS, TRANSCRIPTS_DIR
@@ -71,6 +71,18 @@ def conversation(*items: tuple[ToolCall, Message] | Message) -> list[Message]:
 ])
 def test_real_tool_names_map_onto_kinds(name, kind):
     assert canonical_tool(name) == kind
+
+
+@pytest.mark.parametrize("name, args, kind", [
+    # MCP servers' tools whose names say nothing: their arguments tell what they do (issue 23).
+    ("get_contents", {"path": "src/app.py"}, "read_file"), ("lookup", {"query": "cache"}, "search"),
+    ("get_page", {"url": "http://localhost/"}, "web"), ("do", {"command": "make"}, "shell"),
+    ("get_current_time", {"timezone": "UTC"}, "default"),
+    # Named kinds stay as named; str_replace_editor's commands still refine it.
+    ("Read", {"query": "x"}, "read_file"), ("str_replace_editor", {"command": "view", "path": "a"}, "read_file"),
+])
+def test_a_tool_named_nothing_known_is_known_by_its_arguments(name, args, kind):
+    assert refined_kind(name, args) == kind
 
 
 # ----- one-liners on real transcripts ----------------------------------------------------------------------------
