@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections import OrderedDict
 
 from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, QTimer, Signal
@@ -24,12 +23,13 @@ from PySide6.QtGui import (
     QPen,
     QTextCursor,
 )
-from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate, QToolTip
+from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate
 
 from ..core.chat.rows import Row
 from . import message_text, theme
 from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
+from .message_header import HEADER_H, PAD_X, PAD_Y, CardHeader
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
 from .search_highlight import highlight_matches
 from .wording import stop_mark
@@ -38,32 +38,15 @@ MARGIN_X = 18
 # The chat column's widest card: lines stay readable on a wide screen; the column is centred.
 READING_WIDTH = 800
 MARGIN_Y = 5
-PAD_X = 14
-PAD_Y = 9
-HEADER_H = 20
 TOOL_MARGIN_Y = 3
 TOOL_PAD_Y = 6
 TOOL_INDENT = 24
 EXPANDED_TOOL_LINES = 400
 SUMMARY_PREVIEW_LINES = 3
 DOC_CACHE_SIZE = 300
-CHIP_H = 18
-CHIP_GAP = 4
-# The actions a hovered message offers in its header, in the order shown (the view decides which apply).
-ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "continue": "Continue", "pin": "Pin",
-                 "unpin": "Unpin", "summarize": "Summarize up to here"}
-ACTION_TIPS = {
-    "copy": "Copy the message's text (Ctrl+C)",
-    "edit": "Put your message back in the box; sending it makes a new version (‹ › pages back to this one)",
-    "regenerate": "Write this reply again; the earlier one is kept as an alternative",
-    "continue": "Have the model go on from where this reply stopped",
-    "pin": "Always send this message; summaries never take it",
-    "unpin": "Let summaries take this message again",
-    "summarize": "Summarize the messages up to and including this one",
-}
 STREAM_RELAYOUT_MS = 250
 
-class MessageDelegate(QStyledItemDelegate):
+class MessageDelegate(CardHeader, QStyledItemDelegate):
     """Paints rows as cards with a role header; tool calls/results as compact, expandable lines."""
 
     copied = Signal(str)
@@ -351,102 +334,6 @@ class MessageDelegate(QStyledItemDelegate):
             painter.setFont(self.body_font)
             painter.drawText(QRectF(0, body_h, width, self._line_h), Qt.AlignmentFlag.AlignLeft,
                              f"Show all ({hidden} more lines)")
-
-    def action_rects(self, card: QRect, actions: list[str]) -> list[tuple[QRect, str]]:
-        """Where a hovered card's action chips go (viewport coordinates): right-aligned in its header."""
-        metrics = QFontMetrics(self.header_font)
-        top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
-        right = card.right() - PAD_X
-        rects = []
-        for action in reversed(actions):
-            width = metrics.horizontalAdvance(ACTION_LABELS[action]) + 14
-            rects.append((QRect(right - width, top, width, CHIP_H), action))
-            right -= width + CHIP_GAP
-        return rects[::-1]
-
-    def _paint_actions(self, painter: QPainter, actions: list[tuple[QRect, str]]) -> None:
-        for rect, action in actions:
-            painter.setPen(QPen(QColor(theme.current.border)))
-            painter.setBrush(QColor(theme.current.surface))
-            painter.drawRoundedRect(QRectF(rect), 4, 4)
-            painter.setPen(QColor(theme.current.accent))
-            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, ACTION_LABELS[action])
-
-    def version_rects(self, card: QRect, index: QModelIndex) -> list[tuple[QRect, str, int | None]]:
-        """"‹ 2/3 ›" after a regenerated reply's or an edited message's title: (rect, text, the version its click
-        shows or None). The arrows work while it can switch (ConversationModel.can_switch)."""
-        row: Row = index.data(RowRole)
-        versions = index.model().versions_of(row.key) if row.message is not None and not row.streaming else None
-        if versions is None:
-            return []
-        switchable = index.model().can_switch(index.row())
-        metrics = QFontMetrics(self.header_font)
-        left = card.left() + PAD_X + metrics.horizontalAdvance(self.title(row)) + 10
-        top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
-        label = f"{versions.shown + 1}/{len(versions.texts)}"
-        label_w = metrics.horizontalAdvance(label) + 8
-        last = len(versions.texts) - 1
-        previous = versions.shown - 1 if switchable and versions.shown > 0 else None
-        following = versions.shown + 1 if switchable and versions.shown < last else None
-        return [(QRect(left, top, 16, CHIP_H), "‹", previous),
-                (QRect(left + 16, top, label_w, CHIP_H), label, None),
-                (QRect(left + 16 + label_w, top, 16, CHIP_H), "›", following)]
-
-    def _paint_switcher(self, painter: QPainter, parts: list[tuple[QRect, str, int | None]]) -> None:
-        for rect, text, target in parts:
-            arrow = text in ("‹", "›")
-            painter.setPen(QColor(theme.current.accent if arrow and target is not None else theme.current.muted))
-            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, text)
-
-    def version_at(self, option, index: QModelIndex, position: QPoint) -> int | None:
-        """The version an enabled arrow under this point shows, if any."""
-        for rect, _text, target in self.version_rects(self.card_rect(option), index):
-            if target is not None and rect.contains(position):
-                return target
-        return None
-
-    def action_at(self, option, index: QModelIndex, position: QPoint) -> str | None:
-        """The hover action under a point of the viewport, if the row is hovered and shows one there."""
-        if index.row() != self.hovered:
-            return None
-        for rect, action in self.action_rects(self.card_rect(option), self._view.row_actions(index.row())):
-            if rect.contains(position):
-                return action
-        return None
-
-    def helpEvent(self, event, view, option, index) -> bool:  # noqa: N802
-        action = self.action_at(option, index, event.pos())
-        if action is None:
-            return super().helpEvent(event, view, option, index)
-        QToolTip.showText(event.globalPos(), ACTION_TIPS[action], view)
-        return True
-
-    @staticmethod
-    def title(row: Row) -> str:
-        """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
-        if row.record is not None:
-            record = row.record
-            return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
-                    f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
-        return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
-            row.message.role, row.message.role.title())
-
-    def _badges(self, row: Row) -> str:
-        parts = []
-        if row.record is not None:
-            if row.record.fallback_used:
-                parts.append("fallback")
-            parts.append(time.strftime("%H:%M", time.localtime(row.record.created_at)))
-            return "  ·  ".join(parts)
-        message = row.message
-        if message.pinned:
-            parts.append("📌 pinned")
-        if row.streaming:
-            parts.append("streaming…")
-        elif message.incomplete:
-            parts.append("incomplete")
-        parts.append(time.strftime("%H:%M", time.localtime(message.created_at)))
-        return "  ·  ".join(parts)
 
     def _paint_tool(self, painter: QPainter, option, index: QModelIndex, row: Row) -> None:
         inset = self._reading_inset()
