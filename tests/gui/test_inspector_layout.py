@@ -72,6 +72,7 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
     content = inspector.scroll.widget()
     inner = content.findChildren(QAbstractScrollArea)
     assert chain in inner and inspector.archived_view in inner and inspector.summary_text in inner
+
     def scrolling_inside() -> list[str]:
         return [type(area).__name__ for area in content.findChildren(QAbstractScrollArea)
                 for bar in (area.verticalScrollBar(), area.horizontalScrollBar()) if bar.isVisible() or bar.maximum()]
@@ -82,6 +83,9 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
     qtbot.waitUntil(lambda: inspector.prompt.list.count() > 0, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=5000)
     inspector.prompt_section.set_expanded(False)
+    qtbot.waitUntil(lambda: scrolling_inside() == [] and all(  # laid out again at the panel's width
+        chain.visualItemRect(chain.item(row)).width() <= chain.viewport().width() for row in range(chain.count())),
+        timeout=5000)
 
     # Each entry of the chain is whole within the panel's width: read without a scroll bar, nothing past its edge.
     viewport = inspector.scroll.viewport()
