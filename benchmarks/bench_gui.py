@@ -138,7 +138,7 @@ def main() -> None:
 
         heartbeat = Heartbeat()
         last_id = store.load_last_messages(chat_id, 1)[0].id
-        model = window.conversation.conversation
+        model = window.conversation.rows_model
 
         def idle() -> bool:
             return window.chat.snapshot is not None and not window.chat.busy

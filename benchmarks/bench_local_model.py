@@ -212,7 +212,7 @@ app = application()
 window = MainWindow(store)
 window.show()
 chat_id = store.create_chat("bench")
-rows = window.conversation.conversation
+rows = window.conversation.rows_model
 
 def opened(_chat_id):
     print("shown", flush=True)

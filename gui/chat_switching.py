@@ -44,6 +44,7 @@ class ChatSwitcher(QObject):
         self.closing = False  # the window is closing: the chat list is no longer refreshed
         self.creation: Job | None = None  # the store call creating a chat, until it answers (see new_chat)
         self.waiting_for_creation: list[Callable[[str], Any]] = []
+        self.made_by_new_chat: str | None = None  # the chat New chat made last, known before the list shows it
 
     @property
     def creating(self) -> bool:
@@ -89,6 +90,7 @@ class ChatSwitcher(QObject):
                 return
             self.refresh_chats()
             self.open_chat(chat_id)
+            self.made_by_new_chat = chat_id if title == NEW_CHAT_TITLE else None
             self.composer.edit.setFocus()
             for then_ in waiting:
                 then_(chat_id)
@@ -114,7 +116,7 @@ class ChatSwitcher(QObject):
                 return
             if self.chat.is_open(chat_id):
                 self.close_chat()
-                self.conversation.conversation.set_rows([])
+                self.conversation.rows_model.set_rows([])
                 # The next chat is opened here, before the undo is offered: opening a chat withdraws the offer.
                 others = [chat.id for chat in self.chat_list.chats if chat.id != chat_id]
                 if others:
@@ -152,11 +154,12 @@ class ChatSwitcher(QObject):
         """The open chat's id if it was made with New chat and nothing was done in it: no message, no draft, its
         title and settings as made."""
         session = self.chat.session
-        if session is None or self.conversation.conversation.rowCount() or self.composer.text().strip():
+        if session is None or self.conversation.rows_model.rowCount() or self.composer.text().strip():
             return None
         info = next((c for c in self.chat_list.chats if c.id == session.chat_id), None)
-        untouched = (info is not None and info.message_count == 0 and info.title == NEW_CHAT_TITLE
-                     and info.settings == ChatSettings())
+        if info is None:  # not listed yet (left at once): the one New chat just made, as made
+            return session.chat_id if session.chat_id == self.made_by_new_chat else None
+        untouched = info.message_count == 0 and info.title == NEW_CHAT_TITLE and info.settings == ChatSettings()
         return info.id if untouched else None
 
     def close_chat(self) -> None:
@@ -179,24 +182,24 @@ class ChatSwitcher(QObject):
     def title_untitled_chat(self, text: str) -> None:
         """A chat made with "New chat" takes its title from its first message."""
         chat = next((c for c in self.chat_list.chats if c.id == self.chat.session.chat_id), None)
-        if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.conversation.rowCount() == 0:
+        if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.rows_model.rowCount() == 0:
             self.rename_chat(chat.id, title_from(text))
 
     def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
         conversation = self.conversation
         keep_bottom = scroll_to_end or conversation.is_at_bottom()
         if snapshot.rows is not None:  # built on the worker
-            conversation.conversation.set_rows(snapshot.rows, snapshot.row_index)
+            conversation.rows_model.set_rows(snapshot.rows, snapshot.row_index)
         else:  # rows asked for again (a pin, a failed change): built here
-            conversation.conversation.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
-        conversation.conversation.set_versions(snapshot.versions)
+            conversation.rows_model.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
+        conversation.rows_model.set_versions(snapshot.versions)
         if keep_bottom:
             conversation.scroll_to_end()
 
     def show_snapshot(self, snapshot: Snapshot, rebuild_rows: bool) -> None:
         if rebuild_rows:
             self.show_rows(snapshot)
-        self.conversation.conversation.set_versions(snapshot.versions)
+        self.conversation.rows_model.set_versions(snapshot.versions)
         self.inspector.show_snapshot(snapshot)
         self.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
         for event in snapshot.events:

@@ -38,8 +38,8 @@ class ConversationView(QListView):
     def __init__(self, parent=None, editable: bool = True) -> None:
         super().__init__(parent)
         self.setObjectName("conversation")
-        self.conversation = ConversationModel(self)
-        self.setModel(self.conversation)
+        self.rows_model = ConversationModel(self)
+        self.setModel(self.rows_model)
         self.delegate = MessageDelegate(self)
         self.setItemDelegate(self.delegate)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
@@ -58,16 +58,16 @@ class ConversationView(QListView):
         self.following = False
         self.verticalScrollBar().rangeChanged.connect(self._follow)
         self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
-        self.conversation.row_streamed.connect(self._repaint_row)
+        self.rows_model.row_streamed.connect(self._repaint_row)
         self.delegate.toggled.connect(self._toggle)
         self.delegate.copied.connect(self.status)
         self.delegate.action_triggered.connect(self.trigger)
         # Row numbers change with the rows: the chips come back when the mouse next moves.
-        for changed in (self.conversation.modelReset, self.conversation.rowsRemoved):
+        for changed in (self.rows_model.modelReset, self.rows_model.rowsRemoved):
             changed.connect(lambda *_args: self._set_hovered(None))
-        self.conversation.modelReset.connect(self.delegate.forget_rows_gone)
+        self.rows_model.modelReset.connect(self.delegate.forget_rows_gone)
         self.delegate.version_chosen.connect(
-            lambda number, position: self.version_requested.emit(self.conversation.row_at(number).key, position))
+            lambda number, position: self.version_requested.emit(self.rows_model.row_at(number).key, position))
         self.clicked.connect(self._clicked)
 
     def set_highlight(self, text: str) -> None:
@@ -79,10 +79,10 @@ class ConversationView(QListView):
 
     def reveal(self, key: str) -> bool:
         """Scroll a row (message id or 'summary:<record id>') to the middle of the view and select it."""
-        number = self.conversation.row_of(key)
+        number = self.rows_model.row_of(key)
         if number is None:
             return False
-        index = self.conversation.index(number)
+        index = self.rows_model.index(number)
         self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
         self.setCurrentIndex(index)
         return True
@@ -102,19 +102,19 @@ class ConversationView(QListView):
         super().keyPressEvent(event)
 
     def _repaint_row(self, number: int) -> None:
-        self.viewport().update(self.visualRect(self.conversation.index(number)))
+        self.viewport().update(self.visualRect(self.rows_model.index(number)))
 
     def _toggle(self, number: int) -> None:
-        self.conversation.toggle_expanded(number)
+        self.rows_model.toggle_expanded(number)
 
     def _clicked(self, index: QModelIndex) -> None:
-        row = self.conversation.row_at(index.row())
+        row = self.rows_model.row_at(index.row())
         if row.record is not None:
             self.summary_selected.emit(row.record.id)
 
     def selected_row(self) -> Row | None:
         indexes = self.selectionModel().selectedIndexes() if self.selectionModel() else []
-        return self.conversation.row_at(indexes[0].row()) if indexes else None
+        return self.rows_model.row_at(indexes[0].row()) if indexes else None
 
     def is_at_bottom(self) -> bool:
         bar = self.verticalScrollBar()
@@ -142,7 +142,7 @@ class ConversationView(QListView):
     # ---- actions on a message: hover chips, the context menu (mouse or keyboard), Ctrl+C ------------------------
     def row_actions(self, number: int) -> list[str]:
         """The actions a message row offers, in the order shown (see message_delegate.ACTION_LABELS)."""
-        row = self.conversation.row_at(number)
+        row = self.rows_model.row_at(number)
         message = row.message
         if message is None or row.streaming or row.kind in ("tool_call", "tool_result"):
             return []
@@ -153,7 +153,7 @@ class ConversationView(QListView):
             last = self._last_of(message.role)
             if last is not None and last.message.id == message.id:
                 actions.append("edit" if message.role == "user" else "regenerate")
-                if message.role == "assistant" and number == self.conversation.rowCount() - 1 and (
+                if message.role == "assistant" and number == self.rows_model.rowCount() - 1 and (
                         message.cut_at is not None or message.incomplete):
                     actions.append("continue")  # a reply that did not end by itself
         actions.append("unpin" if message.pinned else "pin")
@@ -162,7 +162,7 @@ class ConversationView(QListView):
         return actions
 
     def trigger(self, action: str, number: int) -> None:
-        message = self.conversation.row_at(number).message
+        message = self.rows_model.row_at(number).message
         if action == "copy":
             QGuiApplication.clipboard().setText(message.content)
             self.status.emit("Message copied.")
@@ -209,12 +209,12 @@ class ConversationView(QListView):
             self.actions_menu(index.row()).exec(self.viewport().mapToGlobal(rect.center()))
 
     def actions_menu(self, number: int) -> QMenu:
-        row = self.conversation.row_at(number)
+        row = self.rows_model.row_at(number)
         menu = QMenu(self)
         for action in self.row_actions(number):
             menu.addAction(MENU_LABELS[action], lambda action=action: self.trigger(action, number))
-        switchable = self.editable and not row.streaming and self.conversation.can_switch(number)
-        versions = self.conversation.versions_of(row.key) if switchable else None
+        switchable = self.editable and not row.streaming and self.rows_model.can_switch(number)
+        versions = self.rows_model.versions_of(row.key) if switchable else None
         if versions is not None:
             count = len(versions.texts)
             for text, position in (("Previous version", versions.shown - 1), ("Next version", versions.shown + 1)):
@@ -226,7 +226,7 @@ class ConversationView(QListView):
         return menu
 
     def _last_of(self, role: str) -> Row | None:
-        for row in reversed(self.conversation.rows()):
+        for row in reversed(self.rows_model.rows()):
             if row.message is not None and row.message.role == role:
                 return row
         return None

@@ -122,12 +122,12 @@ class SummaryDetails(QTabWidget):
     def show_record(self, record: SummaryRecord | None, archived: list[Message]) -> None:
         if record is None:
             self.summary_text.setPlainText("Select a summary to see its text, facts and the messages it replaced.")
-            self.archived_view.conversation.set_rows([])
+            self.archived_view.rows_model.set_rows([])
             self.before_text.clear()
             self.after_text.clear()
             return
         self.summary_text.document().setMarkdown(record_markdown(record))
-        self.archived_view.conversation.set_rows([Row(message=m) for m in archived])
+        self.archived_view.rows_model.set_rows([Row(message=m) for m in archived])
         self.before_text.setPlainText("\n\n".join(f"[{m.role}{' ' + m.name if m.name else ''}] {m.content}"
                                                   for m in archived))
         self.after_text.setPlainText(record.text)

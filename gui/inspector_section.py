@@ -143,10 +143,10 @@ class FittedConversation(ConversationView):
 
     def reveal(self, key: str) -> bool:
         """Select the row; the inspector's scroll brings it into view (this view never scrolls)."""
-        number = self.conversation.row_of(key)
+        number = self.rows_model.row_of(key)
         if number is None:
             return False
-        index = self.conversation.index(number)
+        index = self.rows_model.index(number)
         self.setCurrentIndex(index)
         self.revealed.emit(self.visualRect(index))
         return True

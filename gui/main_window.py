@@ -115,12 +115,12 @@ class MainWindow(QMainWindow):
         remember_folds(self.inspector, store, self.chat.store_calls.set_setting)
 
         self.feedback = Feedback(self.chat, self.status, self.composer, self.inspector, self.job_failed.emit)
-        self.chats = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,
+        self.switcher = ChatSwitcher(self.chat, self.chat_list, self.conversation, self.composer, self.inspector,
                                   self.status, self.feedback, parent=self)
         self.handlers = self._command_handlers()
         self.tool_turns = ToolTurns(self.chat, self.tools, self.conversation, self.composer, self.inspector,
                                     self.status, self.consent_card, parent=self)
-        self.sending = Sender(self.chat, self.chats, self.composer, self.conversation, self.inspector, self.status,
+        self.sending = Sender(self.chat, self.switcher, self.composer, self.conversation, self.inspector, self.status,
                               self.feedback, self.tool_turns, lambda name, argument: self.handlers[name](argument),
                               parent=self)
         self.appearance = AppearanceControl(store, self.chat.store_calls.set_setting,
@@ -134,7 +134,7 @@ class MainWindow(QMainWindow):
         self._show_provider()
         self._update_centre()
         self.update_actions()
-        self.chats.refresh_chats()
+        self.switcher.refresh_chats()
         self.focus_message_box()  # what is typed at start goes into the message box, not to a button
         if load_model:
             self.chat.model.load()
@@ -144,9 +144,9 @@ class MainWindow(QMainWindow):
         """What each registered command does in the window, given its argument ("" from a menu): a chat command
         through its one handler in the core (run_chat_command), the window's own commands here."""
         own: dict[str, Callable[[str], object]] = {
-            "new-chat": lambda _arg: self.chats.new_chat(),
+            "new-chat": lambda _arg: self.switcher.new_chat(),
             "import": lambda _arg: self.choose_import(),
-            "export": lambda _arg: choose_export(self, self.chat, self.chats.open_title() or "chat", self.feedback,
+            "export": lambda _arg: choose_export(self, self.chat, self.switcher.open_title() or "chat", self.feedback,
                                                  self.status),
             "settings": lambda _arg: self.open_settings(),
             "quit": lambda _arg: self.close(),
@@ -193,15 +193,15 @@ class MainWindow(QMainWindow):
         self.chat.run_command(name, argument, present)
 
     def _connect(self) -> None:
-        chat, conversation, model = self.chat, self.conversation, self.conversation.conversation
-        self.chats.connect()
-        self.chats.switched.connect(self.feedback.chat_switched)
-        self.chats.switched.connect(self.sending.forget_edit)
-        self.chats.title_changed.connect(self.setWindowTitle)
-        self.chats.shown.connect(self.update_actions)
-        self.chats.shown.connect(self.snapshot_shown.emit)
-        self.chats.closed.connect(self.update_actions)
-        self.chats.summary_revealed.connect(self.select_summary)
+        chat, conversation, model = self.chat, self.conversation, self.conversation.rows_model
+        self.switcher.connect()
+        self.switcher.switched.connect(self.feedback.chat_switched)
+        self.switcher.switched.connect(self.sending.forget_edit)
+        self.switcher.title_changed.connect(self.setWindowTitle)
+        self.switcher.shown.connect(self.update_actions)
+        self.switcher.shown.connect(self.snapshot_shown.emit)
+        self.switcher.closed.connect(self.update_actions)
+        self.switcher.summary_revealed.connect(self.select_summary)
         self.sending.connect()
         self.sending.reply_finished.connect(self.reply_finished.emit)
         chat.work_started.connect(self.status.working)
@@ -255,7 +255,7 @@ class MainWindow(QMainWindow):
 
     def _update_centre(self) -> None:
         """The welcome text until the open chat has a message; the conversation after."""
-        empty = self.conversation.conversation.rowCount() == 0
+        empty = self.conversation.rows_model.rowCount() == 0
         self.centre_stack.setCurrentWidget(self.welcome if empty else self.conversation)
 
     def update_actions(self) -> None:
@@ -271,13 +271,13 @@ class MainWindow(QMainWindow):
 
     # ---- what the user does most, for the command line and tests ------------------------------------------------
     def open_chat(self, chat_id: str) -> None:
-        self.chats.open_chat(chat_id)
+        self.switcher.open_chat(chat_id)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE) -> Job:
-        return self.chats.new_chat(title)
+        return self.switcher.new_chat(title)
 
     def refresh_chats(self) -> None:
-        self.chats.refresh_chats()
+        self.switcher.refresh_chats()
 
     def submit(self, text: str) -> None:
         self.sending.submit(text)
@@ -289,7 +289,7 @@ class MainWindow(QMainWindow):
     def pin_selected(self, pinned: bool | None) -> None:
         row = self.conversation.selected_row()
         if row is None or row.message is None:
-            rows = [r for r in self.conversation.conversation.rows() if r.message is not None]
+            rows = [r for r in self.conversation.rows_model.rows() if r.message is not None]
             row = rows[-1] if rows else None
         if row is None:
             self.composer.set_hint("Select a message to pin.", error=True)
@@ -299,9 +299,9 @@ class MainWindow(QMainWindow):
     def set_pinned(self, message_id: str, pinned: bool) -> None:
         def keep_selected(_snapshot: Snapshot) -> None:
             # Keep the message selected across the rebuild of the rows (pin, then unpin at once).
-            number = self.conversation.conversation.row_of(message_id)
+            number = self.conversation.rows_model.row_of(message_id)
             if number is not None:
-                self.conversation.setCurrentIndex(self.conversation.conversation.index(number))
+                self.conversation.setCurrentIndex(self.conversation.rows_model.index(number))
             self.status.tell("Pinned: this message is always sent and never summarized." if pinned else
                              "Unpinned: this message can be summarized again.")
 
@@ -312,7 +312,7 @@ class MainWindow(QMainWindow):
         self.inspector.select_record(record_id)
 
     def _reveal_summary(self, record_id: str) -> None:
-        number = self.conversation.conversation.row_of(f"summary:{record_id}")
+        number = self.conversation.rows_model.row_of(f"summary:{record_id}")
         if number is not None:
             self.conversation.scrollTo(self.conversation.model().index(number, 0))
 
@@ -336,8 +336,8 @@ class MainWindow(QMainWindow):
                 self.status.tell(f"Imported; {notice}.", 15_000)
             else:
                 self.status.tell("Imported.")
-            self.chats.refresh_chats()
-            self.chats.open_chat(result.chat_id)
+            self.switcher.refresh_chats()
+            self.switcher.open_chat(result.chat_id)
             self.focus_message_box()
 
         return self.chat.import_transcript(path, imported)
@@ -372,13 +372,13 @@ class MainWindow(QMainWindow):
             self.composer.set_hint("")
         if self.chat.session is not None:
             chat_id = self.chat.session.chat_id
-            self.chats.close_chat()
-            self.chats.open_chat(chat_id)
+            self.switcher.close_chat()
+            self.switcher.open_chat(chat_id)
 
     # ---- closing ------------------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""
-        self.chats.closing = True
+        self.switcher.closing = True
         if self.remembers_size:
             remember_size(self, self.chat.store_calls.set_setting)
         self.composer.flush_draft()

@@ -33,11 +33,11 @@ class Sender(QObject):
 
     reply_finished = Signal(object)  # a ReplyResult, once the reply is shown
 
-    def __init__(self, chat: ChatController, chats: ChatSwitcher, composer: Composer, conversation: ConversationView,
+    def __init__(self, chat: ChatController, switcher: ChatSwitcher, composer: Composer, conversation: ConversationView,
                  inspector: Inspector, status: StatusLine, feedback: Feedback, tool_turns: ToolTurns,
                  run_command: Callable[[str, str], object], parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.chat, self.chats, self.composer, self.conversation = chat, chats, composer, conversation
+        self.chat, self.switcher, self.composer, self.conversation = chat, switcher, composer, conversation
         self.inspector, self.status, self.feedback = inspector, status, feedback
         self.tool_turns = tool_turns  # a message in a chat with tools is answered through the tool loop
         self._run_command = run_command
@@ -57,8 +57,8 @@ class Sender(QObject):
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
         created, titled from the text."""
         if self.chat.session is None:  # sent once the chat is made; if it cannot be, the text stays in the composer
-            if not self.chats.creating:
-                self.chats.new_chat(title_from(text), then=lambda _chat_id: self.submit(text))
+            if not self.switcher.creating:
+                self.switcher.new_chat(title_from(text), then=lambda _chat_id: self.submit(text))
             return
         if text.strip() == "/":  # nothing after the slash: nothing to run, and nothing left behind to prefix the next
             self.clear_composer()
@@ -88,14 +88,14 @@ class Sender(QObject):
         message; what followed the earlier one stays with it (‹ › on the message pages back)."""
         if self.chat.reply_job is not None:
             return
-        self.chats.title_untitled_chat(text)
+        self.switcher.title_untitled_chat(text)
         editing, self.editing = self.editing, None
         self.clear_composer()
         if editing is not None:
             self.resend(editing, text)
             return
         message = Message(role="user", content=text)
-        model = self.conversation.conversation
+        model = self.conversation.rows_model
         # While the chat is still loading its rows would replace this one: it is shown once saved instead.
         loading = self.chat.snapshot is None
         if not loading:
@@ -104,14 +104,14 @@ class Sender(QObject):
 
         def saved(snapshot: Snapshot) -> None:
             self.chat.apply(snapshot, rebuild_rows=True if loading else None)
-            self.chats.refresh_chats()  # the chat list counts the message while the reply is written
+            self.switcher.refresh_chats()  # the chat list counts the message while the reply is written
             self.start_reply()
 
         self.chat.save_message(message, saved, lambda _error: self.restore_unsent(message))
 
     def resend(self, edited: Message, text: str) -> None:
         """The edited message says `text` from now on and is answered again."""
-        model = self.conversation.conversation
+        model = self.conversation.rows_model
 
         def saved(snapshot: Snapshot) -> None:
             self.show_from(edited.id, snapshot)
@@ -131,7 +131,7 @@ class Sender(QObject):
 
     def show_from(self, message_id: str, snapshot: Snapshot) -> None:
         """The rows from this message on, as the snapshot has them (another version of it, and its branch)."""
-        model = self.conversation.conversation
+        model = self.conversation.rows_model
         number = model.row_of(message_id)
         ids = [m.id for m in snapshot.messages]
         if number is None or message_id not in ids:
@@ -198,11 +198,11 @@ class Sender(QObject):
 
     def restore_unsent(self, message: Message, keep_row: bool = False) -> None:
         """A failed send keeps the typed text (an edited message's row shows it as stored again)."""
-        number = self.conversation.conversation.row_of(message.id)
+        number = self.conversation.rows_model.row_of(message.id)
         if keep_row and self.chat.snapshot is not None:
             self.chat.rebuild(self.chat.snapshot)
         elif number is not None:
-            self.conversation.conversation.remove_from(number)
+            self.conversation.rows_model.remove_from(number)
         if not self.composer.text().strip():
             self.composer.set_text(message.content)
             self.save_draft(message.content)
@@ -215,7 +215,7 @@ class Sender(QObject):
         if going_on is None and self.tool_turns.may_have_tools():
             self.tool_turns.start(edited, regenerate)
             return
-        model = self.conversation.conversation
+        model = self.conversation.rows_model
         before = ""
         if going_on is not None:
             placeholder, before = going_on.with_changes(incomplete=True, cut_at=None), going_on.content
@@ -256,7 +256,7 @@ class Sender(QObject):
             if notes:
                 self.status.tell(" ".join(notes), 15_000)
             self.chat.apply(result.snapshot)
-            self.chats.refresh_chats()
+            self.switcher.refresh_chats()
             self.reply_finished.emit(result)
 
         def failed(error: str) -> None:
@@ -285,7 +285,7 @@ class Sender(QObject):
         """A message answered with tools: shown, as a reply is once done."""
         if result is not None:
             self._model_answered(result)
-        self.chats.refresh_chats()
+        self.switcher.refresh_chats()
         if result is not None:
             self.reply_finished.emit(result)
 
@@ -299,7 +299,7 @@ class Sender(QObject):
         def show(messages: tuple[Message, ...]) -> None:
             if self.chat.snapshot is not None:  # while loading they are shown once saved
                 for message in messages:
-                    self.conversation.conversation.append(Row(message=message))
+                    self.conversation.rows_model.append(Row(message=message))
             self.conversation.scroll_to_end()
 
         job = self.chat.run_tool(label, produce, show, self.feedback.hint_error)
@@ -308,7 +308,7 @@ class Sender(QObject):
 
     def attach_files(self, paths: list[str]) -> None:
         if self.chat.session is None:
-            self.chats.new_chat(title_from(", ".join(Path(path).name for path in paths)),
+            self.switcher.new_chat(title_from(", ".join(Path(path).name for path in paths)),
                                        then=lambda _chat_id: self.attach_files(paths))
             return
 

@@ -179,7 +179,7 @@ class ToolTurns(QObject):
     def _reply_started(self, chat_id: str, placeholder: Message, buffer: StreamBuffer) -> None:
         if not self.chat.is_open(chat_id):
             return
-        model = self.conversation.conversation
+        model = self.conversation.rows_model
         if model.row_of(placeholder.id) is not None:  # the last reply, written again in its row
             model.update_message(placeholder, streaming=True)
         else:
@@ -203,7 +203,7 @@ class ToolTurns(QObject):
         self._streaming = None
         if not self.chat.is_open(result.snapshot.chat_id):
             return
-        self.conversation.conversation.update_message(result.message, streaming=False, error=result.problem)
+        self.conversation.rows_model.update_message(result.message, streaming=False, error=result.problem)
         if result.problem:
             self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
         self.chat.apply(result.snapshot)
@@ -214,7 +214,7 @@ class ToolTurns(QObject):
         if not self.chat.is_open(snapshot.chat_id):
             return
         bottom = self.conversation.is_at_bottom()
-        self.conversation.conversation.append(Row(message=step.result))
+        self.conversation.rows_model.append(Row(message=step.result))
         self.chat.apply(snapshot)  # rows rebuilt if a summary was made meanwhile: this one among them
         if bottom:
             self.conversation.scroll_to_end()
@@ -251,7 +251,7 @@ class ToolTurns(QObject):
         """The turn failed (the store refused a write; the controller says so): a reply being written is marked."""
         self._stop_pump()
         if self._streaming is not None:
-            self.conversation.conversation.update_message(self._streaming, streaming=False, error=error)
+            self.conversation.rows_model.update_message(self._streaming, streaming=False, error=error)
         self.finished.emit(None)
 
     def _ended(self) -> None:

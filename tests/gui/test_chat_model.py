@@ -27,16 +27,16 @@ def new_chat(window, store, **settings):
 def switcher(view, number: int) -> list:
     """Where the row paints "‹ n/m ›": the rects of the left arrow, the count and the right arrow."""
     option = QStyleOptionViewItem()
-    option.rect = view.visualRect(view.conversation.index(number))
+    option.rect = view.visualRect(view.rows_model.index(number))
     return [rect for rect, _text, _target in view.delegate.version_rects(view.delegate.card_rect(option),
-                                                                          view.conversation.index(number))]
+                                                                          view.rows_model.index(number))]
 
 
 def test_sending_a_message_streams_the_reply_into_the_chat_and_saves_it(qtbot, make_window, store, local_provider):
     window = make_window(local_provider)
     chat_id = new_chat(window, store)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
-    model = window.conversation.conversation
+    model = window.conversation.rows_model
     partial_texts = []
 
     def seen(number):
@@ -71,7 +71,7 @@ def test_closing_the_window_mid_reply_stops_it_and_keeps_what_arrived(qtbot, mak
     chat_id = new_chat(window, store, reserve_output=400)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
     window.submit("Write a long story about a lighthouse keeper.")
-    model = window.conversation.conversation
+    model = window.conversation.rows_model
     def streaming():
 
         return len(model.rows()) == 2 and model.row_at(1).streaming and len(model.row_at(1).message.content) > 0
@@ -101,7 +101,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     new_reply = second.args[0].message
     assert new_reply.id == old_reply.id and new_reply.content.strip()  # written again in its place
     assert store.versions(chat_id) == {old_reply.id: Versions((old_reply.content, new_reply.content), 1)}
-    assert view.conversation.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 1)
+    assert view.rows_model.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 1)
     assert "switches back" in window.statusBar().currentMessage() and not window.status.undo.isVisible()
     assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == new_reply.content
 
@@ -109,9 +109,9 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     arrow = switcher(view, 1)[0]
     qtbot.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=arrow.center())
-    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(old_reply.id).shown == 0, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: idle(window) and view.rows_model.versions_of(old_reply.id).shown == 0, timeout=WAIT_MS)
     assert [m.content for m in store.load_messages(chat_id)] == [question.content, old_reply.content]
-    assert view.conversation.row_at(1).message.content == old_reply.content
+    assert view.rows_model.row_at(1).message.content == old_reply.content
     assert [m.content for m in window.chat.session.engine.assemble().messages][-1] == old_reply.content
 
     # Reopened (a new window on the same file), the chat shows the version chosen, with its alternative.
@@ -120,7 +120,7 @@ def test_regenerate_keeps_the_first_reply_as_a_version_to_switch_back_to(qtbot, 
     reopened = make_window(local_provider)
     qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
                     timeout=WAIT_MS)
-    model = reopened.conversation.conversation
+    model = reopened.conversation.rows_model
     assert model.versions_of(old_reply.id) == Versions((old_reply.content, new_reply.content), 0)
     assert model.row_at(1).message.content == old_reply.content
 
@@ -133,7 +133,7 @@ def test_edit_and_resend_keeps_the_old_exchange_as_a_version_to_page_back_to(qtb
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Name a colour.")
     question, old_reply = store.load_messages(chat_id)
-    view, model = window.conversation, window.conversation.conversation
+    view, model = window.conversation, window.conversation.rows_model
 
     # Escape gives up editing and leaves the chat as it was.
     window.actions["edit-last"].trigger()
@@ -169,7 +169,7 @@ def test_edit_and_resend_keeps_the_old_exchange_as_a_version_to_page_back_to(qtb
     reopened = make_window(local_provider)
     qtbot.waitUntil(lambda: reopened.chat.snapshot is not None and reopened.chat.snapshot.chat_id == chat_id,
                     timeout=WAIT_MS)
-    model = reopened.conversation.conversation
+    model = reopened.conversation.rows_model
     assert model.versions_of(question.id) == Versions(("Name a colour.", "Name a fruit."), 0)
     assert [r.message.content for r in model.rows()] == ["Name a colour.", old_reply.content]
     qtbot.mouseClick(reopened.conversation.viewport(), Qt.MouseButton.LeftButton,
@@ -180,7 +180,7 @@ def test_edit_and_resend_keeps_the_old_exchange_as_a_version_to_page_back_to(qtb
 
 def body(view, number: int) -> str:
     """What the row's card says, as painted (its text and any mark under it)."""
-    return view.delegate.body(view.conversation.row_at(number))[0]
+    return view.delegate.body(view.rows_model.row_at(number))[0]
 
 
 def test_a_stopped_reply_keeps_its_mark_when_paged_away_and_back_and_reopened(qtbot, make_window, store,
@@ -189,7 +189,7 @@ def test_a_stopped_reply_keeps_its_mark_when_paged_away_and_back_and_reopened(qt
     window = make_window(held)
     chat_id = new_chat(window, store, reserve_output=200)
     qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
-    view, model = window.conversation, window.conversation.conversation
+    view, model = window.conversation, window.conversation.rows_model
     with qtbot.waitSignal(window.reply_finished, timeout=300_000):
         window.submit("Write a long story about a lighthouse keeper.")
         qtbot.waitUntil(lambda: model.rowCount() == 2 and bool(model.row_at(1).message.content), timeout=WAIT_MS)
@@ -241,5 +241,5 @@ def test_a_reply_cut_at_its_token_limit_is_marked_and_continue_extends_it(qtbot,
     assert longer.id == cut.id and longer.content.startswith(cut.content) and len(longer.content) > len(cut.content)
     assert [m.content for m in store.load_messages(chat_id)] == ["Write a long story about a lighthouse keeper.",
                                                                  longer.content]
-    assert view.conversation.rowCount() == 2 and view.conversation.row_at(1).message.content == longer.content
+    assert view.rows_model.rowCount() == 2 and view.rows_model.row_at(1).message.content == longer.content
     assert window.chat.snapshot.usage.total > tokens  # counted

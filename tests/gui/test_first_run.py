@@ -42,7 +42,7 @@ def test_the_empty_window_says_what_precis_is_and_the_buttons_say_why_they_are_o
 def test_sending_with_no_chat_open_creates_one_titled_from_the_message(qtbot, make_window, store, local_provider):
     # Held after its first piece, so that the Stop below reaches the reply however soon a short one would end.
     window = make_window(HeldReplies(local_provider, after_pieces=1))
-    model = window.conversation.conversation
+    model = window.conversation.rows_model
     window.composer.edit.setFocus()
     qtbot.keyClicks(window.composer.edit, "Where did the deploy script go? It was in tools/ yesterday")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
@@ -88,7 +88,7 @@ def test_inspector_buttons_follow_what_they_can_do(qtbot, make_window, store, tm
     assert not inspector.pin_button.isEnabled() and "Select a message" in inspector.pin_button.toolTip()
 
     view = window.conversation
-    view.setCurrentIndex(view.conversation.index(0))
+    view.setCurrentIndex(view.rows_model.index(0))
     assert inspector.pin_button.isEnabled() and inspector.pin_button.text() == "Pin"
     inspector.pin_button.click()
     qtbot.waitUntil(lambda: idle(window) and window.chat.snapshot.messages[0].pinned, timeout=WAIT_MS)
@@ -119,7 +119,7 @@ def test_a_chat_opened_past_its_trigger_is_summarized_in_the_background(qtbot, m
     assert "no longer fit the model's window" in window.inspector.notice.text()
     assert window.inspector.result_card.isVisible() and "saved" in window.inspector.result_card.label.text()
     # The flow shows the summary where the archived messages were; the store kept every original.
-    assert window.conversation.conversation.row_at(0).record is not None
+    assert window.conversation.rows_model.row_at(0).record is not None
     assert len(store.load_messages(chat_id)) == 649
     [record] = store.load_records(chat_id)
     assert record.status == "active" and record.trigger == "overflow"

@@ -114,7 +114,7 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
     # Its archived messages too: all of them, in the panel's scroll, and the Summary tab no taller than its text.
     archived = inspector.archived_view
     inspector.details.setCurrentWidget(archived)
-    assert archived.conversation.rowCount() == len(window.chat.snapshot.archived(oldest.id)) == 12
+    assert archived.rows_model.rowCount() == len(window.chat.snapshot.archived(oldest.id)) == 12
     qtbot.waitUntil(lambda: archived.isVisible() and archived.height() >= archived.sizeHint().height() > 12 * 20)
     assert archived.verticalScrollBar().maximum() == 0
     inspector.details.setCurrentWidget(inspector.summary_text)

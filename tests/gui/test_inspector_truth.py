@@ -84,11 +84,11 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     assert shown == [fact.id]
     # The conversation shows the summary that holds it; the inspector that summary's archived messages, at it.
     record_id = window.chat.snapshot.hidden[fact.id]
-    assert window.conversation.currentIndex().row() == window.conversation.conversation.row_of(f"summary:{record_id}")
+    assert window.conversation.currentIndex().row() == window.conversation.rows_model.row_of(f"summary:{record_id}")
     assert inspector.selected_record_id() == record_id
     assert inspector.details.currentWidget() is inspector.archived_view
     archived = inspector.archived_view
-    assert archived.currentIndex().row() == archived.conversation.row_of(fact.id)
+    assert archived.currentIndex().row() == archived.rows_model.row_of(fact.id)
 
 
 @pytest.mark.slow
@@ -110,7 +110,7 @@ def test_a_model_summary_that_fell_back_says_why_in_the_inspector(qtbot, make_wi
     entry = inspector.chain.item(0)
     assert " · fallback" in entry.text() and f"\nFallback: yes: {record.fallback_reason}\n" in entry.toolTip()
     # And on the summary's card in the conversation, whose header says "fallback".
-    conversation = window.conversation.conversation
+    conversation = window.conversation.rows_model
     card = conversation.index(conversation.row_of(f"summary:{record.id}"))
     assert card.data(Qt.ItemDataRole.ToolTipRole) == why
 
@@ -157,7 +157,7 @@ def test_a_fold_of_summaries_counts_the_messages_it_stands_for(qtbot, make_windo
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 2, timeout=120_000)
     fold, latest = window.chat.snapshot.chain
     assert fold.merged_ids
-    titles = [MessageDelegate.title(row) for row in window.conversation.conversation.rows() if row.record is not None]
+    titles = [MessageDelegate.title(row) for row in window.conversation.rows_model.rows() if row.record is not None]
     assert titles[0].startswith("SUMMARY · depth 1 · 404 messages · ") and titles[0].endswith(" tokens · fold")
     assert titles[1].startswith(f"SUMMARY · depth 2 · {len(latest.covered)} messages · ")
     # What the fold is, in its entry, and on hover what it folds (it said its newest summary's mode).

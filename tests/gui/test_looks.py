@@ -91,7 +91,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
     view = window.conversation
     qtbot.waitUntil(lambda: view.viewport().width() > 1200)
     delegate = view.delegate
-    row = view.conversation.row_at(1)
+    row = view.rows_model.row_at(1)
     width = delegate._text_width()
     assert width <= READING_WIDTH
     doc, chips, _hidden = delegate._document(row, width)
@@ -116,10 +116,10 @@ def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, ma
     def titles(conversation) -> dict[str, str]:
         return {row.message.content: view.delegate.title(row) for row in conversation.rows() if row.message}
 
-    shown = titles(view.conversation)
+    shown = titles(view.rows_model)
     assert shown[history[0].content] == "System prompt" and shown[history[9].content] == "System"
     window.conversation.summarize_up_to_requested.emit(history[12].id)  # past the second marker
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
-    assert titles(view.conversation)[history[0].content] == "System prompt"
+    assert titles(view.rows_model)[history[0].content] == "System prompt"
     window.inspector.chain.setCurrentRow(0)
-    assert titles(window.inspector.archived_view.conversation)[history[9].content] == "System"
+    assert titles(window.inspector.archived_view.rows_model)[history[9].content] == "System"

@@ -14,20 +14,20 @@ from tests.timing import WAIT_MS
 
 
 def row_number(view, text_end: str) -> int:
-    rows = view.conversation.rows()
+    rows = view.rows_model.rows()
     return next(i for i, r in enumerate(rows) if r.message is not None and r.message.content.endswith(text_end))
 
 
 def hover(qtbot, view, number: int) -> None:
-    view.scrollTo(view.conversation.index(number))
-    qtbot.mouseMove(view.viewport(), view.visualRect(view.conversation.index(number)).center())
+    view.scrollTo(view.rows_model.index(number))
+    qtbot.mouseMove(view.viewport(), view.visualRect(view.rows_model.index(number)).center())
     qtbot.waitUntil(lambda: view.delegate.hovered == number, timeout=WAIT_MS)
 
 
 def chip(view, number: int, action: str) -> QPoint:
     """Where the hovered row paints the chip of this action."""
     option = QStyleOptionViewItem()
-    option.rect = view.visualRect(view.conversation.index(number))
+    option.rect = view.visualRect(view.rows_model.index(number))
     rects = dict((name, rect) for rect, name in view.delegate.action_rects(view.delegate.card_rect(option),
                                                                             view.row_actions(number)))
     return rects[action].center()
@@ -66,7 +66,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     assert view.row_actions(row_number(view, "step 13.")) == ["copy", "pin", "summarize"]
 
     # The header changes while hovered: the chips stand where the time was.
-    index = view.conversation.index(last_reply)
+    index = view.rows_model.index(last_reply)
     view.scrollTo(index)
     plain = view.viewport().grab(view.visualRect(index)).toImage()
     hover(qtbot, view, last_reply)
@@ -88,14 +88,14 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
 
     # The keyboard: the Menu key opens the current message's menu, with the same actions.
     view.setFocus()
-    view.setCurrentIndex(view.conversation.index(third))
+    view.setCurrentIndex(view.rows_model.index(third))
     seen: list[list[str]] = []
     QTimer.singleShot(0, lambda: choose_from_popup("Unpin", seen))
     qtbot.keyClick(view, Qt.Key.Key_Menu)
     assert seen == [["Copy message", "Unpin", "Summarize up to here"]]
     qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[3].pinned, timeout=WAIT_MS)
     QGuiApplication.clipboard().clear()
-    view.setCurrentIndex(view.conversation.index(row_number(view, "step 3.")))
+    view.setCurrentIndex(view.rows_model.index(row_number(view, "step 3.")))
     qtbot.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     assert QGuiApplication.clipboard().text() == f"{PLAN} 3."
 
@@ -113,8 +113,8 @@ def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     window.inspector.select_record(window.chat.snapshot.chain[0].id)
     archive = window.inspector.archived_view
-    assert archive.conversation.rowCount() > 0
-    assert all(archive.row_actions(n) == ["copy"] for n in range(archive.conversation.rowCount()))
+    assert archive.rows_model.rowCount() > 0
+    assert all(archive.row_actions(n) == ["copy"] for n in range(archive.rows_model.rowCount()))
 
 
 @pytest.mark.slow
@@ -125,17 +125,17 @@ def test_the_keyboard_switches_a_regenerated_reply_and_the_choice_is_kept(qtbot,
     store.save_version(chat_id, reply.with_changes(content="A second answer."))
     window = make_window()
     view = window.conversation
-    last = view.conversation.rowCount() - 1
-    assert view.conversation.row_at(last).message.content == "A second answer."
+    last = view.rows_model.rowCount() - 1
+    assert view.rows_model.row_at(last).message.content == "A second answer."
 
     view.setFocus()
-    view.setCurrentIndex(view.conversation.index(last))
+    view.setCurrentIndex(view.rows_model.index(last))
     seen: list[list[str]] = []
     QTimer.singleShot(0, lambda: choose_from_popup("Previous version (1/2)", seen))
     qtbot.keyClick(view, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
     assert "Previous version (1/2)" in seen[0] and not any(text.startswith("Next") for text in seen[0])
-    qtbot.waitUntil(lambda: idle(window) and view.conversation.versions_of(reply.id).shown == 0, timeout=WAIT_MS)
-    assert view.conversation.row_at(last).message.content == "Fruit talk, line 3."
+    qtbot.waitUntil(lambda: idle(window) and view.rows_model.versions_of(reply.id).shown == 0, timeout=WAIT_MS)
+    assert view.rows_model.row_at(last).message.content == "Fruit talk, line 3."
     assert store.load_messages(chat_id)[-1].content == "Fruit talk, line 3."
     assert window.chat.session.engine.assemble().messages[-1].content == "Fruit talk, line 3."
 
@@ -152,13 +152,13 @@ def test_an_older_regenerated_reply_shows_its_count_but_does_not_switch(qtbot, m
     store.add_messages(chat_id, history[2:])
     window = make_window()
     view = window.conversation
-    number = view.conversation.row_of(older.id)
-    assert number == 1 and view.conversation.rowCount() == 6  # four messages after it
-    assert view.conversation.versions_of(older.id).shown == 1  # "‹ 2/2 ›" is painted
+    number = view.rows_model.row_of(older.id)
+    assert number == 1 and view.rows_model.rowCount() == 6  # four messages after it
+    assert view.rows_model.versions_of(older.id).shown == 1  # "‹ 2/2 ›" is painted
     # The messages after it answer the version it shows: neither its arrows nor its menu switch it.
     option = QStyleOptionViewItem()
-    option.rect = view.visualRect(view.conversation.index(number))
-    parts = view.delegate.version_rects(view.delegate.card_rect(option), view.conversation.index(number))
+    option.rect = view.visualRect(view.rows_model.index(number))
+    parts = view.delegate.version_rects(view.delegate.card_rect(option), view.rows_model.index(number))
     assert [text for _rect, text, _target in parts] == ["‹", "2/2", "›"]
     assert all(target is None for _rect, _text, target in parts)
     assert not [action for action in view.actions_menu(number).actions() if "version" in action.text()]

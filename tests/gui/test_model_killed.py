@@ -21,7 +21,7 @@ def test_killing_the_model_mid_reply_keeps_the_cut_reply_and_the_next_message_re
         qtbot, make_window, store, local_provider):
     pid = local_provider.load().pid
     window = make_window(local_provider)
-    model = window.conversation.conversation
+    model = window.conversation.rows_model
     qtbot.keyClicks(window.composer.edit, "Write a long story about a lighthouse keeper.")
     qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
     qtbot.waitUntil(lambda: len(model.rows()) == 2 and bool(model.row_at(1).message.content), timeout=WAIT_MS)

@@ -26,14 +26,14 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     window = make_window()
     window.open_chat(chat_id)  # opened past its trigger: summarized now, so the next opening has summaries
     qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
-    full_messages, full_summaries = keys(window.conversation.conversation.rows())
+    full_messages, full_summaries = keys(window.conversation.rows_model.rows())
     hidden = window.chat.snapshot.hidden
     assert hidden and history[-5].id not in hidden
 
     window.open_chat(other)
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     first = []
-    window.chat.rows_loaded.connect(lambda _snapshot: first.append(window.conversation.conversation.rows()))
+    window.chat.rows_loaded.connect(lambda _snapshot: first.append(window.conversation.rows_model.rows()))
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: bool(first), timeout=WAIT_MS)
 
@@ -45,7 +45,7 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
     assert tail_summaries <= full_summaries and not set(tail_messages) & set(hidden)
     assert tail_messages[-1] == stored[-1]
     # Then the whole chat, once its engine is built.
-    qtbot.waitUntil(lambda: idle(window) and keys(window.conversation.conversation.rows()) == (
+    qtbot.waitUntil(lambda: idle(window) and keys(window.conversation.rows_model.rows()) == (
         full_messages, full_summaries), timeout=WAIT_MS)
 
 
@@ -83,7 +83,7 @@ def test_an_open_chats_objects_skip_full_collections_and_a_chat_switched_away_fr
     window.open_chat(chat_id)
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     window.conversation.scroll_to_end()  # rows measured and painted, as a user would see them
-    assert window.conversation.conversation.rows() is window.chat.snapshot.rows  # as the worker built them
+    assert window.conversation.rows_model.rows() is window.chat.snapshot.rows  # as the worker built them
     collected = {id(o) for o in gc.get_objects()}
     assert not [m for m in window.chat.session.engine.messages if id(m) in collected]
     engine = weakref.ref(window.chat.session.engine)
@@ -115,7 +115,7 @@ def test_a_chat_never_counted_shows_at_once_from_stand_ins_and_its_gauge_follows
         window.open_chat(chat_id)
     first = shown[-1]
     assert first.counting > 0 and not first.usage.exact  # shown before its counts are made
-    assert [r.key for r in window.conversation.conversation.rows()] == [m.id for m in history]
+    assert [r.key for r in window.conversation.rows_model.rows()] == [m.id for m in history]
     assert window.inspector.exact_label.text() == "estimated"
     assert "counting tokens" in window.status.counting.text()
 

@@ -21,7 +21,7 @@ def test_the_reply_shows_how_far_the_model_has_read_a_long_prompt(qtbot, make_wi
     window = make_window(provider=local_provider)
     open_imported_chat(qtbot, window, store, [Message(role="user", content=NOTES),
                                               Message(role="assistant", content="Noted.")])
-    model = window.conversation.conversation
+    model = window.conversation.rows_model
     shown: list[str] = []
     model.row_streamed.connect(lambda number: shown.append(model.rows()[number].waiting))
     qtbot.keyClicks(window.composer.edit, "Which table comes last?")

@@ -38,11 +38,11 @@ def test_tool_calls_and_long_outputs_paint_compactly_and_expand(qtbot):
     view.resize(700, 500)
     call = Message(role="assistant", tool_calls=(ToolCall("c1", "bash", {"command": "pytest -q"}),))
     result = Message(role="tool", name="bash", tool_call_id="c1", content="\n".join(f"line {i}" for i in range(300)))
-    view.conversation.set_rows([Row(message=call), Row(message=result)])
+    view.rows_model.set_rows([Row(message=call), Row(message=result)])
     view.show()
     collapsed = view.sizeHintForRow(1)
     view.grab()
-    view.conversation.toggle_expanded(1)
+    view.rows_model.toggle_expanded(1)
     view.grab()
     qtbot.waitUntil(lambda: view.sizeHintForRow(1) > collapsed * 10)
 

@@ -60,7 +60,7 @@ def test_search_and_settings_wait_for_a_locked_database_off_the_gui_thread(qtbot
 
 def colour_pixels(view, number: int, colour: str) -> int:
     """How many pixels of a row, as painted, have exactly this colour."""
-    rect = view.visualRect(view.conversation.index(number)).intersected(view.viewport().rect())
+    rect = view.visualRect(view.rows_model.index(number)).intersected(view.viewport().rect())
     image = view.viewport().grab(rect).toImage()
     wanted = QColor(colour).rgb()
     return sum(1 for y in range(0, image.height(), 2) for x in range(0, image.width(), 2)
@@ -68,8 +68,8 @@ def colour_pixels(view, number: int, colour: str) -> int:
 
 
 def row_shown(view, key: str) -> bool:
-    number = view.conversation.row_of(key)
-    index = view.conversation.index(number)
+    number = view.rows_model.row_of(key)
+    index = view.rows_model.index(number)
     return (view.currentIndex() == index and view.viewport().rect().contains(view.visualRect(index).center()))
 
 
@@ -95,7 +95,7 @@ def test_search_finds_word_prefixes_opens_the_message_highlighted_and_esc_clears
     qtbot.waitUntil(lambda: idle(window) and window.chat.session.chat_id == sports, timeout=WAIT_MS)
     view = window.conversation
     qtbot.waitUntil(lambda: row_shown(view, kickboxing.id), timeout=WAIT_MS)  # scrolled to the message, selected
-    number = view.conversation.row_of(kickboxing.id)
+    number = view.rows_model.row_of(kickboxing.id)
     qtbot.waitUntil(lambda: colour_pixels(view, number, theme.current.search_hit) > 100, timeout=WAIT_MS)
     before = QPixmap(view.viewport().grab())
 
@@ -132,7 +132,7 @@ def test_an_archived_hit_opens_its_summary_archive_at_the_message(qtbot, make_wi
     assert window.inspector.selected_record_id() == record_id and window.inspector.isVisible()
     assert row_shown(window.conversation, f"summary:{record_id}")
     qtbot.waitUntil(lambda: row_shown(archive, pesto.id), timeout=WAIT_MS)
-    number = archive.conversation.row_of(pesto.id)
+    number = archive.rows_model.row_of(pesto.id)
     qtbot.waitUntil(lambda: colour_pixels(archive, number, theme.current.search_hit) > 50, timeout=WAIT_MS)
 
     qtbot.keyClick(window.chat_list.search, Qt.Key.Key_Escape)

@@ -46,7 +46,7 @@ def tool_window(qtbot, make_window, store, server, workspace, **settings):
 
 
 def shown_rows(window) -> list[tuple[str, str]]:
-    return [(row.kind, row.message.content) for row in window.conversation.conversation.rows()]
+    return [(row.kind, row.message.content) for row in window.conversation.rows_model.rows()]
 
 
 def stored_calls_answered(store, chat_id) -> bool:
@@ -80,7 +80,7 @@ def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_windo
     assert shown_rows(window)[-1] == ("assistant", "Done, as far as I was let.")
     kind, result = shown_rows(window)[2]
     assert kind == "tool_result" and (result == "Error: not run: the user denied this call") != runs
-    assert outcome_mark(window.conversation.conversation.rows()[2].message) == ("✓" if runs else "✗")
+    assert outcome_mark(window.conversation.rows_model.rows()[2].message) == ("✓" if runs else "✗")
     # The model read what came of its call: the denial too.
     assert server.requests[1][2]["messages"][-1]["content"] == result
     assert stored_calls_answered(store, chat_id)
@@ -168,7 +168,7 @@ def test_the_gauge_counts_the_tools_and_the_chat_reopened_shows_the_same_rows(qt
     live = shown_rows(window)
     assert [kind for kind, _ in live] == ["user", "tool_call", "tool_result", "tool_call", "tool_result", "assistant"]
     assert "hi" in live[4][1]
-    assert [outcome_mark(row.message) for row in window.conversation.conversation.rows()[2::2][:2]] == ["✓", "✓"]
+    assert [outcome_mark(row.message) for row in window.conversation.rows_model.rows()[2::2][:2]] == ["✓", "✓"]
 
     other = store.create_chat("another chat", settings={"context_window": 8192})
     window.refresh_chats()
@@ -239,5 +239,5 @@ def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_wind
     assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
     assert shown_rows(window)[-1][1] == "It prints the working folder."
     assert stored_calls_answered(store, chat_id)
-    regenerated = window.conversation.conversation.rows()[1].message
+    regenerated = window.conversation.rows_model.rows()[1].message
     assert window.chat.snapshot.versions[regenerated.id].texts[0] == "From memory: it prints something."

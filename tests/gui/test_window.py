@@ -97,20 +97,20 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert inspector.notice_box.isVisible() and "automatically" in inspector.notice.text()
     assert inspector.result_card.isVisible()
     # The flow shows the summary where the archived messages were.
-    rows = window.conversation.conversation.rows()
+    rows = window.conversation.rows_model.rows()
     assert rows[0].record is not None and rows[0].record.id == record.id
     assert not {m.id for m in archived} & {r.message.id for r in rows if r.message is not None}
     # Selecting the chain row shows its text and the archived originals, read-only.
     inspector.chain.setCurrentRow(0)
     assert record.text.splitlines()[0][:20] in inspector.summary_text.toPlainText()
-    shown = [r.message.id for r in inspector.archived_view.conversation.rows()]
+    shown = [r.message.id for r in inspector.archived_view.rows_model.rows()]
     assert shown == [m.id for m in archived]
     assert archived[1].content[:30] in inspector.before_text.toPlainText()
     assert store.archived_by(chat_id).keys() >= {m.id for m in archived if m.role == "tool"}
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(window) and not window.chat.snapshot.chain, timeout=WAIT_MS)
-    rows = window.conversation.conversation.rows()
+    rows = window.conversation.rows_model.rows()
     assert all(r.record is None for r in rows)
     assert [r.message.id for r in rows] == [m.id for m in store.load_messages(chat_id)]
     assert inspector.chain.count() == 0
@@ -210,7 +210,7 @@ def test_importing_a_shared_transcript_opens_it_and_it_scrolls(qtbot, make_windo
     with qtbot.waitSignal(window.chat.chat_opened, timeout=WAIT_MS):
         window.import_transcript(str(transcript))
     view = window.conversation
-    rows = view.conversation.rows()
+    rows = view.rows_model.rows()
     assert len(rows) == sum(1 for line in transcript.read_text().splitlines() if line.strip())
     bar = view.verticalScrollBar()
     qtbot.waitUntil(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
@@ -269,7 +269,7 @@ def test_slash_commands_run_tools_and_unknown_ones_get_a_hint(qtbot, make_window
 
     window.submit("/frobnicate now")
     assert "Unknown command /frobnicate" in window.composer.hint.text()
-    assert window.conversation.conversation.rows() == []
+    assert window.conversation.rows_model.rows() == []
 
     window.submit("/run echo hello; exit 3")
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
@@ -408,7 +408,7 @@ def test_summarize_up_to_a_chosen_message_from_its_context_menu(qtbot, make_wind
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
     chat_id = open_imported_chat(qtbot, window, store, long_dialogue(16, "Migration plan, step"))
-    rows = window.conversation.conversation.rows()
+    rows = window.conversation.rows_model.rows()
     chosen = next(r.message for r in rows if r.message is not None and r.message.content.endswith("step 9."))
     window.conversation.summarize_up_to_requested.emit(chosen.id)  # what the menu's "Summarize up to here" sends
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)

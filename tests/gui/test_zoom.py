@@ -17,7 +17,7 @@ def sizes(window) -> tuple[float, float, float]:
 
 
 def first_row_height(window) -> int:
-    return window.conversation.visualRect(window.conversation.conversation.index(0)).height()
+    return window.conversation.visualRect(window.conversation.rows_model.index(0)).height()
 
 
 @pytest.mark.slow
