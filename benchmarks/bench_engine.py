@@ -19,7 +19,7 @@ from precis.core.context.engine import Budget, ContextEngine  # noqa: E402
 from precis.core.model.messages import Message, ToolCall  # noqa: E402
 from precis.core.model.tokens import TokenCounter, get_encoding  # noqa: E402
 from precis.core.settings import SummarizationPolicy  # noqa: E402
-from precis.core.summary.summarize import RuleSummarizer, SummaryRequest  # noqa: E402
+from precis.core.summary.summarizers import RuleSummarizer, SummaryRequest  # noqa: E402
 
 WORDS = ("the function returns a value when the request fails we retry with backoff and log the error "
          "config parser loader module test fixture database index query cache invalidation token window").split()

@@ -155,7 +155,7 @@ def install_time(with_compiler: bool) -> str:
 def summary_times(provider: LocalProvider, per_transcript: int = 2, size: int = 30) -> str:
     """Median and slowest hybrid summary (as the app makes them) of 30-message stretches of every shared
     transcript, with the machine's load average beside them (goal: every one under 10 s on 2 cores)."""
-    from precis.core.summary.summarize import SummaryRequest, make_summarizer
+    from precis.core.summary.summarizers import SummaryRequest, make_summarizer
 
     transcripts = sorted(p for p in TRANSCRIPTS.glob("*.jsonl") if not p.name.endswith(".raw.jsonl"))
     if not transcripts:

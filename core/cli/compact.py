@@ -18,7 +18,7 @@ from ..providers.registry import make_provider
 from ..settings import KINDS, SUMMARY_SECONDS, SummarizationPolicy
 from ..storage.importers import ImportFailed, parse_file
 from ..storage.interchange import message_to_record
-from ..summary.summarize import make_summarizer
+from ..summary.summarizers import make_summarizer
 from .group import cli
 
 

@@ -12,7 +12,7 @@ from ..providers.base import ProviderError
 from ..providers.registry import make_provider
 from ..storage.chats import effective_policy, restore_engine, summarizer_for
 from ..storage.store import StoreError, attach_engine, open_store
-from ..summary.summarize import make_summarizer
+from ..summary.summarizers import make_summarizer
 from .group import cli, data_dir_option
 from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, unicode_text
 

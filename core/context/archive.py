@@ -12,7 +12,7 @@ from typing import Literal
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
-from .recall import RecallIndex
+from .recall_index import RecallIndex
 
 
 def summary_message(record: SummaryRecord, covered_count: int) -> Message:

@@ -16,11 +16,11 @@ from ..model.records import SummaryRecord
 from ..model.tokens import TokenCounter
 from ..model.tools import ToolSpec, specs_json
 from ..settings import SummarizationPolicy
-from ..summary.summarize import RuleSummarizer, Summarizer
+from ..summary.summarizers import RuleSummarizer, Summarizer
 from .archive import Archive
 from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo
 from .prompt import Prompt, PromptAssembler
-from .recall import RecallIndex, RecallSearch
+from .recall_index import RecallIndex, RecallSearch
 from .recalling import Recaller, recalled_parts
 from .summarizing import Summarization
 from .usage import Budget, ContextItem, ContextSetup, UsageMeter, UsageReport

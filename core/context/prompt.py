@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..model.messages import Message, ToolCall
 from ..model.tokens import MESSAGE_OVERHEAD, TokenCounter
-from ..summary.summarize import fit_text
+from ..summary.summarizers import fit_text
 from ..summary.tool_output import one_line
 from .recalling import Recaller
 from .usage import Budget, ContextItem, ContextSetup, UsageMeter

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 
 from ..model.tokens import REPLY_PRIMING
 from .engine import ContextEngine
-from .recall import content_words
+from .recall_index import content_words
 from .usage import SYSTEM_PROMPT_ID
 
 # What each part is, in the user's words.

@@ -1,6 +1,6 @@
 """Recall in the prompt: archived originals matching the pending user message, as snippets in the room that is free.
 
-Finding the matches is recall.py's (or the store's index); this module chooses, cuts and places the snippets.
+Finding the matches is recall_index.py's (or the store's index); this module chooses, cuts and places the snippets.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import string
 from ..model.messages import Message
 from ..model.records import local_time
 from ..summary.digest import SPEAKER, session_date
-from ..summary.summarize import fit_text
+from ..summary.summarizers import fit_text
 from ..summary.text_rules import SENTENCE_END
 from .archive import Archive
-from .recall import RecallSearch, content_words
+from .recall_index import RecallSearch, content_words
 from .usage import ContextItem, ContextSetup
 
 # Matches asked of the search function, the least room worth a snippet, one snippet's share of the room.

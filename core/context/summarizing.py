@@ -15,7 +15,7 @@ from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
-from ..summary.summarize import RULES, SummaryDraft, SummaryRequest, fit_text
+from ..summary.summarizers import RULES, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
 from .archive import Archive, summary_message
 from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, SummaryNotSmaller

@@ -9,7 +9,7 @@ from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING, TokenCounter
 from ..settings import SummarizationPolicy
 from ..summary.retention import context_text as retention_context_text
-from ..summary.summarize import Summarizer
+from ..summary.summarizers import Summarizer
 from .archive import Archive, shown_kind
 
 if TYPE_CHECKING:  # recall builds ContextItems from this module

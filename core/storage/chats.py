@@ -14,7 +14,7 @@ from ..model.tokens import TokenCounter
 from ..providers.base import Provider, ProviderError
 from ..providers.registry import make_provider
 from ..settings import SUMMARIZATION_KEY, ChatSettings, SummarizationPolicy, policy_errors
-from ..summary.summarize import Summarizer, make_summarizer
+from ..summary.summarizers import Summarizer, make_summarizer
 from .store import Store
 
 log = logging.getLogger("precis.chats")

@@ -17,7 +17,7 @@ from typing import Any, cast
 from sqlalchemy import bindparam, func, text
 from sqlmodel import Session, select, update
 
-from ..context.recall import fts_or_query
+from ..context.recall_index import fts_or_query
 from ..model.bulk import collector_paused
 from ..model.messages import Message, Role, ToolCall
 from .database import StoreBase, sqlite_connection, use_bulk_cache

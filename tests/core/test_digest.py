@@ -21,7 +21,7 @@ from precis.core.summary.digest import (
     trimmed,
 )
 from precis.core.summary.llm_output import LLMActionItem, LLMSummaryOut, says_something, without_noise
-from precis.core.summary.summarize import HybridSummarizer, RuleSummarizer, SummaryRequest
+from precis.core.summary.summarizers import HybridSummarizer, RuleSummarizer, SummaryRequest
 
 from tests.conftest import CONVERSATIONS_DIR
 from tests.fakes import ScriptedProvider

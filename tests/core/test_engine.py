@@ -26,7 +26,7 @@ from precis.core.model.tools import ToolSpec, specs_json
 from precis.core.providers.base import ServerError
 from precis.core.settings import SummarizationPolicy, policy_errors
 from precis.core.storage.interchange import read_transcript
-from precis.core.summary.summarize import (
+from precis.core.summary.summarizers import (
     NARRATIVE_ASK,
     HybridSummarizer,
     LLMSummarizer,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.summary.llm_output import LLMSummaryOut, without_noise
-from precis.core.summary.summarize import HybridSummarizer, SummaryRequest
+from precis.core.summary.summarizers import HybridSummarizer, SummaryRequest
 from precis.core.tools.bounded import run_command_messages
 
 from tests.fakes import ScriptedProvider

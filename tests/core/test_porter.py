@@ -7,7 +7,7 @@ import sqlite3
 from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.context.porter import stem
-from precis.core.context.recall import terms
+from precis.core.context.recall_index import terms
 
 # Word pieces that exercise every step of the algorithm (plurals, -ed/-ing, -y, -ational ... -ize, -e, -ll).
 PIECES = ("a", "e", "i", "o", "u", "y", "b", "c", "l", "n", "s", "t", "z", "w", "ss", "ies", "eed", "ed", "ing",

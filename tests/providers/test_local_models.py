@@ -24,7 +24,7 @@ from precis.core.providers.local import find_model_path
 from precis.core.providers.registry import make_provider
 from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
-from precis.core.summary.summarize import LLMSummarizer
+from precis.core.summary.summarizers import LLMSummarizer
 
 from tests.conftest import TRANSCRIPTS_DIR, free_port
 from tests.model_file import place_model

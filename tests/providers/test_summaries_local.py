@@ -16,7 +16,7 @@ from precis.core.providers.base import complete
 from precis.core.providers.local import LocalProvider
 from precis.core.settings import SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
-from precis.core.summary.summarize import LLMSummarizer
+from precis.core.summary.summarizers import LLMSummarizer
 
 from tests.conftest import TRANSCRIPTS_DIR
 

@@ -14,7 +14,7 @@ from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ServerError
 from precis.core.settings import SummarizationPolicy
 from precis.core.storage.store import attach_engine, open_store
-from precis.core.summary.summarize import (
+from precis.core.summary.summarizers import (
     SYSTEM_PROMPT,
     LLMSummarizer,
     RuleSummarizer,

@@ -17,7 +17,7 @@ from precis.core.model.tokens import TokenCounter
 from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy
 from precis.core.storage.store import open_store
 from precis.core.summary.facets import extract_facets
-from precis.core.summary.summarize import RuleSummarizer, SummaryRequest, render_transcript
+from precis.core.summary.summarizers import RuleSummarizer, SummaryRequest, render_transcript
 from precis.core.summary.summary_block import render_artifact_trail
 
 from tests.fakes import ScriptedProvider

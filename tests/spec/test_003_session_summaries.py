@@ -6,7 +6,7 @@ from __future__ import annotations
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.summary.decisions import extract_decisions
-from precis.core.summary.summarize import HybridSummarizer, RuleSummarizer, SummaryRequest
+from precis.core.summary.summarizers import HybridSummarizer, RuleSummarizer, SummaryRequest
 from precis.core.tools.bounded import run_command_messages
 
 from tests.fakes import ScriptedProvider

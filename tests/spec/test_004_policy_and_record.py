@@ -225,7 +225,7 @@ def test_004_one_message_larger_than_the_budget():
 def _llm_engine(replies, **policy):
     from precis.core.context.engine import Budget, ContextEngine
     from precis.core.model.tokens import TokenCounter
-    from precis.core.summary.summarize import LLMSummarizer
+    from precis.core.summary.summarizers import LLMSummarizer
 
     from tests.fakes import ScriptedProvider
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from precis.core.context.recall import RecallIndex
+from precis.core.context.recall_index import RecallIndex
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.local import LocalProvider
