@@ -153,6 +153,7 @@ class MainWindow(QMainWindow):
             "edit-last": lambda _arg: self.sending.edit_last(),
             "regenerate": lambda _arg: self.sending.regenerate(),
             "continue": lambda _arg: self.sending.continue_reply(),
+            "use": lambda arg: self.sending.use_tool(arg),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
             "zoom-in": lambda _arg: self.appearance.zoom(1),

@@ -83,9 +83,23 @@ class Sender(QObject):
         self.save_draft("")
         self.composer.set_hint("")
 
-    def send_message(self, text: str) -> None:
-        """Show and save the message, then write the reply. Sent while editing, it is a new version of the edited
-        message; what followed the earlier one stays with it (‹ › on the message pages back)."""
+    def use_tool(self, argument: str) -> None:
+        """/use TOOL MESSAGE: send the message; the model answers it by calling TOOL first."""
+        try:
+            tool, text = slash.forced_tool(argument)
+        except ValueError as exc:
+            self.composer.set_hint(str(exc), error=True)
+            return
+        if not self.tool_turns.may_have_tools():
+            self.composer.set_hint("This chat has no tools: name a workspace folder in Settings → This chat, or add "
+                                   "MCP servers in Settings → Tools.", error=True)
+            return
+        self.send_message(text, force=tool)
+
+    def send_message(self, text: str, force: str | None = None) -> None:
+        """Show and save the message, then write the reply (`force`: the tool the model must call first). Sent while
+        editing, it is a new version of the edited message; what followed the earlier one stays with it (‹ › on the
+        message pages back)."""
         if self.chat.reply_job is not None:
             return
         self.switcher.title_untitled_chat(text)
@@ -105,7 +119,7 @@ class Sender(QObject):
         def saved(snapshot: Snapshot) -> None:
             self.chat.apply(snapshot, rebuild_rows=True if loading else None)
             self.switcher.refresh_chats()  # the chat list counts the message while the reply is written
-            self.start_reply()
+            self.start_reply(force=force)
 
         self.chat.save_message(message, saved, lambda _error: self.restore_unsent(message))
 
@@ -209,11 +223,11 @@ class Sender(QObject):
         self.composer.set_hint("Not sent; your text is back in the box.", error=True)
 
     def start_reply(self, edited: bool = False, regenerate: Message | None = None,
-                    going_on: Message | None = None) -> None:
+                    going_on: Message | None = None, force: str | None = None) -> None:
         """Stream the reply into a placeholder row; regenerating, into the last reply's row, emptied; going on
         (Continue), after the last reply's text. In a chat with tools, the model answers (or regenerates) with them."""
         if going_on is None and self.tool_turns.may_have_tools():
-            self.tool_turns.start(edited, regenerate)
+            self.tool_turns.start(edited, regenerate, force)
             return
         model = self.conversation.rows_model
         before = ""

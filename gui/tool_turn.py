@@ -69,7 +69,7 @@ class _Reporter:
 
 
 def answer_message(session: ChatSession, service: ToolService, signals: TurnSignals, cancel: CancelToken,
-                   allowed_in_chat: set[str], regenerate: Message | None = None) -> Turn:
+                   allowed_in_chat: set[str], regenerate: Message | None = None, force: str | None = None) -> Turn:
     """On the chat's worker: answer the last message with the chat's tools; without them when it has none, its
     workspace folder is not there, or their definitions do not fit the window (said through `signals.told`). With
     `regenerate` (the last reply), it is written again in its place first."""
@@ -94,7 +94,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
         try:
             return loop.answer(cancel=cancel, on_start=reporter.start, on_text=reporter.text,
                                on_reply=reporter.reply, on_step=reporter.step, on_progress=reporter.progress,
-                               regenerate=regenerate)
+                               regenerate=regenerate, force=force)
         except ToolsTooLarge as exc:
             signals.told.emit(f"Answered without tools: {exc}.")
     elif session.tools:  # the chat's tools went (its servers stopped): the model is no longer offered them
@@ -151,7 +151,7 @@ class ToolTurns(QObject):
             self.chat.run_on_chat("offer the chat's tools", lambda _job: offer_tools(session, service),
                                   lambda snapshot: snapshot is not None and self.chat.apply(snapshot))
 
-    def start(self, edited: bool = False, regenerate: Message | None = None) -> Job:
+    def start(self, edited: bool = False, regenerate: Message | None = None, force: str | None = None) -> Job:
         """Answer the open chat's last message with its tools (`edited`: a new version of it); with `regenerate`,
         the last reply is written again in its place first."""
         session = self.chat.session
@@ -167,7 +167,8 @@ class ToolTurns(QObject):
                              queued)
         signals.local_model_has_tools.connect(lambda: self._hint_local_model(chat_id), queued)
         service, allowed = self.service, self.allowed.setdefault(chat_id, set())
-        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, allowed, regenerate),
+        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, allowed, regenerate,
+                                                             force),
                                lambda turn: self._done(turn, edited, regenerate is not None), self._failed)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)

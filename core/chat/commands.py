@@ -163,6 +163,8 @@ register("regenerate", "Regenerate the last reply", "write the last reply again;
          "earlier one", shortcut="Ctrl+R", menu="Chat", slash=False)
 register("continue", "Continue the reply", "have the model go on with the last reply (cut at its token limit, or "
          "stopped); what it writes is added to that reply", menu="Chat")
+register("use", "Use a tool", "send a message the model must answer by calling TOOL first (a chat with tools; "
+         "a small model rarely calls one by itself)", argument="TOOL MESSAGE")
 register("context", "Show the context", "show what the model sees: tokens by kind and the summary chain",
          menu="Chat", handler=_context)
 register("summarize", "Summarize now", "summarize older messages now, optionally with extra instructions",
@@ -264,3 +266,11 @@ def unescape(text: str) -> str:
     """An ordinary message typed as '//...' is sent with one leading slash."""
     stripped = text.lstrip()
     return stripped[1:] if stripped.startswith("//") else text
+
+
+def forced_tool(argument: str) -> tuple[str, str]:
+    """/use's argument: (the tool's name, the message). ValueError when either is missing."""
+    tool, _, message = argument.strip().partition(" ")
+    if not tool or not message.strip():
+        raise ValueError("/use needs a tool and a message: /use TOOL MESSAGE (e.g. /use read_file what does main.py do?)")
+    return tool, message.strip()

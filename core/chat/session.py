@@ -19,7 +19,7 @@ from ..context.prompt_parts import prompt_parts
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
 from ..model.tokens import Calibration, TokenCounter
-from ..model.tools import ToolSpec
+from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
     Cancelled,
@@ -274,14 +274,16 @@ class ChatSession:
 
     @_on_exact_counts
     def reply(self, placeholder: Message, *, on_text: Callable[[str], object], cancel: CancelToken,
-              regenerate: bool = False, on_progress: Callable[[int, int], object] | None = None) -> ReplyResult:
+              regenerate: bool = False, on_progress: Callable[[int, int], object] | None = None,
+              tool_choice: str = AUTO) -> ReplyResult:
         """Stream the assistant's reply, each piece to `on_text`; save it as it arrives; append it to the engine at
         the end. Cancelled or failed, what arrived is kept and marked incomplete.
 
         With `regenerate`, the placeholder is the last reply emptied: it is written again in its place and the
         earlier text is kept as a version of it (Snapshot.versions). If the server says the prompt is too long (it
         counts differently from our estimate), summarize once and retry once. `on_progress` gets (tokens read, tokens
-        in the prompt) while a backend that says so reads the prompt, before the first text.
+        in the prompt) while a backend that says so reads the prompt, before the first text. `tool_choice` names the
+        tool the model must call (of those use_tools offers), or AUTO.
         """
         if regenerate:
             if placeholder.id not in self.versions:  # its first regenerate: keep the text it has now
@@ -297,7 +299,7 @@ class ChatSession:
             prompt = self.built_engine.assemble()
             try:
                 usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
-                                                    placeholder)
+                                                    placeholder, tool_choice=tool_choice)
                 if usage is not None and usage.prompt_tokens:  # the tool definitions were sent with it
                     self._calibrate(self.built_engine.counter.prompt_raw_tokens(prompt.messages)
                                     + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
@@ -352,7 +354,7 @@ class ChatSession:
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
-                before: str = "") -> StreamEnd:
+                before: str = "", tool_choice: str = AUTO) -> StreamEnd:
         """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived; the tools
         the session uses (use_tools) are offered to the model."""
         saved_at = time.monotonic()
@@ -365,7 +367,8 @@ class ChatSession:
                 self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)))
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
-                            temperature=self.temperature, on_progress=on_progress, tools=self.tools)
+                            temperature=self.temperature, on_progress=on_progress, tools=self.tools,
+                            tool_choice=tool_choice)
 
     @_on_exact_counts
     def show_version(self, message_id: str, position: int) -> Snapshot:
@@ -460,13 +463,14 @@ class StreamEnd(NamedTuple):
 def stream_reply(provider: Provider, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                  cancel: CancelToken, *, max_tokens: int, temperature: float,
                  on_progress: Callable[[int, int], object] | None = None,
-                 tools: Sequence[ToolSpec] = ()) -> StreamEnd:
+                 tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> StreamEnd:
     """A reply's pieces into `received` (and to `on_text`) as they arrive; returns how it ended. Raises the
     provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
     usage = finish = None
     calls: tuple[ToolCall, ...] = ()
     # Without tools the provider is asked as before tools were offered (a provider may take none).
-    chunks = (provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel, tools=tools)
+    chunks = (provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel, tools=tools,
+                                   tool_choice=tool_choice)
               if tools else provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel))
     for chunk in chunks:
         if chunk.text:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..model.messages import Message, ToolCall
-from ..model.tools import ToolOutcome, ToolSpec
+from ..model.tools import AUTO, ToolOutcome, ToolSpec
 from ..providers.base import CancelToken
 from .session import ChatSession
 from .snapshot import ReplyResult
@@ -80,20 +80,27 @@ class ToolLoop:
                on_start: Callable[[Message], object] = lambda _placeholder: None,
                on_reply: Callable[[ReplyResult], object] = lambda _result: None,
                on_step: Callable[[Step], object] = lambda _step: None,
-               on_progress: Callable[[int, int], object] | None = None, regenerate: Message | None = None) -> Turn:
+               on_progress: Callable[[int, int], object] | None = None, regenerate: Message | None = None,
+               force: str | None = None) -> Turn:
         """Answer the user's last message, with tools. `on_start(placeholder)` as each reply begins (a new
         placeholder for each: a window shows it before its first words); `on_text(placeholder, piece)` as it
         streams; `on_reply` when it ends; `on_step` when a call's result is stored. With `regenerate` (the last
-        reply), the first reply writes it again in its place, its earlier text kept as a version of it."""
+        reply), the first reply writes it again in its place, its earlier text kept as a version of it. With
+        `force` (a tool's name: /use), the first reply must call that tool; ValueError if there is none of the name."""
         session, turn = self.session, Turn()
-        session.use_tools(self.tools.specs())  # ToolsTooLarge goes to the caller: nothing was sent yet
+        specs = self.tools.specs()
+        if force is not None and force not in {spec.name for spec in specs}:
+            raise ValueError(f"there is no tool called {force!r} here; the tools are: "
+                             f"{', '.join(spec.name for spec in specs) or 'none'}")
+        session.use_tools(specs)  # ToolsTooLarge goes to the caller: nothing was sent yet
         while True:
             again = regenerate is not None and not turn.replies
             placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None)
                            if regenerate is not None and again else Message(role="assistant", content="", incomplete=True))
             on_start(placeholder)
             result = session.reply(placeholder, on_text=lambda piece, p=placeholder: on_text(p, piece),
-                                   cancel=cancel, on_progress=on_progress, regenerate=again)
+                                   cancel=cancel, on_progress=on_progress, regenerate=again,
+                                   tool_choice=force if force is not None and not turn.replies else AUTO)
             turn.replies.append(result)
             on_reply(result)
             calls = result.message.tool_calls

@@ -11,7 +11,7 @@ from typing import TextIO
 
 import click
 
-from ..chat.commands import REGISTRY, SlashError, parse, run_command, unescape
+from ..chat.commands import REGISTRY, SlashError, forced_tool, parse, run_command, unescape
 from ..chat.session import ChatSession, stream_reply
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
@@ -152,6 +152,8 @@ class TerminalChat:
             return 2
         if command is not None and command.name == "continue":
             return self.go_on(label)
+        if command is not None and command.name == "use":
+            return self.use_tool(command.argument, label)
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
@@ -166,14 +168,30 @@ class TerminalChat:
         placeholder = Message(role="assistant", content="", incomplete=True)
         return self._stream(label, lambda write, cancel: self.session.reply(placeholder, on_text=write, cancel=cancel))
 
-    def _answer_with_tools(self, write, cancel: CancelToken) -> ReplyResult:
+    def use_tool(self, argument: str, label: str) -> int:
+        """/use TOOL MESSAGE: the message, answered by the model calling TOOL first."""
+        try:
+            tool, text = forced_tool(argument)
+            if self.loop is None:
+                raise ValueError("this chat has no tools: start precis chat with --workspace DIR or --mcp NAME")
+            names = {spec.name for spec in self.loop.tools.specs()}
+            if tool not in names:
+                raise ValueError(f"there is no tool called {tool!r} here; the tools are: {', '.join(sorted(names))}")
+        except ValueError as exc:
+            print(exc, file=self.asides)
+            return 2
+        self.tell(self.session.add_messages([Message("user", text)]))
+        return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, force=tool))
+
+    def _answer_with_tools(self, write, cancel: CancelToken, force: str | None = None) -> ReplyResult:
         """The model's replies and its tool steps, each step on a line of its own; the last reply's result."""
         assert self.loop is not None
 
         def step(done: Step) -> None:
             print(step_line(done), file=self.asides, flush=True)
 
-        turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step)
+        turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step,
+                                force=force)
         if turn.ended and not cancel.cancelled and turn.replies and not turn.replies[-1].problem:
             print(f"[precis: {turn.ended}]", file=self.asides)  # the step limit
         return turn.replies[-1]

@@ -241,3 +241,18 @@ def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_wind
     assert stored_calls_answered(store, chat_id)
     regenerated = window.conversation.rows_model.rows()[1].message
     assert window.chat.snapshot.versions[regenerated.id].texts[0] == "From memory: it prints something."
+
+
+def test_use_sends_the_message_with_the_tool_it_must_call(qtbot, make_window, store, server, workspace):
+    server.steps = [stream(calls(("c1", "read_file", {"path": "main.py"}))), stream(answer("It prints the folder."))]
+    window, _chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("/use read_file What does main.py print?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None and len(server.requests) == 2,
+                    timeout=WAIT_MS)
+    assert server.requests[0][2]["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    assert shown_rows(window)[0] == ("user", "What does main.py print?")
+    assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
+    window.submit("/use")  # no tool, no message: said, nothing sent
+    assert window.composer.hint.text().startswith("/use needs TOOL MESSAGE") and len(server.requests) == 2
+    window.submit("/use read_file")
+    assert window.composer.hint.text().startswith("/use needs a tool and a message") and len(server.requests) == 2

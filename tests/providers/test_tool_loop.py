@@ -165,3 +165,35 @@ def test_the_terminal_chat_asks_y_n_and_prints_each_step(tmp_path, server, works
     step = next(line for line in text.splitlines() if "[✓ execute_bash" in line or "[❌ execute_bash" in line)
     assert ("✓" in step) == made and step.endswith(" s")
     assert "Done, as far as I was let." in text
+
+
+def test_use_makes_the_first_reply_call_the_tool_named(tmp_path, server, workspace):
+    server.steps = [stream(calls(("c1", "read_file", {"path": "main.py"}))), stream(answer("It prints the folder."))]
+    with open_store(tmp_path / "data") as store:
+        _session, loop = chat(store, server, workspace, [], [])
+        with pytest.raises(ValueError, match="there is no tool called 'read_files' here; the tools are: read_file"):
+            loop.answer(cancel=CancelToken(), on_text=lambda _p, _piece: None, force="read_files")
+        assert server.requests == []
+        turn = loop.answer(cancel=CancelToken(), on_text=lambda _p, _piece: None, force="read_file")
+    first, second = (body for _time, _path, body in server.requests)
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    assert second["tool_choice"] == "auto"  # the model answers with what the tool gave, as it sees fit
+    assert [s.call.name for s in turn.steps] == ["read_file"] and turn.ended == ""
+
+
+@pytest.mark.model
+def test_the_embedded_model_told_to_use_a_tool_reads_the_file_and_answers(tmp_path, workspace, local_provider):
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    options = TurnOptions(temperature=0.0, max_tokens=48, data_dir=str(tmp_path / "data"), workspace=str(workspace))
+    out = io.StringIO()
+    assert terminal_chat(local_provider, options, io.StringIO("/use read_file What is in main.py?\n"), out,
+                         io.StringIO()) == 0
+    text = out.getvalue()
+    assert "[✓ read_file" in text or "[❌ read_file" in text  # the call ran, its one line printed
+    with open_store(tmp_path / "data") as store:
+        [chat_info] = store.list_chats()
+        messages = store.load_messages(chat_info.id)
+    assert [m.role for m in messages][:3] == ["user", "assistant", "tool"]
+    assert messages[1].tool_calls[0].name == "read_file" and isinstance(messages[1].tool_calls[0].arguments["path"], str)
+    assert messages[-1].role == "assistant" and not messages[-1].tool_calls  # then it answered
