@@ -107,8 +107,9 @@ class ToolLoop:
             if not calls or result.problem:
                 turn.ended = "stopped" if cancel.cancelled else result.problem or ""
                 return turn
-            over = len(turn.steps) + len(calls) > self.max_steps
-            for call in calls:
+            over = False
+            for call in calls:  # the calls past the limit are answered, not run
+                over = len(turn.steps) >= self.max_steps
                 step = self._step(call, cancel, over)
                 session.add_messages([step.result])
                 turn.steps.append(step)

@@ -197,3 +197,12 @@ def test_the_embedded_model_told_to_use_a_tool_reads_the_file_and_answers(tmp_pa
     assert [m.role for m in messages][:3] == ["user", "assistant", "tool"]
     assert messages[1].tool_calls[0].name == "read_file" and isinstance(messages[1].tool_calls[0].arguments["path"], str)
     assert messages[-1].role == "assistant" and not messages[-1].tool_calls  # then it answered
+
+
+def test_parallel_calls_run_up_to_the_limit_and_the_rest_are_answered(tmp_path, server, workspace):
+    server.steps = [stream(calls(*((f"c{n}", "read_file", {"path": "main.py"}) for n in range(3))))]
+    with open_store(tmp_path / "data") as store:
+        _session, loop = chat(store, server, workspace, [], [], max_steps=2)
+        turn, _ = run(loop)
+    assert [s.outcome.ok for s in turn.steps] == [True, True, False] and turn.ended.startswith("the step limit")
+    assert len(server.requests) == 1
