@@ -264,7 +264,7 @@ class Inspector(QFrame):
                 for mark, meaning in zip(gauge_marks(usage, policy), MARK_MEANINGS, strict=True)))
         self.sent.show_recalled(snapshot.recalled)
         if snapshot.prompt is not None:
-            self.prompt.show_parts(*snapshot.prompt)
+            self.prompt.show_parts(*snapshot.prompt, snapshot.prompt_request or "")
         note = snapshot.over_budget
         self.over_budget.setText("\n".join(note.lines()) if note else "")
         self.over_budget.setVisible(note is not None)

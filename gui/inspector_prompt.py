@@ -25,13 +25,19 @@ class PromptView(QWidget):
         self.total_label = QLabel("")
         self.total_label.setObjectName("muted")
         self.total_label.setWordWrap(True)
+        self.request = ""  # the provider's request for this prompt, as JSON
         self.copy_button = QPushButton("Copy")
         self.copy_button.setToolTip("Copy the whole prompt, as sent, as text")
         self.copy_button.clicked.connect(self.copy)
+        self.copy_request_button = QPushButton("Copy request")
+        self.copy_request_button.setToolTip("Copy the request the provider is sent for this prompt, as JSON (never "
+                                            "an API key: keys go in headers)")
+        self.copy_request_button.clicked.connect(lambda: QGuiApplication.clipboard().setText(self.request))
         head = QHBoxLayout()
         head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(self.total_label, 1)
         head.addWidget(self.copy_button)
+        head.addWidget(self.copy_request_button)
         self.list = FittedList()
         self.list.setWordWrap(True)
         self.list.itemClicked.connect(self._chosen)
@@ -42,8 +48,8 @@ class PromptView(QWidget):
         layout.addLayout(head)
         layout.addWidget(self.list)
 
-    def show_parts(self, parts: list[PromptPart], total: int) -> None:
-        self.parts = parts
+    def show_parts(self, parts: list[PromptPart], total: int, request: str = "") -> None:
+        self.parts, self.request = parts, request
         self.total_label.setText(f"{total:,} tokens in {len(parts)} parts, in the order sent")
         self.list.clear()
         for number, part in enumerate(parts, 1):
@@ -54,6 +60,7 @@ class PromptView(QWidget):
             item.setData(Qt.ItemDataRole.UserRole, (part.kind, part.source))
             self.list.addItem(item)
         self.copy_button.setEnabled(bool(parts))
+        self.copy_request_button.setEnabled(bool(request))
 
     def clear(self) -> None:
         self.show_parts([], 0)

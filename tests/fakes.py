@@ -33,6 +33,9 @@ class ScriptedProvider:
         yield ChatChunk(text=reply)
         yield ChatChunk(done=True, usage=Usage(0, 0), finish_reason=finish)
 
+    def request_body(self, messages, *, max_tokens=512, temperature=0.7, tools=(), tool_choice="auto"):
+        return {"model": self.model, "messages": [[m.role, m.content] for m in messages]}
+
     def count_tokens(self, text: str) -> int | None:
         return None
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
@@ -22,12 +22,10 @@ from ..model.tokens import Calibration, TokenCounter
 from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
-    Cancelled,
     CancelToken,
     ContextLengthExceeded,
     Provider,
     ProviderError,
-    Usage,
     token_counter,
 )
 from ..settings import CALIBRATION_KEY, ChatSettings
@@ -35,6 +33,7 @@ from ..storage.chats import effective_policy, restore_engine, save_token_counts,
 from ..storage.store import Store, StoreError, Versions, attach_engine
 from .rows import build_rows, can_switch_version, row_index
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
+from .streaming import StreamEnd, stream_reply
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -261,7 +260,14 @@ class ChatSession:
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
                         over_budget=over_budget(engine), versions=dict(self.versions), folded=folded,
                         counting=engine.counter.estimating, rows=rows, row_index=index,
-                        prompt=prompt_parts(engine) if self.shows_prompt else None)
+                        prompt=prompt_parts(engine) if self.shows_prompt else None,
+                        prompt_request=self._request_json(engine) if self.shows_prompt else None)
+
+    def _request_json(self, engine: ContextEngine) -> str:
+        """The next request as the provider would send it (no API key), for "Copy as the provider's request"."""
+        body = self.provider.request_body(engine.assemble().messages, max_tokens=self.max_reply_tokens,
+                                          temperature=self.temperature, tools=self.tools)
+        return json.dumps(body, indent=2, ensure_ascii=False)
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     @_on_exact_counts
@@ -450,39 +456,6 @@ class ChatSession:
         self.built_engine.undo_last()
         self._saved()
         return self.snapshot()
-
-
-class StreamEnd(NamedTuple):
-    """How a streamed reply ended: the usage reported, the finish reason, the tool calls it makes."""
-
-    usage: Usage | None
-    finish: str | None
-    calls: tuple[ToolCall, ...] = ()
-
-
-def stream_reply(provider: Provider, messages: list[Message], received: list[str], on_text: Callable[[str], object],
-                 cancel: CancelToken, *, max_tokens: int, temperature: float,
-                 on_progress: Callable[[int, int], object] | None = None,
-                 tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> StreamEnd:
-    """A reply's pieces into `received` (and to `on_text`) as they arrive; returns how it ended. Raises the
-    provider's errors; Cancelled when `cancel` is set, the pieces so far in `received` either way."""
-    usage = finish = None
-    calls: tuple[ToolCall, ...] = ()
-    # Without tools the provider is asked as before tools were offered (a provider may take none).
-    chunks = (provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel, tools=tools,
-                                   tool_choice=tool_choice)
-              if tools else provider.stream_chat(messages, max_tokens=max_tokens, temperature=temperature, cancel=cancel))
-    for chunk in chunks:
-        if chunk.text:
-            received.append(chunk.text)
-            on_text(chunk.text)
-        elif chunk.progress is not None and on_progress is not None:
-            on_progress(*chunk.progress)
-        if chunk.done:
-            usage, finish, calls = chunk.usage, chunk.finish_reason, chunk.tool_calls
-        if cancel.cancelled:
-            raise Cancelled(partial="".join(received))
-    return StreamEnd(usage, finish, calls)
 
 
 def _freeze_the_open_chat() -> None:

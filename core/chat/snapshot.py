@@ -47,6 +47,8 @@ class Snapshot:
     draft: str | None = None
     # The next prompt part by part, and its tokens (prompt_parts), while the window shows it; else None.
     prompt: tuple[list[PromptPart], int] | None = None
+    # With it, the request the provider would send for it, as JSON (never an API key).
+    prompt_request: str | None = None
     # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
     counting: int = 0
     # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)

@@ -12,8 +12,9 @@ from typing import TextIO
 import click
 
 from ..chat.commands import REGISTRY, SlashError, forced_tool, parse, run_command, unescape
-from ..chat.session import ChatSession, stream_reply
+from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
+from ..chat.streaming import stream_reply
 from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message

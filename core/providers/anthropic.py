@@ -119,6 +119,19 @@ class AnthropicProvider(HTTPProvider):
             headers["x-api-key"] = self._api_key
         return headers
 
+    def request_body(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
+                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> dict[str, Any]:
+        return self._payload(messages, max_tokens, temperature, None, tools, tool_choice)
+
+    def _payload(self, messages: list[Message], max_tokens: int, temperature: float,
+                 json_schema: dict[str, Any] | None, tools: Sequence[ToolSpec], tool_choice: str) -> dict[str, Any]:
+        system, turns = to_anthropic(messages, json_schema)
+        payload: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
+                                   "messages": turns, "stream": True, **tool_fields(tools, tool_choice)}
+        if system:
+            payload["system"] = system
+        return payload
+
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None,
                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> Iterator[ChatChunk]:
@@ -127,11 +140,7 @@ class AnthropicProvider(HTTPProvider):
         if not 0 <= temperature <= MAX_TEMPERATURE:  # the API answers 400; said here, before anything is sent
             raise ValueError(f"Anthropic takes a temperature from 0 to {MAX_TEMPERATURE:g}, not {temperature:g}")
         cancel = cancel or CancelToken()
-        system, turns = to_anthropic(messages, json_schema)
-        payload: dict[str, Any] = {"model": self.model, "max_tokens": max_tokens, "temperature": temperature,
-                                   "messages": turns, "stream": True, **tool_fields(tools, tool_choice)}
-        if system:
-            payload["system"] = system
+        payload = self._payload(messages, max_tokens, temperature, json_schema, tools, tool_choice)
         request = self._client.build_request("POST", f"{self.base_url}/v1/messages", headers=self._headers(),
                                              json=payload)
         response = open_stream(self._client, request, server=self.server, model=self.model, secret=self._api_key,

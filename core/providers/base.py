@@ -159,6 +159,12 @@ class Provider(Protocol):
         to force that call); the calls come whole on the last chunk."""
         ...
 
+    def request_body(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
+                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> dict[str, Any]:
+        """What stream_chat would send for these messages, as JSON (the model's own prompt text for a local model):
+        what "Copy as the provider's request" gives. Never an API key (keys go in headers)."""
+        ...
+
     def count_tokens(self, text: str) -> int | None:
         """Exact count from the backend's tokenizer, or None where it has none."""
         ...

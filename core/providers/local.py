@@ -253,10 +253,20 @@ class LocalProvider:
                       tool_choice: str = AUTO) -> list[int]:
         """The exact tokens the model reads for these messages, reply header included; tools (unless tool_choice
         is NONE) are described in the system message."""
+        return load_vocabulary(self.path).prompt_tokens(self._template_messages(messages, tools, tool_choice))
+
+    def request_body(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
+                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> dict[str, Any]:
+        """The prompt as the model reads it: the chat template's text (its tokens are what prompt_tokens gives)."""
+        prompt = load_vocabulary(self.path).template.render(self._template_messages(messages, tools, tool_choice))
+        return {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": temperature}
+
+    @staticmethod
+    def _template_messages(messages: list[Message], tools: Sequence[ToolSpec], tool_choice: str) -> list[dict[str, str]]:
         rendered = to_template_messages(messages)
         if tools and tool_choice != NONE:
             rendered = with_system_text(rendered, tools_prompt(tools, forced_tool(tools, tool_choice)))
-        return load_vocabulary(self.path).prompt_tokens(rendered)
+        return rendered
 
     def stream_chat(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
                     json_schema: dict[str, Any] | None = None, cancel: CancelToken | None = None,

@@ -154,6 +154,10 @@ class OpenAICompatProvider(HTTPProvider):
             headers["Authorization"] = f"Bearer {self._api_key}"
         return headers
 
+    def request_body(self, messages: list[Message], *, max_tokens: int = 512, temperature: float = 0.7,
+                     tools: Sequence[ToolSpec] = (), tool_choice: str = AUTO) -> dict[str, Any]:
+        return self._payload(messages, max_tokens, temperature, None, tool_fields(tools, tool_choice))
+
     def _payload(self, messages: list[Message], max_tokens: int, temperature: float,
                  json_schema: dict[str, Any] | None, tools: dict[str, Any]) -> dict[str, Any]:
         payload: dict[str, Any] = {

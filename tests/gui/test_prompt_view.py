@@ -35,3 +35,26 @@ def test_the_next_prompt_part_by_part_leads_to_its_sources(qtbot, make_window, s
     assert copied.startswith(f"[{view.parts[0].role}: {view.parts[0].kind}]\n{view.parts[0].text}")
     assert all(message.content in copied for message in engine.assemble().messages)
 
+
+
+def test_copy_request_gives_the_providers_json_without_its_key(qtbot, make_window, store):
+    # The provider is never asked anything here: the chat sets its window, and no message is sent.
+    import json
+
+    from precis.core.model.messages import Message
+    from precis.core.providers.openai_compat import OpenAICompatProvider
+
+    key = "sk-test-" + "K3y5ecret" * 3
+    window = make_window(provider=OpenAICompatProvider("http://127.0.0.1:9/v1", "test-model", key))
+    chat_id = store.create_chat("keys", settings={"context_window": 8192, "system_prompt": "Answer briefly."})
+    store.add_messages(chat_id, [Message(role="user", content="What is a lighthouse for?")])
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    inspector, view = window.inspector, window.inspector.prompt
+    qtbot.mouseClick(inspector.prompt_section.header, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.copy_request_button.isEnabled(), timeout=WAIT_MS)
+    view.copy_request_button.click()
+    body = json.loads(QGuiApplication.clipboard().text())
+    assert body["model"] == "test-model" and body["messages"] == [
+        {"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is a lighthouse for?"}]
+    assert key not in QGuiApplication.clipboard().text()

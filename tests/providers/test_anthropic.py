@@ -147,3 +147,13 @@ def test_precis_chat_refuses_a_temperature_no_provider_takes(temperature, capsys
 
     assert main(["chat", "--temperature", temperature, "hello"]) == 2
     assert "--temperature" in capsys.readouterr().err
+
+
+def test_the_request_body_is_what_would_be_sent_without_the_key():
+    import json
+
+    seen: list = []
+    provider = provider_for(seen=seen)
+    body = provider.request_body([Message("system", "Be brief."), Message("user", "hi")], max_tokens=64)
+    assert body["system"] == "Be brief." and body["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert body["max_tokens"] == 64 and SECRET not in json.dumps(body) and seen == []

@@ -62,3 +62,15 @@ def test_llama_server_accepts_tools_and_a_forced_choice(llama_server):
         provider.close()
     final = chunks[-1]
     assert final.done and ("".join(c.text for c in chunks).strip() or final.tool_calls)
+
+
+@pytest.mark.model
+def test_the_local_models_request_is_the_prompt_text_it_reads(local_provider):
+    from precis.core.providers.local import load_vocabulary
+
+    messages = [Message("system", "Be brief."), Message("user", "What is a lighthouse for?")]
+    body = local_provider.request_body(messages, tools=[WEATHER])
+    assert "What is a lighthouse for?" in body["prompt"] and "get_weather" in body["prompt"]
+    # Its tokens are exactly the ones the model is given.
+    assert load_vocabulary(local_provider.path).tokenize(body["prompt"], special=True) == \
+        local_provider.prompt_tokens(messages, [WEATHER])
