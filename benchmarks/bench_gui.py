@@ -1,5 +1,5 @@
 """GUI benchmarks: open a 10,000-message chat to first paint, memory with it open, a 2,000-chunk streamed reply,
-and the longest GUI-thread stall during a summary, a chat switch and a close.
+the longest GUI-thread stall during a summary, a chat switch and a close, and opening the next prompt's view.
 
 Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py
 Goals: first paint < 0.3 s (the last rows are painted first; the rest follows off the GUI thread); RSS < 400 MB;
@@ -183,6 +183,23 @@ def main() -> None:
         print(f"longest GUI-thread stall while opening it and summarizing {MESSAGES:,} messages: "
               f"{summary_stall:.0f} ms (goal < 50 ms; 95% of {len(heartbeat.gaps)} ticks within "
               f"{heartbeat.p95_ms():.0f} ms)")
+        # The inspector's next prompt, part by part (issue 26): the parts are made on the chat's worker with its
+        # snapshot; the GUI thread only lists them.
+        prompt = window.inspector.prompt
+        started = time.perf_counter()
+        prompt_stall = heartbeat.stall_ms(window.inspector.prompt_section.header.click, lambda: prompt.list.count() > 0)
+        shown_after = time.perf_counter() - started
+        snapshot = window.chat.snapshot
+        listing = []
+        for _ in range(5):
+            began = time.perf_counter()
+            prompt.show_parts(*snapshot.prompt, snapshot.prompt_request or "")
+            listing.append(time.perf_counter() - began)
+        print(f"open the next prompt's view of that chat ({len(prompt.parts)} parts): shown after "
+              f"{shown_after * 1000:.0f} ms, longest GUI-thread stall {prompt_stall:.0f} ms, listing the parts on it "
+              f"median {statistics.median(listing) * 1000:.1f} ms (goal < 50 ms)")
+        window.inspector.prompt_section.header.click()
+
         # Scroll through it once so rows get measured and rendered, then read memory.
         bar = window.conversation.verticalScrollBar()
         for value in range(0, bar.maximum(), max(1, bar.maximum() // 50)):
