@@ -10,7 +10,7 @@ import signal
 import pytest
 from PySide6.QtCore import Qt
 
-from tests.gui.test_window import idle, long_dialogue
+from tests.gui.test_window import idle, long_dialogue, open_new_chat
 from tests.timing import WAIT_MS
 
 pytestmark = pytest.mark.model
@@ -71,3 +71,31 @@ def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_pr
     assert local_provider.process.pid is None
     with pytest.raises(ProcessLookupError):  # gone, and reaped: not even a zombie is left
         os.kill(pid, 0)
+
+
+@pytest.mark.slow
+def test_killing_the_model_mid_tool_loop_keeps_every_step_and_says_so(qtbot, make_window, store, local_provider,
+                                                                      tmp_path):
+    """Issue 23: the model process killed while it writes the reply after a tool's result."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
+    pid = local_provider.load().pid
+    window = make_window(local_provider)
+    chat_id = open_new_chat(qtbot, window, store, workspace=str(folder))
+    model = window.conversation.rows_model
+
+    def writing_after_the_result() -> bool:
+        rows = model.rows()
+        return (any(row.kind == "tool_result" for row in rows) and rows[-1].message is not None
+                and rows[-1].message.role == "assistant" and rows[-1].streaming)
+
+    window.submit("/use read_file Tell me a long story about what main.py does.")
+    qtbot.waitUntil(writing_after_the_result, timeout=WAIT_MS)
+    os.kill(pid, signal.SIGSEGV)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    messages = store.load_messages(chat_id)
+    assert [m.role for m in messages] == ["user", "assistant", "tool", "assistant"]
+    assert messages[1].tool_calls[0].name == "read_file" and messages[2].tool_call_id == messages[1].tool_calls[0].id
+    assert messages[-1].incomplete  # the reply cut by the kill is kept, marked
+    assert "stopped (killed by SIGSEGV)" in window.status.model.text()
