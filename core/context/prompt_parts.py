@@ -61,7 +61,7 @@ def prompt_parts(engine: ContextEngine) -> tuple[list[PromptPart], int]:
             kind = SHRUNK
             detail = f"from {counter.raw_message_tokens(archive.messages[archive.position[source]]):,} tokens"
         elif item.kind == "trimmed":
-            kind = LEFT_OUT
+            kind, source = LEFT_OUT, ""  # a note of the assembler's own: it stands for no one message
         elif item.tokens_before_cut is not None:
             kind, detail = CUT, f"cut from {item.tokens_before_cut:,} tokens"
         elif item.kind == "tool_output":

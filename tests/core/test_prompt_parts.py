@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from precis.core.cli.main import main
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.prompt_parts import (
+    LEFT_OUT,
     PINNED,
     PRIMING,
     RECALLED,
@@ -97,3 +98,12 @@ def test_precis_prompt_prints_each_part_with_its_source(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "1. system prompt · system · " in text and "   Answer briefly." in text
     assert main(["--data-dir", data, "prompt", "no such chat"]) == 2
+
+
+def test_a_chat_far_over_its_window_starts_with_the_note_of_what_was_left_out():
+    engine = ContextEngine(Budget(window=1024, reserve_output=128), SummarizationPolicy(enabled=False), TokenCounter())
+    for n in range(200):
+        engine.append(Message(role="user" if n % 2 == 0 else "assistant", content=f"note {n}: the parcel for bay {n}"))
+    parts, total = prompt_parts(engine)
+    assert parts[0].kind == LEFT_OUT and parts[0].source == ""  # the assembler's own note, no message's
+    assert parts[-2].text == "note 199: the parcel for bay 199" and total <= engine.budget.available
