@@ -103,13 +103,8 @@ class FittedText(QTextEdit):
         return self.sizeHint()
 
 
-class FittedList(QListWidget):
-    """A list as tall as its rows (laid out at the width it has)."""
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        unscrolled(self)
-        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+class FitsItsRows:
+    """Mixed into a list view ahead of its Qt class: as tall as its rows, laid out at the width it has."""
 
     def updateGeometries(self) -> None:  # noqa: N802 (Qt's name): called once its rows are laid out
         super().updateGeometries()
@@ -122,7 +117,16 @@ class FittedList(QListWidget):
         return self.sizeHint()
 
 
-class FittedConversation(ConversationView):
+class FittedList(FitsItsRows, QListWidget):
+    """A list as tall as its rows (laid out at the width it has)."""
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        unscrolled(self)
+        self.setResizeMode(QListWidget.ResizeMode.Adjust)
+
+
+class FittedConversation(FitsItsRows, ConversationView):
     """The archived messages, read-only, as tall as their rows: the inspector's scroll reads through them."""
 
     revealed = Signal(object)  # the QRect of a row asked for, in the view's coordinates: for the scroll to show it
@@ -130,16 +134,6 @@ class FittedConversation(ConversationView):
     def __init__(self, parent=None) -> None:
         super().__init__(parent, editable=False)
         unscrolled(self)
-
-    def updateGeometries(self) -> None:  # noqa: N802
-        super().updateGeometries()
-        self.updateGeometry()
-
-    def sizeHint(self) -> QSize:  # noqa: N802
-        return QSize(super().sizeHint().width(), self.contentsSize().height() + 2 * self.frameWidth())
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802
-        return self.sizeHint()
 
     def reveal(self, key: str) -> bool:
         """Select the row; the inspector's scroll brings it into view (this view never scrolls)."""

@@ -194,3 +194,26 @@ def ollama(llama_server):
     yield server
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def server():
+    """A scripted OpenAI-compatible server on loopback (tests/providers/scripted_server.py): a stand-in for what a
+    real model server does not do on demand (faults, tool calls in a given order)."""
+    from tests.providers.scripted_server import ScriptedServer
+
+    server = ScriptedServer()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    """A chat's workspace folder for the model's tools, holding main.py."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
+    return folder

@@ -260,14 +260,15 @@ class ChatSession:
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
                         over_budget=over_budget(engine), versions=dict(self.versions), folded=folded,
                         counting=engine.counter.estimating, rows=rows, row_index=index,
-                        prompt=prompt_parts(engine) if self.shows_prompt else None,
-                        prompt_request=self._request_json(engine) if self.shows_prompt else None)
+                        **(self._next_prompt(engine) if self.shows_prompt else {}))
 
-    def _request_json(self, engine: ContextEngine) -> str:
-        """The next request as the provider would send it (no API key), for "Copy as the provider's request"."""
-        body = self.provider.request_body(engine.assemble().messages, max_tokens=self.max_reply_tokens,
+    def _next_prompt(self, engine: ContextEngine) -> dict:
+        """The next prompt part by part, and the request the provider would be sent for it (no API key), from one
+        assembly of it."""
+        prompt = engine.assemble()
+        body = self.provider.request_body(prompt.messages, max_tokens=self.max_reply_tokens,
                                           temperature=self.temperature, tools=self.tools)
-        return json.dumps(body, indent=2, ensure_ascii=False)
+        return {"prompt": prompt_parts(engine, prompt), "prompt_request": json.dumps(body, indent=2, ensure_ascii=False)}
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
     @_on_exact_counts

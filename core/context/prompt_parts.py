@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..model.tokens import REPLY_PRIMING
-from .engine import ContextEngine
+from .engine import ContextEngine, Prompt
 from .recall_index import content_words
 from .usage import SYSTEM_PROMPT_ID
 
@@ -31,11 +31,11 @@ class PromptPart:
         return asdict(self)
 
 
-def prompt_parts(engine: ContextEngine) -> tuple[list[PromptPart], int]:
+def prompt_parts(engine: ContextEngine, prompt: Prompt | None = None) -> tuple[list[PromptPart], int]:
     """(the parts of the prompt the next reply is written from, in the order sent; its tokens). Tool definitions come
-    first (sent beside the messages), the reply's opening last."""
+    first (sent beside the messages), the reply's opening last. `prompt`: the engine's assemble() if made already."""
     archive, counter = engine.archive, engine.counter
-    prompt = engine.assemble()
+    prompt = prompt or engine.assemble()
     pending = next((m.content for m in reversed(engine.messages) if m.role == "user"), "")
     asked = set(content_words(pending))
     raw: list[tuple[str, str, str, int, str, str]] = []

@@ -75,14 +75,11 @@ def test_closing_the_window_stops_the_model_process(qtbot, make_window, local_pr
 
 @pytest.mark.slow
 def test_killing_the_model_mid_tool_loop_keeps_every_step_and_says_so(qtbot, make_window, store, local_provider,
-                                                                      tmp_path):
+                                                                      workspace):
     """Issue 23: the model process killed while it writes the reply after a tool's result."""
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
     pid = local_provider.load().pid
     window = make_window(local_provider)
-    chat_id = open_new_chat(qtbot, window, store, workspace=str(folder))
+    chat_id = open_new_chat(qtbot, window, store, workspace=str(workspace))
     model = window.conversation.rows_model
 
     def writing_after_the_result() -> bool:

@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 
 from tests.gui.test_window import idle, open_new_chat
-from tests.providers.scripted_server import FINISH, ScriptedServer, delta, reply, stream
+from tests.providers.scripted_server import FINISH, delta, reply, stream
 from tests.timing import WAIT_MS
-
-
-@pytest.fixture
-def server():
-    # Scripted: a real server stops at the limit too, but not at a chosen word on demand.
-    server = ScriptedServer()
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
 
 
 @pytest.mark.slow

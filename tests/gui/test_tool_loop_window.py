@@ -4,8 +4,6 @@ does not call execute_bash, then read_file, then answer, on demand."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import TOOLS_KEY
@@ -15,27 +13,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from tests.gui.test_window import idle, open_new_chat
-from tests.providers.scripted_server import ScriptedServer, stream
+from tests.providers.scripted_server import stream
 from tests.providers.test_tool_loop import answer, calls
 from tests.timing import WAIT_MS
-
-
-@pytest.fixture
-def server():
-    server = ScriptedServer()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
-    return folder
 
 
 def tool_window(qtbot, make_window, store, server, workspace, **settings):

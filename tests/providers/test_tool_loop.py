@@ -33,14 +33,6 @@ def answer(text: str) -> list[str]:
     return [delta(text), FINISH, "data: [DONE]"]
 
 
-@pytest.fixture
-def workspace(tmp_path):
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "main.py").write_text("import os\nprint(os.getcwd())\n")
-    return folder
-
-
 def chat(store, server, workspace, asked: list, decisions: list[str], **loop) -> tuple[ChatSession, ToolLoop]:
     chat_id = store.create_chat("tools", settings={"context_window": 8192})  # no request asks the server its window
     session = ChatSession(store, chat_id, OpenAICompatProvider(server.base_url, "test-model", "sk-test"))
