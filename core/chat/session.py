@@ -32,6 +32,7 @@ from ..settings import CALIBRATION_KEY, ChatSettings
 from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
 from ..storage.store import Store, StoreError, Versions, attach_engine
 from .rows import build_rows, can_switch_version, row_index
+from .sent_prompts import keep_sent
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
 from .streaming import StreamEnd, stream_reply
 
@@ -302,8 +303,10 @@ class ChatSession:
         problem = finish = None
         calls: tuple[ToolCall, ...] = ()
         received: list[str] = []
+        sent = None
         for attempt in (1, 2):
             prompt = self.built_engine.assemble()
+            sent = keep_sent(self.store, self.chat_id, self.built_engine, prompt)
             try:
                 usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
                                                     placeholder, tool_choice=tool_choice)
@@ -322,7 +325,8 @@ class ChatSession:
                 problem = str(exc)
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
-        final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls)
+        final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls,
+                                                                                            sent=sent)
         if regenerate:
             self.versions[final.id] = self.store.save_version(self.chat_id, final)
         else:

@@ -35,7 +35,9 @@ class Recaller:
         self.setup = setup
         self.archive = archive
         self.search = search
-        self._cache: tuple[tuple, list[ContextItem]] | None = None
+        # Set to rebuild a past prompt (sent_record.py): these originals are recalled, in this order, as they were.
+        self.replay: list[str] | None = None
+        self._cache: tuple[tuple, list[ContextItem], tuple[str, ...]] | None = None
 
     def with_recall(self, items: list[ContextItem]) -> list[ContextItem]:
         """The items with recalled snippets after the summaries (see recalled)."""
@@ -60,20 +62,29 @@ class Recaller:
         pending = messages[-1]
         key = (pending.id, pending.content, self.archive.generation, room)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self._recall(pending.content, room))
+            self._cache = (key, *self._recall(pending.content, room))
         return [ContextItem(i.kind, i.message, i.source_id, i.tokens) for i in self._cache[1]]
 
-    def _recall(self, query: str, room: int) -> list[ContextItem]:
+    @property
+    def chosen(self) -> tuple[str, ...]:
+        """The originals the last recall chose, in the order it chose them: what replaying it needs (room is taken
+        in that order)."""
+        return self._cache[2] if self._cache is not None else ()
+
+    def _recall(self, query: str, room: int) -> tuple[list[ContextItem], tuple[str, ...]]:
         """The best matching archived originals as snippets (speaker, date, message id), within `room` tokens, in
         chat order: each match with the message that answered it, best match first (in conversation the fact is
-        often in the reply), then while there is room the message after that reply."""
+        often in the reply), then while there is room the message after that reply. With the ids of those chosen, in
+        the order chosen."""
         archive = self.archive
         messages = archive.messages
         snippet_cap = max(int(room * RECALL_SNIPPET_SHARE), MIN_RECALL_ROOM)
-        hits = [p for p in map(archive.position.get, self.search(query, RECALL_CANDIDATES)) if p is not None]
+        found = self.search(query, RECALL_CANDIDATES) if self.replay is None else self.replay
+        hits = [p for p in map(archive.position.get, found) if p is not None]
         matched, chosen, asked = set(hits), {}, asked_starts(content_words(query))
         # The best matches with the two messages after them, the others with their reply.
-        wanted = [m for rank, p in enumerate(hits) for m in range(p, p + (3 if rank < BEST_MATCHES else 2))]
+        wanted = hits if self.replay is not None else [
+            m for rank, p in enumerate(hits) for m in range(p, p + (3 if rank < BEST_MATCHES else 2))]
         for member in wanted:
             if room < 2 * MIN_RECALL_ROOM:  # too little for a header and a sentence
                 break
@@ -86,7 +97,7 @@ class Recaller:
                 continue
             chosen[member] = item
             room -= item.tokens
-        return [chosen[p] for p in sorted(chosen)]
+        return [chosen[p] for p in sorted(chosen)], tuple(messages[p].id for p in chosen)
 
     def _snippet(self, position: int, room: int, asked: tuple[str, ...], follows: bool = False) -> ContextItem | None:
         """One archived original as a recalled snippet of at most `room` tokens, or None if there is too little:

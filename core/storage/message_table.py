@@ -50,23 +50,24 @@ def message_values(chat_id: str, message: Message) -> dict[str, Any]:
         "id": message.id, "chat_id": chat_id, "role": message.role, "content": message.content,
         "tool_calls": _calls_to_json(message.tool_calls), "tool_call_id": message.tool_call_id,
         "name": message.name, "pinned": message.pinned, "incomplete": message.incomplete,
-        "cut_at": message.cut_at, "created_at": message.created_at, "sha256": message.sha256(),
+        "cut_at": message.cut_at, "sent": message.sent, "created_at": message.created_at, "sha256": message.sha256(),
     }
 
 
 # The columns message_from_row takes, in its order.
-MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete, cut_at"
+MESSAGE_COLUMNS = "id, role, content, tool_calls, tool_call_id, name, created_at, pinned, incomplete, cut_at, sent"
 
 
 def message_from_row(id_: str, role: str, content: str, tool_calls: str | None, tool_call_id: str | None,
-                      name: str | None, created_at: float, pinned: int, incomplete: int, cut_at: int | None) -> Message:
+                      name: str | None, created_at: float, pinned: int, incomplete: int, cut_at: int | None,
+                      sent: str | None = None) -> Message:
     # Interned: a long chat's roles and tool names are a handful of strings, not one copy per message.
     calls = tuple(ToolCall(id=c["id"], name=sys.intern(c["name"]), arguments=c["arguments"])
                   for c in json.loads(tool_calls)) if tool_calls else ()
     # The role as it was stored, from a Message: one of Role's.
     return Message(role=cast(Role, sys.intern(role)), content=content, tool_calls=calls, tool_call_id=tool_call_id,
                    name=sys.intern(name) if name else name, id=id_, created_at=created_at, pinned=bool(pinned),
-                   incomplete=bool(incomplete), cut_at=cut_at)
+                   incomplete=bool(incomplete), cut_at=cut_at, sent=sent)
 
 
 def search_words(text_: str) -> list[str]:
@@ -84,7 +85,7 @@ def _fts_query(text_: str) -> str:
 # holds every row's values at once.
 INSERT_BATCH = 2000
 _INSERT_COLUMNS = ("id", "chat_id", "seq", "role", "content", "tool_calls", "tool_call_id", "name", "pinned",
-                   "incomplete", "cut_at", "created_at", "sha256", "archived_by")
+                   "incomplete", "cut_at", "sent", "created_at", "sha256", "archived_by")
 _INSERT_SQL = (f"INSERT INTO message ({', '.join(_INSERT_COLUMNS)}) "
                f"VALUES ({', '.join('?' * len(_INSERT_COLUMNS))})")
 
@@ -161,6 +162,18 @@ class MessageTable(StoreBase):
                 {**values, "in_chat": chat_id, "of_id": message.id})
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
+
+    def keep_prompt_setup(self, chat_id: str, key: str, setup: str) -> None:
+        """Keep what a reply's prompt was assembled under (context/sent_record.PromptSetup), once per chat and key."""
+        with self._write("save what the reply was written from") as session:
+            session.connection().exec_driver_sql(
+                "INSERT OR IGNORE INTO prompt_setup (chat_id, key, setup) VALUES (?, ?, ?)", (chat_id, key, setup))
+
+    def prompt_setup(self, chat_id: str, key: str) -> str | None:
+        with self._read() as session:
+            row = session.connection().exec_driver_sql(
+                "SELECT setup FROM prompt_setup WHERE chat_id = ? AND key = ?", (chat_id, key)).first()
+        return row[0] if row is not None else None
 
     def load_messages(self, chat_id: str) -> list[Message]:
         """Every message of a chat in order, archived ones included (the engine decides what the model sees)."""

@@ -115,6 +115,17 @@ MIGRATIONS: list[tuple[int, tuple[str, ...]]] = [
         "ALTER TABLE message_version ADD COLUMN cut_at INTEGER",
         "ALTER TABLE message_version ADD COLUMN branch TEXT",
     )),
+    # 9: each reply keeps what it was written from (context/sent_record.py): a small record on the reply and its
+    # versions, naming a setup kept once per chat and change (the chain, pins, system prompt, tools, settings).
+    (9, (
+        "ALTER TABLE message ADD COLUMN sent TEXT",
+        "ALTER TABLE message_version ADD COLUMN sent TEXT",
+        """CREATE TABLE prompt_setup (
+            chat_id TEXT NOT NULL REFERENCES chat(id) ON DELETE CASCADE,
+            key TEXT NOT NULL,
+            setup TEXT NOT NULL,
+            PRIMARY KEY (chat_id, key)) WITHOUT ROWID""",
+    )),
 ]
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -145,6 +156,7 @@ class MessageRow(SQLModel, table=True):
     pinned: bool = False
     incomplete: bool = False
     cut_at: int | None = None
+    sent: str | None = None
     created_at: float
     token_count: int | None = None
     sha256: str

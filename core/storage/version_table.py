@@ -22,7 +22,9 @@ from .errors import MessageNotFound
 from .message_table import MESSAGE_COLUMNS, insert_messages, message_from_row, message_values
 
 # What a branch keeps of each of its messages' versions, in this order.
-_VERSION_COLUMNS = "position, content, incomplete, cut_at, created_at, shown, branch"
+_VERSION_COLUMNS = "position, content, incomplete, cut_at, sent, created_at, shown, branch"
+# A branch kept by schema 8 has its versions' columns without `sent`.
+_VERSION_COLUMNS_8 = ("position", "content", "incomplete", "cut_at", "created_at", "shown", "branch")
 
 
 @dataclass(frozen=True)
@@ -58,11 +60,11 @@ class VersionTable(StoreBase):
             self._keep_branch(session, chat_id, pk, seq)
             session.execute(text("UPDATE message_version SET shown = 0 WHERE message_pk = :pk"), {"pk": pk})
             session.execute(text("""
-                INSERT INTO message_version (message_pk, position, content, incomplete, cut_at, created_at, shown)
-                SELECT :pk, coalesce(max(position) + 1, 0), :content, :incomplete, :cut_at, :now, 1
+                INSERT INTO message_version (message_pk, position, content, incomplete, cut_at, sent, created_at, shown)
+                SELECT :pk, coalesce(max(position) + 1, 0), :content, :incomplete, :cut_at, :sent, :now, 1
                 FROM message_version WHERE message_pk = :pk"""),
                 {"pk": pk, "content": message.content, "incomplete": message.incomplete, "cut_at": message.cut_at,
-                 "now": time.time()})
+                 "sent": message.sent, "now": time.time()})
             self._save_row(session, chat_id, message)
         return self.versions(chat_id)[message.id]
 
@@ -71,9 +73,9 @@ class VersionTable(StoreBase):
         with self._write("save the message") as session:
             pk, _seq = self._message_pk(session, chat_id, message.id)
             session.execute(text("UPDATE message_version SET content = :content, incomplete = :incomplete, "
-                                 "cut_at = :cut_at WHERE message_pk = :pk AND shown = 1"),
+                                 "cut_at = :cut_at, sent = :sent WHERE message_pk = :pk AND shown = 1"),
                             {"pk": pk, "content": message.content, "incomplete": message.incomplete,
-                             "cut_at": message.cut_at})
+                             "cut_at": message.cut_at, "sent": message.sent})
             self._save_row(session, chat_id, message)
 
     def show_version(self, chat_id: str, message: Message, position: int) -> list[Message]:
@@ -82,14 +84,14 @@ class VersionTable(StoreBase):
         messages after it."""
         with self._write("show the version") as session:
             pk, seq = self._message_pk(session, chat_id, message.id)
-            row = session.execute(text("SELECT content, incomplete, cut_at, branch FROM message_version "
+            row = session.execute(text("SELECT content, incomplete, cut_at, sent, branch FROM message_version "
                                        "WHERE message_pk = :pk AND position = :position"),
                                   {"pk": pk, "position": position}).first()
             if row is None:
                 raise MessageNotFound(f"message {message.id} has no version {position + 1}")
-            content, incomplete, cut_at, branch = row
+            content, incomplete, cut_at, sent, branch = row
             self._keep_branch(session, chat_id, pk, seq)
-            shown = message.with_changes(content=content, incomplete=bool(incomplete), cut_at=cut_at)
+            shown = message.with_changes(content=content, incomplete=bool(incomplete), cut_at=cut_at, sent=sent)
             session.execute(text("UPDATE message_version SET shown = (position = :position), "
                                  "branch = CASE WHEN position = :position THEN NULL ELSE branch END "
                                  "WHERE message_pk = :pk"), {"pk": pk, "position": position})
@@ -129,6 +131,8 @@ class VersionTable(StoreBase):
         placeholders = ", ".join("?" * len(_VERSION_COLUMNS.split(", ")))
         for message, entry in zip(messages, branch, strict=True):
             for version in entry["versions"]:
+                if len(version) == len(_VERSION_COLUMNS_8):  # kept before replies had records: none for it
+                    version = [*version[:4], None, *version[4:]]
                 session.connection().exec_driver_sql(
                     f"INSERT INTO message_version (message_pk, {_VERSION_COLUMNS}) "
                     f"SELECT pk, {placeholders} FROM message WHERE chat_id = ? AND id = ?",
@@ -149,7 +153,7 @@ class VersionTable(StoreBase):
         """The message's row as it is now: its calls too (a reply regenerated in a chat with tools may make some)."""
         values = message_values(chat_id, message)
         session.execute(text("UPDATE message SET content = :content, incomplete = :incomplete, cut_at = :cut_at, "
-                             "tool_calls = :tool_calls, sha256 = :sha256, token_count = NULL "
+                             "sent = :sent, tool_calls = :tool_calls, sha256 = :sha256, token_count = NULL "
                              "WHERE chat_id = :chat_id AND id = :id"),
-                        {key: values[key] for key in ("content", "incomplete", "cut_at", "tool_calls", "sha256",
+                        {key: values[key] for key in ("content", "incomplete", "cut_at", "sent", "tool_calls", "sha256",
                                                       "chat_id", "id")})

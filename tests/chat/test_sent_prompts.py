@@ -1,0 +1,110 @@
+"""Each reply keeps what it was written from (issue 26): its record rebuilds exactly the tokens the model process was
+sent, and still does after later summaries and their undo. The embedded model, a real store."""
+
+from __future__ import annotations
+
+import pytest
+from precis.core.chat.sent_prompts import NotRebuilt, sent_prompt
+from precis.core.chat.session import ChatSession
+from precis.core.context.prompt_parts import RECALLED, SUMMARY
+from precis.core.context.sent_record import PromptSetup, SentRecord, rebuild
+from precis.core.model.messages import Message
+from precis.core.providers.base import CancelToken
+from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.storage.store import open_store
+
+FACTS = [
+    "The orders database has 40 tables; order_lines holds 90 million rows and is copied in batches of ten thousand.",
+    "Kestrel is the name of the new cluster; it runs in the Frankfurt region on twelve nodes.",
+    "Readers move first, writers last, and the old cluster stays read-only for a week after the move.",
+    "The copy of the invoices table failed twice on a foreign key to customers, fixed by copying customers first.",
+    "Marta owns the rollback plan: a DNS switch back to the old cluster within five minutes.",
+    "The weekend of the move is the 14th; the freeze on schema changes starts on the 7th.",
+]
+
+# What makes each message long enough that a summary of it saves room.
+FILLER = (" We went through it in the planning meeting, and the team agreed to write it into the runbook, with the"
+          " owners of each step named and the checks before and after each one listed in the order they run.") * 3
+
+
+def ask(session: ChatSession, question: str, sent: list[list[int]]) -> Message:
+    session.add_messages([Message(role="user", content=question)])
+    placeholder = Message(role="assistant", content="", incomplete=True)
+    result = session.reply(placeholder, on_text=lambda _piece: None, cancel=CancelToken())
+    assert result.problem is None
+    return result.message
+
+
+def rebuilt_tokens(session: ChatSession, store, chat_id: str, reply: Message, provider) -> list[int]:
+    """The tokens of the prompt `reply`'s record rebuilds, as the model process would read them."""
+    record = SentRecord.from_json(reply.sent)
+    engine = session.engine
+    position = engine.archive.position[reply.id]
+    _, prompt = rebuild(record, PromptSetup.from_json(store.prompt_setup(chat_id, record.setup)),
+                        engine.messages[:position], list(engine.records), engine.counter)
+    return provider.prompt_tokens(prompt.messages)
+
+
+@pytest.mark.model
+def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_and_undo(tmp_path, local_provider,
+                                                                                       monkeypatch):
+    sent: list[list[int]] = []
+    read = local_provider.prompt_tokens
+
+    def spied(messages, *args, **kwargs):  # what stream_chat hands the model process
+        tokens = read(messages, *args, **kwargs)
+        sent.append(tokens)
+        return tokens
+
+    monkeypatch.setattr(local_provider, "prompt_tokens", spied)
+    with open_store(tmp_path) as store:
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 2})
+        chat_id = store.create_chat("move", settings={"context_window": 2048, "reserve_output": 16,
+                                                      "system_prompt": "Answer in one short sentence."})
+        session = ChatSession(store, chat_id, local_provider)
+        session.max_reply_tokens = 16
+        session.build_engine(estimate=False)
+        replies: list[tuple[Message, list[int]]] = []
+        for n, fact in enumerate(FACTS):
+            if n == 4:
+                session.summarize_now()
+            replies.append((ask(session, fact + FILLER, sent), sent[-1]))
+        replies.append((ask(session, "Which region does the Kestrel cluster run in?", sent), sent[-1]))
+        engine = session.engine
+        last_parts, _ = sent_prompt(store, chat_id, engine, replies[-1][0].id)
+        kinds = {part.kind for part in last_parts}
+        assert SUMMARY in kinds and RECALLED in kinds, kinds
+
+        for reply, tokens in replies:
+            assert rebuilt_tokens(session, store, chat_id, reply, local_provider) == tokens
+        before = [sent_prompt(store, chat_id, engine, reply.id) for reply, _ in replies]
+
+        # Later summaries and their undo change the next prompt, not what earlier replies were written from.
+        session.summarize_now()
+        session.undo_last()
+        session.undo_last()
+        reopened = ChatSession(store, chat_id, local_provider)
+        reopened.build_engine(estimate=False)
+        try:
+            for (reply, tokens), parts in zip(replies, before, strict=True):
+                assert sent_prompt(store, chat_id, reopened.engine, reply.id) == parts
+                assert rebuilt_tokens(reopened, store, chat_id, reply, local_provider) == tokens
+        finally:
+            reopened.close()
+        session.close()
+
+
+def test_a_reply_without_a_record_says_so(tmp_path):
+    with open_store(tmp_path) as store:
+        chat_id = store.create_chat("imported")
+        question, answer = Message(role="user", content="Hello?"), Message(role="assistant", content="Hi.")
+        store.add_messages(chat_id, [question, answer])
+        from precis.core.providers.openai_compat import OpenAICompatProvider
+
+        session = ChatSession(store, chat_id, OpenAICompatProvider(base_url="http://127.0.0.1:9/v1", model="m"))
+        session.build_engine()
+        with pytest.raises(NotRebuilt, match="written before"):
+            sent_prompt(store, chat_id, session.engine, answer.id)
+        with pytest.raises(NotRebuilt, match="not a reply"):
+            sent_prompt(store, chat_id, session.engine, question.id)
+        session.close()
