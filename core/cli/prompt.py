@@ -6,34 +6,46 @@ import json
 
 import click
 
-from ..context.prompt_parts import prompt_parts
+from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_setup
+from ..context.engine import ContextEngine
+from ..context.prompt_parts import PromptPart, prompt_parts
+from ..providers.local import counter_named
 from ..storage.chats import restore_engine
-from ..storage.store import StoreError, open_store
+from ..storage.store import Store, StoreError, open_store
 from .group import cli, data_dir_option
-from .store import DEFAULT_WINDOW, _fail, unicode_text
+from .store import DEFAULT_WINDOW, _fail, message_ref, unicode_text
 
 
 @cli.command()
 @click.argument("chat", callback=unicode_text)
+@click.option("--reply", "reply", metavar="MESSAGE", callback=unicode_text,
+              help="what this reply was written from instead (its id, or its number in `precis history`)")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts")
 @data_dir_option
-def prompt(chat: str, as_json: bool, data_dir: str | None) -> int:
+def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) -> int:
     """The prompt the next reply in CHAT (id, unique prefix or title) is written from, part by part: the text sent,
-    its tokens, and where each part came from (a message, a summary, an archived original)."""
+    its tokens, and where each part came from (a message, a summary, an archived original). With --reply, the
+    prompt that reply was written from, as it was sent."""
     try:
         with open_store(data_dir) as store:
             found = store.find_chat(chat)
             engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
-            parts, total = prompt_parts(engine)
+            if reply is None:
+                parts, total = prompt_parts(engine)
+                heading = "next prompt"
+            else:
+                parts, total = _sent(store, found.id, engine, message_ref(engine.messages, reply))
+                heading = f"reply {reply} was written from"
             available = engine.budget.available
-    except (StoreError, ValueError) as exc:
+    except (StoreError, ValueError, KeyError, NotRebuilt) as exc:
         return _fail("prompt", exc)
     if as_json:
-        print(json.dumps({"chat": found.id, "title": found.title, "tokens": total, "budget": available,
-                          "parts": [part.as_json() for part in parts]}, indent=2, ensure_ascii=False))
+        print(json.dumps({"chat": found.id, "title": found.title, "reply": reply, "tokens": total,
+                          "budget": available, "parts": [part.as_json() for part in parts]},
+                         indent=2, ensure_ascii=False))
         return 0
     print(f"{found.title}  ({found.id})")
-    print(f"next prompt: {total:,} / {available:,} tokens, {len(parts)} parts")
+    print(f"{heading}: {total:,} / {available:,} tokens, {len(parts)} parts")
     for number, part in enumerate(parts, 1):
         where = f" · from {part.source[:8]}" if part.source else ""
         detail = f" · {part.detail}" if part.detail else ""
@@ -41,3 +53,13 @@ def prompt(chat: str, as_json: bool, data_dir: str | None) -> int:
         if part.text:
             print("\n".join("   " + line for line in part.text.splitlines()))
     return 0
+
+
+def _sent(store: Store, chat_id: str, engine: ContextEngine, message_id: str) -> tuple[list[PromptPart], int]:
+    """What the reply was written from, counted with the tokenizer it was counted with (found on this machine)."""
+    reply = next((m for m in engine.messages if m.id == message_id), None)
+    setup = sent_setup(store, chat_id, reply) if reply is not None else None
+    counter = counter_named(setup.counter) if setup is not None else None
+    if setup is not None and counter is None:
+        raise NotRebuilt(f"it was counted with {setup.counter}, which is not on this machine")
+    return sent_prompt(store, chat_id, engine, message_id, counter)

@@ -14,7 +14,7 @@ from ..storage.chats import effective_policy, restore_engine, summarizer_for
 from ..storage.store import StoreError, attach_engine, open_store
 from ..summary.summarizers import make_summarizer
 from .group import cli, data_dir_option
-from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, unicode_text
+from .store import BAD_INPUT, DEFAULT_WINDOW, _fail, message_ref, unicode_text
 
 SNIPPET_CHARS = 70
 
@@ -70,7 +70,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
             summarizer = summarizer_for(policy, make_provider("local")) if mode != "rule" else make_summarizer(mode)
             engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW, summarizer=summarizer)
             attach_engine(store, found.id, engine)  # a failed save is raised from summarize_now
-            record = engine.summarize_now(instructions, up_to=_message_id(engine.messages, up_to))
+            record = engine.summarize_now(instructions, up_to=message_ref(engine.messages, up_to) if up_to is not None else None)
     except NothingToSummarize as exc:
         return _fail("summarize", exc, BAD_INPUT)
     except KeyError as exc:  # --up-to names no message of the chat
@@ -79,16 +79,6 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
         return _fail("summarize", exc)
     print(f"{found.title}: {record.result().describe()}")  # never "saves nothing": such a summary is not kept
     return 0
-
-
-def _message_id(messages: list, ref: str | None) -> str | None:
-    """--up-to's message: an id, else a number as `precis history` counts them ('messages 2-22'), which a user
-    can read without exporting the chat to find ids. KeyError names what is not there."""
-    if ref is None or any(m.id == ref for m in messages) or not ref.isdigit():
-        return ref
-    if not 1 <= int(ref) <= len(messages):
-        raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
-    return messages[int(ref) - 1].id
 
 
 @cli.command("undo-summary")

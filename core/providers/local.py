@@ -10,17 +10,18 @@ arguments, constrained to its parameter schema.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
 import json
 import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 from ..model.messages import Message, ToolCall
+from ..model.tokens import TokenCounter
 from ..model.tools import AUTO, NONE, ToolSpec
 from .base import (
     Cancelled,
@@ -29,7 +30,9 @@ from .base import (
     ContextLengthExceeded,
     ProviderUnavailable,
     Usage,
+    token_counter,
 )
+from .discovery import find_gguf_models
 from .gguf import read_info
 from .local_tools import CallWatch, tools_prompt, with_system_text
 from .model_process import ModelProcess
@@ -135,6 +138,22 @@ def load_vocabulary(path: Path) -> Vocabulary:
         if path not in _vocabularies:
             _vocabularies[path] = Vocabulary(path)
         return _vocabularies[path]
+
+
+def counter_named(name: str) -> TokenCounter | None:
+    """A counter with the tokenizer `name` (TokenCounter.name: what a reply's record says it was counted with) if it
+    is at hand: the offline estimate, or the vocabulary of a GGUF file of that name and size, the embedded model's or
+    one in the model folders. None if not."""
+    if name == TokenCounter().name:
+        return TokenCounter()
+    candidates = [found.path for found in find_gguf_models()]
+    with contextlib.suppress(ProviderUnavailable):
+        candidates.insert(0, find_model_path())
+    for path in candidates:
+        provider = LocalProvider(path)
+        if provider.tokenizer_name() == name:
+            return token_counter(provider)
+    return None
 
 
 def model_process(path: Path, n_ctx: int, extra_buffer_types: bool) -> ModelProcess:
@@ -291,7 +310,7 @@ class LocalProvider:
             # A 135M model falls into loops ("1.1.1.…"); the penalty keeps summaries moving to their end.
             repeat_penalty=JSON_REPEAT_PENALTY if json_schema is not None else CHAT_REPEAT_PENALTY,
             cancelled=lambda: cancel.cancelled, on_cancel=cancel.on_cancel)
-        with closing(pieces):  # leaving early (a call written) stops the reply in the model process
+        with contextlib.closing(pieces):  # leaving early (a call written) stops the reply in the model process
             for piece, reason, progress in pieces:
                 if progress is not None:
                     yield ChatChunk(progress=progress)

@@ -3,9 +3,12 @@ sent, and still does after later summaries and their undo. The embedded model, a
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from precis.core.chat.sent_prompts import NotRebuilt, sent_prompt
 from precis.core.chat.session import ChatSession
+from precis.core.cli.main import main
 from precis.core.context.prompt_parts import RECALLED, SUMMARY
 from precis.core.context.sent_record import PromptSetup, SentRecord, rebuild
 from precis.core.model.messages import Message
@@ -47,7 +50,7 @@ def rebuilt_tokens(session: ChatSession, store, chat_id: str, reply: Message, pr
 
 @pytest.mark.model
 def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_and_undo(tmp_path, local_provider,
-                                                                                       monkeypatch):
+                                                                                       monkeypatch, capsys):
     sent: list[list[int]] = []
     read = local_provider.prompt_tokens
 
@@ -89,9 +92,17 @@ def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_an
             for (reply, tokens), parts in zip(replies, before, strict=True):
                 assert sent_prompt(store, chat_id, reopened.engine, reply.id) == parts
                 assert rebuilt_tokens(reopened, store, chat_id, reply, local_provider) == tokens
+            numbers = {m.id: n for n, m in enumerate(reopened.engine.messages, 1)}
         finally:
             reopened.close()
         session.close()
+
+    # The command line shows the same, found by the number `precis history` gives the reply.
+    reply, _ = replies[-1]
+    assert main(["--data-dir", str(tmp_path), "prompt", "move", "--reply", str(numbers[reply.id]), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["parts"] == [part.as_json() for part in before[-1][0]]
+    assert printed["tokens"] == before[-1][1]
 
 
 def test_a_reply_without_a_record_says_so(tmp_path):
