@@ -277,6 +277,30 @@ def test_004_a_large_tool_output_does_not_bloat_the_summary():
     assert "make test" in record.text and "test_5999" not in record.text
 
 
+def test_004_a_failed_summary_with_abort_off_is_the_rules_and_loses_nothing():
+    # Failure Handling: "If final failure and abortOnFailure=false: proceed with original messages (no mutation)".
+    # Precis deviates (README 004.23): the rules write the summary in the model's place, because the trigger fired
+    # for the window's sake and the originals alone would soon overflow it; nothing is lost, the originals stay in
+    # the archive and undo gives them back exactly. (abortOnFailure=true raises and changes nothing:
+    # core/test_engine.py::test_abort_on_failure_raises_and_loses_nothing.)
+    from precis.core.providers.base import ProviderError
+
+    engine, provider = _llm_engine([ProviderError("connection refused")] * 2)
+    assert engine.summarization.setup.policy.abort_on_failure is False
+    n = 0
+    while not engine.records:
+        engine.append(_said(n, 30))
+        n += 1
+    originals = list(engine.messages)
+    record = engine.records[0]
+    assert len(provider.calls) == 2  # the first try and the one retry
+    assert (record.fallback_used, record.written_by, record.mode) == (True, "rules", "rule")
+    assert record.fallback_reason == "summarizer unavailable: connection refused"
+    assert record.trigger == "threshold" and engine.usage().ratio < 0.8
+    engine.undo_last()
+    assert engine.messages == originals and [m.id for m in engine.assemble().messages] == [m.id for m in originals]
+
+
 def test_004_one_model_call_per_trigger():
     # Performance: "Only 1 summarization model call per trigger." The first pass takes enough to reach the target
     # fill, so each automatic summary here is one request.
