@@ -4,11 +4,13 @@ the window, not 50 messages) and the compression a summary reaches. See tests/sp
 
 from __future__ import annotations
 
+import pytest
 from precis.core.chat.commands import SlashCommand, run_command
 from precis.core.chat.session import ChatSession
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
+from precis.core.providers.base import complete
 from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy
 from precis.core.storage.interchange import read_transcript
 from precis.core.storage.store import open_store
@@ -136,3 +138,44 @@ def test_003_a_summary_is_at_most_three_tenths_of_what_it_replaces():
         for record in made:
             replaced = sum(counter.raw_message_tokens(by_id[c.id]) for c in record.covered)
             assert record.tokens <= 0.3 * replaced, (name, record.depth, record.tokens, replaced)
+
+
+PADDING = (" I will keep that in mind as we go through the rest of the setup, and we can revisit any of it later if "
+           "something changes in the plan or the requirements turn out to be different from what we expect today.")
+SERVICE_TALK = [
+    ("user", "I am setting up a new web service. Its name is Marlowe and it listens on port 8443."),
+    ("assistant", "The service Marlowe listens on port 8443. What framework will it use?"),
+    ("user", "FastAPI with PostgreSQL for storage."),
+    ("assistant", "FastAPI and PostgreSQL are a good fit for Marlowe."),
+    ("user", "Next, the logging: write JSON lines to stdout."),
+    ("assistant", "JSON lines to stdout it is; a container runtime collects them."),
+    ("user", "And health checks at /healthz every ten seconds."),
+    ("assistant", "A /healthz endpoint polled every ten seconds will be added."),
+    ("user", "Thanks. Let us also add a readme later."),
+    ("assistant", "Sure, a README can come later."),
+    ("user", "One more: use Python 3.12."),
+    ("assistant", "Python 3.12 it is."),
+    ("user", "Good."),
+    ("assistant", "Anything else?")]
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_003_the_model_answers_from_the_summary(local_provider):
+    # Quality Tests: "Agent understands summarized context". The port is said only in messages the summary replaced:
+    # the embedded model (135M parameters, greedy) answers it from the summary, and without the summary it does not
+    # know it. A salient fact and a direct question: what so small a model can do.
+    engine = ContextEngine(Budget(window=2048, reserve_output=128), SummarizationPolicy(mode="rule"), TokenCounter())
+    for role, text in SERVICE_TALK:
+        engine.append(Message(role=role, content=text + (PADDING if role == "assistant" else "")), auto=False)
+    record = engine.summarize_now()
+    assert "port 8443" in record.text
+    engine.append(Message(role="user", content="Which port does the service listen on?"), auto=False)
+    # Without recall, which would bring the archived original that says it back into the prompt.
+    prompt = engine.assemble(recall=False).messages
+    summary = [m for m in prompt if record.text in m.content]
+    assert len(summary) == 1 and not any("8443" in m.content for m in prompt if m not in summary)
+    answer = complete(local_provider, prompt, max_tokens=40, temperature=0.0).text
+    assert "8443" in answer, answer
+    without = complete(local_provider, [m for m in prompt if m not in summary], max_tokens=40, temperature=0.0).text
+    assert "8443" not in without, without
