@@ -62,6 +62,19 @@ def test_001_custom_prompt_is_added_to_the_default_one():
                                   "Transcript to summarize:\nUSER: Fix the cache in /src/cache.py")
 
 
+# ----- formatSummary: the document's test ------------------------------------------------------------------------
+
+def test_001_format_summary_of_a_read_of_a_hundred_lines():
+    # "formats summary concisely": `[✓ read_file: File: /app.ts | Lines: 100]` from the facts of a read of a
+    # 100-line file /app.ts. Precis's line for such a read adds the file's type (README 001.27).
+    from precis.core.summary.tool_output import one_line
+
+    call = ToolCall(id="c1", name="read_file", arguments={"path": "/app.ts"})
+    content = "\n".join(f"const v{n} = {n};" for n in range(100))
+    line = one_line(call, Message(role="tool", name="read_file", tool_call_id="c1", content=content))
+    assert line == "[✓ read_file: File: /app.ts | Lines: 100 | Type: TypeScript]"
+
+
 # ----- summarizeWithLLM: each message bounded, the request within the budget -----------------------------------
 
 def test_001_a_long_tool_output_reaches_the_summarizer_as_its_one_line_summary():

@@ -98,9 +98,15 @@ def test_003_summarize_reports_key_points_files_modified_commands_run_and_decisi
         session = ChatSession(store, chat_id, ScriptedProvider())
         session.build_engine(estimate=False)
         result = run_command(session, SlashCommand("summarize", ""))
+        prompt = session.engine.assemble(recall=False).messages
     figures, counts = result.text.split("\n")
     assert figures.startswith("12 messages → 1 summary · ") and figures.endswith("%)")
     assert counts == "6 key points · 2 files modified · 3 commands run · 1 decision"
+    # 003's summary message, `[Previous conversation summarized - 12 messages]` then the summary with its
+    # `Files modified: ...` line: Precis's header numbers the summary and names its mode (README 003.23).
+    summary = prompt[0].content
+    assert summary.startswith("[Summary 1 of earlier conversation: 12 messages, rule mode]\n")
+    assert "Files modified:\n- ./: auth.ts, login.tsx\n" in summary
 
 
 def test_003_the_trigger_is_a_share_of_the_window_not_fifty_messages():
