@@ -79,7 +79,7 @@ def _summarize(session: ChatSession, argument: str, _cancel: CancelToken) -> Com
     snapshot = session.summarize_now(argument or None)
     # A full chain is folded first (a "merged" event), then the summary is made: the last "summarized" event.
     record = next(e.record for e in reversed(snapshot.events) if e.kind == "summarized")
-    return CommandResult(record.result().describe(), snapshot)
+    return CommandResult(f"{record.result().describe()}\n{record.contents()}", snapshot)
 
 
 def _undo_summary(session: ChatSession, _argument: str, _cancel: CancelToken) -> CommandResult:

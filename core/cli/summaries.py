@@ -78,6 +78,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
     except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
         return _fail("summarize", exc)
     print(f"{found.title}: {record.result().describe()}")  # never "saves nothing": such a summary is not kept
+    print(record.contents())
     return 0
 
 

@@ -15,7 +15,7 @@ from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
-from ..summary.summarizers import RULES, SummaryDraft, SummaryRequest, fit_text
+from ..summary.summarizers import RULES, RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
 from .archive import Archive, summary_message
 from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, SummaryNotSmaller
@@ -103,10 +103,12 @@ class Summarization:
             self._emit(EngineEvent("declined", exc.record, reason, exc.before, exc.after))
             return None
         # One more pass when the summary did not get usage under the trigger and there is still something to take.
+        # The rules write it: document 004 allows one summarization model call per trigger, and the first pass may
+        # have spent the model's whole time limit.
         if (self.meter.usage(recall=False).ratio >= self.setup.policy.trigger_ratio
                 and self.candidates(self._target_keep())):
             try:
-                record = self._summarize("second pass")
+                record = self._summarize("second pass", summarizer=RuleSummarizer())
             except SummaryNotSmaller:
                 log.info("a second pass would have saved nothing: not kept")
         return record
@@ -227,8 +229,11 @@ class Summarization:
         """Manual summary; instructions are added to (not replacing) the default prompt."""
         return self._summarize("manual", instructions=instructions, up_to=up_to)
 
-    def _summarize(self, reason: str, instructions: str | None = None, up_to: str | None = None) -> SummaryRecord:
+    def _summarize(self, reason: str, instructions: str | None = None, up_to: str | None = None,
+                   summarizer: Summarizer | None = None) -> SummaryRecord:
+        """A summary record of the candidates, written by `summarizer` (by default the chat's)."""
         setup, chain = self.setup, self.archive.chain
+        summarizer = summarizer or setup.summarizer
         policy, counter = setup.policy, setup.counter
         started = time.perf_counter()
         if up_to is not None:
@@ -243,7 +248,7 @@ class Summarization:
         # of these candidates will take, with that line.
         talk, coming = self.is_talk(candidates), 0
         wrapper = MESSAGE_OVERHEAD + counter.count_text(summary_message(
-            SummaryRecord(depth=len(chain) + 1, mode=setup.summarizer.mode, text=""), len(candidates)).content)
+            SummaryRecord(depth=len(chain) + 1, mode=summarizer.mode, text=""), len(candidates)).content)
         if talk:
             coming = digest_room(candidates, counter.count_text) + wrapper
         if len(chain) >= policy.max_depth:
@@ -266,13 +271,13 @@ class Summarization:
         marker = cap < MIN_SUMMARY_ROOM
         if marker:
             draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
-                                 key_points=[], facets=Facets(), mode=setup.summarizer.mode)
+                                 key_points=[], facets=Facets(), mode=summarizer.mode)
         else:
             session = self.archive.marker_before(candidates[0].id)
-            draft = setup.summarizer.summarize(SummaryRequest(
+            draft = summarizer.summarize(SummaryRequest(
                 messages=candidates, max_tokens=cap, counter=counter, instructions=extra,
-                preserve_error_details=policy.preserve_error_details,
-                abort_on_failure=policy.abort_on_failure, date=session_date(session.content) if session else ""))
+                preserve_error_details=policy.preserve_error_details, abort_on_failure=policy.abort_on_failure,
+                date=session_date(session.content) if session else "", depth=len(chain) + 1))
         # Secrets found in the originals: the summarizer may already have dropped them, the count still tells; and
         # their values are hidden wherever the summary repeats them without the label that gave them away.
         in_originals, known = secrets_in([(m.content, [c.arguments for c in m.tool_calls]) for m in candidates])

@@ -189,6 +189,16 @@ class SummaryRecord(BaseModel):
         return SummaryResult(len(self.covered) if messages is None else messages, 1, self.tokens_before,
                              self.tokens_after)
 
+    def contents(self) -> str:
+        """Document 003's counts after /summarize, its key points standing for the key topics: '3 key points ·
+        2 files modified · 34 commands run · 5 decisions'."""
+        facets = self.facets
+        counts = [(len(self.key_points), "key point", "key points"),
+                  (len(facets.files_modified), "file modified", "files modified"),
+                  (sum(c.count for c in facets.commands), "command run", "commands run"),
+                  (len(facets.decisions), "decision", "decisions")]
+        return " · ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in counts)
+
     @property
     def covered_ids(self) -> list[str]:
         return [c.id for c in self.covered]

@@ -81,6 +81,7 @@ class SummaryRequest:
     # The session date in effect where the stretch starts, when its marker came before it (the chat's opening
     # message, or a stretch already summarized).
     date: str = ""
+    depth: int = 1  # the depth the summary will have in the chain (1: the first)
 
 
 class Summarizer(Protocol):
@@ -160,11 +161,18 @@ def with_instructions(system: str, request: SummaryRequest) -> str:
     return system + ("\nAdditional instructions from the user: " + request.instructions if request.instructions else "")
 
 
+def meta_header(request: SummaryRequest) -> str:
+    """Document 004's meta header: the stretch's size (all of it, also when the transcript is cut to fit the window)
+    and the summary's depth."""
+    tokens = sum(map(request.counter.raw_message_tokens, request.messages))
+    return f"<meta total_messages={len(request.messages)} total_tokens={tokens} depth={request.depth} />"
+
+
 def build_request(request: SummaryRequest, window: int, output_tokens: int, counter: TokenCounter) -> list[Message]:
     """The summary request, capped so it always fits the summarizer's own window (oldest side cut first)."""
     system = with_instructions(SYSTEM_PROMPT, request)
     blocks = [redact(b)[0] for b in render_transcript(request.messages, request.preserve_error_details)]
-    head = "Transcript to summarize:\n"
+    head = f"{meta_header(request)}\nTranscript to summarize:\n"
     # Room for the transcript: window minus the system prompt, the output and a margin for chat formatting.
     room = window - output_tokens - counter.count_text(system) - counter.count_text(head) - 64
     kept: list[str] = []

@@ -57,7 +57,22 @@ def test_001_custom_prompt_is_added_to_the_default_one():
                              counter=COUNTER, instructions="Focus on the database.")
     system, transcript = build_request(request, window=1536, output_tokens=512, counter=COUNTER)
     assert system.content == SYSTEM_PROMPT + "\nAdditional instructions from the user: Focus on the database."
-    assert transcript.content == "Transcript to summarize:\nUSER: Fix the cache in /src/cache.py"
+    # 004's meta header first: one message of 8 tokens and the 4 each message adds, for a first summary.
+    assert transcript.content == ("<meta total_messages=1 total_tokens=12 depth=1 />\n"
+                                  "Transcript to summarize:\nUSER: Fix the cache in /src/cache.py")
+
+
+# ----- formatSummary: the document's test ------------------------------------------------------------------------
+
+def test_001_format_summary_of_a_read_of_a_hundred_lines():
+    # "formats summary concisely": `[✓ read_file: File: /app.ts | Lines: 100]` from the facts of a read of a
+    # 100-line file /app.ts. Precis's line for such a read adds the file's type (README 001.27).
+    from precis.core.summary.tool_output import one_line
+
+    call = ToolCall(id="c1", name="read_file", arguments={"path": "/app.ts"})
+    content = "\n".join(f"const v{n} = {n};" for n in range(100))
+    line = one_line(call, Message(role="tool", name="read_file", tool_call_id="c1", content=content))
+    assert line == "[✓ read_file: File: /app.ts | Lines: 100 | Type: TypeScript]"
 
 
 # ----- summarizeWithLLM: each message bounded, the request within the budget -----------------------------------
@@ -71,7 +86,7 @@ def test_001_a_long_tool_output_reaches_the_summarizer_as_its_one_line_summary()
     _, transcript = build_request(SummaryRequest(messages, max_tokens=200, counter=COUNTER), window=1536,
                                   output_tokens=512, counter=COUNTER)
     assert transcript.content == (
-        "Transcript to summarize:\n"
+        "<meta total_messages=2 total_tokens=2434 depth=1 />\nTranscript to summarize:\n"
         'ASSISTANT: Building.\n(calls execute_bash {"command": "make build"})\n'
         "TOOL RESULT [✓ execute_bash: Command: make build | Exit: 0 | Output: 601 lines | Last: build finished]")
 
@@ -84,8 +99,9 @@ def test_001_a_context_too_large_for_the_summarizer_is_cut_from_the_oldest_side(
     window, output = 1536, 512
     system, transcript = build_request(SummaryRequest(huge, max_tokens=500, counter=COUNTER), window, output, COUNTER)
     assert COUNTER.prompt_tokens([system, transcript]) <= window - output
-    head, marker, *kept = transcript.content.split("\n")
-    assert head == "Transcript to summarize:"
+    meta, head, marker, *kept = transcript.content.split("\n")
+    # The meta header tells the model the size of the whole stretch, the messages cut included.
+    assert (meta, head) == ("<meta total_messages=100 total_tokens=125400 depth=1 />", "Transcript to summarize:")
     assert marker == f"[{100 - len(kept)} older messages cut to fit the summarizer's window]" and 0 < len(kept) < 100
 
 

@@ -222,7 +222,7 @@ def test_004_one_message_larger_than_the_budget():
 
 # ----- the summarizer service: unit tests 2 and edge case 4; Performance and Observability ----------------------
 
-def _llm_engine(replies, **policy):
+def _llm_engine(replies, window: int = 3000, **policy):
     from precis.core.context.engine import Budget, ContextEngine
     from precis.core.model.tokens import TokenCounter
     from precis.core.summary.summarizers import LLMSummarizer
@@ -230,7 +230,7 @@ def _llm_engine(replies, **policy):
     from tests.fakes import ScriptedProvider
 
     provider = ScriptedProvider(list(replies))
-    engine = ContextEngine(Budget(window=3000, reserve_output=200), SummarizationPolicy(mode="llm", **policy),
+    engine = ContextEngine(Budget(window=window, reserve_output=200), SummarizationPolicy(mode="llm", **policy),
                            TokenCounter(), LLMSummarizer(provider))
     return engine, provider
 
@@ -277,10 +277,33 @@ def test_004_a_large_tool_output_does_not_bloat_the_summary():
     assert "make test" in record.text and "test_5999" not in record.text
 
 
+def test_004_a_failed_summary_with_abort_off_is_the_rules_and_loses_nothing():
+    # Failure Handling: "If final failure and abortOnFailure=false: proceed with original messages (no mutation)".
+    # Precis deviates (README 004.23): the rules write the summary in the model's place, because the trigger fired
+    # for the window's sake and the originals alone would soon overflow it; nothing is lost, the originals stay in
+    # the archive and undo gives them back exactly. (abortOnFailure=true raises and changes nothing:
+    # core/test_engine.py::test_abort_on_failure_raises_and_loses_nothing.)
+    from precis.core.providers.base import ProviderError
+
+    engine, provider = _llm_engine([ProviderError("connection refused")] * 2)
+    assert engine.summarization.setup.policy.abort_on_failure is False
+    n = 0
+    while not engine.records:
+        engine.append(_said(n, 30))
+        n += 1
+    originals = list(engine.messages)
+    record = engine.records[0]
+    assert len(provider.calls) == 2  # the first try and the one retry
+    assert (record.fallback_used, record.written_by, record.mode) == (True, "rules", "rule")
+    assert record.fallback_reason == "summarizer unavailable: connection refused"
+    assert record.trigger == "threshold" and engine.usage().ratio < 0.8
+    engine.undo_last()
+    assert engine.messages == originals and [m.id for m in engine.assemble().messages] == [m.id for m in originals]
+
+
 def test_004_one_model_call_per_trigger():
     # Performance: "Only 1 summarization model call per trigger." The first pass takes enough to reach the target
-    # fill, so the second pass (Depth Strategy, test_004_a_second_pass_...) is rare; each automatic summary here is
-    # one request.
+    # fill, so each automatic summary here is one request.
     import json
 
     reply = json.dumps({"narrative": "Messages about words.", "key_points": [], "decisions": []})
@@ -291,6 +314,49 @@ def test_004_one_model_call_per_trigger():
         n += 1
     assert [r.trigger for r in engine.records] == ["threshold", "threshold"]
     assert len(provider.calls) == 2
+
+
+def test_004_a_second_pass_asks_the_model_nothing():
+    # The same where one pass is not enough (Depth Strategy's second pass): with a target fill close to the trigger,
+    # the model's summary, larger than the quarter of what it replaces that the first pass expects, leaves usage
+    # over the trigger. The rules write the second pass, so the trigger costs one model call (it made two, and with
+    # the embedded model up to twice the summary's time limit).
+    import json
+
+    from precis.core.summary.summarizers import RULES
+
+    reply = json.dumps({"narrative": "The user listed the words " + " ".join(f"w0x{k}" for k in range(30)) + ".",
+                        "key_points": [f"message {n} listed " + " ".join(f"w{n}x{k}" for k in range(12))
+                                       for n in range(6)]})
+    engine, provider = _llm_engine([reply] * 3, window=2200, target_ratio=0.75, chain_share=0.6, min_messages=2,
+                                   cooldown_messages=0)
+    n = 0
+    while not engine.records:
+        engine.append(_said(n, 60))
+        n += 1
+    first, second = engine.records
+    assert (first.trigger, first.written_by) == ("threshold", "scripted: scripted")
+    assert (second.trigger, second.written_by, second.mode) == ("second pass", RULES, "rule")
+    assert len(provider.calls) == 1
+
+
+def test_004_the_summarizer_request_opens_with_the_meta_header():
+    # Prompt Engineering: "User content (fed to model) includes: 1. Optional meta header: `<meta total_messages=###
+    # total_tokens=### depth=# />`". A second summary of 8 messages of 12 words: its depth is 2.
+    import json
+
+    from precis.core.model.tokens import TokenCounter
+
+    reply = json.dumps({"narrative": "Messages about words."})
+    engine, provider = _llm_engine([reply] * 2)
+    for n in range(16):
+        engine.append(_said(n, 12), auto=False)
+    engine.summarize_now(up_to=engine.messages[7].id)
+    second = engine.summarize_now(up_to=engine.messages[15].id)
+    assert len(second.covered) == 8 and second.depth == 2
+    tokens = sum(map(TokenCounter().raw_message_tokens, engine.messages[8:16]))
+    meta, head, *_ = provider.calls[1][1].content.split("\n")
+    assert (meta, head) == (f"<meta total_messages=8 total_tokens={tokens} depth=2 />", "Transcript to summarize:")
 
 
 def test_004_the_log_says_depth_messages_ratio_and_tokens_after(caplog):
