@@ -315,6 +315,11 @@ class ChatController(QObject):
         self.run_on_chat("show the other version", lambda _job: session.show_version(message_id, position),
                          lambda snap: (done(snap), self.apply(snap)))
 
+    def sent_prompt(self, message_id: str, done: Done) -> None:
+        """What reply `message_id` was written from, to `done` (parts and tokens, or why not)."""
+        session = self.session
+        self.run_on_chat("read what was sent", lambda _job: session.sent_prompt(message_id), done)
+
     def set_pinned(self, message_id: str, pinned: bool, done: Done = None) -> None:
         session = self.session
         self.run_on_chat("pin" if pinned else "unpin", lambda _job: session.set_pinned(message_id, pinned),

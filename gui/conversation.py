@@ -18,8 +18,8 @@ __all__ = ["READING_WIDTH", "ConversationView"]
 
 # The context menu's words for the hover actions (the chips are shorter).
 MENU_LABELS = {"copy": "Copy message", "edit": "Edit and resend", "regenerate": "Regenerate reply",
-               "continue": "Continue the reply", "pin": "Pin (never summarize)", "unpin": "Unpin",
-               "summarize": "Summarize up to here"}
+               "continue": "Continue the reply", "sent": "What was sent…", "pin": "Pin (never summarize)",
+               "unpin": "Unpin", "summarize": "Summarize up to here"}
 
 
 class ConversationView(QListView):
@@ -30,6 +30,7 @@ class ConversationView(QListView):
     regenerate_requested = Signal(str)
     continue_requested = Signal(str)
     summarize_up_to_requested = Signal(str)
+    sent_requested = Signal(str)  # a reply's id: show what it was written from
     version_requested = Signal(str, int)  # (message id, version position): show another version of a reply
     summary_selected = Signal(str)
     status = Signal(str)
@@ -156,6 +157,8 @@ class ConversationView(QListView):
                 if message.role == "assistant" and number == self.rows_model.rowCount() - 1 and (
                         message.cut_at is not None or message.incomplete):
                     actions.append("continue")  # a reply that did not end by itself
+        if message.role == "assistant":
+            actions.append("sent")
         actions.append("unpin" if message.pinned else "pin")
         if message.role != "system":
             actions.append("summarize")
@@ -176,6 +179,8 @@ class ConversationView(QListView):
             self.pin_requested.emit(message.id, action == "pin")
         elif action == "summarize":
             self.summarize_up_to_requested.emit(message.id)
+        elif action == "sent":
+            self.sent_requested.emit(message.id)
 
     def _set_hovered(self, number: int | None) -> None:
         previous, self.delegate.hovered = self.delegate.hovered, number

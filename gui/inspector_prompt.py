@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from ..core.context.prompt_parts import PromptPart
 from .inspector_section import FittedList
@@ -19,7 +19,8 @@ class PromptView(QWidget):
 
     source_chosen = Signal(str, str)
 
-    def __init__(self, parent=None) -> None:
+    def __init__(self, parent=None, fitted: bool = True) -> None:
+        """`fitted`: as tall as its parts, for a panel that scrolls (the inspector); else the list scrolls."""
         super().__init__(parent)
         self.parts: list[PromptPart] = []
         self.total_label = QLabel("")
@@ -38,7 +39,7 @@ class PromptView(QWidget):
         head.addWidget(self.total_label, 1)
         head.addWidget(self.copy_button)
         head.addWidget(self.copy_request_button)
-        self.list = FittedList()
+        self.list = FittedList() if fitted else QListWidget()
         self.list.setWordWrap(True)
         self.list.itemClicked.connect(self._chosen)
         self.list.itemActivated.connect(self._chosen)

@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (
 
 from ..core.chat import commands as slash
 from ..core.chat.snapshot import Snapshot
+from ..core.context.prompt_parts import SUMMARY
+from ..core.model.records import local_time
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
@@ -42,6 +44,7 @@ from .inspector import ActionState, Inspector
 from .inspector_section import remember_folds
 from .menus import Menus
 from .sending import Sender
+from .sent_window import SentWindow
 from .settings_dialog import SettingsDialog
 from .status import StatusLine
 from .text_window import show_text
@@ -229,6 +232,7 @@ class MainWindow(QMainWindow):
         conversation.regenerate_requested.connect(lambda _id: self.sending.regenerate())
         conversation.continue_requested.connect(lambda _id: self.sending.continue_reply())
         conversation.summarize_up_to_requested.connect(lambda message_id: self.summarize_now(up_to=message_id))
+        conversation.sent_requested.connect(self.show_sent)
         conversation.status.connect(lambda text: self.status.tell(text, 3000))
         conversation.clear_search_requested.connect(self.chat_list.clear_search)
         conversation.version_requested.connect(self.sending.show_version)
@@ -307,6 +311,17 @@ class MainWindow(QMainWindow):
                              "Unpinned: this message can be summarized again.")
 
         self.chat.set_pinned(message_id, pinned, keep_selected)
+
+    def show_sent(self, message_id: str) -> SentWindow:
+        """A reply's What was sent, in a window of its own, read on the chat's worker."""
+        number = self.conversation.rows_model.row_of(message_id)
+        message = self.conversation.rows_model.row_at(number).message if number is not None else None
+        window = SentWindow(self, local_time(message.created_at) if message is not None else "this chat")
+        window.source_chosen.connect(
+            lambda kind, source: self.select_summary(source) if kind == SUMMARY else self._reveal_message(source))
+        window.show()
+        self.chat.sent_prompt(message_id, window.show_result)
+        return window
 
     def select_summary(self, record_id: str) -> None:
         self._show_inspector()

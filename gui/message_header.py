@@ -21,7 +21,7 @@ CHIP_H = 18
 CHIP_GAP = 4
 # The actions a hovered message offers in its header, in the order shown (the view decides which apply).
 ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "continue": "Continue", "pin": "Pin",
-                 "unpin": "Unpin", "summarize": "Summarize up to here"}
+                 "unpin": "Unpin", "summarize": "Summarize up to here", "sent": "What was sent"}
 ACTION_TIPS = {
     "copy": "Copy the message's text (Ctrl+C)",
     "edit": "Put your message back in the box; sending it makes a new version (‹ › pages back to this one)",
@@ -30,6 +30,7 @@ ACTION_TIPS = {
     "pin": "Always send this message; summaries never take it",
     "unpin": "Let summaries take this message again",
     "summarize": "Summarize the messages up to and including this one",
+    "sent": "The prompt this reply was written from, part by part, as it was sent",
 }
 
 

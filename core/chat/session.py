@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
-from ..context.prompt_parts import prompt_parts
+from ..context.prompt_parts import PromptPart, prompt_parts
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
 from ..model.tokens import Calibration, TokenCounter
@@ -32,7 +32,7 @@ from ..settings import CALIBRATION_KEY, ChatSettings
 from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
 from ..storage.store import Store, StoreError, Versions, attach_engine
 from .rows import build_rows, can_switch_version, row_index
-from .sent_prompts import keep_sent
+from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
 from .streaming import StreamEnd, stream_reply
 
@@ -333,6 +333,13 @@ class ChatSession:
             self.store.update_message(self.chat_id, final)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at)
+
+    def sent_prompt(self, message_id: str) -> tuple[list[PromptPart], int] | str:
+        """What reply `message_id` was written from, part by part, and its tokens; or why it cannot be shown."""
+        try:
+            return sent_prompt(self.store, self.chat_id, self.built_engine, message_id)
+        except NotRebuilt as exc:
+            return str(exc)
 
     def _finished(self, reply: Message, content: str, problem: str | None, finish: str | None) -> Message:
         """The reply as it ended: marked incomplete if it stopped early (stopped, failed), with its token limit if
