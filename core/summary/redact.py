@@ -42,7 +42,7 @@ def _keep_group(kind: str, keep: int) -> Callable[[re.Match[str]], str]:
     return replace
 
 
-_NAME_KINDS = (("pass", "password"), ("api", "api_key"), ("apikey", "api_key"), ("token", "token"),
+_NAME_KINDS = (("pass", "password"), ("pw", "password"), ("api", "api_key"), ("apikey", "api_key"), ("token", "token"),
                ("secret", "secret"), ("credential", "credentials"), ("key", "key"))
 
 
@@ -87,6 +87,9 @@ _COMMAND_GAP = r"[^\n|;&]{0,500}?"
 # Words that name a credential in prose ("my password is", "use this token").
 _PROSE_NAME = r"(?:passwords?|passphrase|passwd|secret|token|api[ _\-]?key|access[ _\-]?key|credentials?)"
 _PROSE_WORDS = ("pass", "secret", "token", "key", "credential")
+# What may stand between a credential's name and `is` in prose: one short phrase saying whose or for what
+# ("the password for the staging db is ..."), not any words ("the token limit is 128000" is a setting).
+_WHOSE = r"(?:\s+(?:for|to|of|on|at)\s+(?:(?:the|my|our|your|this|that)\s+)?[\w.@:/\-]+(?:\s+(?:db|server|box|account))?)?"
 # detect-secrets' limit for hex strings (HexHighEntropyString): a random 32-hex string measures about 3.5.
 HEX_ENTROPY_LIMIT = 3.0
 # Words that say a hex or base64 run is a digest or an id, not a credential.
@@ -211,9 +214,19 @@ _RULES.append(_Rule(re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0
 _RULES += [
     # Prose: `my password is hunter2`, `the token was Zx9...`: the value must look like one (a digit or a symbol in
     # it), so `the password is required.` stays.
-    _Rule(re.compile(r"(?i)(?<!REDACTED:)\b(" + _PROSE_NAME + r"\s+(?:is|was):?\s+[\"'`]?)" + _VALUE_GUARD
-                     + r"(?![/~])([^\s\"'`]*[^\s\"'`.,;:!?)])(?=[\"'`]?[.,;:!?)]*(?:\s|$))"), _password_like,
-          _PROSE_WORDS, "lines"),
+    _Rule(re.compile(r"(?i)(?<!REDACTED:)\b((?:" + _PROSE_NAME + r"|pwd?)" + _WHOSE + r"\s+(?:is|was):?\s+[\"'`]?)"
+                     + _VALUE_GUARD + r"(?![/~])([^\s\"'`]*[^\s\"'`.,;:!?)])(?=[\"'`]?[.,;:!?)]*(?:\s|$))"),
+          _password_like, _PROSE_WORDS + ("pw",), "lines"),
+    # A key named in two words, which the field rules above do not take for a name: `API key: AbC123xyz789`,
+    # `access key = ...`; its value must look like one (`API key: required` stays).
+    _Rule(re.compile(r"(?i)(?<!REDACTED:)\b((?:api|access|private|secret|auth|signing|encryption)[ \t]+key\s*[:=]\s*"
+                     r"[\"'`]?)" + _VALUE_GUARD + r"(?![/~])([^\s\"'`]*[^\s\"'`.,;:!?)])(?=[\"'`]?[.,;:!?)]*(?:\s|$))"),
+          _password_like, ("key",), "lines"),
+    # A password written straight after its name: `use password hunter22 to log in`. Only a value with a letter
+    # and a digit or symbol: `the password field`, `password reset` and `password 123456` (a count?) stay.
+    _Rule(re.compile(r"(?i)(?<![\w\-])((?:password|passwd|passphrase)\s+)" + _VALUE_GUARD
+                     + r"(?=[^\s]*[A-Za-z])(?=[^\s]*[\d!@#$%^&*])([^\s\"'`,;()\[\]{}<>]*[^\s\"'`.,;:!?()\[\]{}<>])"
+                     r"(?=[.,;:!?)]*(?:\s|$))"), _password_like, ("pass",), "lines"),
     # Prose naming a credential, its random-looking value a few words on in the same sentence: `use this token for the
     # staging box: 3f9a...`, `token 9c2e...`. A run of at least 32 hex digits or 20 base64 characters (letters and
     # digits both) whose entropy is a random string's, with no word for a digest or commit before it on its line: a

@@ -41,6 +41,16 @@ _HEAD_ERROR = re.compile(
     r"|Your proposed edit has introduced|No replacement was performed|Failed to|Request failed|Usage: )",
     re.IGNORECASE)
 ERROR_TAG = re.compile(r"</?tool_use_error>")
+# Harnesses that report no exit code say so when a command did not run or was killed, in place of its output:
+# SWE-agent (sweagent/agent/agents.py @ 3ea751c0, TemplateConfig's shell_check_error_template and
+# command_cancelled_timeout_template) and mini-swe-agent (config/default.yaml, timeout_template). Group `why` says
+# which, in the harness's words; `output` is what the command printed before it was killed, where given.
+_NOT_RUN = re.compile(
+    r"\A\s*(?:Your bash command contained (?P<syntax>syntax errors and was NOT executed)\..*?`bash -n`:\n"
+    r"|The command '.*?' was (?P<cancelled>cancelled because it took more than \d+ seconds)\."
+    r"|The last command <command>.*?</command> (?P<killed>timed out and has been killed)\.)"
+    r"(?P<rest>.*)\Z", re.DOTALL)
+_KILLED_OUTPUT = re.compile(r"<(output|output_head|output_tail)>\n?(.*?)\n?</\1>", re.DOTALL)
 
 LINE_LIMIT = 300
 ERROR_DETAIL_LIMIT = 2000
@@ -82,6 +92,15 @@ def _shell_outcome(text: str, exit_code: int | None) -> tuple[Outcome, str]:
     reported, body = exit_code_in(text)
     if exit_code is None:
         exit_code = reported
+    if exit_code is None and (not_run := _NOT_RUN.match(body)):
+        # No code, but the harness says the command never ran (bash -n's complaint follows) or was killed.
+        why = not_run["syntax"] or not_run["cancelled"] or not_run["killed"]
+        if not_run["syntax"]:
+            body = not_run["rest"]
+        else:
+            body = "\n".join(m.group(2) for m in _KILLED_OUTPUT.finditer(not_run["rest"]))
+        lines = lines_of(body) if not_run["syntax"] else []
+        return Outcome(True, None, why, "\n".join([why, *lines])), body
     error = _ERROR_LINE.search(body) if exit_code != 0 else None
     failed = exit_code is not None and exit_code != 0 or error is not None
     if not failed:

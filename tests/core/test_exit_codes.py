@@ -7,6 +7,9 @@ by hand in document 000's format `[${status} ${toolName}: ${facts joined by " | 
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from precis.core.model.messages import Message, ToolCall
 from precis.core.summary.retention import collect_facts
 from precis.core.summary.text_rules import exit_code_in
@@ -85,6 +88,44 @@ def test_mini_swe_agent_swebench_marker_after_the_output():
     assert run("bash", "printf ok", "ok[exit code 0]") == "[✓ bash: Command: printf ok | Exit: 0 | Output: 1 line | Last: ok]"
     assert run("bash", "test -f setup.py", "[exit code 1]") == (
         "[❌ bash: Command: test -f setup.py | Exit: 1 | Output: 0 lines | Error: failed]")
+
+
+MINI_TOO_LONG = ("<warning>\nThe output of your last command was too long.\nPlease try a different command that produces "
+                 "less output.\nIf you're looking at a file you can try use head, tail or sed to view a smaller number of "
+                 "lines selectively.\nIf you're using grep or find and it produced too much output, you can use a more "
+                 "selective search pattern.\nIf you really need to see something from the full command's output, you can "
+                 "redirect output to a file and then search in that file.\n</warning>")
+
+
+def test_mini_swe_agent_long_output_keeps_its_code():
+    # A long output's form: a warning, then its head and tail (a SWE-bench Verified run of mini-swe-agent 1.15,
+    # gruckion/mini-swe-agent @ d12a71a, swebench_results/20251118_gemini-3-pro-74pct/trajs/astropy__astropy-13033,
+    # the middle of the output left out here).
+    command = "python -m pytest astropy/timeseries/tests/test_sampled.py"
+    output = ("<returncode>1</returncode>\n" + MINI_TOO_LONG + "<output_head>\n=============================== test session "
+              "starts ==============================\nplatform linux -- Python 3.9.20, pytest-7.4.0, pluggy-1.3.0\n"
+              "</output_head>\n<elided_chars>\n5210 characters elided\n</elided_chars>\n<output_tail>\nFAILED astropy/"
+              "timeseries/tests/test_sampled.py::test_required_columns - asse...\n=================== 3 failed, 43 passed, "
+              "3 skipped in 0.33s ====================\n\n</output_tail>")
+    assert run("bash", command, output) == (
+        f"[❌ bash: Command: {command} | Exit: 1 | Output: 4 lines | Error: FAILED astropy/timeseries/tests/test_sampled.py"
+        "::test_required_columns - asse... ⏎ =================== 3 failed, 43 passed, 3 skipped in 0.33s "
+        "====================]")
+    # The same output with code 0 is a success: its "3 failed" is output, the code says how the command ended.
+    assert run("bash", command, output.replace("<returncode>1<", "<returncode>0<")).startswith(
+        f"[✓ bash: Command: {command} | Exit: 0 | Output: 4 lines | Last: =")
+
+
+def test_mini_swe_agent_timeout_is_a_failure_without_a_code():
+    # Its timeout_template (config/default.yaml): the command was killed, so it failed, but no code was reported. The
+    # sample is verbatim from the same run, trajs/django__django-13809.
+    command = "./tests/runtests.py user_commands.test_runserver_skip_checks"
+    output = (f"The last command <command>{command}</command> timed out and has been killed.\nThe output of the command "
+              "was:\n <output>\nTesting against Django installed in '/testbed/django' with up to 8 processes\nSystem "
+              "check identified no issues (0 silenced).\n\n</output>\nPlease try another command and make sure to avoid "
+              "those requiring interactive input.")
+    assert run("bash", command, output) == (
+        f"[❌ bash: Command: {command} | Exit: ? | Output: 2 lines | Error: timed out and has been killed]")
 
 
 # ----- OpenHands -----------------------------------------------------------------------------------------------------
@@ -190,6 +231,29 @@ def test_swe_agent_without_a_code_is_unknown_unless_an_error_shows():
         "[❌ bash: Command: make | Exit: 2 |")
 
 
+def test_swe_agent_command_not_run_for_a_syntax_error_is_a_failure():
+    # SWE-agent's shell_check_error_template (sweagent/agent/agents.py @ 3ea751c0): the command was never run, and
+    # `bash -n`'s complaint follows.
+    output = ("Your bash command contained syntax errors and was NOT executed. Please fix the syntax errors and try again. "
+              "This can be the result of not adhering to the syntax for multi-line commands. Here is the output of "
+              "`bash -n`:\n\nbash: line 1: syntax error: unexpected end of file\n(Open file: n/a)\n(Current directory: "
+              "/testbed)\nbash-$")
+    assert run("bash", "for f in *.py; do echo $f", output) == (
+        "[❌ bash: Command: for f in *.py; do echo $f | Exit: ? | Output: 1 line | Error: syntax errors and was NOT "
+        "executed ⏎ bash: line 1: syntax error: unexpected end of file]")
+
+
+def test_swe_agent_cancelled_command_is_a_failure():
+    # The same file's command_cancelled_timeout_template: the command was stopped, with no code and no output.
+    output = ("The command 'python manage.py runserver' was cancelled because it took more than 1800 seconds. Please try a "
+              "different command that completes more quickly. Note: A common source of this error is if the command is "
+              "interactive or requires user input (it is impossible to receive user input in the current environment, so "
+              "the command will never complete).")
+    assert run("bash", "python manage.py runserver", output) == (
+        "[❌ bash: Command: python manage.py runserver | Exit: ? | Output: 0 lines | Error: cancelled because it took "
+        "more than 1800 seconds]")
+
+
 def test_aider_run_output_has_no_code():
     # aider's /run and /test output as it enters the chat (aider/prompts.py, run_output): no exit code at all.
     output = "I ran this command:\n\npytest -q\n\nAnd got this output:\n\n3 passed in 0.12s\n"
@@ -203,6 +267,39 @@ def test_plain_exit_code_lines_first_or_last():
         "[❌ bash: Command: ./deploy.sh | Exit: 3 | Output: 1 line | Error: uploading]")
     assert run("bash", "go run .", "panic: boom\nexit status 2").startswith("[❌ bash: Command: go run . | Exit: 2 |")
     assert run("bash", "true", "ok\n[exit code: 0]") == "[✓ bash: Command: true | Exit: 0 | Output: 1 line | Last: ok]"
+
+
+@pytest.mark.parametrize("output, code", [
+    ("ls: cannot access 'x': No such file or directory\nExit code 2", 2),             # last line
+    ("Exit code 2\nls: cannot access 'x': No such file or directory", 2),             # first line (Claude Code)
+    ("ls: cannot access 'x': No such file or directory\nProcess exited with code 2", 2),
+    ("ls: cannot access 'x': No such file or directory\nexit status 2", 2),
+    ("ls: cannot access 'x': No such file or directory\n[exit code: 2]", 2),          # Precis's own /run
+    ("a.txt\nExit code 0", 0),
+    ("a.txt\nProcess exited with code 0", 0),
+    ("exit status 0\na.txt", 0),
+])
+def test_plain_shell_forms(output: str, code: int):
+    line = run("bash", "ls x", output)
+    mark = "❌" if code else "✓"
+    assert line.startswith(f"[{mark} bash: Command: ls x | Exit: {code} | Output: 1 line | ")
+
+
+# Text that a command prints: any characters, lines too, but no line that is itself a harness's code line.
+_printed = st.text(st.characters(blacklist_categories=("Cs",)), max_size=200).filter(
+    lambda text: exit_code_in(text)[0] is None)
+
+
+@given(body=_printed, code=st.integers(min_value=-1, max_value=255))
+def test_every_reported_code_decides_the_mark(body: str, code: int):
+    """Whatever a command printed, a code its harness reported decides the line: ❌ exactly when it is not 0, and
+    `Exit:` says it."""
+    framed = [f"<returncode>{code}</returncode>\n<output>\n{body}\n</output>",                      # mini-swe-agent
+              f"{body}\n" + OPENHANDS_FRAME.format(code),                                        # OpenHands
+              f"{body}\nExit code {code}"]                                                       # a plain shell
+    for output in framed:
+        line = run("bash", "make", output)
+        assert line.startswith(f"[{'❌' if code else '✓'} bash: Command: make | Exit: {code} | "), (output, line)
 
 
 def test_a_code_inside_the_output_is_not_the_commands():

@@ -78,6 +78,13 @@ SECRETS = [
      "9c2e7f4a1b8d3c6e5f0a9b2c7d4e1f8a3b6c9d2e5f8a1b4c7d0e3f6a9b2c5d8e", "token"),
     ("use this token for the staging box: pdGjOWDDMqwvUzfMeFdyOJdhbTxA/NXg3WSXscwTVOA=",
      "pdGjOWDDMqwvUzfMeFdyOJdhbTxA/NXg3WSXscwTVOA=", "token"),
+    # More of issue 27's prose: a key named in two words, a short name, a phrase before `is`, a value right after.
+    ("the API key: AbC123xyz789QwErTy works", "AbC123xyz789QwErTy", "api_key"),
+    ("my pw is hunter22 on staging", "hunter22", "password"),
+    ("The password for the staging db is S3cure!Pass, do not share", "S3cure!Pass", "password"),
+    ("the token for github was ghx_abcdefgh1234", "ghx_abcdefgh1234", "token"),
+    ("just use password Tr0ub4dor3 to log in", "Tr0ub4dor3", "password"),
+    ("in settings.py: password = hunter22x", "hunter22x", "password"),
 ]
 
 
@@ -126,6 +133,11 @@ ORDINARY = [
     "the token is re-issued every hour; the password is required.; the secret is to keep the tail",
     "token limits live in src/context/token_budget_v2.py and tests/core/test_token_budget_v2.py",
     "PWD=/home/user/projects/app OLDPWD=/home/user and pwd: /srv/app",
+    # Prose about credentials without one (issue 27: no false alarms on "the password field", "token count").
+    "the password field is required; the token count is 512 and the token limit is 128000",
+    "the token budget was 200000; API key: required; password reset link sent; the api key is missing",
+    "ALTER TABLE users ADD COLUMN password VARCHAR(255); user_password varchar(255); the password length is 12",
+    "def login(user, password: Optional[str]) -> None: check password hashed_pw; the password for user 1 is too short",
 ]
 
 

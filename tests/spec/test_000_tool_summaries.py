@@ -26,6 +26,22 @@ def test_000_read_file_line_has_file_lines_and_type():
         "[✓ read_file: File: /app.ts | Lines: 3 | Type: TypeScript]")
 
 
+def test_000_inline_read_example_has_its_facts_in_the_format():
+    # 000's inline output for read_file, "[read_file: /src/app.ts (245 lines, TypeScript, has exports)]": the same
+    # facts in the document's own formatSummary shape, the export named.
+    content = "import { useState } from 'react';\n" + "// layout\n" * 243 + "export function App() { return null; }"
+    assert one_line(*tool("read_file", content, path="/src/app.ts")) == (
+        "[✓ read_file: File: /src/app.ts | Lines: 245 | Type: TypeScript | Exports: App | Imports: react]")
+
+
+def test_001_formats_summary_concisely():
+    # 001's test "formats summary concisely": File /app.ts, 100 lines, `[✓ read_file: File: /app.ts | Lines: 100]`;
+    # the read_file rule of both documents adds its `Type:`.
+    content = "\n".join(f"const line{n} = {n};" for n in range(1, 101))
+    assert one_line(*tool("read_file", content, path="/app.ts")) == (
+        "[✓ read_file: File: /app.ts | Lines: 100 | Type: TypeScript]")
+
+
 def test_001_read_file_without_a_path_still_notes_exports():
     # 001's test "summarizes file read with metadata", verbatim: a message with no path, whose content has exports
     # (`t.true(summary.metadata.hasExports)`). No file to name or type: `File: ?`; the exports and the import are read
@@ -47,6 +63,14 @@ def test_001_bash_error_before_its_exit_code_is_kept():
     # 001's test "summarizes bash with error detection", verbatim: the error line precedes "exit code: 1".
     line = one_line(*tool("execute_bash", "npm test\nError: Module not found\nexit code: 1", command="npm test"))
     assert line == "[❌ execute_bash: Command: npm test | Exit: 1 | Output: 2 lines | Error: Error: Module not found]"
+
+
+def test_000_error_output_is_an_error():
+    # 000's test "preserves full error output", verbatim: `summarizeBash('Error: Module not found...', {command:
+    # 'npm test'})` has status error. No exit code is reported, so the line says `Exit: ?`; the error line makes it ❌
+    # and is kept whole.
+    assert one_line(*tool("execute_bash", "Error: Module not found...", command="npm test")) == (
+        "[❌ execute_bash: Command: npm test | Exit: ? | Output: 1 line | Error: Error: Module not found...]")
 
 
 def test_000_bash_success_has_exit_zero_and_line_count():

@@ -57,3 +57,41 @@ def test_no_secret_form_reaches_a_stored_or_shown_summary(tmp_path, capsys):
         for where, what in (("summary rows", stored), ("context and history", summary_text),
                             ("exported records", json.dumps(records))):
             assert secret not in what, f"{kind} {secret!r} in the {where}"
+
+
+# Secrets as people write them in a chat, each once, with the value that must not survive.
+PROSE_SECRETS = [
+    ("ok so my password is Hunter2!x, keep it safe", "Hunter2!x"),
+    ("the staging pwd: Zq8#mLw2 for the admin panel", "Zq8#mLw2"),
+    ("in settings.py: password = hunter22x", "hunter22x"),
+    ("SECRET_KEY = 'django-insecure-8f$2k!x@q9z#v1m^w7c&t0r(p3n)b5y'", "django-insecure-8f$2k!x@q9z#v1m^w7c&t0r(p3n)b5y"),
+    ("here is the token 3f9a2c7e1b8d4f60a5c9e2b7d1f4a8c3 for the API", "3f9a2c7e1b8d4f60a5c9e2b7d1f4a8c3"),
+    ("the API key: AbC123xyz789QwErTy works", "AbC123xyz789QwErTy"),
+    ("The password for the staging db is S3cure!Pass, do not share", "S3cure!Pass"),
+    ("just use password Tr0ub4dor3 to log in", "Tr0ub4dor3"),
+]
+# Prose about credentials that holds none: nothing is counted for these.
+PROSE_WITHOUT_SECRETS = ["the password field is required", "the token count is 512 and the token limit is 128000",
+                         "API key: required", "password reset link sent", "ALTER TABLE users ADD password VARCHAR(255)"]
+
+
+def test_the_record_counts_each_secret_written_in_prose(tmp_path, capsys):
+    """Issue 27: a chat whose user wrote passwords, keys and tokens in prose was summarized with `redactions: 0`. The
+    record in the SQLite file counts each secret once, and holds none of their values."""
+    data = str(tmp_path / "data")
+    source = tmp_path / "prose.jsonl"
+    said = [text for text, _ in PROSE_SECRETS] + PROSE_WITHOUT_SECRETS
+    lines = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"Note {i}: {text}"}
+             for i, text in enumerate(said)]
+    lines += [{"role": "user" if i % 2 == 0 else "assistant", "content": f"later turn {i}"} for i in range(12)]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["--data-dir", data, "import", str(source)]) == 0
+    chat = capsys.readouterr().out.strip()
+    assert main(["--data-dir", data, "summarize", chat]) == 0
+    with sqlite3.connect(tmp_path / "data" / DB_NAME) as db:
+        records = [json.loads(row[0]) for row in db.execute("SELECT record FROM summary")]
+    assert len(records) == 1
+    stored = json.dumps(records[0])
+    assert [secret for _, secret in PROSE_SECRETS if secret in stored] == []
+    # Each secret once, and nothing in the prose without one (the count is of the summarized messages' secrets).
+    assert records[0]["redactions"] == len(PROSE_SECRETS)
