@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from ..core.chat import commands as slash
 from ..core.chat.snapshot import Snapshot
+from ..core.models.catalogue import MODELS_FOLDER
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
@@ -350,7 +351,8 @@ class MainWindow(QMainWindow):
         self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id), self._show_settings)
 
     def _show_settings(self, values: tuple) -> None:
-        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls))
+        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls),
+                                models_dir=self.store.path.parent / MODELS_FOLDER)
         dialog.accepted.connect(lambda: self.apply_settings(dialog))
         dialog.finished.connect(self._settings_closed)
         dialog.open()

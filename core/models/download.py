@@ -207,6 +207,7 @@ def download(entry: CatalogueEntry, folder: Path, on_progress: Callable[[Progres
     if reason:
         raise HubUnreachable(f"{entry.name}: {reason}")
     remote = hub_file(entry)
+    folder.mkdir(parents=True, exist_ok=True)
     partial = entry.partial_path(folder, remote.sha256)
     for stale in entry.partials(folder):  # another version of the file: it cannot be resumed into this one
         if stale != partial:
