@@ -23,8 +23,8 @@ from ..core.models.catalogue import (
 from ..core.models.download import DownloadError, HubUnreachable, Paused, Progress, download, offline_reason
 from .workers import Job, Runner
 
-COLUMNS = ("Recommended model", "Download", "Memory", "Context window", "Licence", "Answers right", "")
-STATE_COLUMN, BUTTON_COLUMN = 1, 6
+COLUMNS = ("Recommended model", "Download", "Memory", "Context", "Licence", "Answers right", "Status", "")
+STATE_COLUMN, BUTTON_COLUMN = 6, 7
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,11 @@ class ModelCatalogue(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.tree.header().setStretchLastSection(False)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in range(len(COLUMNS)):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(STATE_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.status = QLabel("")
         self.status.setObjectName("muted")
         self.status.setWordWrap(True)
@@ -101,6 +104,7 @@ class ModelCatalogue(QWidget):
                                        answer_rate_text(entry.answer_rate))):
             item.setText(column, text)
         item.setToolTip(0, f"{entry.repo}/{entry.file}\nFigures from {entry.source}")
+        item.setToolTip(4, entry.licence)
         item.setData(0, Qt.ItemDataRole.UserRole, entry)
         self.tree.addTopLevelItem(item)
         button = QPushButton("Download")

@@ -38,7 +38,7 @@ def catalogue_rows(catalogue) -> list[list[str]]:
 
 
 def state(catalogue, name: str) -> str:
-    return catalogue._items[name].text(1)
+    return catalogue._items[name].text(6)
 
 
 def test_the_catalogue_shows_each_models_figures_and_fetches_nothing(qtbot, make_window, hub):
