@@ -27,6 +27,7 @@ from ..core.chat import commands as slash
 from ..core.chat.snapshot import Snapshot
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.records import local_time
+from ..core.models.catalogue import MODELS_FOLDER
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
@@ -365,7 +366,8 @@ class MainWindow(QMainWindow):
         self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id), self._show_settings)
 
     def _show_settings(self, values: tuple) -> None:
-        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls))
+        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls),
+                                models_dir=self.store.path.parent / MODELS_FOLDER)
         dialog.accepted.connect(lambda: self.apply_settings(dialog))
         dialog.finished.connect(self._settings_closed)
         dialog.open()

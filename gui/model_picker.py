@@ -1,8 +1,10 @@
-"""Settings → Local model: a list of the models on this machine to pick from, and Choose file… for any .gguf.
+"""Settings → Local model: a list of the models on this machine to pick from, Choose file… for any .gguf, and under
+them the catalogue of recommended models to download (model_catalogue.py).
 
-The list holds the built-in SmolLM2, the GGUF files found in the folders of LM Studio, Jan, GPT4All and llama.cpp's
-cache, and the models of an Ollama server when one answers (core.providers.discovery). Looking for them touches the
-disk and the network, so it runs off the GUI thread: the page shows at once and the list fills in.
+The list holds the built-in SmolLM2, the GGUF files in Precis's models folder (downloads) and in the folders of LM
+Studio, Jan, GPT4All and llama.cpp's cache, and the models of an Ollama server when one answers
+(core.providers.discovery). Looking for them touches the disk and the network, so it runs off the GUI thread: the
+page shows at once and the list fills in. A model downloaded joins the list.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ..core.providers.discovery import FoundModel, describe_gguf, find_local_models, ollama_server_url
+from ..core.models.catalogue import models_folder, size_text
+from ..core.providers.discovery import DOWNLOADED, FoundModel, describe_gguf, find_local_models, ollama_server_url
 from ..core.providers.local import MODEL_NAME, find_model_path
+from .model_catalogue import ModelCatalogue
 from .workers import Runner
 
 BUILT_IN = "built in"
@@ -33,19 +37,9 @@ CHOSEN_FILE = "chosen file"
 COLUMNS = ("Model", "Size", "Context window", "From")
 
 
-def size_text(size: int | None) -> str:
-    if size is None:
-        return ""
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1000 or unit == "GB":
-            return f"{size:,.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1000
-    return ""
-
-
-def _find_models() -> tuple[FoundModel, list[FoundModel]]:
+def _find_models(downloads: Path) -> tuple[FoundModel, list[FoundModel]]:
     """(the built-in model described, every model found on this machine); runs on a worker."""
-    return replace(describe_gguf(find_model_path(), BUILT_IN), name=MODEL_NAME), find_local_models()
+    return replace(describe_gguf(find_model_path(), BUILT_IN), name=MODEL_NAME), find_local_models(downloads=downloads)
 
 
 class ModelPicker(QWidget):
@@ -57,10 +51,12 @@ class ModelPicker(QWidget):
     checked = Signal(object)  # a file from Choose file… was checked: the FoundModel (its `problem` says why not)
 
     def __init__(self, local: bool, path: str, served: tuple[str, str] | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None, models_dir: Path | None = None) -> None:
         """What is in use: the local model (`local`) from `path` ('' for the built-in one), or the model of a
-        server, (base URL, model name), shown as picked if the Ollama server is found serving it."""
+        server, (base URL, model name), shown as picked if the Ollama server is found serving it. `models_dir` is
+        the data folder's models folder (None: the one PRECIS_HOME or the user data folder holds)."""
         super().__init__(parent)
+        models_dir = models_dir or models_folder()
         self._current_path = path
         self._current_served = served
         self._runner = Runner(parent=self)
@@ -90,12 +86,15 @@ class ModelPicker(QWidget):
         layout.addWidget(self.tree, 1)
         layout.addLayout(buttons)
         layout.addWidget(self.error)
+        self.catalogue = ModelCatalogue(models_dir)
+        self.catalogue.downloaded.connect(self._downloaded)
+        layout.addWidget(self.catalogue, 1)
         built_in = self._add(FoundModel(source=BUILT_IN, name=MODEL_NAME))
         if local and not path:
             self._show_picked(built_in)
         elif local:
             self._show_picked(self._add(describe_gguf(Path(path), CHOSEN_FILE)))
-        job = self._runner.submit("find local models", lambda _job: _find_models())
+        job = self._runner.submit("find local models", lambda _job: _find_models(models_dir))
         job.succeeded.connect(self._fill)
         job.failed.connect(self._not_found)
 
@@ -154,6 +153,11 @@ class ModelPicker(QWidget):
             parts.append(f"{served} model{'s' * (served != 1)} of the Ollama server at {ollama_server_url()}")
         self.status.setText("Found " + " and ".join(parts) + ".")
         self.listed.emit()
+
+    def _downloaded(self, path: Path) -> None:
+        """A catalogue download finished: listed with the rest, after the built-in model, ready to pick."""
+        if self._item_for(FoundModel(source=DOWNLOADED, name=path.stem, path=path)) is None:
+            self._add(describe_gguf(path, DOWNLOADED), 1)
 
     def _not_found(self, error: str) -> None:
         self.status.setText(f"Could not look for models: {error}")

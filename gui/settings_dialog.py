@@ -192,7 +192,8 @@ class SettingsDialog(QDialog):
     chat_model = ChatSettings
 
     def __init__(self, provider: ProviderChoice, policy: dict[str, Any], chat: ChatSettings | None,
-                 key_saved: bool, parent=None, tools_page: ToolsPage | None = None) -> None:
+                 key_saved: bool, parent=None, tools_page: ToolsPage | None = None,
+                 models_dir: Path | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
         self.setMinimumWidth(520)
@@ -239,13 +240,15 @@ class SettingsDialog(QDialog):
         # Local model: the picker, and how llama.cpp loads it
         self._model_path = provider.model_path
         served = (provider.base_url, provider.model) if provider.kind == "openai" and provider.base_url else None
-        self.model_picker = ModelPicker(provider.kind == "local", provider.model_path, served)
+        self.model_picker = ModelPicker(provider.kind == "local", provider.model_path, served, models_dir=models_dir)
+        # Closing the dialog pauses any download (kept, resumed from where it stopped next time).
+        self.finished.connect(self.model_picker.catalogue.pause_all)
         self.model_picker.chosen.connect(self._model_picked)
         local_page = QWidget()
         local_layout = QVBoxLayout(local_page)
         local_note = QLabel("Pick the model replies come from: the built-in one, a GGUF file found on this computer "
-                            "or chosen with Choose file…, or a model of a running Ollama server. Nothing is "
-                            "downloaded.")
+                            "or chosen with Choose file…, or a model of a running Ollama server; or download a recommended one "
+                            "below (nothing is fetched unless you click Download).")
         local_note.setObjectName("muted")
         local_note.setWordWrap(True)
         local_layout.addWidget(local_note)

@@ -27,6 +27,16 @@ def documented_forms(text: str) -> list[str]:
                              if " COMMAND" in form else [form])]
 
 
+def command_names(group: click.Group, prefix: str = "") -> dict[str, click.Command]:
+    """Every command by its name as typed, a group's subcommands included ("models get")."""
+    names: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        names[prefix + name] = command
+        if isinstance(command, click.Group):
+            names.update(command_names(command, f"{prefix}{name} "))
+    return names
+
+
 def parse(form: str) -> tuple[click.Command, str, list[tuple[click.Parameter, str | None]], list[str]]:
     """(command, its name, [(option, value word)], positional words) of a documented form."""
     group = load_commands()
@@ -47,6 +57,8 @@ def parse(form: str) -> tuple[click.Command, str, list[tuple[click.Parameter, st
             options.append((param, value))
         elif command is group and word in group.commands:
             command, name = group.commands[word], word
+        elif isinstance(command, click.Group) and not positionals and word in command.commands:
+            command, name = command.commands[word], f"{name} {word}"
         else:
             positionals.append(word)
         i += 1
@@ -65,8 +77,9 @@ def test_every_command_is_documented_with_every_option():
     for form in PAGE_FORMS:
         _command, name, options, _positionals = parse(form)
         documented.setdefault(name, set()).update(param.opts[0] for param, _value in options)
-    assert set(documented) == set(group.commands), "docs/command-line.md's commands and `precis --help` differ"
-    for name, command in group.commands.items():
+    commands = command_names(group)
+    assert set(documented) == set(commands), "docs/command-line.md's commands and `precis --help` differ"
+    for name, command in commands.items():
         accepted = {p.opts[0] for p in command.params if isinstance(p, click.Option)} - COMMON
         assert accepted <= documented[name], f"`precis {name}` options missing from docs/command-line.md: " \
                                              f"{sorted(accepted - documented[name])}"

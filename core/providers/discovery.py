@@ -1,5 +1,6 @@
-"""Local models already on this machine: GGUF files in the folders of LM Studio, Jan, GPT4All and llama.cpp's cache,
-and the models of an Ollama server on this machine when one answers. Nothing is downloaded.
+"""Local models already on this machine: GGUF files in Precis's own models folder (catalogue downloads), in the folders
+of LM Studio, Jan, GPT4All and llama.cpp's cache, and the models of an Ollama server on this machine when one
+answers. Nothing is downloaded.
 
 Both look-ups touch the disk or the network: call them off the GUI thread.
 """
@@ -28,6 +29,7 @@ MODEL_FOLDERS: tuple[tuple[str, str], ...] = (
     ("llama.cpp", ".cache/llama.cpp"),
 )
 LLAMA_CACHE_ENV = "LLAMA_CACHE"
+DOWNLOADED = "downloaded"  # the source shown for a file in Precis's own models folder
 # Model folders hold a few levels (publisher/model/file.gguf); deeper trees are not models.
 MAX_DEPTH = 4
 
@@ -49,10 +51,13 @@ class FoundModel:
         return f"{self.name} ({self.source})"
 
 
-def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None) -> list[tuple[str, Path]]:
+def model_folders(home: Path | None = None, env: Mapping[str, str] | None = None,
+                  downloads: Path | None = None) -> list[tuple[str, Path]]:
+    """Where GGUF files are looked for: `downloads` (Precis's models folder) first, then each app's."""
     home = home or Path.home()
     env = os.environ if env is None else env
-    folders = [(app, home / folder) for app, folder in MODEL_FOLDERS]
+    folders = [(DOWNLOADED, downloads)] if downloads is not None else []
+    folders += [(app, home / folder) for app, folder in MODEL_FOLDERS]
     if env.get(LLAMA_CACHE_ENV):
         folders.append(("llama.cpp", Path(env[LLAMA_CACHE_ENV]).expanduser()))
     return folders
@@ -70,11 +75,13 @@ def _gguf_files(folder: Path) -> list[Path]:
     return found
 
 
-def find_gguf_models(home: Path | None = None, env: Mapping[str, str] | None = None) -> list[FoundModel]:
-    """The GGUF files in the usual model folders (each file once, under the first app whose folder holds it)."""
+def find_gguf_models(home: Path | None = None, env: Mapping[str, str] | None = None,
+                     downloads: Path | None = None) -> list[FoundModel]:
+    """The GGUF files in the usual model folders (each file once, under the first app whose folder holds it). A
+    download not finished is a .part file, never listed."""
     seen: set[Path] = set()
     models = []
-    for app, folder in model_folders(home, env):
+    for app, folder in model_folders(home, env, downloads):
         if not folder.is_dir():
             continue
         for path in _gguf_files(folder):
@@ -133,7 +140,7 @@ def find_ollama_models(base_url: str | None = None, timeout: float = OLLAMA_TIME
 
 
 def find_local_models(home: Path | None = None, env: Mapping[str, str] | None = None,
-                      ollama_url: str | None = None) -> list[FoundModel]:
-    """Every model found on this machine: GGUF files first, then the models of the Ollama server at `ollama_url`
-    (None: ollama_server_url(env))."""
-    return find_gguf_models(home, env) + find_ollama_models(ollama_url or ollama_server_url(env))
+                      ollama_url: str | None = None, downloads: Path | None = None) -> list[FoundModel]:
+    """Every model found on this machine: GGUF files first (those in `downloads`, Precis's models folder, first),
+    then the models of the Ollama server at `ollama_url` (None: ollama_server_url(env))."""
+    return find_gguf_models(home, env, downloads) + find_ollama_models(ollama_url or ollama_server_url(env))
