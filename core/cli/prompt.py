@@ -7,10 +7,9 @@ import json
 import click
 
 from ..context.prompt_parts import prompt_parts
-from ..storage.chats import restore_engine
 from ..storage.store import StoreError, open_store
 from .group import cli, data_dir_option
-from .store import DEFAULT_WINDOW, _fail, unicode_text
+from .store import _fail, chat_engine, known_model, unicode_text
 
 
 @cli.command()
@@ -23,17 +22,18 @@ def prompt(chat: str, as_json: bool, data_dir: str | None) -> int:
     try:
         with open_store(data_dir) as store:
             found = store.find_chat(chat)
-            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
+            engine = chat_engine(store, found.id, known_model(store))
             parts, total = prompt_parts(engine)
             available = engine.budget.available
+            exact = engine.counter.is_exact  # restored whole: no stand-in counts
     except (StoreError, ValueError) as exc:
         return _fail("prompt", exc)
     if as_json:
-        print(json.dumps({"chat": found.id, "title": found.title, "tokens": total, "budget": available,
+        print(json.dumps({"chat": found.id, "title": found.title, "tokens": total, "tokens_exact": exact, "budget": available,
                           "parts": [part.as_json() for part in parts]}, indent=2, ensure_ascii=False))
         return 0
     print(f"{found.title}  ({found.id})")
-    print(f"next prompt: {total:,} / {available:,} tokens, {len(parts)} parts")
+    print(f"next prompt: {total:,} / {available:,} tokens ({'exact' if exact else 'estimated'}), {len(parts)} parts")
     for number, part in enumerate(parts, 1):
         where = f" · from {part.source[:8]}" if part.source else ""
         detail = f" · {part.detail}" if part.detail else ""
