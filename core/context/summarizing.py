@@ -381,16 +381,16 @@ class Summarization:
         policy, count = self.setup.policy, self.setup.counter.count_text
         cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
         covered = sum(map(self.archive.covered_count, children))
-        told = [c for c in children if not is_marker(c.text)]
-        if told and all(is_digest(c.text) for c in told):
+        worded = [c for c in children if not is_marker(c.text)]
+        if worded and all(is_digest(c.text) for c in worded):
             # Digests know the room the next one takes (`coming`, its share of the messages it is about to
             # replace): the merge takes the rest (with a quarter left, the chains of LoCoMo's longer conversations
             # at 8k ended a tenth below their share: benchmarks/fidelity). Never larger than the digests it folds:
             # each took at most its share of what it replaced.
             if coming:
                 cap = min(policy.max_summary_tokens, max(self.chain_room(len(children)) - coming, MIN_SUMMARY_ROOM))
-            cap = min(cap, max(sum(c.tokens for c in told), MIN_SUMMARY_ROOM))
-            return merged_digest([c.text for c in told], covered, cap, count)
+            cap = min(cap, max(sum(c.tokens for c in worded), MIN_SUMMARY_ROOM))
+            return merged_digest([c.text for c in worded], covered, cap, count)
         header = f"Merged summary of {covered} earlier messages."
         # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.
         trail = render_artifact_trail(facets, cap - count(header) - 8, count)
