@@ -18,7 +18,7 @@ from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, Too
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
-from ..model.tokens import Calibration, TokenCounter
+from ..model.tokens import TokenCounter
 from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
@@ -26,10 +26,16 @@ from ..providers.base import (
     ContextLengthExceeded,
     Provider,
     ProviderError,
-    token_counter,
 )
 from ..settings import CALIBRATION_KEY, ChatSettings
-from ..storage.chats import effective_policy, restore_engine, save_token_counts, with_overrides
+from ..storage.chats import (
+    calibration_name,
+    counter_for,
+    effective_policy,
+    restore_engine,
+    save_token_counts,
+    with_overrides,
+)
 from ..storage.store import Store, StoreError, Versions, attach_engine
 from .rows import build_rows, can_switch_version, row_index
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
@@ -136,7 +142,7 @@ class ChatSession:
         return snapshot
 
     def _build_engine(self, estimate: bool) -> Snapshot:
-        engine, self.settings = self._restore(self._counter())
+        engine, self.settings = self._restore(counter_for(self.provider, self.store))
         self.max_reply_tokens = max(16, self.settings.reserve_output)
         if self._detach is not None:
             self._detach()
@@ -210,29 +216,13 @@ class ChatSession:
         if self._not_saved is not None:
             raise self._not_saved
 
-    def _counter(self) -> TokenCounter:
-        """Exact counts when the provider has the model's own tokenizer (the local model), else estimates; with the
-        correction this model's replies taught before."""
-        try:
-            counter = token_counter(self.provider)
-        except Exception as exc:  # noqa: BLE001 - whatever stops the tokenizer loading, estimates still work
-            log.warning("token counts are estimated: the model's tokenizer is unavailable (%s)", exc)
-            counter = TokenCounter()
-        saved = (self.store.get_setting(CALIBRATION_KEY) or {}).get(self._calibration_name(counter))
-        if saved is not None:
-            counter.restore_calibration(Calibration(*saved))
-        return counter
-
-    def _calibration_name(self, counter: TokenCounter) -> str:
-        return f"{self.provider.name} {self.provider.model} / {counter.name}"
-
     def _calibrate(self, raw_estimate: int, actual: int) -> None:
         """Correct the counts from the prompt tokens the model reported, and keep the correction for this model, so
         that the chat opened afresh counts what it counted live (the gauge went from 944 tokens to 357)."""
         counter = self.built_engine.counter
         if counter.calibrate(raw_estimate, actual):
             saved = dict(self.store.get_setting(CALIBRATION_KEY) or {})
-            saved[self._calibration_name(counter)] = list(counter.calibration)
+            saved[calibration_name(self.provider, counter)] = list(counter.calibration)
             try:
                 self.store.set_setting(CALIBRATION_KEY, saved)
             except StoreError as exc:  # a read-only store: learned again next time, the reply is what matters

@@ -19,8 +19,9 @@ from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
-from ..providers.registry import make_provider, provider_for
-from ..settings import KINDS, MODES, PROVIDER_KEY, ChatSettings, ProviderChoice
+from ..providers.registry import make_provider
+from ..settings import KINDS, MODES, ChatSettings
+from ..storage.chats import chosen_provider
 from ..storage.store import StoreError, open_store
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
@@ -315,10 +316,9 @@ def chat(message: str | None, provider: str | None, base_url: str | None, model:
     turn = TurnOptions(**options, chat=chat_ref, data_dir=data_dir)
     try:
         if provider is None:  # the window's: Settings → Provider, with what was given here over it
-            with open_store(data_dir) as store:
-                choice = ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY))
             given = {name: value for name, value in (("base_url", base_url), ("model", model)) if value}
-            backend = provider_for(ProviderChoice.model_validate({**choice.model_dump(), **given}))
+            with open_store(data_dir) as store:
+                backend = chosen_provider(store, **given)
         else:
             backend = make_provider(provider, base_url=base_url, model=model)
         if message is not None and chat_ref is None and not (turn.workspace or turn.mcp):

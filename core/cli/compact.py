@@ -12,10 +12,10 @@ from ..context.budget import cut_messages
 from ..context.engine import Budget, ContextEngine, Prompt
 from ..model.messages import Message
 from ..model.records import SummaryMode
-from ..model.tokens import TokenCounter
-from ..providers.base import ProviderError
+from ..providers.base import Provider, ProviderError
 from ..providers.registry import make_provider
 from ..settings import KINDS, SUMMARY_SECONDS, SummarizationPolicy
+from ..storage.chats import counter_for
 from ..storage.importers import ImportFailed, parse_file
 from ..storage.interchange import message_to_record
 from ..summary.summarizers import make_summarizer
@@ -120,6 +120,7 @@ def result_json(result: ReplayResult) -> dict:
             "summaries_made": len(engine.records),
             "active_summaries": len(engine.chain()),
             "tokens_exact": usage.exact,
+            "tokenizer": engine.counter.name,
             "fallbacks": sum(r.fallback_used for r in engine.records),
         },
     }
@@ -130,8 +131,9 @@ def print_report(result: ReplayResult, out) -> None:
     budget = engine.budget
     print(f"{len(result.originals)} messages replayed into a {budget.window}-token window "
           f"({budget.available} available after reserving {budget.reserve_output} for the reply)", file=out)
+    counted = "exact" if engine.counter.is_exact else "estimated"
     print(f"prompt: {len(prompt.items)} items, {prompt.tokens} tokens "
-          f"({prompt.tokens / budget.available:.0%} of the budget)", file=out)
+          f"({prompt.tokens / budget.available:.0%} of the budget, {counted})", file=out)
     print("by kind: " + ", ".join(f"{k} {v}" for k, v in sent_by_kind(prompt).items() if v), file=out)
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
@@ -152,7 +154,8 @@ def print_report(result: ReplayResult, out) -> None:
 @click.option("--reserve-output", type=int, default=512, show_default=True, help="tokens reserved for the reply")
 @click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True)
 @click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True,
-              help="who writes llm/hybrid summaries (default: the embedded local model)")
+              help="the model the prompt is for: its own vocabulary counts the tokens where it is at hand (the "
+                   "embedded model's), else they are estimated; it writes llm/hybrid summaries")
 @click.option("--base-url")
 @click.option("--model")
 @click.option("--summary-seconds", type=click.FloatRange(min=0, min_open=True), default=SUMMARY_SECONDS,
@@ -190,12 +193,16 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: Sum
     if parsed.undecodable:
         print(f"precis compact: {parsed.undecodable.describe()}", file=sys.stderr)
     messages = parsed.messages
-    summarizer_provider = None
     try:
-        if mode != "rule":
-            summarizer_provider = make_provider(provider, base_url=base_url, model=model)
-        engine = ContextEngine(budget, SummarizationPolicy(mode=mode), TokenCounter(),
-                               make_summarizer(mode, summarizer_provider, summary_seconds))
+        try:
+            chat_model: Provider | None = make_provider(provider, base_url=base_url, model=model)
+        except ProviderError as exc:
+            if mode != "rule":  # it writes the summaries
+                raise
+            print(f"precis compact: token counts are estimated: {exc}", file=sys.stderr)
+            chat_model = None
+        engine = ContextEngine(budget, SummarizationPolicy(mode=mode), counter_for(chat_model),
+                               make_summarizer(mode, chat_model if mode != "rule" else None, summary_seconds))
         result = replay(messages, engine)
     except (ProviderError, ValueError) as exc:
         print(f"precis compact: {exc}", file=sys.stderr)

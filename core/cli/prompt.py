@@ -10,10 +10,9 @@ from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_setup
 from ..context.engine import ContextEngine
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..providers.local import counter_named
-from ..storage.chats import restore_engine
 from ..storage.store import Store, StoreError, open_store
 from .group import cli, data_dir_option
-from .store import DEFAULT_WINDOW, _fail, message_ref, unicode_text
+from .store import _fail, chat_engine, known_model, message_ref, unicode_text
 
 
 @cli.command()
@@ -29,7 +28,7 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
     try:
         with open_store(data_dir) as store:
             found = store.find_chat(chat)
-            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
+            engine = chat_engine(store, found.id, known_model(store))
             if reply is None:
                 parts, total = prompt_parts(engine)
                 heading = "next prompt"
@@ -37,15 +36,16 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
                 parts, total = _sent(store, found.id, engine, message_ref(engine.messages, reply))
                 heading = f"reply {reply} was written from"
             available = engine.budget.available
+            exact = engine.counter.is_exact  # restored whole: no stand-in counts
     except (StoreError, ValueError, KeyError, NotRebuilt) as exc:
         return _fail("prompt", exc)
     if as_json:
         print(json.dumps({"chat": found.id, "title": found.title, "reply": reply, "tokens": total,
-                          "budget": available, "parts": [part.as_json() for part in parts]},
+                          "tokens_exact": exact, "budget": available, "parts": [part.as_json() for part in parts]},
                          indent=2, ensure_ascii=False))
         return 0
     print(f"{found.title}  ({found.id})")
-    print(f"{heading}: {total:,} / {available:,} tokens, {len(parts)} parts")
+    print(f"{heading}: {total:,} / {available:,} tokens ({'exact' if exact else 'estimated'}), {len(parts)} parts")
     for number, part in enumerate(parts, 1):
         where = f" · from {part.source[:8]}" if part.source else ""
         detail = f" · {part.detail}" if part.detail else ""
@@ -59,7 +59,8 @@ def _sent(store: Store, chat_id: str, engine: ContextEngine, message_id: str) ->
     """What the reply was written from, counted with the tokenizer it was counted with (found on this machine)."""
     reply = next((m for m in engine.messages if m.id == message_id), None)
     setup = sent_setup(store, chat_id, reply) if reply is not None else None
-    counter = counter_named(setup.counter) if setup is not None else None
-    if setup is not None and counter is None:
+    counter = (engine.counter if setup is None or setup.counter == engine.counter.name
+               else counter_named(setup.counter))
+    if counter is None and setup is not None:
         raise NotRebuilt(f"it was counted with {setup.counter}, which is not on this machine")
     return sent_prompt(store, chat_id, engine, message_id, counter)

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
 
 from ..context.budget import over_budget
+from ..context.engine import ContextEngine
 from ..model.records import local_time
-from ..storage.chats import restore_engine, save_token_counts
+from ..providers.base import Provider, ProviderError
+from ..storage.chats import chosen_provider, counter_for, restore_engine, save_token_counts
 from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.message_table import search_words
-from ..storage.store import ChatNotFound, MessageNotFound, StoreError, open_store
+from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError, open_store
 from .group import cli, data_dir_option
+
+log = logging.getLogger("precis.cli")
 
 DEFAULT_WINDOW = 8192
 SEARCH_LIMIT = 10_000  # most hits one search lists (SQLite's integers end at 2**63 - 1)
@@ -49,6 +54,24 @@ def message_ref(messages: list, ref: str) -> str:
     if not 1 <= int(ref) <= len(messages):
         raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
     return str(messages[int(ref) - 1].id)
+
+
+def known_model(store: Store) -> Provider | None:
+    """The chats' model (Settings → Provider), or None where it cannot be made here (a hosted model without its
+    key): then counts are estimates."""
+    try:
+        return chosen_provider(store)
+    except (ProviderError, ValueError) as exc:
+        log.warning("token counts are estimated: %s", exc)
+        return None
+
+
+def chat_engine(store: Store, chat_id: str, provider: Provider | None, **restore) -> ContextEngine:
+    """CHAT's engine counted as the window counts it: with `provider`'s own vocabulary where it is at hand, else
+    estimated (the usage says which)."""
+    engine, _ = restore_engine(store, chat_id, default_window=DEFAULT_WINDOW, counter=counter_for(provider, store),
+                               **restore)
+    return engine
 
 
 def _fail(command: str, message: object, code: int | None = None) -> int:
@@ -129,7 +152,7 @@ def context(chat: str, data_dir: str | None) -> int:
     try:
         with open_store(data_dir) as store:
             found = store.find_chat(chat)
-            engine, _ = restore_engine(store, found.id, default_window=DEFAULT_WINDOW)
+            engine = chat_engine(store, found.id, known_model(store))
             usage = engine.usage()
             note = over_budget(engine)
             if not store.read_only:  # a read-only store is shown, not cached into

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +27,13 @@ log = logging.getLogger("precis.engine")
 
 # Below this much room a summary is replaced by a marker.
 MIN_SUMMARY_ROOM = 50
+MARKER = "[{} earlier messages archived; no room for a summary]"
+_MARKER = re.compile(re.escape(MARKER).replace(r"\{\}", r"\d+"))
+
+
+def is_marker(text: str) -> bool:
+    """Whether a summary's text is the marker left where there was no room for one: no summary of any kind."""
+    return _MARKER.fullmatch(text) is not None
 # To choose how much to summarize for the target fill, a summary is expected at this share of what it replaces
 # (rule summaries of the shared transcripts and conversations measure 0.02-0.24, median about 0.12).
 EXPECTED_SUMMARY_SHARE = 0.25
@@ -155,10 +163,12 @@ class Summarization:
         the chain is one, and so is the one about to be made of `candidates`; before the first summary, whether the
         messages in the window are conversation. A chain holding a summary of tool traffic keeps to chain_share
         whatever its newest summary is (with the newest deciding, a digest after tool summaries let the chain hold
-        0.46-0.58 of the budget for 2-12 summaries where its share is 0.30)."""
+        0.46-0.58 of the budget for 2-12 summaries where its share is 0.30). A marker (no room for a summary) is
+        neither: one left after digests, for lack of room beside a long tail of tool outputs, made the digests' chain
+        keep to chain_share all at once, which it held twice over until the next summary."""
         if candidates is not None and not is_conversation(candidates):
             return False
-        chain = self.archive.chain
+        chain = [r for r in self.archive.chain if not is_marker(r.text)]
         return all(is_digest(r.text) for r in chain) if chain else is_conversation(self.archive.visible())
 
     def summary_cap(self, talk: bool | None = None, header: int = 0) -> int:
@@ -270,7 +280,7 @@ class Summarization:
             cap = min(cap, int(setup.budget.available / counter.factor) - staying - wrapper)
         marker = cap < MIN_SUMMARY_ROOM
         if marker:
-            draft = SummaryDraft(text=f"[{len(candidates)} earlier messages archived; no room for a summary]",
+            draft = SummaryDraft(text=MARKER.format(len(candidates)),
                                  key_points=[], facets=Facets(), mode=summarizer.mode)
         else:
             session = self.archive.marker_before(candidates[0].id)
@@ -376,15 +386,16 @@ class Summarization:
         policy, count = self.setup.policy, self.setup.counter.count_text
         cap = max(min(policy.max_summary_tokens, self.chain_room(len(children)) * 3 // 4), MIN_SUMMARY_ROOM)
         covered = sum(map(self.archive.covered_count, children))
-        if all(is_digest(c.text) for c in children):
+        worded = [c for c in children if not is_marker(c.text)]
+        if worded and all(is_digest(c.text) for c in worded):
             # Digests know the room the next one takes (`coming`, its share of the messages it is about to
             # replace): the merge takes the rest (with a quarter left, the chains of LoCoMo's longer conversations
             # at 8k ended a tenth below their share: benchmarks/fidelity). Never larger than the digests it folds:
             # each took at most its share of what it replaced.
             if coming:
                 cap = min(policy.max_summary_tokens, max(self.chain_room(len(children)) - coming, MIN_SUMMARY_ROOM))
-            cap = min(cap, max(sum(c.tokens for c in children), MIN_SUMMARY_ROOM))
-            return merged_digest([c.text for c in children], covered, cap, count)
+            cap = min(cap, max(sum(c.tokens for c in worded), MIN_SUMMARY_ROOM))
+            return merged_digest([c.text for c in worded], covered, cap, count)
         header = f"Merged summary of {covered} earlier messages."
         # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.
         trail = render_artifact_trail(facets, cap - count(header) - 8, count)

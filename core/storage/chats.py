@@ -10,14 +10,52 @@ from collections.abc import Callable
 
 from ..context.engine import Budget, ContextEngine
 from ..model.bulk import collector_paused
-from ..model.tokens import TokenCounter
-from ..providers.base import Provider, ProviderError
-from ..providers.registry import make_provider
-from ..settings import SUMMARIZATION_KEY, ChatSettings, SummarizationPolicy, policy_errors
+from ..model.tokens import Calibration, TokenCounter
+from ..providers.base import Provider, ProviderError, token_counter
+from ..providers.registry import make_provider, provider_for
+from ..settings import (
+    CALIBRATION_KEY,
+    PROVIDER_KEY,
+    SUMMARIZATION_KEY,
+    ChatSettings,
+    ProviderChoice,
+    SummarizationPolicy,
+    policy_errors,
+)
 from ..summary.summarizers import Summarizer, make_summarizer
 from .store import Store
 
 log = logging.getLogger("precis.chats")
+
+
+def chosen_provider(store: Store, **given: str) -> Provider:
+    """The model Settings → Provider names, every chat's model in the window, with `given` (base_url, model) over
+    the choice."""
+    choice = ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY))
+    return provider_for(ProviderChoice.model_validate({**choice.model_dump(), **given}))
+
+
+def counter_for(provider: Provider | None, store: Store | None = None) -> TokenCounter:
+    """How a prompt for `provider`'s model is counted: with the model's own vocabulary where it is at hand (the
+    embedded model, a chosen GGUF), else estimated (cl100k); with the correction this model's replies taught
+    before, kept in `store`. None: no model is known, an estimate."""
+    if provider is None:
+        return TokenCounter()
+    try:
+        counter = token_counter(provider)
+    except Exception as exc:  # noqa: BLE001 - whatever stops the tokenizer loading, estimates still work
+        log.warning("token counts are estimated: the model's tokenizer is unavailable (%s)", exc)
+        counter = TokenCounter()
+    saved = (store.get_setting(CALIBRATION_KEY) or {}).get(calibration_name(provider, counter)) if store else None
+    if saved is not None:
+        counter.restore_calibration(Calibration(*saved))
+    return counter
+
+
+def calibration_name(provider: Provider, counter: TokenCounter) -> str:
+    """What a count correction is saved under: the model and the tokenizer it corrects."""
+    return f"{provider.name} {provider.model} / {counter.name}"
+
 
 def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:
     """Global summarization settings with this chat's overrides on top.

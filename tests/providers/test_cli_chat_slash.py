@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from precis.core.cli.chat import TurnOptions, terminal_chat
+from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from precis.core.storage.store import open_store
 
@@ -71,3 +73,52 @@ def test_run_keeps_to_the_chats_own_limits(tmp_path):
     text = out.getvalue()
     assert "allocated\n[exit code: 0]" in text  # 2 GB within the chat's 4,096 MB (the default is 1,024)
     assert "[more than 5 processes at once; the command was stopped]" in text
+
+
+def _summarized_chat(data: str) -> None:
+    """A stored chat of 30 notes, its summaries written by the rules (no model)."""
+    with open_store(data) as store:
+        chat = store.create_chat("notes", {"context_window": 4096, "summarization": {"mode": "rule"}})
+        store.add_messages(chat, [Message("user" if n % 2 == 0 else "assistant", f"note {n} about the kiwi crates " * 20)
+                                  for n in range(30)])
+
+
+def test_history_full_in_the_terminal_chat_is_precis_history_full(tmp_path, capsys):
+    """`/history --full` in `precis chat` printed neither the ranges' first and last messages nor the summaries'
+    text, where `precis history CHAT --full` did: they now print the same lines."""
+    data = str(tmp_path)
+    _summarized_chat(data)
+    out = io.StringIO()
+    args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n/history --full\n"), out,
+                         io.StringIO()) == 0
+    turns = out.getvalue().split("you> ")
+    assert turns[1].startswith("[precis: summarized older messages (manual)")  # /summarize's notice, then /history
+    shown = turns[2].strip()
+    assert main(["--data-dir", data, "history", "notes", "--full"]) == 0
+    title, _, listed = capsys.readouterr().out.strip().partition("\n")
+    assert title.startswith("notes  (") and shown == listed
+    assert "  messages 1-24  24 messages → 1 summary" in shown
+    assert "\n   first: note 0 about the kiwi crates" in shown and "\n   last:  note 23 about" in shown
+    assert "\n   | Conversation digest of 24 messages (user, assistant)" in shown
+
+
+def test_undo_summary_in_the_terminal_chat_says_it_undid_a_summary_and_the_tokens_grew(tmp_path):
+    """After /undo-summary the terminal said '[precis: summarized older messages (undo): 3736 -> 33071 tokens]':
+    an undo read as a summary. It says it undid one, and its figures run from the prompt with the summary to the
+    prompt with the messages back: the summary's own figures, the other way round."""
+    data = str(tmp_path)
+    _summarized_chat(data)
+    out = io.StringIO()
+    args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n/undo-summary\n"), out,
+                         io.StringIO()) == 0
+    text = out.getvalue()
+    made = re.search(r"\[precis: summarized older messages \(manual\): (\d+) -> (\d+) tokens", text)
+    undone = re.search(r"\[precis: undid the summary: 24 messages are back in the context \((\d+) -> (\d+) tokens\)]",
+                       text)
+    assert made is not None and undone is not None, text
+    assert (int(undone[1]), int(undone[2])) == (int(made[2]), int(made[1]))
+    assert int(undone[1]) < int(undone[2])
+    assert text.count("summarized older messages") == 1
+    assert "Summary undone: 24 messages are back in the context." in text
