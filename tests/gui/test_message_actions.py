@@ -62,8 +62,8 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     view = window.conversation
     last_user, last_reply = row_number(view, "step 14."), row_number(view, "step 15.")
     assert view.row_actions(last_user) == ["copy", "edit", "pin", "summarize"]
-    assert view.row_actions(last_reply) == ["copy", "regenerate", "pin", "summarize"]
-    assert view.row_actions(row_number(view, "step 13.")) == ["copy", "pin", "summarize"]
+    assert view.row_actions(last_reply) == ["copy", "regenerate", "sent", "pin", "summarize"]
+    assert view.row_actions(row_number(view, "step 13.")) == ["copy", "sent", "pin", "summarize"]
 
     # The header changes while hovered: the chips stand where the time was.
     index = view.rows_model.index(last_reply)
@@ -92,7 +92,7 @@ def test_hover_actions_copy_edit_pin_and_summarize_and_the_keyboard_reaches_them
     seen: list[list[str]] = []
     QTimer.singleShot(0, lambda: choose_from_popup("Unpin", seen))
     qtbot.keyClick(view, Qt.Key.Key_Menu)
-    assert seen == [["Copy message", "Unpin", "Summarize up to here"]]
+    assert seen == [["Copy message", "What was sent…", "Unpin", "Summarize up to here"]]
     qtbot.waitUntil(lambda: idle(window) and not store.load_messages(chat_id)[3].pinned, timeout=WAIT_MS)
     QGuiApplication.clipboard().clear()
     view.setCurrentIndex(view.rows_model.index(row_number(view, "step 3.")))

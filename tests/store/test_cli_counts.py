@@ -67,4 +67,4 @@ def test_a_hosted_models_counts_are_said_to_be_estimates(tmp_path, capsys):
     assert main(["--data-dir", data, "prompt", chat]) == 0
     assert "tokens (estimated)" in capsys.readouterr().out
     assert main(["--data-dir", data, "summarize", chat]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("(token counts estimated)")
+    assert "(token counts estimated)" in capsys.readouterr().out.splitlines()[0]
