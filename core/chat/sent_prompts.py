@@ -7,26 +7,66 @@ import logging
 
 from ..context.engine import ContextEngine, Prompt
 from ..context.prompt_parts import PromptPart, prompt_parts
-from ..context.sent_record import NotRebuilt, PromptSetup, SentRecord, rebuild, sent_record
+from ..context.sent_record import NotRebuilt, PromptSettings, PromptSetup, SentRecord, rebuild, sent_record
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..storage.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NotRebuilt", "keep_sent", "sent_prompt", "sent_setup"]
+__all__ = ["NotRebuilt", "keep_sent", "sent_prompt", "sent_settings"]
+
+
+def _records_before(messages: list[Message]) -> list[str]:
+    """The records the replies among `messages` keep, oldest first (a record leaves what did not change to them)."""
+    return [m.sent for m in messages if m.role == "assistant" and m.sent]
 
 
 def keep_sent(store: Store, chat_id: str, engine: ContextEngine, prompt: Prompt) -> str | None:
-    """The record (Message.sent) of `prompt`, which the engine just assembled for a reply, its setup saved; None if
-    the setup cannot be saved (the reply matters more)."""
-    record, setup = sent_record(engine, prompt)
+    """The record (Message.sent) of `prompt`, which the engine just assembled for a reply, its setup and settings
+    saved; None if they cannot be saved (the reply matters more)."""
+    record, setup, settings = sent_record(engine, prompt)
+    earlier = next((m.sent for m in reversed(engine.messages) if m.role == "assistant" and m.sent), None)
+    before = None
+    if earlier is not None:
+        try:
+            before = SentRecord.decode(earlier, _records_before(engine.messages[:-1]))
+        except ValueError:  # a record this one cannot lean on: it says everything itself
+            before = None
     try:
-        store.keep_prompt_setup(chat_id, record.setup, setup.as_json())
+        store.keep_prompt_setup(chat_id, {settings.key: settings.as_json(), record.setup: setup.as_json()})
     except StoreError as exc:
         log.warning("what the reply was written from was not saved: %s", exc)
         return None
-    return record.as_json()
+    return record.encode(before)
+
+
+def _setups(store: Store, chat_id: str, record: SentRecord) -> tuple[PromptSetup, PromptSettings]:
+    setup_json = store.prompt_setup(chat_id, record.setup)
+    setup = PromptSetup.from_json(setup_json) if setup_json is not None else None
+    settings_json = store.prompt_setup(chat_id, setup.settings) if setup is not None else None
+    if setup is None or settings_json is None:
+        raise NotRebuilt("the settings it was written under were not saved")
+    return setup, PromptSettings.from_json(settings_json)
+
+
+def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]:
+    position = engine.archive.position.get(message_id)
+    reply = engine.messages[position] if position is not None else None
+    if reply is None or reply.role != "assistant":
+        raise NotRebuilt("it is not a reply of this chat")
+    if reply.sent is None:
+        raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
+    assert position is not None
+    try:
+        return position, SentRecord.decode(reply.sent, _records_before(engine.messages[:position]))
+    except ValueError as exc:
+        raise NotRebuilt(f"its record cannot be read ({exc})") from None
+
+
+def sent_settings(store: Store, chat_id: str, engine: ContextEngine, message_id: str) -> PromptSettings:
+    """The settings reply `message_id` was written under (which tokenizer counted it, say)."""
+    return _setups(store, chat_id, _record_of(engine, message_id)[1])[1]
 
 
 def sent_prompt(store: Store, chat_id: str, engine: ContextEngine, message_id: str,
@@ -35,24 +75,8 @@ def sent_prompt(store: Store, chat_id: str, engine: ContextEngine, message_id: s
     tokens; counted by `counter`, else the engine's (it must have the tokenizer the reply was counted with: the
     command line finds it, counter_named). NotRebuilt says why not: a reply written before replies kept a record,
     or one that no longer rebuilds as it was sent."""
-    position = engine.archive.position.get(message_id)
-    reply = engine.messages[position] if position is not None else None
-    if reply is None or reply.role != "assistant":
-        raise NotRebuilt("it is not a reply of this chat")
-    if reply.sent is None:
-        raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
-    record = SentRecord.from_json(reply.sent)
-    setup = store.prompt_setup(chat_id, record.setup)
-    if setup is None:
-        raise NotRebuilt("the settings it was written under were not saved")
-    rebuilt, prompt = rebuild(record, PromptSetup.from_json(setup), engine.messages[:position], list(engine.records),
+    position, record = _record_of(engine, message_id)
+    setup, settings = _setups(store, chat_id, record)
+    rebuilt, prompt = rebuild(record, setup, settings, engine.messages[:position], list(engine.records),
                               counter or engine.counter)
     return prompt_parts(rebuilt, prompt)
-
-
-def sent_setup(store: Store, chat_id: str, reply: Message) -> PromptSetup | None:
-    """The setup the reply's record names, if it has a record and its setup was saved."""
-    if reply.sent is None:
-        return None
-    saved = store.prompt_setup(chat_id, SentRecord.from_json(reply.sent).setup)
-    return PromptSetup.from_json(saved) if saved is not None else None

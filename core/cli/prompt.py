@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_setup
+from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_settings
 from ..context.engine import ContextEngine
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..providers.local import counter_named
@@ -57,10 +57,8 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
 
 def _sent(store: Store, chat_id: str, engine: ContextEngine, message_id: str) -> tuple[list[PromptPart], int]:
     """What the reply was written from, counted with the tokenizer it was counted with (found on this machine)."""
-    reply = next((m for m in engine.messages if m.id == message_id), None)
-    setup = sent_setup(store, chat_id, reply) if reply is not None else None
-    counter = (engine.counter if setup is None or setup.counter == engine.counter.name
-               else counter_named(setup.counter))
-    if counter is None and setup is not None:
-        raise NotRebuilt(f"it was counted with {setup.counter}, which is not on this machine")
+    name = sent_settings(store, chat_id, engine, message_id).counter
+    counter = engine.counter if name == engine.counter.name else counter_named(name)
+    if counter is None:
+        raise NotRebuilt(f"it was counted with {name}, which is not on this machine")
     return sent_prompt(store, chat_id, engine, message_id, counter)

@@ -163,11 +163,13 @@ class MessageTable(StoreBase):
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
 
-    def keep_prompt_setup(self, chat_id: str, key: str, setup: str) -> None:
-        """Keep what a reply's prompt was assembled under (context/sent_record.PromptSetup), once per chat and key."""
+    def keep_prompt_setup(self, chat_id: str, setups: dict[str, str]) -> None:
+        """Keep what a reply's prompt was assembled under ({key: JSON} of context/sent_record's PromptSetup and
+        PromptSettings), once per chat and key."""
         with self._write("save what the reply was written from") as session:
             session.connection().exec_driver_sql(
-                "INSERT OR IGNORE INTO prompt_setup (chat_id, key, setup) VALUES (?, ?, ?)", (chat_id, key, setup))
+                "INSERT OR IGNORE INTO prompt_setup (chat_id, key, setup) VALUES (?, ?, ?)",
+                [(chat_id, key, setup) for key, setup in setups.items()])
 
     def prompt_setup(self, chat_id: str, key: str) -> str | None:
         with self._read() as session:

@@ -10,7 +10,7 @@ from precis.core.chat.sent_prompts import NotRebuilt, sent_prompt
 from precis.core.chat.session import ChatSession
 from precis.core.cli.main import main
 from precis.core.context.prompt_parts import RECALLED, SUMMARY
-from precis.core.context.sent_record import PromptSetup, SentRecord, rebuild
+from precis.core.context.sent_record import PromptSettings, PromptSetup, SentRecord, rebuild
 from precis.core.model.messages import Message
 from precis.core.providers.base import CancelToken
 from precis.core.settings import SUMMARIZATION_KEY
@@ -40,16 +40,18 @@ def ask(session: ChatSession, question: str, sent: list[list[int]]) -> Message:
 
 def rebuilt_tokens(session: ChatSession, store, chat_id: str, reply: Message, provider) -> list[int]:
     """The tokens of the prompt `reply`'s record rebuilds, as the model process would read them."""
-    record = SentRecord.from_json(reply.sent)
     engine = session.engine
     position = engine.archive.position[reply.id]
-    _, prompt = rebuild(record, PromptSetup.from_json(store.prompt_setup(chat_id, record.setup)),
-                        engine.messages[:position], list(engine.records), engine.counter)
+    earlier = [m.sent for m in engine.messages[:position] if m.role == "assistant" and m.sent]
+    record = SentRecord.decode(reply.sent, earlier)
+    setup = PromptSetup.from_json(store.prompt_setup(chat_id, record.setup))
+    settings = PromptSettings.from_json(store.prompt_setup(chat_id, setup.settings))
+    _, prompt = rebuild(record, setup, settings, engine.messages[:position], list(engine.records), engine.counter)
     return provider.prompt_tokens(prompt.messages)
 
 
 @pytest.mark.model
-def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_and_undo(tmp_path, local_provider,
+def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_edits_and_undo(tmp_path, local_provider,
                                                                                        monkeypatch, capsys):
     sent: list[list[int]] = []
     read = local_provider.prompt_tokens
@@ -81,6 +83,15 @@ def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_an
         for reply, tokens in replies:
             assert rebuilt_tokens(session, store, chat_id, reply, local_provider) == tokens
         before = [sent_prompt(store, chat_id, engine, reply.id) for reply, _ in replies]
+
+        # An edit of the question takes its reply along as a version; paged back, the reply shows what it was sent.
+        question = engine.messages[-2]
+        session.edit_last(question.id, "Which region is Kestrel in?")
+        edited = session.reply(Message(role="assistant", content="", incomplete=True), on_text=lambda _p: None,
+                               cancel=CancelToken()).message
+        assert sent_prompt(store, chat_id, session.engine, edited.id)[0][-2].text == "Which region is Kestrel in?"
+        session.show_version(question.id, 0)
+        assert sent_prompt(store, chat_id, session.engine, replies[-1][0].id) == before[-1]
 
         # Later summaries and their undo change the next prompt, not what earlier replies were written from.
         session.summarize_now()

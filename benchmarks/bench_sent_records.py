@@ -1,0 +1,94 @@
+"""What each reply's record of what it was written from costs: the database of a 10,000-message chat with a record on
+every reply against the same chat without, and the time to rebuild a reply's prompt from its record.
+
+Run: python benchmarks/bench_sent_records.py [MESSAGES]   (10,000 by default; about a minute for each kind of chat)
+Goal: the records add under 1% to the database (issue 26). The chat is written as the window writes it: each reply's
+prompt assembled by the engine at an 8k window (summaries made as they fall due) and its record kept.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from precis.core.chat.sent_prompts import keep_sent, sent_prompt  # noqa: E402
+from precis.core.context.engine import Budget, ContextEngine  # noqa: E402
+from precis.core.model.messages import Message, new_id  # noqa: E402
+from precis.core.settings import SummarizationPolicy  # noqa: E402
+from precis.core.storage.paths import DB_NAME  # noqa: E402
+from precis.core.storage.store import attach_engine, open_store  # noqa: E402
+
+from benchmarks.bench_store import sample_messages  # noqa: E402
+
+CONVERSATION = Path(__file__).resolve().parents[1] / "tests" / "data" / "conversations" / "locomo_1.jsonl"
+GOAL_SHARE = 0.01
+
+
+def conversation_messages(count: int) -> list[Message]:
+    """A real plain conversation (LoCoMo's first), repeated with fresh ids to `count` messages."""
+    rows = [json.loads(line) for line in CONVERSATION.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pool = [Message(role=r["role"], content=r["content"]) for r in rows]
+    return [pool[n % len(pool)].with_changes(id=new_id()) for n in range(count)]
+
+
+def written(messages: list[Message], folder: Path, with_records: bool) -> tuple[int, list[str], float]:
+    """The database's size after writing the chat message by message as the window does (with or without each
+    reply's record), the replies' ids, and the seconds keeping the records took."""
+    keeping = 0.0
+    replies: list[str] = []
+    with open_store(folder) as store:
+        chat = store.create_chat("bench")
+        engine = ContextEngine(Budget(8192), SummarizationPolicy(mode="rule"))
+        attach_engine(store, chat, engine)
+        for message in messages:
+            if message.role == "assistant":
+                replies.append(message.id)
+                if with_records:
+                    start = time.perf_counter()
+                    sent = keep_sent(store, chat, engine, engine.assemble())
+                    keeping += time.perf_counter() - start
+                    message = message.with_changes(sent=sent)
+            store.add_message(chat, message)
+            engine.append(message)
+    size = sum(path.stat().st_size for path in folder.glob(f"{DB_NAME}*"))
+    return size, replies, keeping
+
+
+def rebuild_times(folder: Path, replies: list[str]) -> list[float]:
+    """Seconds to rebuild what replies across the chat were written from (a worker's time: never the GUI thread's)."""
+    from precis.core.storage.chats import restore_engine
+
+    times = []
+    with open_store(folder) as store:
+        chat = store.list_chats()[0].id
+        engine, _ = restore_engine(store, chat, default_window=8192)
+        for reply in replies[:: max(len(replies) // 10, 1)]:
+            start = time.perf_counter()
+            sent_prompt(store, chat, engine, reply)
+            times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    for kind, messages in (("coding sessions", sample_messages(count)), ("plain conversation",
+                                                                         conversation_messages(count))):
+        with tempfile.TemporaryDirectory() as without, tempfile.TemporaryDirectory() as with_:
+            plain, _, _ = written(messages, Path(without), with_records=False)
+            recorded, replies, keeping = written(messages, Path(with_), with_records=True)
+            times = rebuild_times(Path(with_), replies)
+        share = (recorded - plain) / plain
+        print(f"{kind}, {count:,} messages, {len(replies):,} replies: database {plain / 1e6:.1f} MB without records, "
+              f"{recorded / 1e6:.1f} MB with (+{share:.2%}; goal < {GOAL_SHARE:.0%}); keeping a record: mean "
+              f"{keeping / max(len(replies), 1) * 1000:.2f} ms a reply; rebuilding one: median "
+              f"{statistics.median(times) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()
