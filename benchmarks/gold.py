@@ -141,3 +141,18 @@ _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’"})
 def normalize_answer(text: str) -> str:
     """Case- and punctuation-insensitive form, for the conversations' short answers."""
     return " " + " ".join(str(text).lower().translate(_PUNCT).split()) + " "
+
+
+ARTICLES = frozenset({"a", "an", "the"})
+
+
+def answer_words(text: str) -> set[str]:
+    """The words of a text, case- and punctuation-insensitively, without articles."""
+    return set(normalize_answer(text).split()) - ARTICLES
+
+
+def reply_holds_answer(answer: str, reply: str) -> bool:
+    """Whether a model's reply holds a short gold answer: every word of the answer (articles aside) is a word of
+    the reply, in any order ("7 May 2023" in "It was on May 7, 2023.")."""
+    needed = answer_words(answer)
+    return bool(needed) and needed <= answer_words(reply)
