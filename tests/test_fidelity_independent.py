@@ -51,6 +51,14 @@ def test_errors_are_those_of_commands_run_not_names_in_a_file_read():
     assert [f.label for f in gold_facts(messages) if f.kind == "errors"] == ["BadMapError"]
 
 
+def test_a_file_only_named_in_the_users_or_the_assistants_text_is_a_gold_file():
+    messages = [{"role": "user", "content": "The crash is in lib/app/router.ex"},
+                {"role": "assistant", "content": "I will look at config/prod.exs first."},
+                {"role": "tool", "name": "Bash", "content": "see deps/plug/lib/plug.ex"}]
+    files = [f.label for f in gold_facts(messages) if f.kind == "files"]
+    assert files == ["router.ex", "prod.exs"]  # a tool's output is not the session naming a file
+
+
 def test_answers_match_without_case_or_punctuation():
     assert normalize_answer("7 May, 2023.") in normalize_answer("Caroline went on 7 may 2023 to the group")
     assert normalize_answer("May") not in normalize_answer("she maybe went")
