@@ -222,7 +222,7 @@ def answer_rows(paths: list[Path], windows: list[str], modes: list[str], model: 
 
 
 def print_answers(rows: list[AnswerRow], model: Model) -> None:
-    print(f"Answers of {model.name} (window {model.window:,}, greedy, at most {model.max_tokens} tokens): replies "
+    print(f"Answers of {Path(model.name).stem} (window {model.window:,}, greedy, at most {model.max_tokens} tokens): replies "
           "holding the short answer, of the questions whose evidence was all summarized away\n")
     print(table(["conversation", "window", "model", "asked", "answer in precis's prompt", *REFERENCES, "s"],
                 [r.cells() for r in rows]))
