@@ -14,6 +14,7 @@ their output.
     python -m benchmarks.fidelity                        # rule mode, 8k and 32k, everything (about a minute)
     python -m benchmarks.fidelity --modes rule,hybrid --transcripts sweagent_1,sweagent_2,sweagent_3
     python -m benchmarks.fidelity --modes hybrid --summary-seconds 60   # every narrative written, however busy
+    python -m benchmarks.fidelity --answers --windows 8k --transcripts '' --limit 12   # the model's replies
 
 Held-out conversations (LoCoMo's 4-10, never tuned on): `python -m benchmarks.locomo_convert locomo10.json DIR 4 10`
 (LoCoMo's data/locomo10.json at 3eb6f2c; the converter reproduces the shared 1-3 byte for byte), then
@@ -67,9 +68,12 @@ def precis_command() -> list[str]:
     return [exe]
 
 
-def compact(path: Path, window: int, mode: str, probes: Path | None = None, summary_seconds: float | None = None) -> dict:
+def compact(path: Path, window: int, mode: str, probes: Path | None = None, summary_seconds: float | None = None,
+            reserve_output: int | None = None) -> dict:
     """Replay a transcript with `precis compact --json` and return its JSON."""
     args = [*precis_command(), "compact", str(path), "--context-tokens", str(window), "--mode", mode, "--json"]
+    if reserve_output is not None:
+        args += ["--reserve-output", str(reserve_output)]
     if summary_seconds is not None:
         args += ["--summary-seconds", str(summary_seconds)]
     if probes is not None:
@@ -265,6 +269,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="list the transcript facts that were lost, each with where: merged away or in no summary")
     parser.add_argument("--summary-seconds", type=float,
                         help="time limit of one llm/hybrid summary (default: the app's); past it the rules write it")
+    answers = parser.add_argument_group("answers", "ask the model each conversation question (benchmarks/answers.py)")
+    answers.add_argument("--answers", action="store_true",
+                         help="the model's replies to precis's prompt, beside a rolling window and the whole conversation")
+    answers.add_argument("--provider", choices=("local", "openai"), default="local",
+                         help="local: the embedded model, served for the run; openai: the server at --base-url")
+    answers.add_argument("--base-url", help="an OpenAI-compatible server (…/v1), with --provider openai")
+    answers.add_argument("--model", help="the model to ask (default: the server's first)")
+    answers.add_argument("--model-window", type=int, help="the model's window (default: the server's, llama.cpp's /props)")
+    answers.add_argument("--max-tokens", type=int, default=32, help="the longest reply")
+    answers.add_argument("--limit", type=int, help="at most this many questions of each conversation")
     args = parser.parse_args(argv)
     args.modes = [m for m in args.modes.split(",") if m]
     args.windows = [w for w in args.windows.split(",") if w]
@@ -281,8 +295,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    conversation_rows = [conversation_row(args.conversations_dir / f"{c}.jsonl", w, m, args.probes)
-                         for c in args.conversations for w in args.windows for m in args.modes]
+    paths = [args.conversations_dir / f"{c}.jsonl" for c in args.conversations]
+    if args.answers:
+        from benchmarks.answers import run_answers  # it builds on this module
+
+        run_answers(args, paths)
+        paths = []
+    conversation_rows = [conversation_row(p, w, m, args.probes) for p in paths for w in args.windows for m in args.modes]
     if conversation_rows:
         print("Conversations: short answers whose evidence was all summarized away, still in the prompt\n")
         print(table(["conversation", "window", "mode", "summaries", "from summaries", "with recall",

@@ -4,10 +4,10 @@ The summarizers build their artifact trail with precis.core.summary.retention; g
 would measure agreement with the trail's format. These rules are written separately, from the interchange
 format alone (tests/data/transcripts/README.md), so a summary is graded by what it says, not how.
 
-Kinds: files read or changed, commands with their outcome, error names (the errors the session hit: in the
-output of commands run; a file read, viewed or edited shows its text, and a `rescue ArgumentError` there is not an
-error), the user's requests and corrections, and the state of the task at the cut (the last files touched and the
-last command before it).
+Kinds: files read, changed or named (in a command, the user's or the assistant's text), commands with their outcome,
+error names (the errors the session hit: in the output of commands run; a file read, viewed or edited shows its
+text, and a `rescue ArgumentError` there is not an error), the user's requests and corrections, and the state of
+the task at the cut (the last files touched and the last command before it).
 """
 
 from __future__ import annotations
@@ -68,6 +68,11 @@ def files_of(message: dict) -> list[str]:
     return [f.rstrip("/").rsplit("/", 1)[-1] for f in found]
 
 
+def text_files(text: str) -> list[str]:
+    """The file names (by their last part) a message's text names: paths with a known extension."""
+    return [f.rsplit("/", 1)[-1] for f in PATH.findall(text)]
+
+
 def request_words(text: str) -> tuple[str, ...]:
     seen: list[str] = []
     for word in WORD.findall(text[:400].lower()):
@@ -105,7 +110,10 @@ def gold_facts(messages: list[dict]) -> list[Fact]:
         elif role == "tool" and ran_command:
             for name in ERROR.findall(message.get("content") or ""):
                 add(Fact("errors", name, (name,)))
-        elif role == "user":
+        if role in ("user", "assistant"):  # a file only named in the text is one the session knows of
+            for name in text_files(message.get("content") or ""):
+                add(Fact("files", name, (name,)))
+        if role == "user":
             words = request_words(message.get("content") or "")
             if len(words) >= 2:
                 add(Fact("requests", " ".join(words), words, REQUEST_SHARE))
@@ -141,3 +149,18 @@ _PUNCT = str.maketrans({c: " " for c in string.punctuation + "“”‘’"})
 def normalize_answer(text: str) -> str:
     """Case- and punctuation-insensitive form, for the conversations' short answers."""
     return " " + " ".join(str(text).lower().translate(_PUNCT).split()) + " "
+
+
+ARTICLES = frozenset({"a", "an", "the"})
+
+
+def answer_words(text: str) -> set[str]:
+    """The words of a text, case- and punctuation-insensitively, without articles."""
+    return set(normalize_answer(text).split()) - ARTICLES
+
+
+def reply_holds_answer(answer: str, reply: str) -> bool:
+    """Whether a model's reply holds a short gold answer: every word of the answer (articles aside) is a word of
+    the reply, in any order ("7 May 2023" in "It was on May 7, 2023.")."""
+    needed = answer_words(answer)
+    return bool(needed) and needed <= answer_words(reply)

@@ -145,8 +145,8 @@ def record_markdown(record: SummaryRecord) -> str:
     listed = (
         ("Decisions", facets.decisions), ("Unresolved questions", facets.unresolved_questions),
         ("User requests", facets.user_requests), ("Files read", facets.files_read),
-        ("Files modified", facets.files_modified), ("Errors", facets.errors), ("Entities", facets.entities),
-        ("Participants", facets.participants),
+        ("Files modified", facets.files_modified), ("Files named", facets.files_named), ("Errors", facets.errors),
+        ("Entities", facets.entities), ("Participants", facets.participants),
     )
     for title, items in listed:
         if items:

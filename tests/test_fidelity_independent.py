@@ -3,10 +3,13 @@
 import ast
 from pathlib import Path
 
-from benchmarks.gold import check, gold_facts, normalize_answer
+from hypothesis import given
+from hypothesis import strategies as st
+
+from benchmarks.gold import check, gold_facts, normalize_answer, reply_holds_answer
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-YARDSTICK = ("fidelity.py", "gold.py", "locomo_convert.py")
+YARDSTICK = ("fidelity.py", "answers.py", "gold.py", "locomo_convert.py")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -24,7 +27,7 @@ def test_yardstick_imports_nothing_from_precis():
         modules = imported_modules(BENCHMARKS / name)
         assert not [m for m in modules if m.split(".")[0] in ("precis", "core", "gui") or m.startswith(".")], name
         local = {m for m in modules if m.startswith("benchmarks")}
-        assert local <= {"benchmarks.gold"}, name
+        assert local <= {"benchmarks.gold", "benchmarks.fidelity", "benchmarks.answers"}, name
 
 
 def test_a_failed_command_is_kept_only_with_its_outcome():
@@ -48,9 +51,38 @@ def test_errors_are_those_of_commands_run_not_names_in_a_file_read():
     assert [f.label for f in gold_facts(messages) if f.kind == "errors"] == ["BadMapError"]
 
 
+def test_a_file_only_named_in_the_users_or_the_assistants_text_is_a_gold_file():
+    messages = [{"role": "user", "content": "The crash is in lib/app/router.ex"},
+                {"role": "assistant", "content": "I will look at config/prod.exs first."},
+                {"role": "tool", "name": "Bash", "content": "see deps/plug/lib/plug.ex"}]
+    files = [f.label for f in gold_facts(messages) if f.kind == "files"]
+    assert files == ["router.ex", "prod.exs"]  # a tool's output is not the session naming a file
+
+
 def test_answers_match_without_case_or_punctuation():
     assert normalize_answer("7 May, 2023.") in normalize_answer("Caroline went on 7 may 2023 to the group")
     assert normalize_answer("May") not in normalize_answer("she maybe went")
+
+
+def test_a_reply_counts_when_it_holds_the_answers_words():
+    assert reply_holds_answer("7 May 2023", "Caroline went to the group on May 7, 2023.")
+    assert reply_holds_answer("The sunset", "She painted a sunset by the lake")
+    assert reply_holds_answer("Psychology, counseling certification", "a counseling certification in psychology")
+    assert not reply_holds_answer("7 May 2023", "Caroline went to the group in June 2023.")
+    assert not reply_holds_answer("May", "She maybe went")  # a word, not a part of one
+    assert not reply_holds_answer("Psychology, counseling certification", "She wants to study psychology")
+    assert not reply_holds_answer("", "anything at all")
+
+
+@given(st.lists(st.from_regex(r"[a-z0-9]{1,8}", fullmatch=True), min_size=1, max_size=5), st.text(max_size=40))
+def test_a_reply_holding_the_answer_counts_and_one_without_a_word_of_it_does_not(answer_words, noise):
+    answer = " ".join(answer_words)
+    if set(answer_words) <= {"a", "an", "the"}:
+        return
+    assert reply_holds_answer(answer, f"{noise} {answer.upper()}. {noise}")
+    missing = next(w for w in answer_words if w not in ("a", "an", "the"))
+    reply = " ".join(w for w in f"{noise} {answer}".lower().split() if missing not in normalize_answer(w).split())
+    assert not reply_holds_answer(answer, reply)
 
 
 def test_locomo_conversion_numbers_lines_as_the_shared_conversations_do():

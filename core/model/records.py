@@ -45,6 +45,8 @@ class Facets(BaseModel):
     entities: list[str] = Field(default_factory=list)
     files_read: list[str] = Field(default_factory=list)
     files_modified: list[str] = Field(default_factory=list)
+    # Files neither read nor modified through a tool, only named: in a shell command, the user's or the assistant's text.
+    files_named: list[str] = Field(default_factory=list)
     commands: list[CommandRun] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     tool_usage: list[ToolUsage] = Field(default_factory=list)

@@ -1,4 +1,4 @@
-"""The artifact trail of a run of messages (files read and modified, commands with exit codes, errors, tool usage,
+"""The artifact trail of a run of messages (files read, modified and only named, commands with exit codes, errors, tool usage,
 the user's requests, identifiers), read the way the trail-coverage check reads them (retention.collect_facts) so that
 what the trail shows is what that check counts."""
 
@@ -88,6 +88,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
     for name in facts.errors:
         if not any(name in line for line in errors):
             errors.setdefault(name, None)
+    files_named = named_only(facts.files, [*files_read, *files_modified])
     roles = {m.role for m in messages}
     requests = (user_text(m) for m in messages if m.role == "user")
     facets = Facets(
@@ -95,6 +96,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
         entities=facts.identifiers[:MAX_ENTITIES],
         files_read=list(files_read),
         files_modified=list(files_modified),
+        files_named=files_named,
         commands=[CommandRun(command=c, exit_code=code, count=n) for (c, code), n in commands.items()],
         errors=list(errors),
         tool_usage=tool_usage,
@@ -104,6 +106,18 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
     )
     redacted, _ = redact_obj(facets)
     return redacted
+
+
+def named_only(named: list[str], known: list[str]) -> list[str]:
+    """The files of `named` (in commands or texts) that are none of the `known` (read or modified) nor named before:
+    not the same path, nor the same file by a shorter or longer path ("lib/app.ex" and "/repo/lib/app.ex")."""
+    seen, out = list(known), []
+    for path in named:
+        path = path.removeprefix("./")
+        if not any(k == path or k.endswith("/" + path) or path.endswith("/" + k) for k in seen):
+            seen.append(path)
+            out.append(path)
+    return out
 
 
 def extract_facets(messages: list[Message]) -> Facets:

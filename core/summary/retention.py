@@ -4,7 +4,8 @@ Deterministic and cheap (regexes compiled once, each text scanned once) so it ru
 of facts are extracted from the covered originals and looked up in the text the model will see (every summary's
 text plus the messages still sent verbatim):
 
-- files: paths read or written (tool arguments, SWE-agent `open`/`create`, paths in the user's own text);
+- files: paths read or written (tool arguments, SWE-agent `open`/`create`), or named (in a shell command, in the
+  user's or the assistant's text);
 - commands: shell commands run, with a non-zero exit code when the result shows one;
 - errors: exception names (`ValueError`), compiler error codes (`TS2345` of `error TS2345`), failing test ids;
 - identifiers: short names the user or assistant wrote in backticks;
@@ -84,8 +85,9 @@ able going gonna wanna first start next last keep kept work working look looking
 MAX_INSTRUCTION_WORDS = 20
 INSTRUCTION_MATCH_SHARE = 0.6
 COMMAND_MATCH_CHARS = 60
-# How far before a file's name its folder may appear ("config/: dev.exs, test.exs") on the same line.
-FOLDER_WINDOW = 300
+# How far before a file's name its folder may appear ("config/: dev.exs, test.exs") on the same line: a folder's
+# line lists all its files (a trail short of room folds the files of dropped commands into it: 30 were 800 characters).
+FOLDER_WINDOW = 4000
 # An exit code written next to a command on its line: "cmd (exit 1)", "Command: cmd | Exit: 1".
 EXIT_MENTION = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|rc)\W{0,3}(\d+)\b", re.I)
 # How far after a command its result's exit code may be written: a verbatim result can end with it.
@@ -209,6 +211,7 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
                     files.append(words[1])
                 continue
             commands.append(CommandFact(normalize_command(command), _exit_code(results.get(call.id, ""))))
+            files.extend(paths_in_text(command))
 
         if message.role == "tool":
             if tool_of_call.get(message.tool_call_id or "", (message.name or "").lower()) not in CONTENT_TOOLS:
@@ -219,8 +222,8 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
             continue
         errors.extend(_errors_in(text))
         identifiers.update(name for name in BACKTICKED.findall(FENCED_CODE.sub(" ", text)) if not name.isdigit())
+        files.extend(paths_in_text(text))
         if message.role == "user":
-            files.extend(m.group(1) for m in PATH_IN_TEXT.finditer(text) if "://" not in m.group(1))
             key_words = _key_words(text)
             if key_words:
                 instructions.append(InstructionFact(_normalize(text), key_words))
@@ -232,6 +235,11 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
         identifiers=[name for name, _ in identifiers.most_common(MAX_IDENTIFIERS)],
         instructions=_dedupe(instructions),
     )
+
+
+def paths_in_text(text: str) -> list[str]:
+    """The file paths a text names (not the paths of web addresses)."""
+    return [m.group(1) for m in PATH_IN_TEXT.finditer(text) if "://" not in m.group(1)]
 
 
 def _errors_in(text: str) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, CommandRun, Facets
-from .facets import MAX_ENTITIES, ROLE_ORDER, analyze_calls, facets_of
+from .facets import MAX_ENTITIES, ROLE_ORDER, analyze_calls, facets_of, named_only
 from .redact import redact
 from .retention import COMMAND_MATCH_CHARS, project_root
 from .text_rules import SENTENCE_END, clip, one_line_field
@@ -116,6 +116,8 @@ class _Section:
     dense: Callable[[list[Any]], list[str]] | None = None
     dense_rank: float = 0.5
     is_dense: bool = False
+    # Called with an item dropped: the items it adds to other sections (a command's files), to count what they cost.
+    on_drop: Callable[[Any], list[str]] | None = None
     total: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -153,11 +155,28 @@ def _is_error_name(error: str) -> bool:
 
 def _trail_sections(facets: Facets) -> list[_Section]:
     """The user's requests, then the artifact trail: files by folder, commands with exit codes, errors, entities."""
-    paths = list(dict.fromkeys(facets.files_read + facets.files_modified))
+    # A merge's facets may name a file another of its stretches read or modified: it is listed there.
+    named = named_only(facets.files_named, facets.files_read + facets.files_modified)
+    paths = list(dict.fromkeys(facets.files_read + facets.files_modified + named))
     # The folder most files are in, as the retention check finds it; one file is simply shown whole.
     root = (project_root(paths) or "") if len(paths) > 1 else ""
     modified = set(facets.files_modified)
     only_read = [path for path in facets.files_read if path not in modified]
+    commands = _Section("Commands", list(facets.commands), drop_rank=TRAIL_RANK, show=_command_line,
+                        dense=_command_starts)
+    # A file a listed command names is seen there; when the command goes, the file's name stays (folded into its
+    # folder's line), a few tokens where the command took a dozen. Files named outlast commands and files read.
+    files_named = _Section("Files named", [p for p in named if not any(p in run.command for run in commands.items)],
+                           drop_rank=TRAIL_RANK + 0.5, dense=lambda items: _grouped(items, root), is_dense=True)
+
+    def keep_files_of(run: CommandRun) -> list[str]:
+        freed = [p for p in named if p in run.command and p not in files_named.items
+                 and not any(p in other.command for other in commands.items)]
+        files_named.items.extend(freed)
+        files_named.total += len(freed)
+        return freed
+
+    commands.on_drop = keep_files_of
     return [
         _Section("User requests", list(facets.user_requests[:MAX_REQUESTS]), drop_rank=6, keep_first=True),
         _Section("Decisions", list(facets.decisions), drop_rank=4.5),
@@ -166,7 +185,8 @@ def _trail_sections(facets: Facets) -> list[_Section]:
         # Files read and commands share a rank: of the two, the one that has lost the smaller share loses next, so
         # a long command list does not wipe out every file read (nor the reverse).
         _Section("Files read", _grouped(only_read, root), drop_rank=TRAIL_RANK),
-        _Section("Commands", list(facets.commands), drop_rank=TRAIL_RANK, show=_command_line, dense=_command_starts),
+        files_named,
+        commands,
         _Section("Errors", [e.removeprefix(root) for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
         _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True),
         # A model's entities can be empty or punctuation: only names are shown.
@@ -209,7 +229,8 @@ def _shrink_one(sections: list[_Section], count_tokens: Callable[[str], int]) ->
         item = section.items.pop(1)
     else:
         item = section.items.pop(0 if section.drop_from == "start" else -1)
-    return count_tokens(f"- {section.show(item)}\n")
+    added = section.on_drop(item) if section.on_drop is not None else []
+    return count_tokens(f"- {section.show(item)}\n") - sum(count_tokens(f"{path}, ") for path in added)
 
 
 def _fit(header: str, sections: list[_Section], max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:

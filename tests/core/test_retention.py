@@ -76,7 +76,8 @@ EXCHANGE = [
 
 def test_facts_of_an_exchange_are_the_hand_written_ones():
     assert extract_facts(EXCHANGE) == {
-        "files": ["src/app/config.py", "/repo/src/app/config.py", "/repo/src/app/loader.py"],
+        # The test file is only named, in the command run: a file the session knows of all the same.
+        "files": ["src/app/config.py", "/repo/src/app/config.py", "tests/test_config.py", "/repo/src/app/loader.py"],
         "commands": ["pytest -q tests/test_config.py (exit 1)"],
         "errors": ["KeyError"],
         "identifiers": ["parse_config"],
@@ -86,8 +87,8 @@ def test_facts_of_an_exchange_are_the_hand_written_ones():
 
 def test_a_summary_keeps_what_it_names_and_misses_the_rest():
     thin = check_retention(EXCHANGE, "Edited src/app/loader.py after `pytest -q tests/test_config.py` failed (exit 1).")
-    assert thin.kept == {"files": 1, "commands": 1, "errors": 0, "identifiers": 0, "instructions": 0}
-    assert thin.total == {"files": 3, "commands": 1, "errors": 1, "identifiers": 1, "instructions": 1}
+    assert thin.kept == {"files": 2, "commands": 1, "errors": 0, "identifiers": 0, "instructions": 0}
+    assert thin.total == {"files": 4, "commands": 1, "errors": 1, "identifiers": 1, "instructions": 1}
     assert thin.missing["errors"] == ["KeyError"] and thin.missing["identifiers"] == ["parse_config"]
     # "tests/test_config.py" does not name config.py.
     assert thin.missing["files"] == ["src/app/config.py", "config.py"]
@@ -186,11 +187,12 @@ def test_backticked_identifiers_and_errors_match_exactly():
 
 
 def test_claude_code_reference_summary_is_measurable():
-    """Claude Code's own compaction (message 405) against the facts of messages 0..404: files are kept, most
-    shell commands are not; this is the reference row of benchmarks/fidelity.py."""
+    """Claude Code's own compaction (message 405) against the facts of messages 0..404: most files are kept (not
+    all of those only named in commands: 24 of 30), most shell commands are not; this is the reference row of
+    benchmarks/fidelity.py."""
     messages = list(transcript("claudecode_session.jsonl"))
     retention = check_retention(messages[:405], messages[405].content)
-    assert retention.kept["files"] >= retention.total["files"] - 2
+    assert retention.kept["files"] >= retention.total["files"] * 3 // 4
     assert retention.kept["commands"] < retention.total["commands"] // 2
     assert retention.describe().startswith(f"files {retention.kept['files']}/{retention.total['files']}, commands")
 

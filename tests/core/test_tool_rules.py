@@ -486,3 +486,38 @@ def test_secrets_in_tool_calls_and_outputs_never_reach_summaries():
     everything = "\n".join([text, *key_points, facets.model_dump_json(), render_artifact_trail(facets), *lines])
     assert SECRET not in everything and "hunter2hunter2" not in everything
     assert "[REDACTED:" in text
+
+
+def test_a_file_only_named_is_in_the_trail_once():
+    messages = conversation(
+        Message(role="user", content="The crash is in lib/app/router.ex, see also docs/routing.md"),
+        tool("Read", "defmodule Router do\nend", file_path="/p/lib/app/router.ex"),
+        Message(role="assistant", content="The plug is set up in lib/app/endpoint.ex; I'll leave config/prod.exs."),
+        *bash(0, "grep -n plug mix.lock", "plug 1.15"))
+    facets = extract_facets(messages)
+    # router.ex was read (named by the user too), the others only named: in the user's, the assistant's text or a
+    # command.
+    assert facets.files_read == ["/p/lib/app/router.ex"]
+    assert facets.files_named == ["docs/routing.md", "lib/app/endpoint.ex", "config/prod.exs", "mix.lock"]
+    trail = render_artifact_trail(facets)
+    named = trail.split("Files named:\n")[1].split("Commands:")[0]
+    # Listed once: router.ex where it was read, mix.lock in its command.
+    assert named == "- docs/routing.md\n- lib/app/endpoint.ex\n- config/prod.exs\n"
+    assert "`grep -n plug mix.lock`" in trail
+    assert check_retention(messages, trail).missing["files"] == []
+
+
+def test_short_of_room_a_dropped_commands_files_stay_named():
+    # Thirty commands, each on a file of its own: cut to half, commands drop but every file stays, by name in its
+    # folder's line.
+    messages = [m for i in range(30) for m in bash(i, f"python -m pytest -q tests/unit/test_module_{i}.py -k case_{i}", "ok")]
+    facets = extract_facets(messages)
+    roomy = render_artifact_trail(facets)
+    assert "Files named" not in roomy  # each file is in its command while the command is shown
+    room = COUNT(roomy) // 2
+    trail = render_artifact_trail(facets, room, COUNT)
+    assert COUNT(trail) <= room
+    assert 0 < sum(f"-k case_{i}" in trail for i in range(30)) < 30
+    assert all(f"test_module_{i}.py" in trail for i in range(30))
+    assert "Files named:\n- tests/unit/: test_module_0.py, test_module_1.py, " in trail
+    assert check_retention(messages, trail).missing["files"] == []

@@ -205,12 +205,12 @@ def test_002_context_and_summarize_commands(tmp_path):
 
 
 def test_002_paths_mentioned_in_text_stay_in_the_summary():
-    # extractFilePaths takes every absolute path in any message's text. Precis lists as files those a tool read or
-    # changed; a path only mentioned stays in the user's request or the key point that mentions it.
+    # extractFilePaths takes every absolute path in any message's text. Precis lists those a tool read or changed,
+    # and those only mentioned as files named (relative to the folder most are under, /src here).
     messages = [Message(role="user", content="Please fix /src/app/main.py, then check /etc/nginx/nginx.conf."),
                 *SESSION,
                 Message(role="assistant", content="The bug is in /src/app/main.py line 40; /src/util.py is fine.")]
     text = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=400, counter=TokenCounter())).text
     assert "- Please fix /src/app/main.py, then check /etc/nginx/nginx.conf.\n" in text
     assert "- The bug is in /src/app/main.py line 40; /src/util.py is fine.\n" in text
-    assert "Files read:\n- /src/cache.py" in text
+    assert "Files under: /src\nFiles read:\n- cache.py\nFiles named:\n- app/main.py\n- /etc/nginx/nginx.conf\n- util.py\n" in text
