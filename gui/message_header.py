@@ -19,6 +19,7 @@ PAD_Y = 9
 HEADER_H = 20
 CHIP_H = 18
 CHIP_GAP = 4
+TITLE_ROOM = 150  # of a card's header, kept for its title and its versions' "‹ 2/3 ›" when chips are shown
 # The actions a hovered message offers in its header, in the order shown (the view decides which apply).
 ACTION_LABELS = {"copy": "Copy", "edit": "Edit", "regenerate": "Regenerate", "continue": "Continue", "pin": "Pin",
                  "unpin": "Unpin", "summarize": "Summarize up to here", "sent": "What was sent"}
@@ -39,12 +40,17 @@ class CardHeader:
         """Where a hovered card's action chips go (viewport coordinates): right-aligned in its header."""
         metrics = QFontMetrics(self.header_font)
         top = card.top() + PAD_Y - 2 + (HEADER_H - CHIP_H) // 2
+        widths = {action: metrics.horizontalAdvance(ACTION_LABELS[action]) + 14 for action in actions}
+        # The last chips give way on a narrow card rather than cover the title (all stay in the context menu).
+        room = card.width() - 2 * PAD_X - TITLE_ROOM
+        shown = list(actions)
+        while shown and sum(widths[a] + CHIP_GAP for a in shown) - CHIP_GAP > room:
+            shown.pop()
         right = card.right() - PAD_X
         rects = []
-        for action in reversed(actions):
-            width = metrics.horizontalAdvance(ACTION_LABELS[action]) + 14
-            rects.append((QRect(right - width, top, width, CHIP_H), action))
-            right -= width + CHIP_GAP
+        for action in reversed(shown):
+            rects.append((QRect(right - widths[action], top, widths[action], CHIP_H), action))
+            right -= widths[action] + CHIP_GAP
         return rects[::-1]
 
     def _paint_actions(self, painter: QPainter, actions: list[tuple[QRect, str]]) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from precis.core.settings import SUMMARIZATION_KEY
-from PySide6.QtCore import QPoint, Qt, QTimer
+from precis.gui.message_header import PAD_X, TITLE_ROOM
+from PySide6.QtCore import QPoint, QRect, Qt, QTimer
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QStyleOptionViewItem
 
@@ -162,3 +163,16 @@ def test_an_older_regenerated_reply_shows_its_count_but_does_not_switch(qtbot, m
     assert [text for _rect, text, _target in parts] == ["‹", "2/2", "›"]
     assert all(target is None for _rect, _text, target in parts)
     assert not [action for action in view.actions_menu(number).actions() if "version" in action.text()]
+
+
+def test_on_a_narrow_card_the_last_chips_give_way_and_never_cover_the_title(qtbot, make_window):
+    """At 1000 px the five chips of a reply ran off the card's left edge over "Assistant"; the last ones now give way
+    (the context menu still has them all)."""
+    delegate = make_window().conversation.delegate
+    actions = ["copy", "regenerate", "sent", "pin", "summarize"]
+    for width in (300, 420, 560, 900):
+        card = QRect(10, 0, width, 80)
+        rects = delegate.action_rects(card, actions)
+        assert [action for _, action in rects] == actions[:len(rects)]
+        assert all(rect.left() >= card.left() + PAD_X + TITLE_ROOM and rect.right() <= card.right() for rect, _ in rects)
+    assert len(delegate.action_rects(QRect(10, 0, 900, 80), actions)) == 5
