@@ -5,7 +5,7 @@ text), then the newest messages."""
 from __future__ import annotations
 
 from ..model.messages import Message
-from ..model.records import SummaryRecord, fold_description, local_time
+from ..model.records import SummaryRecord, covered_through_merges, fold_description, local_time, record_spans
 
 SNIPPET_CHARS = 70
 RECENT_MESSAGES = 10
@@ -16,22 +16,23 @@ def history_lines(messages: list[Message], records: list[SummaryRecord], *, full
     """Summaries oldest first (undone and folded ones marked), messages numbered from 1 as --up-to takes them."""
     lines = []
     position = {m.id: n for n, m in enumerate(messages, start=1)}
-    by_id = {m.id: m for m in messages}
     by_record = {r.id: r for r in records}
+    spans = record_spans(records, position)
     for record in sorted(records, key=lambda r: r.created_at):
         status = "" if record.status == "active" else f"  [{record.status}]"
-        leaves = _leaves(record, by_record)
-        lines.append(f"{record.depth}. {local_time(record.created_at)}  {_range(leaves, position)}  "
-                     f"{record.result(len(leaves)).describe()}  {_how(record, by_record)}{status}")
+        count, first, last = spans[record.id]
+        where = ("no messages" if first is None else f"message {first}" if first == last
+                 else f"messages {first}-{last}")
+        lines.append(f"{record.depth}. {local_time(record.created_at)}  {where}  "
+                     f"{record.result(count).describe()}  {_how(record, by_record)}{status}")
         if full:
-            covered = [by_id[i] for i in sorted((i for i in leaves if i in by_id), key=position.__getitem__)]
-            if covered:
-                lines.append(f"   first: {one_line(covered[0])}")
-                lines.append(f"   last:  {one_line(covered[-1])}")
+            if first is not None and last is not None:
+                lines.append(f"   first: {one_line(messages[first - 1])}")
+                lines.append(f"   last:  {one_line(messages[last - 1])}")
             lines += [f"   | {line}" for line in record.text.splitlines()]
     if not records:
         lines.append("no summaries")
-    archived = {i for r in records if r.status == "active" for i in _leaves(r, by_record)}
+    archived = {i for r in records if r.status == "active" for i in covered_through_merges(r, by_record)}
     shown = [m for m in messages if m.id not in archived or m.pinned][-recent:] if recent else []
     if shown:
         lines.append("recent messages:")
@@ -42,22 +43,6 @@ def history_lines(messages: list[Message], records: list[SummaryRecord], *, full
 def one_line(message: Message, width: int = SNIPPET_CHARS) -> str:
     text = " ".join(message.content.split()) or ", ".join(c.name for c in message.tool_calls) or "(empty)"
     return text if len(text) <= width else text[:width - 1] + "…"
-
-
-def _leaves(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> list[str]:
-    """The ids of the messages a record stands for: its own, and those of the summaries it folded."""
-    ids = list(record.covered_ids)
-    for child in record.merged_ids:
-        if child in by_record:
-            ids += _leaves(by_record[child], by_record)
-    return ids
-
-
-def _range(covered: list[str], position: dict[str, int]) -> str:
-    places = sorted(position[i] for i in covered if i in position)
-    if not places:
-        return "no messages"
-    return f"messages {places[0]}-{places[-1]}" if len(places) > 1 else f"message {places[0]}"
 
 
 def _how(record: SummaryRecord, by_record: dict[str, SummaryRecord]) -> str:

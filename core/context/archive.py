@@ -98,12 +98,24 @@ class Archive:
 
     def covered_count(self, record: SummaryRecord) -> int:
         """How many originals a record stands for, through merges (fixed once the record exists: cached)."""
-        count = self._counts.get(record.id)
-        if count is None:
-            count = len(record.covered_ids) + sum(self.covered_count(self.by_record[c])
-                                                  for c in record.merged_ids if c in self.by_record)
-            self._counts[record.id] = count
-        return count
+        return self._through_merges(record, self._counts, lambda r, children: len(r.covered_ids) + sum(children))
+
+    def _through_merges(self, record: SummaryRecord, cache: dict[str, int],
+                        combine: Callable[[SummaryRecord, list[int]], int]) -> int:
+        """A figure of the record made from its own and its merged children's (`combine`), cached per record. Without
+        recursion: a long chat's merges nest one in the next, thousands deep, and a chat reopened (or a reply's
+        prompt rebuilt) works them out afresh."""
+        stack = [record]
+        while stack:
+            current = stack[-1]
+            children = [self.by_record[c] for c in current.merged_ids if c in self.by_record]
+            waiting = [child for child in children if child.id not in cache]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            cache[current.id] = combine(current, [cache[child.id] for child in children])
+        return cache[record.id]
 
     def holder(self, message_id: str) -> str | None:
         """Id of the record of the chain that hides the message, if one does."""
@@ -120,15 +132,10 @@ class Archive:
         return top
 
     def first_position(self, record: SummaryRecord) -> int:
-        """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached)."""
-        first = self._first_positions.get(record.id)
-        if first is None:
-            # A merge's from its children's: not a scan of everything it covers, which grows with every merge.
-            children = [self.by_record[c] for c in record.merged_ids if c in self.by_record]
-            first = min([*(self.position.get(i, 0) for i in record.covered_ids),
-                         *map(self.first_position, children)], default=0)
-            self._first_positions[record.id] = first
-        return first
+        """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached). A
+        merge's from its children's: not a scan of everything it covers, which grows with every merge."""
+        return self._through_merges(record, self._first_positions, lambda r, children: min(
+            [*(self.position.get(i, 0) for i in r.covered_ids), *children], default=0))
 
     def rebuild(self) -> None:
         """Derive the chain and the archive map from record statuses (restore, merges and their undo)."""

@@ -327,17 +327,19 @@ class Summarization:
 
     def _facts_of(self, record: SummaryRecord) -> TrailFacts:
         """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
-        facts = self._facts.get(record.id)
-        if facts is None:
-            archive = self.archive
-            if record.merged_ids:
-                children = [archive.by_record[c] for c in record.merged_ids if c in archive.by_record]
-                facts = union_facts([*map(self._facts_of, children),
-                                     collect_facts(archive.messages_by_ids(record.covered_ids))])
-            else:
-                facts = collect_facts(archive.messages_by_ids(record.covered_ids))
-            self._facts[record.id] = facts
-        return facts
+        archive, cache = self.archive, self._facts
+        stack = [record]  # without recursion: merges nest thousands deep in a long chat (tests/core/test_deep_merges.py)
+        while stack:
+            current = stack[-1]
+            children = [archive.by_record[c] for c in current.merged_ids if c in archive.by_record]
+            waiting = [child for child in children if child.id not in cache]
+            if waiting:
+                stack.extend(waiting)
+                continue
+            stack.pop()
+            own = collect_facts(archive.messages_by_ids(current.covered_ids))
+            cache[current.id] = union_facts([*(cache[c.id] for c in children), own]) if children else own
+        return cache[record.id]
 
     def check_retention(self, record: SummaryRecord) -> None:
         """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..model.messages import Message
-from ..model.records import SummaryRecord, local_time
+from ..model.records import SummaryRecord, local_time, record_spans
 from .interchange import jsonl_lines
 
 if TYPE_CHECKING:
@@ -169,19 +169,13 @@ def export_markdown(title: str, messages: Sequence[Message], records: Sequence[S
     """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers."""
     after: dict[str, list[tuple[SummaryRecord, int]]] = {}
     position = {m.id: i for i, m in enumerate(messages)}
-    by_id = {r.id: r for r in records}
-
-    def covered_ids(record: SummaryRecord) -> list[str]:  # a fold covers no message itself: its summaries' ones
-        return [c.id for c in record.covered] + [i for child in record.merged_ids if child in by_id
-                                                 for i in covered_ids(by_id[child])]
-
+    spans = record_spans(records, position)  # a fold covers no message itself: its summaries' ones
     for record in records:
         if record.status == "undone":
             continue
-        ids = covered_ids(record)
-        covered = [position[i] for i in ids if i in position]
-        anchor = messages[max(covered)].id if covered else (messages[-1].id if messages else "")
-        after.setdefault(anchor, []).append((record, len(ids)))
+        count, _first, last = spans[record.id]
+        anchor = messages[last].id if last is not None else (messages[-1].id if messages else "")
+        after.setdefault(anchor, []).append((record, count))
     yield f"# {title}"
     for m in messages:
         yield "\n\n" + _message_md(m)
