@@ -314,6 +314,13 @@ class SettingsDialog(QDialog):
         self.resize(max(self.sizeHint().width(), DIALOG_SIZE[0]), DIALOG_SIZE[1])
         self.validate()
 
+    def show_catalogue(self) -> None:
+        """Local model's page, the focus in the catalogue of recommended models (its first one current)."""
+        self.tabs.setCurrentWidget(self.local_page)
+        tree = self.model_picker.catalogue.tree
+        tree.setCurrentItem(tree.topLevelItem(0))
+        tree.setFocus()
+
     # ---- reading the form -----------------------------------------------------------------------------------
     def _provider_values(self) -> tuple[dict[str, Any], dict[str, str]]:
         values, errors = self.provider_fields.values()
