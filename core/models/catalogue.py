@@ -125,7 +125,7 @@ def read_embedded(path: Path = CATALOGUE_FILE) -> EmbeddedMeasure:
     for field, kind in fields.items():
         value = raw.get(field)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise CatalogueError(f"{where}.{field}: {value!r} is not a {kind.__name__}")
+            raise CatalogueError(f"{where}.{field}: {value!r} is not {'text' if kind is str else 'a whole number'}")
     if not 0 <= raw["answered"] <= raw["asked"] or not 0 <= raw["answer_in_prompt"] <= raw["asked"] or not raw["asked"]:
         raise CatalogueError(f"{where}: answered ({raw['answered']}) and answer_in_prompt ({raw['answer_in_prompt']}) "
                              f"must be counts of the {raw['asked']} questions asked")

@@ -38,16 +38,13 @@ class SuggestionRule:
 def suggestion_text(reason: Reason, embedded: EmbeddedMeasure, entries: list[CatalogueEntry]) -> str:
     """What the suggestion says: why now, and the measured difference (the best measured catalogue model against the
     built-in one), or, while the catalogue's models are not measured, what the built-in model's answers measured."""
-    why = ("This answer needed earlier messages Precis recalled into the prompt, and the built-in model rarely answers "
-           "from what it is given." if reason == "recall" else
-           "The built-in model is small: it rarely answers from what Precis keeps in its prompt.")
+    why = "This answer needed earlier messages Precis recalled into the prompt. " if reason == "recall" else ""
     measured = [entry for entry in entries if entry.answer_rate is not None]
     if measured:
         best = max(measured, key=lambda entry: entry.answer_rate or 0.0)
-        difference = (f"On Precis's answer test {best.title} answered {best.answer_rate:.0%} of the questions right, "
-                      f"{embedded.title} {embedded.answer_rate:.0%}.")
-    else:
-        difference = (f"On Precis's answer test {embedded.title} answered {embedded.answered} of {embedded.asked} "
-                      f"questions right, though the answer was in its prompt for {embedded.answer_in_prompt}; the "
-                      "catalogue's models are not measured here yet.")
-    return f"{why} {difference} A larger model from the catalogue runs on this computer, offline once downloaded."
+        return (f"{why}On Precis's answer test {best.title} answered {best.answer_rate:.0%} of the questions right, "
+                f"the built-in {embedded.title} {embedded.answer_rate:.0%}. It runs on this computer, offline once "
+                "downloaded.")
+    return (f"{why}On Precis's answer test the built-in {embedded.title} answered {embedded.answered} of "
+            f"{embedded.asked} questions right, though the answer was in its prompt for {embedded.answer_in_prompt}. "
+            "The catalogue's larger models (not measured here yet) run on this computer, offline once downloaded.")

@@ -56,7 +56,7 @@ def test_it_appears_after_the_third_reply_once_and_dismiss_hides_it_for_good(qtb
     card = window.model_suggestion
     # The measured difference: the built-in model's answers (docs/fidelity.md), the catalogue's not measured yet.
     said = card.text.text()
-    assert "SmolLM2 135M Instruct answered 0 of 12 questions right" in said
+    assert said.startswith("On Precis's answer test the built-in SmolLM2 135M Instruct answered 0 of 12 questions")
     assert "the answer was in its prompt for 11" in said and "not measured here yet" in said
     assert card.choose_button.isVisible() and card.dismiss_button.isVisible()
     # Inline above the message box, not a dialog: the chat goes on beside it.
