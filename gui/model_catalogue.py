@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QSizePolicy,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -144,7 +143,6 @@ class ModelCatalogue(QWidget):
             lines = metrics.boundingRect(0, 0, width, 0, Qt.TextFlag.TextWordWrap, entry.licence).height()
             self._items[entry.name].setSizeHint(LICENCE_COLUMN, QSize(width, lines + 6))
         self.tree.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
-        self.tree.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def _show_state(self, name: str, text: str, details: str = "") -> None:
         """The Status column's text (cut to the column when long), whole or with `details` in its tooltip."""
