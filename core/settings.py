@@ -38,6 +38,8 @@ APPEARANCE_KEY = "appearance"
 WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
 TOOLS_KEY = "tools"  # which tools the model may call, and when the user is asked (ToolSettings)
 INSPECTOR_KEY = "inspector"  # the inspector's sections the user folded away (InspectorFolds): not in the dialog
+# Whether the suggestion of a model from the catalogue was dismissed (ModelSuggestion): not in the dialog either.
+MODEL_SUGGESTION_KEY = "model_suggestion"
 # Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.
 CALIBRATION_KEY = "count_calibration"
 
@@ -292,6 +294,13 @@ class InspectorFolds(BaseModel):
     """The context inspector's sections folded away when the window last showed them, saved under INSPECTOR_KEY."""
 
     folded: list[str] = ["prompt"]  # the next prompt, part by part, is opened when wanted
+
+
+class ModelSuggestion(BaseModel):
+    """The suggestion of a model from the catalogue, saved under MODEL_SUGGESTION_KEY: once dismissed (or its
+    Choose a model… clicked) it is not made again."""
+
+    dismissed: bool = False
 
 
 # The settings pages' sections, in the order docs/settings.md lists them.

@@ -44,6 +44,7 @@ from .feedback import Feedback
 from .inspector import ActionState, Inspector
 from .inspector_section import remember_folds
 from .menus import Menus
+from .model_suggestion import ModelSuggestionCard
 from .sending import Sender
 from .sent_window import SentWindow
 from .settings_dialog import SettingsDialog
@@ -82,6 +83,8 @@ class MainWindow(QMainWindow):
         self.conversation = ConversationView()
         self.composer = Composer()
         self.consent_card = ConsentCard()  # a tool call waiting for the user's consent, above the message box
+        # A larger model from the catalogue, suggested once to someone chatting with the built-in one.
+        self.model_suggestion = ModelSuggestionCard(store, self.chat.store_calls.set_setting)
         self.inspector = Inspector()
         self.welcome = WelcomePanel()
         self.centre_stack = QStackedWidget()
@@ -97,6 +100,7 @@ class MainWindow(QMainWindow):
         composer_layout = QVBoxLayout(composer_box)
         composer_layout.setContentsMargins(18, 0, 18, 0)
         composer_layout.setSpacing(8)
+        composer_layout.addWidget(self.model_suggestion)
         composer_layout.addWidget(self.consent_card)
         composer_layout.addWidget(self.composer)
         centre_layout.addWidget(composer_box)
@@ -209,6 +213,9 @@ class MainWindow(QMainWindow):
         self.switcher.summary_revealed.connect(self.select_summary)
         self.sending.connect()
         self.sending.reply_finished.connect(self.reply_finished.emit)
+        self.sending.reply_finished.connect(lambda result: self.model_suggestion.reply_finished(result,
+                                                                                               chat.model.provider))
+        self.model_suggestion.choose_requested.connect(lambda: self.open_settings(at_catalogue=True))
         chat.work_started.connect(self.status.working)
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self.feedback.job_failed)
@@ -359,15 +366,18 @@ class MainWindow(QMainWindow):
 
         return self.chat.import_transcript(path, imported)
 
-    def open_settings(self) -> None:
+    def open_settings(self, at_catalogue: bool = False) -> None:
         """Read the settings off the window's thread (the store may wait for another writer, the OS keyring for the
-        user to unlock it), then show them; settings_opened says when."""
+        user to unlock it), then show them (`at_catalogue`: at Local model's catalogue); settings_opened says when."""
         chat_id = self.chat.session.chat_id if self.chat.session is not None else None
-        self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id), self._show_settings)
+        self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id),
+                                     lambda values: self._show_settings(values, at_catalogue))
 
-    def _show_settings(self, values: tuple) -> None:
+    def _show_settings(self, values: tuple, at_catalogue: bool) -> None:
         dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls),
                                 models_dir=self.store.path.parent / MODELS_FOLDER)
+        if at_catalogue:
+            dialog.show_catalogue()
         dialog.accepted.connect(lambda: self.apply_settings(dialog))
         dialog.finished.connect(self._settings_closed)
         dialog.open()
@@ -387,6 +397,7 @@ class MainWindow(QMainWindow):
     def _settings_applied(self, switched: bool) -> None:
         if switched:
             self._show_provider()
+            self.model_suggestion.provider_changed(self.chat.model.provider)
             self.composer.set_hint("")
         if self.chat.session is not None:
             chat_id = self.chat.session.chat_id

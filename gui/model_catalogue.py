@@ -8,8 +8,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHeaderView, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.models.catalogue import (
     UNVERIFIED,
@@ -24,7 +33,10 @@ from ..core.models.download import DownloadError, HubUnreachable, Paused, Progre
 from .workers import Job, Runner
 
 COLUMNS = ("Recommended model", "Download", "Memory", "Context", "Licence", "Answers right", "Status", "")
-STATE_COLUMN, BUTTON_COLUMN = 6, 7
+LICENCE_COLUMN, STATE_COLUMN, BUTTON_COLUMN = 4, 6, 7
+# A licence's name wraps past this many average characters: on one line the longest took a third of a 1000-pixel
+# dialog and pushed the Download buttons out of sight.
+LICENCE_CHARACTERS = 22
 
 
 @dataclass(frozen=True)
@@ -71,11 +83,13 @@ class ModelCatalogue(QWidget):
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
+        self.tree.setWordWrap(True)  # a long licence takes two lines rather than losing "(non-commercial)"
         header = self.tree.header()
         header.setStretchLastSection(False)
         for column in range(len(COLUMNS)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(STATE_COLUMN, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(LICENCE_COLUMN, QHeaderView.ResizeMode.Interactive)
         self.status = QLabel("")
         self.status.setObjectName("muted")
         self.status.setWordWrap(True)
@@ -92,6 +106,7 @@ class ModelCatalogue(QWidget):
                             "fetched otherwise.")
         for button in self.buttons.values():
             button.setEnabled(off is None)
+        self._fit_rows()
         job = self._runner.submit("look for catalogue models on disk",
                                   lambda _job: {e.name: on_disk(e, folder) for e in self.entries})
         job.succeeded.connect(self._show_disk)
@@ -104,14 +119,36 @@ class ModelCatalogue(QWidget):
                                        answer_rate_text(entry.answer_rate))):
             item.setText(column, text)
         item.setToolTip(0, f"{entry.repo}/{entry.file}\nFigures from {entry.source}")
-        item.setToolTip(4, entry.licence)
+        item.setToolTip(LICENCE_COLUMN, entry.licence)
         item.setData(0, Qt.ItemDataRole.UserRole, entry)
         self.tree.addTopLevelItem(item)
         button = QPushButton("Download")
         button.clicked.connect(lambda _checked=False, name=entry.name: self.toggle(name))
-        self.tree.setItemWidget(item, BUTTON_COLUMN, button)
+        cell = QWidget()  # the button keeps its height, centred, in a row a two-line licence makes taller
+        cell_layout = QVBoxLayout(cell)
+        cell_layout.setContentsMargins(0, 0, 0, 0)
+        cell_layout.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
+        self.tree.setItemWidget(item, BUTTON_COLUMN, cell)
         self._items[entry.name] = item
         self.buttons[entry.name] = button
+
+    def _fit_rows(self) -> None:
+        """The licence column's width capped; the list as tall as its rows, so every model shows without scrolling
+        (the picker's list above takes the height left)."""
+        metrics = self.tree.fontMetrics()
+        width = min(max((metrics.horizontalAdvance(e.licence) for e in self.entries), default=0),
+                    metrics.averageCharWidth() * LICENCE_CHARACTERS)
+        self.tree.setColumnWidth(LICENCE_COLUMN, width + 12)
+        for entry in self.entries:  # the tree does not measure wrapped text: a licence that wraps says how tall
+            lines = metrics.boundingRect(0, 0, width, 0, Qt.TextFlag.TextWordWrap, entry.licence).height()
+            self._items[entry.name].setSizeHint(LICENCE_COLUMN, QSize(width, lines + 6))
+        self.tree.setSizeAdjustPolicy(QAbstractScrollArea.SizeAdjustPolicy.AdjustToContents)
+
+    def _show_state(self, name: str, text: str, details: str = "") -> None:
+        """The Status column's text (cut to the column when long), whole or with `details` in its tooltip."""
+        item = self._items[name]
+        item.setText(STATE_COLUMN, text)
+        item.setToolTip(STATE_COLUMN, details or text)
 
     def _show_disk(self, states: dict[str, OnDisk]) -> None:
         for name, disk in states.items():
@@ -120,11 +157,11 @@ class ModelCatalogue(QWidget):
             if disk.path is not None:
                 self._show_done(name)
             elif disk.partial_bytes:
-                self._items[name].setText(STATE_COLUMN, f"paused at {size_text(disk.partial_bytes)}")
+                self._show_state(name, f"paused at {size_text(disk.partial_bytes)}")
                 self.buttons[name].setText("Resume")
 
     def _show_done(self, name: str) -> None:
-        self._items[name].setText(STATE_COLUMN, "downloaded")
+        self._show_state(name, "downloaded")
         self.buttons[name].setText("Downloaded")
         self.buttons[name].setEnabled(False)
 
@@ -141,8 +178,8 @@ class ModelCatalogue(QWidget):
         job = self._runner.submit(f"download {name}", lambda job: _run_download(entry, self.folder, job))
         self._jobs[name] = job
         self.buttons[name].setText("Pause")
-        self._items[name].setText(STATE_COLUMN, "asking the hub…")
-        job.progress.connect(lambda progress: self._items[name].setText(STATE_COLUMN, progress_text(progress)))
+        self._show_state(name, "asking the hub…")
+        job.progress.connect(lambda progress: self._show_state(name, progress_text(progress)))
         job.succeeded.connect(lambda outcome: self._ended(name, outcome))
         job.failed.connect(lambda error: self._ended(name, _Outcome(error=DownloadError(error))))
 
@@ -158,10 +195,9 @@ class ModelCatalogue(QWidget):
         partial = on_disk(item.data(0, Qt.ItemDataRole.UserRole), self.folder).partial_bytes
         button.setText("Resume" if partial else "Download")
         if outcome.paused is not None:
-            item.setText(STATE_COLUMN, f"paused at {size_text(partial)}")
+            self._show_state(name, f"paused at {size_text(partial)}")
             return
-        item.setText(STATE_COLUMN, "stopped" if partial else "not downloaded")
-        item.setToolTip(STATE_COLUMN, str(outcome.error))
+        self._show_state(name, "stopped" if partial else "not downloaded", str(outcome.error))
         if isinstance(outcome.error, HubUnreachable):
             self.status.setText(f"The hub cannot be reached, so downloads are unavailable for now ({outcome.error}). "
                                 "Everything else works.")

@@ -64,8 +64,11 @@ class ModelPicker(QWidget):
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        self.tree.header().setStretchLastSection(False)
+        header = self.tree.header()
+        header.setStretchLastSection(False)
+        for column in range(1, len(COLUMNS)):  # "Context window" whole, not cut at a default width
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.tree.currentItemChanged.connect(lambda item, _before: item is not None and self._picked(item))
         self.status = QLabel("Looking for models in the folders of LM Studio, Jan, GPT4All and llama.cpp, and for "
                              f"an Ollama server at {ollama_server_url()}…")
@@ -88,7 +91,7 @@ class ModelPicker(QWidget):
         layout.addWidget(self.error)
         self.catalogue = ModelCatalogue(models_dir)
         self.catalogue.downloaded.connect(self._downloaded)
-        layout.addWidget(self.catalogue, 1)
+        layout.addWidget(self.catalogue)  # as tall as its rows; the list above takes the rest and scrolls
         built_in = self._add(FoundModel(source=BUILT_IN, name=MODEL_NAME))
         if local and not path:
             self._show_picked(built_in)

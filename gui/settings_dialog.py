@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QItemSelectionModel, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -145,7 +145,9 @@ def _editor(field: SettingField, value: Any) -> QWidget:
     return editor
 
 
-DIALOG_SIZE = (660, 620)
+# As large as a 1000×700 screen allows: wide enough for the catalogue's columns and its Download buttons, the long
+# pages scrolling. Smaller on a smaller screen.
+DIALOG_SIZE = (960, 620)
 
 
 def _scrolled(page: QWidget) -> QScrollArea:
@@ -310,9 +312,18 @@ class SettingsDialog(QDialog):
         if chat is not None:
             layout.addWidget(self.chat_cross_error)
         layout.addWidget(self.buttons)
-        # Wide enough for the tab names, as tall as a 1000×700 screen allows (the long pages scroll).
-        self.resize(max(self.sizeHint().width(), DIALOG_SIZE[0]), DIALOG_SIZE[1])
+        room = (parent.screen() if parent is not None else self.screen()).availableGeometry()
+        self.resize(min(max(self.sizeHint().width(), DIALOG_SIZE[0]), room.width() - 40),
+                    min(DIALOG_SIZE[1], room.height() - 60))
         self.validate()
+
+    def show_catalogue(self) -> None:
+        """Local model's page, the focus in the catalogue of recommended models: its first one current, not
+        selected (a highlighted row there read as a model picked, beside the one in use in the list above)."""
+        self.tabs.setCurrentWidget(self.local_page)
+        tree = self.model_picker.catalogue.tree
+        tree.setCurrentItem(tree.topLevelItem(0), 0, QItemSelectionModel.SelectionFlag.NoUpdate)
+        tree.setFocus()
 
     # ---- reading the form -----------------------------------------------------------------------------------
     def _provider_values(self) -> tuple[dict[str, Any], dict[str, str]]:

@@ -111,6 +111,8 @@ QLabel#notice {{ background: {p.card}; border: 1px solid {p.card_border}; border
 QFrame#resultCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 8px; }}
 QFrame#consentCard {{ background: {p.surface}; border: 2px solid {p.warning_text}; border-radius: 10px; }}
 QLabel#consentTitle {{ font-weight: 600; }}
+QFrame#suggestionCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 10px; }}
+QLabel#suggestionTitle {{ font-weight: 600; }}
 QPlainTextEdit#consentPreview {{ background: {p.tool_bubble}; }}
 QTableWidget {{ border: 1px solid {p.border}; border-radius: 6px; gridline-color: {p.border};
     background: {p.surface}; alternate-background-color: {p.window}; }}

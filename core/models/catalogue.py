@@ -96,6 +96,42 @@ def read_catalogue(path: Path = CATALOGUE_FILE) -> list[CatalogueEntry]:
     return entries
 
 
+@dataclass(frozen=True)
+class EmbeddedMeasure:
+    """The built-in model's measured answers (benchmarks.fidelity --answers, the run docs/fidelity.md reports)."""
+
+    title: str
+    asked: int  # questions whose evidence was all summarized away
+    answered: int  # of them, answered right from the prompt Precis assembled
+    answer_in_prompt: int  # of them, the prompts that held the answer
+    source: str
+
+    @property
+    def answer_rate(self) -> float:
+        return self.answered / self.asked
+
+
+def read_embedded(path: Path = CATALOGUE_FILE) -> EmbeddedMeasure:
+    """The catalogue file's "embedded" section: what the built-in model's answers measured, to compare with."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CatalogueError(f"cannot read the model catalogue {path}: {exc}") from None
+    raw = data.get("embedded") if isinstance(data, dict) else None
+    where = f"{path.name} embedded"
+    if not isinstance(raw, dict):
+        raise CatalogueError(f"{where}: no object under \"embedded\"")
+    fields = {"title": str, "asked": int, "answered": int, "answer_in_prompt": int, "source": str}
+    for field, kind in fields.items():
+        value = raw.get(field)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise CatalogueError(f"{where}.{field}: {value!r} is not {'text' if kind is str else 'a whole number'}")
+    if not 0 <= raw["answered"] <= raw["asked"] or not 0 <= raw["answer_in_prompt"] <= raw["asked"] or not raw["asked"]:
+        raise CatalogueError(f"{where}: answered ({raw['answered']}) and answer_in_prompt ({raw['answer_in_prompt']}) "
+                             f"must be counts of the {raw['asked']} questions asked")
+    return EmbeddedMeasure(**{field: raw[field] for field in fields})
+
+
 def find_entry(name: str, entries: list[CatalogueEntry] | None = None) -> CatalogueEntry:
     entries = read_catalogue() if entries is None else entries
     for entry in entries:

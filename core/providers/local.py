@@ -202,6 +202,7 @@ class LocalProvider:
     def __init__(self, model_path: Path | None = None, n_ctx: int | None = None,
                  extra_buffer_types: bool = False) -> None:
         self.model = MODEL_NAME if model_path is None else Path(model_path).stem
+        self.built_in = model_path is None  # the embedded SmolLM2, not a GGUF file the user picked
         self._path = None if model_path is None else Path(model_path)
         self._n_ctx = n_ctx
         self._extra_buffer_types = extra_buffer_types

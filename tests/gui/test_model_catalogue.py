@@ -9,6 +9,8 @@ import pytest
 from precis.core.models.catalogue import find_entry, read_catalogue
 from precis.core.providers.discovery import DOWNLOADED
 from precis.core.providers.local import find_model_path
+from precis.gui.model_catalogue import LICENCE_COLUMN
+from precis.gui.settings_dialog import DIALOG_SIZE
 from PySide6.QtCore import Qt
 
 from tests.conftest import free_port
@@ -122,3 +124,29 @@ def test_a_hub_that_cannot_be_reached_is_said_and_the_button_comes_back(qtbot, m
     qtbot.waitUntil(lambda: catalogue.buttons[NAME].text() == "Download", timeout=WAIT_MS)
     assert "cannot be reached" in catalogue.status.text() and "Everything else works" in catalogue.status.text()
     assert state(catalogue, NAME) == "not downloaded"
+
+
+def test_at_its_size_on_a_1000x700_screen_every_model_licence_and_button_shows_without_scrolling(qtbot, make_window,
+                                                                                                  hub):
+    """The dialog at 660 px hid the Licence, Answers, Status and Download columns off to the side, and the last three
+    models below; the longest licence ("… (non-commercial)") had taken a third of the width on one line."""
+    window = make_window()
+    window.resize(1000, 700)
+    dialog = open_settings_listed(qtbot, window)
+    assert dialog.frameGeometry().width() <= dialog.screen().availableGeometry().width()  # opened on the screen
+    dialog.resize(*DIALOG_SIZE)  # what it opens at on a 1000x700 screen (the tests' offscreen screen is 800x800)
+    tree = dialog.model_picker.catalogue.tree
+    qtbot.waitUntil(lambda: tree.viewport().width() > DIALOG_SIZE[0] - 100, timeout=WAIT_MS)
+    assert tree.horizontalScrollBar().maximum() == 0 and tree.verticalScrollBar().maximum() == 0
+    view = tree.viewport().rect()
+    for name, button in dialog.model_picker.catalogue.buttons.items():
+        place = button.rect().translated(button.mapTo(tree.viewport(), button.rect().topLeft()))
+        assert view.contains(place), f"{name}'s Download button is out of view"
+    # A licence too long for its column wraps onto a second line: all of it is read, none of it cut.
+    metrics = tree.fontMetrics()
+    for row in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(row)
+        cell = tree.visualItemRect(item)
+        width = tree.columnWidth(LICENCE_COLUMN) - 12
+        wrapped = metrics.boundingRect(0, 0, width, 0, Qt.TextFlag.TextWordWrap, item.text(LICENCE_COLUMN))
+        assert wrapped.height() <= cell.height(), f"{item.text(LICENCE_COLUMN)!r} is cut"
