@@ -1,6 +1,6 @@
 """Gold facts of a transcript, extracted independently of Precis (this module imports nothing from precis).
 
-The summarizers build their artifact trail with precis.core.summary.retention; grading them with the same code
+The summarizers build their artifact trail with precis.core.summary.trail_coverage; grading them with the same code
 would measure agreement with the trail's format. These rules are written separately, from the interchange
 format alone (tests/data/transcripts/README.md), so a summary is graded by what it says, not how.
 

@@ -210,9 +210,9 @@ class ChatSwitcher(QObject):
         """Search all chats in the background (the list shows the newest answer) and highlight the words in the
         conversation and the archive; "" goes back to the chats and clears the highlight."""
         if text:
-            self.chat.store_calls.newest("search", lambda store: store.search(text), self.chat_list.show_hits)
+            self.chat.store_calls.newest("search the chats", lambda store: store.search(text), self.chat_list.show_hits)
         else:
-            self.chat.store_calls.forget("search")
+            self.chat.store_calls.forget("search the chats")
             self.chat_list.show_hits(None)
         for view in (self.conversation, self.inspector.archived_view):
             view.set_highlight(text)

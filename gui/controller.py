@@ -29,7 +29,7 @@ CLOSE_WAIT_MS = 15_000
 WATCH_INTERVAL_MS = 1000
 
 Done = Callable[[Any], Any] | None
-Failed = Callable[[str], Any] | None
+Failed = Callable[[BaseException], Any] | None  # given the exception that ended the job
 
 
 class ChatController(QObject):
@@ -43,7 +43,7 @@ class ChatController(QObject):
     chats_changed = Signal()  # titles, order or counts in the chat list changed
     work_started = Signal(str)  # a job began; the text says what it does
     work_finished = Signal()  # a job ended; `busy` says whether others still run
-    failed = Signal(str)  # a job whose caller does not report its own failure failed
+    failed = Signal(object)  # a job whose caller does not report its own failure failed: the exception
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -301,10 +301,10 @@ class ChatController(QObject):
             session = self.session
             self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, self._reloading(failed))
 
-    def _reloading(self, failed: Failed) -> Callable[[str], None]:
+    def _reloading(self, failed: Failed) -> Callable[[BaseException], None]:
         """A summary or undo that failed (the store refused it: another Precis summarized meanwhile) leaves the
         chat shown as stored."""
-        def reload(error: str) -> None:
+        def reload(error: BaseException) -> None:
             self._reload_open_chat()
             if failed is not None:
                 failed(error)

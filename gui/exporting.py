@@ -12,6 +12,7 @@ from ..core.storage.exporters import EXPORT_FORMATS, EXPORT_SUFFIXES, EXPORT_TIT
 from .controller import ChatController
 from .feedback import Feedback
 from .status import StatusLine
+from .wording import failure_text
 from .workers import Job
 
 # The file dialog's filters, in the order offered; Markdown (for a person to read) first.
@@ -64,4 +65,4 @@ def export_to(chat: ChatController, chat_id: str, path: str, fmt: str, feedback:
 
     return chat.run("export", write, f"Exporting to {path}…",
                     lambda written: status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {written}.", 15_000),
-                    lambda error: feedback.hint_error(f"Export failed: {error}"))
+                    lambda error: feedback.hint_error(f"Export failed: {failure_text(error)}"))

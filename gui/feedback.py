@@ -9,6 +9,7 @@ from .composer import Composer
 from .controller import ChatController
 from .inspector import Inspector
 from .status import StatusLine
+from .wording import failure_text
 
 # Why the engine summarized, in the user's words.
 AUTOMATIC_REASONS = {
@@ -18,7 +19,8 @@ AUTOMATIC_REASONS = {
 
 
 class Feedback:
-    """`reported(error)` is called after a failure has been shown (the window's job_failed signal)."""
+    """`reported(text)` is called with the words shown once a failure has been shown (the window's job_failed
+    signal). Failures come as the exceptions that ended the work and are worded by wording.failure_text."""
 
     def __init__(self, chat: ChatController, status: StatusLine, composer: Composer, inspector: Inspector,
                  reported: Callable[[str], object]) -> None:
@@ -28,17 +30,28 @@ class Feedback:
         self.inspector = inspector
         self._reported = reported
 
-    def job_failed(self, error: str) -> None:
-        self.status.failed(error)
-        self._reported(error)
+    def job_failed(self, error: BaseException, doing: str = "") -> None:
+        self._tell(failure_text(error, doing))
 
-    def model_failed(self, error: str) -> None:
+    def switch_failed(self, error: BaseException, still_used: str) -> None:
+        """The model chosen in Settings did not load; `still_used` names the one in use, which stays."""
+        self._tell(f"{failure_text(error)}. Still using {still_used}")
+
+    def _tell(self, text: str) -> None:
+        self.status.failed(text)
+        self._reported(text)
+
+    def model_failed(self, error: BaseException) -> None:
+        why = failure_text(error)
         self.composer.set_hint("The local model could not load (hover here for why). To chat meanwhile, "
-                               "choose a hosted provider in File → Settings.", error=True, details=error)
-        self._reported(error)
+                               "choose a hosted provider in File → Settings.", error=True, details=why)
+        self._reported(why)
 
-    def hint_error(self, error: str) -> None:
-        self.composer.set_hint(error, error=True)
+    def hint_error(self, text: str) -> None:
+        self.composer.set_hint(text, error=True)
+
+    def hint_failure(self, error: BaseException) -> None:
+        self.hint_error(failure_text(error))
 
     def show_context(self) -> None:
         snapshot = self.chat.snapshot

@@ -44,8 +44,8 @@ def chain_entry(record: SummaryRecord, messages: int, made: str) -> tuple[str, s
         second.append("fallback")
     if record.redactions:
         second.append(f"{record.redactions} redacted")
-    if record.retention is not None and sum(record.retention.total.values()):
-        kept, total = sum(record.retention.kept.values()), sum(record.retention.total.values())
+    if record.trail_coverage is not None and sum(record.trail_coverage.total.values()):
+        kept, total = sum(record.trail_coverage.kept.values()), sum(record.trail_coverage.total.values())
         second.append(f"kept {kept / total:.0%}")
     details = (
         f"depth {record.depth}",
@@ -55,7 +55,7 @@ def chain_entry(record: SummaryRecord, messages: int, made: str) -> tuple[str, s
         f"{made}, written by {record.writer}",
         f"yes: {record.fallback_reason}" if record.fallback_used else "no",
         str(record.redactions),
-        record.retention.describe() if record.retention else "not measured",
+        record.trail_coverage.describe() if record.trail_coverage else "not measured",
     )
     tooltip = "\n".join(f"{name}: {detail}" for (name, _meaning), detail in zip(CHAIN_FIELDS, details, strict=True))
     return first, " · ".join(second), tooltip

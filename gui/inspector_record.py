@@ -165,7 +165,7 @@ def record_markdown(record: SummaryRecord) -> str:
             f"{record.tokens:,} tokens", f"summarizer used {record.summarizer_tokens:,} tokens"]
     if record.instructions:
         meta.append(f"instructions: {record.instructions}")
-    if record.retention:
-        meta.append("trail coverage: " + record.retention.describe())
+    if record.trail_coverage:
+        meta.append("trail coverage: " + record.trail_coverage.describe())
     parts.append("_" + " · ".join(markdown_literal(m) for m in meta) + "_")
     return "\n\n".join(parts)

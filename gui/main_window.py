@@ -55,7 +55,7 @@ from .tool_turn import ToolTurns
 from .tools_page import ToolsPage
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
-from .wording import NEW_CHAT_TITLE
+from .wording import NEW_CHAT_TITLE, failure_text
 from .workers import Job
 
 log = logging.getLogger("precis.gui")
@@ -224,11 +224,11 @@ class MainWindow(QMainWindow):
         chat.model.state_changed.connect(
             lambda state, reason: self.status.show_model(chat.model.provider.name, chat.model.provider.model, state, reason))
         chat.model.failed.connect(self.feedback.model_failed)
-        chat.model.switch_failed.connect(self.feedback.job_failed)
+        chat.model.switch_failed.connect(self.feedback.switch_failed)
         self.chat_list.import_requested.connect(self.choose_import)
         self.chat_list.chosen.connect(self.focus_message_box)
         self.inspector.summarize_requested.connect(self.summarize_now)
-        self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_error))
+        self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_failure))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)
         self.inspector.message_selected.connect(self._reveal_message)
@@ -297,7 +297,7 @@ class MainWindow(QMainWindow):
 
     # ---- messages ---------------------------------------------------------------------------------------------
     def summarize_now(self, instructions: str = "", up_to: str | None = None) -> None:
-        self.chat.summarize(instructions, up_to, self.feedback.hint_error)
+        self.chat.summarize(instructions, up_to, self.feedback.hint_failure)
 
     def pin_selected(self, pinned: bool | None) -> None:
         row = self.conversation.selected_row()
@@ -370,7 +370,7 @@ class MainWindow(QMainWindow):
         """Read the settings off the window's thread (the store may wait for another writer, the OS keyring for the
         user to unlock it), then show them (`at_catalogue`: at Local model's catalogue); settings_opened says when."""
         chat_id = self.chat.session.chat_id if self.chat.session is not None else None
-        self.chat.store_calls.newest("settings", lambda _store: self.chat.settings_now(chat_id),
+        self.chat.store_calls.newest("read the settings", lambda _store: self.chat.settings_now(chat_id),
                                      lambda values: self._show_settings(values, at_catalogue))
 
     def _show_settings(self, values: tuple, at_catalogue: bool) -> None:
@@ -392,7 +392,7 @@ class MainWindow(QMainWindow):
         # Saved off the GUI thread (a write can wait for another writer); nothing half-applied is kept in memory.
         self.chat.store_calls.write("save the settings", lambda _store: self.chat.save_settings(*values),
                                     lambda _saved: self.chat.model.switch_provider(choice, self._settings_applied),
-                                    lambda error: QMessageBox.warning(self, "Settings not saved", error))
+                                    lambda error: QMessageBox.warning(self, "Settings not saved", failure_text(error)))
 
     def _settings_applied(self, switched: bool) -> None:
         if switched:

@@ -30,6 +30,7 @@ from ..core.models.catalogue import (
     size_text,
 )
 from ..core.models.download import DownloadError, HubUnreachable, Paused, Progress, download, offline_reason
+from .wording import failure_text
 from .workers import Job, Runner
 
 COLUMNS = ("Recommended model", "Download", "Memory", "Context", "Licence", "Answers right", "Status", "")
@@ -181,7 +182,8 @@ class ModelCatalogue(QWidget):
         self._show_state(name, "asking the hub…")
         job.progress.connect(lambda progress: self._show_state(name, progress_text(progress)))
         job.succeeded.connect(lambda outcome: self._ended(name, outcome))
-        job.failed.connect(lambda error: self._ended(name, _Outcome(error=DownloadError(error))))
+        # A DownloadError comes back as an outcome: what fails the job is anything else (a full disk, a fault).
+        job.failed.connect(lambda error: self._ended(name, _Outcome(error=DownloadError(failure_text(error)))))
 
     def _ended(self, name: str, outcome: _Outcome) -> None:
         del self._jobs[name]

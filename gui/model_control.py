@@ -16,10 +16,11 @@ from ..core.providers.base import Provider
 from ..core.providers.registry import make_provider, provider_for
 from ..core.settings import PROVIDER_KEY, ProviderChoice
 from ..core.storage.store import Store
+from .wording import failure_text
 from .workers import Job, Runner
 
 # Shows a job's work in the status line and hands its outcome on: (job, text, done, failed, report failures).
-Track = Callable[[Job, str, Callable[[Any], Any], Callable[[str], Any], bool], Job]
+Track = Callable[[Job, str, Callable[[Any], Any], Callable[[BaseException], Any], bool], Job]
 
 
 class ModelControl(QObject):
@@ -27,9 +28,10 @@ class ModelControl(QObject):
 
     state_changed = Signal(str, str)  # (state, reason): loading…, ready, unavailable, …
     ready = Signal()
-    failed = Signal(str)  # the model did not load
+    failed = Signal(object)  # the model did not load: the exception
     notice = Signal(str)  # something the user should read in the status bar
-    switch_failed = Signal(str)  # the model chosen in Settings did not load; the one in use stays
+    # The model chosen in Settings did not load: (the exception, the name of the one in use, which stays).
+    switch_failed = Signal(object, str)
 
     def __init__(self, store: Store, runner: Runner, track: Track, provider: Provider | None = None,
                  parent: QObject | None = None) -> None:
@@ -79,8 +81,8 @@ class ModelControl(QObject):
                 self.set_state("ready")
                 self.ready.emit()
 
-        def refused(error: str) -> None:
-            self.switch_failed.emit(f"{error}. Still using {previous.name} · {previous.model}")
+        def refused(error: BaseException) -> None:
+            self.switch_failed.emit(error, f"{previous.name} · {previous.model}")
             done(False)
 
         job = self.runner.submit("switch the model", build)
@@ -108,9 +110,9 @@ class ModelControl(QObject):
                 self.set_state("ready")
                 self.ready.emit()
 
-        def not_loaded(error: str) -> None:
+        def not_loaded(error: BaseException) -> None:
             if self.provider is provider:
-                self.set_state("unavailable", error)
+                self.set_state("unavailable", failure_text(error))
                 self.failed.emit(error)
 
         self.set_state("loading…")

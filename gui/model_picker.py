@@ -30,6 +30,7 @@ from ..core.models.catalogue import models_folder, size_text
 from ..core.providers.discovery import DOWNLOADED, FoundModel, describe_gguf, find_local_models, ollama_server_url
 from ..core.providers.local import MODEL_NAME, find_model_path
 from .model_catalogue import ModelCatalogue
+from .wording import failure_text
 from .workers import Runner
 
 BUILT_IN = "built in"
@@ -162,8 +163,8 @@ class ModelPicker(QWidget):
         if self._item_for(FoundModel(source=DOWNLOADED, name=path.stem, path=path)) is None:
             self._add(describe_gguf(path, DOWNLOADED), 1)
 
-    def _not_found(self, error: str) -> None:
-        self.status.setText(f"Could not look for models: {error}")
+    def _not_found(self, error: BaseException) -> None:
+        self.status.setText(failure_text(error, "look for models"))
         self.listed.emit()
 
     # ---- picking ----------------------------------------------------------------------------------------------

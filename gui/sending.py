@@ -23,7 +23,7 @@ from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_turn import ToolTurns
-from .wording import brief, title_from, waiting_text
+from .wording import brief, failure_text, title_from, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 
@@ -133,9 +133,9 @@ class Sender(QObject):
             self.conversation.scroll_to_end()
             self.start_reply(edited=True)
 
-        def not_saved(error: str) -> None:
+        def not_saved(error: BaseException) -> None:
             self.restore_unsent(edited.with_changes(content=text), keep_row=True)
-            self.composer.set_hint(f"Not sent: {error}; your text is back in the box.", error=True)
+            self.composer.set_hint(f"Not sent: {failure_text(error)}; your text is back in the box.", error=True)
 
         number = model.row_of(edited.id)
         if number is not None:  # what followed it goes with the earlier version
@@ -273,9 +273,9 @@ class Sender(QObject):
             self.switcher.refresh_chats()
             self.reply_finished.emit(result)
 
-        def failed(error: str) -> None:
+        def failed(error: BaseException) -> None:
             pump.stop()
-            model.update_message(going_on or regenerate or placeholder, streaming=False, error=error)
+            model.update_message(going_on or regenerate or placeholder, streaming=False, error=failure_text(error))
 
         if going_on is not None:
             job = self.chat.continue_reply(buffer, going_on.id, done, failed)
@@ -316,7 +316,7 @@ class Sender(QObject):
                     self.conversation.rows_model.append(Row(message=message))
             self.conversation.scroll_to_end()
 
-        job = self.chat.run_tool(label, produce, show, self.feedback.hint_error)
+        job = self.chat.run_tool(label, produce, show, self.feedback.hint_failure)
         self.composer.set_streaming(True)
         job.finished.connect(lambda: self.composer.set_streaming(self.chat.reply_job is not None))
 
@@ -336,4 +336,5 @@ class Sender(QObject):
         if self.chat.session is not None:
             chat_id = self.chat.session.chat_id
             self.chat.store_calls.write("save the draft", lambda store: store.set_draft(chat_id, text),
-                                        failed=lambda error: self.status.tell(f"Draft not saved: {error}", 10_000))
+                                        failed=lambda error: self.status.tell(f"Draft not saved: {failure_text(error)}",
+                                                                                10_000))

@@ -39,6 +39,7 @@ from ..core.settings import DEFAULT_MODELS, ChatSettings, ProviderChoice, Summar
 from ..core.tools.workspace import workspace_problem
 from .model_picker import BUILT_IN, ModelPicker
 from .tools_page import ToolsPage
+from .wording import failure_text
 from .workers import Runner
 
 LOCAL_PAGE = "Local model"
@@ -354,7 +355,7 @@ class SettingsDialog(QDialog):
 
         job = self._runner.submit("test the connection", ask)
         job.succeeded.connect(lambda text: self._tested(text, ok=True))
-        job.failed.connect(lambda error: self._tested(error, ok=False))
+        job.failed.connect(lambda error: self._tested(failure_text(error), ok=False))
 
     def _tested(self, text: str, ok: bool) -> None:
         self._testing = False

@@ -19,7 +19,7 @@ from .workers import Job, Runner
 
 
 class StoreCalls(QObject):
-    failed = Signal(str)  # a call without its own failure handler failed; the text says what and why
+    failed = Signal(object, str)  # a call without its own failure handler failed: (the exception, what it did)
 
     def __init__(self, store: Store, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -29,14 +29,14 @@ class StoreCalls(QObject):
         self._newest: dict[str, Job] = {}
 
     def write(self, label: str, fn: Callable[[Store], Any], done: Callable[[Any], Any] | None = None,
-              failed: Callable[[str], Any] | None = None) -> Job:
+              failed: Callable[[BaseException], Any] | None = None) -> Job:
         """Run the write `fn(store)` after the writes before it; `done(result)` or `failed(error)` (default: the
         `failed` signal) are called on the GUI thread."""
         store = self.store
         job = self.writes.submit(label, lambda _job: fn(store))
         if done is not None:
             job.succeeded.connect(done)
-        job.failed.connect(failed if failed is not None else lambda error: self.failed.emit(_failure(label, error)))
+        job.failed.connect(failed if failed is not None else lambda error: self.failed.emit(error, label))
         return job
 
     def newest(self, topic: str, fn: Callable[[Store], Any], done: Callable[[Any], Any]) -> Job:
@@ -55,7 +55,7 @@ class StoreCalls(QObject):
         job = self.reads.submit(topic, start)
         self._newest[topic] = job
         job.succeeded.connect(deliver)
-        job.failed.connect(lambda error: self.failed.emit(_failure(topic, error)))
+        job.failed.connect(lambda error: self.failed.emit(error, topic))
         return job
 
     def forget(self, topic: str) -> None:
@@ -73,9 +73,3 @@ class StoreCalls(QObject):
 
     def wait(self, msecs: int) -> bool:
         return self.reads.wait(msecs) and self.writes.wait(msecs)
-
-
-def _failure(what: str, error: str) -> str:
-    """'Could not rename the chat: …', said once: the store's own errors already begin 'could not rename the chat'."""
-    said = error if error.startswith("could not ") else f"could not {what}: {error}"
-    return said[0].upper() + said[1:]

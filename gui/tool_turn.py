@@ -26,7 +26,7 @@ from .conversation import ConversationView
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_service import ToolService
-from .wording import brief, waiting_text
+from .wording import brief, failure_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 LOCAL_MODEL_TOOLS = ("The local 135M model rarely calls a tool by itself: expect answers in text. A hosted model "
@@ -248,11 +248,11 @@ class ToolTurns(QObject):
                              "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)", 15_000)
         self.finished.emit(last)
 
-    def _failed(self, error: str) -> None:
+    def _failed(self, error: BaseException) -> None:
         """The turn failed (the store refused a write; the controller says so): a reply being written is marked."""
         self._stop_pump()
         if self._streaming is not None:
-            self.conversation.rows_model.update_message(self._streaming, streaming=False, error=error)
+            self.conversation.rows_model.update_message(self._streaming, streaming=False, error=failure_text(error))
         self.finished.emit(None)
 
     def _ended(self) -> None:

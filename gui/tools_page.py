@@ -30,6 +30,7 @@ from ..core.tools.mcp_servers import RUNNING, STARTING, ServerStatus
 from ..core.tools.workspace import WORKSPACE_TOOLS
 from .store_calls import StoreCalls
 from .tool_service import ToolService
+from .wording import failure_text
 from .workers import Runner
 
 STATUS_MS = 500  # how often the servers' states are read while the page is shown
@@ -307,7 +308,7 @@ class ToolsPage(QWidget):
         self.save_button.setEnabled(False)
         self.status.setText(f"Saving mcp.json and restarting {len(servers)} server{'' if len(servers) == 1 else 's'}…")
         job = self._runner.submit("save mcp.json", lambda _job: self.tools.save_config(text))
-        job.succeeded.connect(lambda _none: self._restarted(""))
+        job.succeeded.connect(lambda _none: self._restarted(None))
         job.failed.connect(self._restarted)
         return True
 
@@ -315,15 +316,15 @@ class ToolsPage(QWidget):
         """At OK: save the text if it was edited; False (and the mistake shown) if it cannot be."""
         return not self.unsaved or self.save()
 
-    def _restarted(self, failure: str) -> None:
+    def _restarted(self, failure: BaseException | None) -> None:
         self._restarting = False
         self.save_button.setEnabled(True)
-        self.status.setText("Saved." if not failure else "")
-        if failure:
-            self.error.setText(f"mcp.json not saved: {failure}")
+        self.status.setText("Saved." if failure is None else "")
+        if failure is not None:
+            self.error.setText(f"mcp.json not saved: {failure_text(failure)}")
             self.error.show()
         self.show_servers()
-        self.config_saved.emit(not failure)
+        self.config_saved.emit(failure is None)
 
     # ---- switches ---------------------------------------------------------------------------------------------
     def _switch(self, name: str, on: bool) -> None:

@@ -1,9 +1,13 @@
-"""Short texts made from long ones: chat titles, one-line errors, why a summary fell back."""
+"""Short texts made from long ones: chat titles, one-line errors, failures in the user's words, why a summary fell
+back."""
 
 from __future__ import annotations
 
+from ..core.chat.commands import REFUSALS as COMMAND_REFUSALS
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
+from ..core.models.download import DownloadError
+from ..core.providers.base import ProviderError
 
 NEW_CHAT_TITLE = "New chat"
 TITLE_CHARS = 48
@@ -23,6 +27,27 @@ def brief(text: str) -> str:
     """The first line of a message, cut to BRIEF_CHARS."""
     line = text.strip().splitlines()[0] if text.strip() else ""
     return line if len(line) <= BRIEF_CHARS else line[:BRIEF_CHARS - 1] + "…"
+
+
+# What Precis raises on purpose, already worded for the user: the store, a provider or a download said no, a file
+# could not be read, a value was refused. Anything else that ends a job is a fault in Precis itself.
+REFUSALS = (*COMMAND_REFUSALS, ProviderError, DownloadError, OSError, ValueError)
+
+
+def is_refusal(error: BaseException) -> bool:
+    return isinstance(error, REFUSALS)
+
+
+def failure_text(error: BaseException, doing: str = "") -> str:
+    """Why a job failed, in one sentence. A refusal says its own words, after what was being done when that is
+    given ('Could not rename the chat: …', said once: the store's own errors already begin 'could not rename the
+    chat'). A fault says it is one: its bare text (a KeyError's "'id'") would read as nonsense."""
+    refused = is_refusal(error)
+    said = (str(error) or type(error).__name__) if refused else (
+        f"an error inside Precis ({type(error).__name__}: {error}); please report it")
+    if doing and not said.startswith("could not "):
+        said = f"could not {doing}: {said}"
+    return said if refused and not doing else said[0].upper() + said[1:]
 
 
 def fallback_sentence(record: SummaryRecord) -> str:

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QObject, QRunnable, Qt, QThreadPool, QTimer, Signal
 
 from ..core.providers.base import CancelToken
+from .wording import is_refusal
 
 log = logging.getLogger("precis.gui")
 
@@ -31,7 +31,8 @@ class Job(QObject):
 
     progress = Signal(object)
     succeeded = Signal(object)
-    failed = Signal(str)
+    # The exception that ended the work: a handler tells a refusal from a fault by it (wording.failure_text).
+    failed = Signal(object)
     # Emitted last, after succeeded or failed.
     finished = Signal()
     _outcome = Signal(bool, object)
@@ -80,8 +81,13 @@ class _Runnable(QRunnable):
         try:
             result = self._fn(job)
         except Exception as exc:  # noqa: BLE001 - every failure is reported to the user, none is swallowed
-            log.warning("%s failed: %s", job.label, "".join(traceback.format_exception_only(exc)).strip())
-            self._hand_over(False, str(exc) or type(exc).__name__)
+            if is_refusal(exc):
+                log.warning("%s failed: %s: %s", job.label, type(exc).__name__, exc)
+            else:  # a fault: where it happened is what a report needs
+                log.error("%s failed", job.label, exc_info=exc)
+            # Its frames would keep what the work held (a closed chat's session) alive as long as a handler keeps it.
+            exc.__traceback__ = None
+            self._hand_over(False, exc)
         else:
             self._hand_over(True, result)
         finally:

@@ -1,5 +1,6 @@
-"""The house plan: core/ never imports Qt, imports only point down a floor, and nothing uses the bare names
-`core` or `gui` (they install as precis.core and precis.gui, so a bare import would load a second copy)."""
+"""The house plan: core/ never imports Qt, imports only point down a floor, nothing uses the bare names `core` or
+`gui` (they install as precis.core and precis.gui, so a bare import would load a second copy), and no module grows
+past what one reader takes in."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ CORE = ROOT / "core"
 # Lower floors never import higher ones; wings on one floor do not import each other.
 FLOORS = {"model": 1, "settings": 2, "providers": 3, "summary": 4, "tools": 4, "context": 5, "storage": 6, "chat": 7,
           "cli": 8}
+# A module past this is split by responsibility (gui/inspector.py was 717 lines, its __init__ 206).
+MAX_MODULE_LINES = 500
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -109,3 +112,9 @@ def test_a_read_beside_the_repository_is_caught_and_one_inside_is_not(tmp_path):
     assert not outside_the_repository(tmp_path / "x")
     # Installed packages may live beside the clone (a shared virtual environment): code, not test data.
     assert not outside_the_repository(Path(pytest.__file__))
+
+
+def test_no_module_in_core_or_gui_is_over_500_lines():
+    long = {str(path.relative_to(ROOT)): lines for folder in ("core", "gui") for path in (ROOT / folder).rglob("*.py")
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}, f"split these by responsibility: {long}"

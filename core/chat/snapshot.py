@@ -19,7 +19,7 @@ from .rows import Row
 class Snapshot:
     """What the GUI shows of a chat at one moment: copies, never the engine's live objects.
 
-    The worker thread keeps changing the engine's records (merge, undo, retention), so the chain holds deep copies
+    The worker thread keeps changing the engine's records (merge, undo, trail coverage), so the chain holds deep copies
     and the GUI never reads a half-updated record.
     """
 
@@ -78,7 +78,7 @@ def copied(chain: list[SummaryRecord]) -> list[SummaryRecord]:
 
 
 def copied_record(record: SummaryRecord) -> SummaryRecord:
-    """A copy for the GUI thread, which the engine's later changes (status, retention, ...) do not touch. The list of
+    """A copy for the GUI thread, which the engine's later changes (status, trail coverage, ...) do not touch. The list of
     messages it covers is shared: it never changes once made, and copied it was a model per message of a long chat,
     on every snapshot (about 35 MB and a quarter of a second at 100,000 messages)."""
     return copy.deepcopy(record, {id(record.covered): record.covered})

@@ -138,10 +138,10 @@ def print_report(result: ReplayResult, out) -> None:
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
         covered = engine.archive.covered_count(record)
-        retention = f" | trail coverage: {record.retention.describe()}" if record.retention else ""
+        coverage = f" | trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         fallback = f" ({record.fallback})" if record.fallback_used else ""
         print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {covered} messages, "
-              f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{retention}",
+              f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{coverage}",
               file=out)
     print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
     for cut in cut_messages(engine, prompt):

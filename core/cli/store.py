@@ -176,7 +176,7 @@ def context(chat: str, data_dir: str | None) -> int:
     for record in chain:
         covered = engine.archive.covered_count(record)
         fallback = f", {record.fallback}" if record.fallback_used else ""
-        kept = f"\n     trail coverage: {record.retention.describe()}" if record.retention else ""
+        kept = f"\n     trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         # As `precis history` says it: a fold is a fold, not its newest summary's mode.
         print(f"  {record.depth}. {local_time(record.created_at)}  {covered:,} messages  "
               f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "

@@ -11,13 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.messages import Message
-from ..model.records import CoveredMessage, Facets, Retention, SummaryRecord
+from ..model.records import CoveredMessage, Facets, SummaryRecord, TrailCoverage
 from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
-from ..summary.retention import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from ..summary.summarizers import RULES, RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
+from ..summary.trail_coverage import TrailFacts, bounded, check_facts, collect_facts, union_facts
 from .archive import Archive, summary_message
 from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, SummaryNotSmaller
 from .prompt import PromptAssembler
@@ -64,11 +64,11 @@ class Summarization:
         self._listeners: list[Callable[[EngineEvent], None]] = []
 
     def restored(self) -> None:
-        """After the archive is loaded: retention for records that lack it, and messages since the last summary."""
+        """After the archive is loaded: trail coverage for records that lack it, and messages since the last summary."""
         archive = self.archive
         for record in archive.chain:
-            if record.retention is None:  # e.g. a summary imported from another tool
-                self.check_retention(record)
+            if record.trail_coverage is None:  # e.g. a summary imported from another tool
+                self.check_coverage(record)
         last = max((archive.position.get(mid, -1) for mid in archive.covered_by), default=-1)
         self.since_summary = len(archive.messages) - 1 - last if archive.chain else len(archive.messages)
 
@@ -315,7 +315,7 @@ class Summarization:
             raise SummaryNotSmaller(record, len(candidates), ahead, after.total)
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)
-        self.check_retention(record)
+        self.check_coverage(record)
         self.armed = after.ratio < policy.reset_ratio
         self.since_summary = 0
         # Document 004's debug-log fields: depth, messages compressed, usage before, tokens after.
@@ -341,10 +341,10 @@ class Summarization:
             cache[current.id] = union_facts([*(cache[c.id] for c in children), own]) if children else own
         return cache[record.id]
 
-    def check_retention(self, record: SummaryRecord) -> None:
+    def check_coverage(self, record: SummaryRecord) -> None:
         """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""
-        retention = check_facts(self._facts_of(record), self.meter.context_text())
-        record.retention = Retention.model_validate(redact_obj(retention.model_dump())[0])
+        coverage = check_facts(self._facts_of(record), self.meter.context_text())
+        record.trail_coverage = TrailCoverage.model_validate(redact_obj(coverage.model_dump())[0])
 
     def _merge_oldest(self, count: int, reason: str, coming: int = 0) -> SummaryRecord:
         """Fold the oldest summaries into one instead of refusing (at the maximum depth, or when the chain has used
@@ -369,7 +369,7 @@ class Summarization:
             if later.parent_id in folded:
                 later.parent_id = record.id
         self.archive.add(record)
-        self.check_retention(record)
+        self.check_coverage(record)
         after = self.meter.usage(recall=False)
         record.tokens_after = after.total
         record.duration_ms = round((time.perf_counter() - started) * 1000, 2)

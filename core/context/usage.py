@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Literal
 from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING, TokenCounter
 from ..settings import SummarizationPolicy
-from ..summary.retention import context_text as retention_context_text
 from ..summary.summarizers import Summarizer
+from ..summary.trail_coverage import context_text as coverage_context_text
 from .archive import Archive, shown_kind
 
 if TYPE_CHECKING:  # recall builds ContextItems from this module
@@ -152,8 +152,8 @@ class UsageMeter:
         return self.setup.overhead() + self._system_tokens() + self.archive.visible_tally().pinned
 
     def context_text(self) -> str:
-        """Everything the model sees, as one text (for retention checks)."""
-        return retention_context_text(message for _, message, _ in self.context_messages())
+        """Everything the model sees, as one text (for trail-coverage checks)."""
+        return coverage_context_text(message for _, message, _ in self.context_messages())
 
     def usage(self, recall: bool = True) -> UsageReport:
         """Use of the window by kind, before any trimming. The policy acts on it without recall: recalled text

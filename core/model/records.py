@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from .messages import new_id
 
@@ -37,7 +37,7 @@ class ToolUsage(BaseModel):
 
 class Facets(BaseModel):
     """The record's structured fields of the covered messages, stored and shown (the documents' key decisions,
-    action items, open questions, entities, files, commands). Not core.summary.retention.TrailFacts, the unsaved
+    action items, open questions, entities, files, commands). Not core.summary.trail_coverage.TrailFacts, the unsaved
     checklist the trail-coverage check matches against the context."""
 
     decisions: list[str] = Field(default_factory=list)
@@ -66,8 +66,8 @@ class CoveredMessage:
     sha256: str
 
 
-class Retention(BaseModel):
-    """Which facts of the covered messages are still visible to the model (see core.retention)."""
+class TrailCoverage(BaseModel):
+    """Which facts of the covered messages are still visible to the model (see core.summary.trail_coverage)."""
 
     kept: dict[str, int] = Field(default_factory=dict)
     total: dict[str, int] = Field(default_factory=dict)
@@ -158,7 +158,9 @@ class SummaryRecord(BaseModel):
     redactions: int = 0
     duration_ms: float = 0.0
     status: RecordStatus = "active"
-    retention: Retention | None = None
+    # Saved as "retention" before the window's name, trail coverage, became the code's: old records still load.
+    trail_coverage: TrailCoverage | None = Field(default=None,
+                                                 validation_alias=AliasChoices("trail_coverage", "retention"))
 
     @model_validator(mode="after")
     def _rules_wrote_it(self) -> SummaryRecord:

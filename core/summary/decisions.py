@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from ..model.messages import Message
-from .retention import user_text
 from .text_rules import SENTENCE_END, one_line_field
+from .trail_coverage import user_text
 
 MAX_DECISIONS = 5
 DECISION_CHARS = 160

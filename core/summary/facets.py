@@ -1,5 +1,5 @@
 """The artifact trail of a run of messages (files read, modified and only named, commands with exit codes, errors, tool usage,
-the user's requests, identifiers), read the way the trail-coverage check reads them (retention.collect_facts) so that
+the user's requests, identifiers), read the way the trail-coverage check reads them (trail_coverage.collect_facts) so that
 what the trail shows is what that check counts."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from ..model.messages import Message
 from ..model.records import CommandRun, Facets, ToolUsage
 from .decisions import extract_decisions
 from .redact import redact_obj
-from .retention import MAX_IDENTIFIERS, collect_facts, user_text
 from .text_rules import one_line_field
 from .tool_output import ERROR_TAG, Analysis, analyze
+from .trail_coverage import MAX_IDENTIFIERS, collect_facts, user_text
 
 MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30

@@ -14,9 +14,9 @@ from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, CommandRun, Facets
 from .facets import MAX_ENTITIES, ROLE_ORDER, analyze_calls, facets_of, named_only
 from .redact import redact
-from .retention import COMMAND_MATCH_CHARS, project_root
 from .text_rules import SENTENCE_END, clip, one_line_field
 from .tool_output import Analysis
+from .trail_coverage import COMMAND_MATCH_CHARS, project_root
 
 _DECISION = re.compile(
     r"\b(?:decid\w*|chose|choose|instead of|root cause|the (?:fix|problem|issue|cause|bug) (?:is|was)|turns out"
@@ -158,7 +158,7 @@ def _trail_sections(facets: Facets) -> list[_Section]:
     # A merge's facets may name a file another of its stretches read or modified: it is listed there.
     named = named_only(facets.files_named, facets.files_read + facets.files_modified)
     paths = list(dict.fromkeys(facets.files_read + facets.files_modified + named))
-    # The folder most files are in, as the retention check finds it; one file is simply shown whole.
+    # The folder most files are in, as the trail-coverage check finds it; one file is simply shown whole.
     root = (project_root(paths) or "") if len(paths) > 1 else ""
     modified = set(facets.files_modified)
     only_read = [path for path in facets.files_read if path not in modified]

@@ -20,7 +20,7 @@ def test_json_output_is_the_context_as_sent_with_summaries_and_archived_indices(
     originals = read_transcript(path)
     stats = result["stats"]
     assert stats["messages"] == len(originals) and stats["context_tokens"] <= stats["budget"] == 8192 - 512
-    assert result["summaries"] and all(s["retention"] is not None for s in result["summaries"])
+    assert result["summaries"] and all(s["trail_coverage"] is not None for s in result["summaries"])
     # Every message in the context is in the interchange format, and summaries appear as such.
     assert all(set(m) >= {"role", "content", "name", "tool_args"} for m in result["context"])
     assert any(m["content"].startswith("[Summary") for m in result["context"])

@@ -745,7 +745,7 @@ def test_shared_transcripts_replay_within_budget(path, window):
         assert prompt.tokens <= engine.budget.available
     prompt_is_consistent(engine)
     for record in engine.records:
-        assert record.retention is not None
+        assert record.trail_coverage is not None
 
 
 def test_the_chat_system_prompt_comes_first_and_is_never_summarized():
@@ -846,10 +846,10 @@ def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
 
 def test_a_merge_keeps_a_bounded_trail_saying_how_much_it_left_out():
     """However long the chat, a merged record keeps at most MERGED_ENTRIES of each kind (the first request and the
-    newest), says how many it dropped, and its retention check counts the dropped facts as not kept."""
+    newest), says how many it dropped, and its trail-coverage check counts the dropped facts as not kept."""
     from precis.core.context.summarizing import merge_facets
     from precis.core.model.records import Facets
-    from precis.core.summary.retention import MERGED_ENTRIES, InstructionFact, TrailFacts, check_facts, union_facts
+    from precis.core.summary.trail_coverage import MERGED_ENTRIES, InstructionFact, TrailFacts, check_facts, union_facts
 
     stretches = [Facets(user_requests=[f"request {n}" for n in range(start, start + 700)], files_read=["a.py"])
                  for start in (0, 700, 1400)]
@@ -863,8 +863,8 @@ def test_a_merge_keeps_a_bounded_trail_saying_how_much_it_left_out():
     facts = union_facts([TrailFacts(instructions=[InstructionFact(f"deploy bay {n}", (f"bay{n}",))
                                                   for n in range(start, start + 700)]) for start in (0, 700)])
     assert len(facts.instructions) == MERGED_ENTRIES and facts.dropped == {"instructions": 400}
-    retention = check_facts(facts, "bay0 bay1399")
-    assert retention.total["instructions"] == 1400 and retention.kept["instructions"] == 2
+    coverage = check_facts(facts, "bay0 bay1399")
+    assert coverage.total["instructions"] == 1400 and coverage.kept["instructions"] == 2
 
 
 # ----- one policy: target fill, re-arm, second pass, the chain's share, the floor -------------------------------

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.model.messages import Message, ToolCall
-from precis.core.summary.retention import collect_facts
 from precis.core.summary.text_rules import exit_code_in
 from precis.core.summary.tool_output import one_line
+from precis.core.summary.trail_coverage import collect_facts
 
 
 def run(tool: str, command: str, output: str) -> str:

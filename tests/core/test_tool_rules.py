@@ -14,10 +14,10 @@ from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
 from precis.core.storage.interchange import read_transcript
 from precis.core.summary.facets import extract_facets
-from precis.core.summary.retention import check_retention
 from precis.core.summary.summary_block import render_artifact_trail, rule_summary
 from precis.core.summary.tool_kinds import canonical_tool, refined_kind
 from precis.core.summary.tool_output import one_line
+from precis.core.summary.trail_coverage import check_coverage
 
 from tests.conftest import TRANSCRIPTS, TRANSCRIPTS_DIR
 
@@ -367,7 +367,7 @@ def test_small_room_gives_a_marker():
     assert facets.files_modified  # the facts are still extracted for the record
 
 
-# ----- what the summary keeps (the facts the retention check counts) ------------------------------------------
+# ----- what the summary keeps (the facts the trail-coverage check counts) ------------------------------------------
 
 def bash(index: int, command: str, output: str) -> list[Message]:
     call = ToolCall(id=f"bash-{index}", name="Bash", arguments={"command": command})
@@ -381,7 +381,7 @@ def test_exception_name_deep_in_a_covered_output_is_in_the_rule_summary():
     text, _, facets = rule_summary(messages, max_tokens=1500, count_tokens=COUNT)
     assert "BadMapError" in facets.errors
     assert "BadMapError" in text
-    assert check_retention(messages, text).missing["errors"] == []
+    assert check_coverage(messages, text).missing["errors"] == []
 
 
 def test_every_distinct_command_of_a_stretch_is_in_the_summary_with_its_count():
@@ -390,8 +390,8 @@ def test_every_distinct_command_of_a_stretch_is_in_the_summary_with_its_count():
     assert len(commands) > 40
     text, _, facets = rule_summary(messages, max_tokens=4000, count_tokens=COUNT)
     assert {run.command[:200] for run in facets.commands} == {c[:200] for c in commands}
-    retention = check_retention(messages, text)
-    assert retention.missing["commands"] == [] and retention.kept["commands"] == retention.total["commands"]
+    coverage = check_coverage(messages, text)
+    assert coverage.missing["commands"] == [] and coverage.kept["commands"] == coverage.total["commands"]
     assert "`git status` ×4\n" in text
     # Success is the default: only a non-zero exit code is written.
     assert "(exit 0)" not in text and "(exit 1)" in text
@@ -406,7 +406,7 @@ def test_commands_are_kept_as_run_and_identical_runs_counted():
         ("mix test 2>&1 | tail -50", 2, None), ("mix test | head -20", 1, None), ("mix test", 1, 2)]
     trail = render_artifact_trail(facets)
     assert "`mix test 2>&1 | tail -50` ×2\n- `mix test | head -20`\n- `mix test` (exit 2)" in trail
-    assert check_retention(messages, trail).missing["commands"] == []
+    assert check_coverage(messages, trail).missing["commands"] == []
 
 
 def test_short_of_room_a_long_command_list_and_the_files_read_lose_alike():
@@ -438,7 +438,7 @@ def test_short_of_room_commands_keep_their_starts_before_any_is_dropped():
     # Each command by its first 60 characters, whole from its program on: it can still be found as written.
     assert "- grep -rn pattern_0 lib/some/long/folder/name_0/deeper/deeper…\n- grep -rn pattern_1 " in dense
     assert "mix compile --warnings-as-errors (exit 1)" in dense
-    assert check_retention(messages, dense).missing["commands"] == []
+    assert check_coverage(messages, dense).missing["commands"] == []
 
 
 def test_a_search_inside_a_file_reads_it():
@@ -504,7 +504,7 @@ def test_a_file_only_named_is_in_the_trail_once():
     # Listed once: router.ex where it was read, mix.lock in its command.
     assert named == "- docs/routing.md\n- lib/app/endpoint.ex\n- config/prod.exs\n"
     assert "`grep -n plug mix.lock`" in trail
-    assert check_retention(messages, trail).missing["files"] == []
+    assert check_coverage(messages, trail).missing["files"] == []
 
 
 def test_short_of_room_a_dropped_commands_files_stay_named():
@@ -520,4 +520,4 @@ def test_short_of_room_a_dropped_commands_files_stay_named():
     assert 0 < sum(f"-k case_{i}" in trail for i in range(30)) < 30
     assert all(f"test_module_{i}.py" in trail for i in range(30))
     assert "Files named:\n- tests/unit/: test_module_0.py, test_module_1.py, " in trail
-    assert check_retention(messages, trail).missing["files"] == []
+    assert check_coverage(messages, trail).missing["files"] == []

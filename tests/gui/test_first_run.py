@@ -209,7 +209,7 @@ def test_long_errors_are_cut_to_one_line_with_the_whole_text_in_the_tooltip(qtbo
     error = "could not parse the file: " + "x" * 500 + "\nTraceback line two"
     window.composer.set_hint(error, error=True)
     assert len(window.composer.hint.text()) <= 160 and plain_text(window.composer.hint.toolTip()) == error
-    window.feedback.job_failed(error)
+    window.feedback.job_failed(ValueError(error))
     assert len(window.statusBar().currentMessage()) <= 160
 
 

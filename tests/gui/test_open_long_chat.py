@@ -51,7 +51,7 @@ def test_a_long_chat_paints_its_last_rows_first_then_the_whole_chat(qtbot, make_
 
 @pytest.mark.slow
 def test_the_windows_copy_of_a_summary_shares_the_list_of_what_it_covers(qtbot, make_window, store):
-    """The window holds its own copy of each summary record (the engine goes on changing its status, retention, ...),
+    """The window holds its own copy of each summary record (the engine goes on changing its status, trail coverage, ...),
     taken on every snapshot; the list of the messages it covers, which never changes and has an entry per message
     of a long chat, is not copied with it."""
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})

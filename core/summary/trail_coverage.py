@@ -1,4 +1,4 @@
-"""Retention check: which facts of the messages a summary replaced are still visible to the model.
+"""TrailCoverage check: which facts of the messages a summary replaced are still visible to the model.
 
 Deterministic and cheap (regexes compiled once, each text scanned once) so it runs after every summary. Five kinds
 of facts are extracted from the covered originals and looked up in the text the model will see (every summary's
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.messages import Message
-from ..model.records import Retention
+from ..model.records import TrailCoverage
 from .redact import redact
 from .text_rules import EXIT_CODE, FILE_ARGUMENT_KEYS, WHITESPACE, clip, exit_code_in
 
@@ -97,7 +97,7 @@ MISSING_ITEM_CHARS = 100
 # Missing facts listed per kind: a merged summary of a long chat may miss thousands, and its record (stored, exported,
 # written by every later merge) must not grow with the chat; the counts stay exact.
 MISSING_LISTED = 20
-# The most entries of each kind a merged record keeps (facets and the facts its retention check looks for), so a
+# The most entries of each kind a merged record keeps (facets and the facts its trail-coverage check looks for), so a
 # merge costs the same however long the chat: more than a merged summary renders (at most max_summary_tokens, 4,000
 # by default, and every entry takes a few tokens). The originals stay in the archive.
 MERGED_ENTRIES = 1000
@@ -353,13 +353,13 @@ def union_facts(parts: Iterable[TrailFacts]) -> TrailFacts:
     return TrailFacts(**kept, dropped={kind: n for kind, n in dropped.items() if n})
 
 
-def check_retention(covered: list[Message], context_text: str) -> Retention:
+def check_coverage(covered: list[Message], context_text: str) -> TrailCoverage:
     """How many facts of the covered originals are present in the text the model will see, and which are missing."""
     return check_facts(collect_facts(covered), context_text)
 
 
-def check_facts(facts: TrailFacts, context_text: str) -> Retention:
-    """check_retention for facts already collected."""
+def check_facts(facts: TrailFacts, context_text: str) -> TrailCoverage:
+    """check_coverage for facts already collected."""
     context = _Context(context_text)
     root = project_root(facts.files)
     checks: dict[str, list[tuple[str, bool]]] = {
@@ -369,7 +369,7 @@ def check_facts(facts: TrailFacts, context_text: str) -> Retention:
         "identifiers": [(i, i in context.raw) for i in facts.identifiers],
         "instructions": [(i.label, context.has_instruction(i)) for i in facts.instructions],
     }
-    return Retention(
+    return TrailCoverage(
         kept={kind: sum(ok for _, ok in items) for kind, items in checks.items()},
         total={kind: len(items) + facts.dropped.get(kind, 0) for kind, items in checks.items()},
         # A missing fact is shown (`precis context`, the inspector): a secret in it is hidden like everywhere else.

@@ -1,4 +1,4 @@
-"""The retention check: facts come out of real transcripts, and a summary that drops one is caught."""
+"""The trail-coverage check: facts come out of real transcripts, and a summary that drops one is caught."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from functools import lru_cache
 
 from precis.core.model.messages import Message, ToolCall
 from precis.core.storage.interchange import read_transcript
-from precis.core.summary.retention import KINDS, check_retention, context_text, extract_facts, normalize_command
+from precis.core.summary.trail_coverage import KINDS, check_coverage, context_text, extract_facts, normalize_command
 
 from tests.conftest import TRANSCRIPTS_DIR
 
@@ -86,13 +86,13 @@ def test_facts_of_an_exchange_are_the_hand_written_ones():
 
 
 def test_a_summary_keeps_what_it_names_and_misses_the_rest():
-    thin = check_retention(EXCHANGE, "Edited src/app/loader.py after `pytest -q tests/test_config.py` failed (exit 1).")
+    thin = check_coverage(EXCHANGE, "Edited src/app/loader.py after `pytest -q tests/test_config.py` failed (exit 1).")
     assert thin.kept == {"files": 2, "commands": 1, "errors": 0, "identifiers": 0, "instructions": 0}
     assert thin.total == {"files": 4, "commands": 1, "errors": 1, "identifiers": 1, "instructions": 1}
     assert thin.missing["errors"] == ["KeyError"] and thin.missing["identifiers"] == ["parse_config"]
     # "tests/test_config.py" does not name config.py.
     assert thin.missing["files"] == ["src/app/config.py", "config.py"]
-    full = check_retention(EXCHANGE, (
+    full = check_coverage(EXCHANGE, (
         "The app crashes in `parse_config` when the config has no tool table; fix src/app/config.py. "
         "Read /repo/src/app/config.py; `pytest -q tests/test_config.py` failed (exit 1) with KeyError; "
         "edited /repo/src/app/loader.py."))
@@ -102,9 +102,9 @@ def test_a_summary_keeps_what_it_names_and_misses_the_rest():
 def test_a_removed_fact_is_reported_missing():
     messages = list(transcript("claudecode_session.jsonl")[:120])
     full = context_text(messages)
-    before = check_retention(messages, full)
+    before = check_coverage(messages, full)
     assert before.kept == before.total
-    without = check_retention(messages, full.replace("BadMapError", "an error"))
+    without = check_coverage(messages, full.replace("BadMapError", "an error"))
     assert without.kept["errors"] == before.kept["errors"] - 1
     assert without.missing["errors"] == ["BadMapError"]
     assert "missing: BadMapError" in without.describe()
@@ -118,7 +118,7 @@ def test_file_matches_full_path_or_its_folder_and_name():
                 *call("Read", "x", file_path=f"{root}/lib/app/application.ex")]
 
     def missing(text: str) -> list[str]:
-        return check_retention(messages, text).missing["files"]
+        return check_coverage(messages, text).missing["files"]
 
     everything = f"read {root}/config/dev.exs, edited telemetry/otel.ex; mix.exs; app/application.ex"
     assert missing(everything) == []
@@ -134,8 +134,8 @@ def test_file_matches_full_path_or_its_folder_and_name():
 def test_bare_file_name_counts_only_at_the_project_root():
     messages = [*call("Read", "x", file_path="/srv/a/mix.exs"), *call("Read", "x", file_path="/srv/a/lib/x.ex"),
                 *call("Read", "x", file_path="/srv/a/lib/y.ex"), *call("Read", "x", file_path="/etc/hosts.conf")]
-    retention = check_retention(messages, "touched mix.exs, lib/x.ex, lib/y.ex and hosts.conf")
-    assert retention.missing["files"] == ["/etc/hosts.conf"]
+    coverage = check_coverage(messages, "touched mix.exs, lib/x.ex, lib/y.ex and hosts.conf")
+    assert coverage.missing["files"] == ["/etc/hosts.conf"]
 
 
 def test_failed_command_needs_its_exit_code():
@@ -146,7 +146,7 @@ def test_failed_command_needs_its_exit_code():
     assert set(facts["errors"]) == {"AssertionError", "tests/test_a.py::test_b"}
 
     def kept(text: str) -> int:
-        return check_retention(messages, text).kept["commands"]
+        return check_coverage(messages, text).kept["commands"]
 
     assert kept("ran `pytest -q` and `ruff check .`") == 1
     assert kept("- pytest -q (exit 2)\n- ruff check .") == 2
@@ -156,8 +156,8 @@ def test_failed_command_needs_its_exit_code():
 
 def test_exit_code_inside_the_command_is_not_its_result():
     messages = call("Bash", "Exit code 3", command='python -c "import sys; sys.exit(3)"')
-    assert check_retention(messages, 'python -c "import sys; sys.exit(3)"').kept["commands"] == 0
-    assert check_retention(messages, 'python -c "import sys; sys.exit(3)" exited with code 3').kept["commands"] == 1
+    assert check_coverage(messages, 'python -c "import sys; sys.exit(3)"').kept["commands"] == 0
+    assert check_coverage(messages, 'python -c "import sys; sys.exit(3)" exited with code 3').kept["commands"] == 1
 
 
 def test_instruction_is_kept_when_most_of_its_words_are():
@@ -169,7 +169,7 @@ def test_instruction_is_kept_when_most_of_its_words_are():
     assert len(facts["instructions"]) == 1  # the injected reminder is not an instruction
 
     def kept(text: str) -> int:
-        return check_retention(messages, text).kept["instructions"]
+        return check_coverage(messages, text).kept["instructions"]
 
     assert kept("User asked: rename parser module -> tokenizer; old import path must keep working (plugins).") == 1
     assert kept("User asked to rename something.") == 0
@@ -181,9 +181,9 @@ def test_backticked_identifiers_and_errors_match_exactly():
     facts = extract_facts(messages)
     assert facts["identifiers"] == ["load_config", "CONFIG_PATH"]  # short and fenced ones skipped
     assert facts["errors"] == ["KeyError"]
-    retention = check_retention(messages, "load_config fails with KeyError when config_path is unset")
-    assert retention.missing["identifiers"] == ["CONFIG_PATH"]
-    assert retention.kept["errors"] == 1
+    coverage = check_coverage(messages, "load_config fails with KeyError when config_path is unset")
+    assert coverage.missing["identifiers"] == ["CONFIG_PATH"]
+    assert coverage.kept["errors"] == 1
 
 
 def test_claude_code_reference_summary_is_measurable():
@@ -191,10 +191,10 @@ def test_claude_code_reference_summary_is_measurable():
     all of those only named in commands: 24 of 30), most shell commands are not; this is the reference row of
     benchmarks/fidelity.py."""
     messages = list(transcript("claudecode_session.jsonl"))
-    retention = check_retention(messages[:405], messages[405].content)
-    assert retention.kept["files"] >= retention.total["files"] * 3 // 4
-    assert retention.kept["commands"] < retention.total["commands"] // 2
-    assert retention.describe().startswith(f"files {retention.kept['files']}/{retention.total['files']}, commands")
+    coverage = check_coverage(messages[:405], messages[405].content)
+    assert coverage.kept["files"] >= coverage.total["files"] * 3 // 4
+    assert coverage.kept["commands"] < coverage.total["commands"] // 2
+    assert coverage.describe().startswith(f"files {coverage.kept['files']}/{coverage.total['files']}, commands")
 
 
 def test_compiler_error_codes_are_errors():
@@ -202,20 +202,20 @@ def test_compiler_error_codes_are_errors():
                     command="npm run build")
     facts = extract_facts(messages)
     assert facts["errors"] == ["TS2345", "E0308"]
-    assert check_retention(messages, "build failed: TS2345 in src/a.ts").missing["errors"] == ["E0308"]
+    assert check_coverage(messages, "build failed: TS2345 in src/a.ts").missing["errors"] == ["E0308"]
 
 
 def test_an_exit_code_on_the_next_line_belongs_to_the_next_command():
     messages = [*call("Bash", "Exit code 1", command="git status"), *call("Bash", "Exit code 1", command="npm test")]
-    retention = check_retention(messages, "- `git status`\n- `npm test` (exit 1)")
-    assert retention.missing["commands"] == ["git status (exit 1)"]
+    coverage = check_coverage(messages, "- `git status`\n- `npm test` (exit 1)")
+    assert coverage.missing["commands"] == ["git status (exit 1)"]
 
 
 def test_a_missing_fact_never_shows_a_secret():
     covered = [Message(role="user", content="load the dump"),
                *call("Bash", "ok", command="mysql -u root -pS3cretPass42 appdb < dump.sql"),
                *call("Bash", "ok", command="curl -u admin:Tr0ub4dor3 https://api.example.com/v1")]
-    retention = check_retention(covered, "nothing of it was kept")
-    shown = retention.describe(limit=20)
-    assert retention.missing["commands"] and "S3cretPass42" not in shown and "Tr0ub4dor3" not in shown
+    coverage = check_coverage(covered, "nothing of it was kept")
+    shown = coverage.describe(limit=20)
+    assert coverage.missing["commands"] and "S3cretPass42" not in shown and "Tr0ub4dor3" not in shown
     assert "[REDACTED:password]" in shown
