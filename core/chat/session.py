@@ -300,7 +300,9 @@ class ChatSession:
             try:
                 usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
                                                     placeholder, tool_choice=tool_choice)
-                if usage is not None and usage.prompt_tokens:  # the tool definitions were sent with it
+                # The tool definitions were sent with it; a forced reply may have been sent with its tool alone
+                # (openai_compat), so its count corrects nothing.
+                if usage is not None and usage.prompt_tokens and tool_choice == AUTO:
                     self._calibrate(self.built_engine.counter.prompt_raw_tokens(prompt.messages)
                                     + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
             except ContextLengthExceeded as exc:

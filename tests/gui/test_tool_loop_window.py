@@ -229,7 +229,8 @@ def test_use_sends_the_message_with_the_tool_it_must_call(qtbot, make_window, st
     window.submit("/use read_file What does main.py print?")
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None and len(server.requests) == 2,
                     timeout=WAIT_MS)
-    assert server.requests[0][2]["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    first = server.requests[0][2]
+    assert first["tool_choice"] == "required" and [t["function"]["name"] for t in first["tools"]] == ["read_file"]
     assert shown_rows(window)[0] == ("user", "What does main.py print?")
     assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
     window.submit("/use")  # no tool, no message: said, nothing sent
