@@ -106,6 +106,8 @@ class ToolLoop:
             calls = result.message.tool_calls
             if not calls or result.problem:
                 turn.ended = "stopped" if cancel.cancelled else result.problem or ""
+                if not turn.ended and force is not None and len(turn.replies) == 1:  # a server may not hold to it
+                    turn.ended = f"the model answered without calling {force}, which /use asked for"
                 return turn
             over = False
             for call in calls:  # the calls past the limit are answered, not run

@@ -205,6 +205,15 @@ def test_use_makes_the_first_reply_call_the_tool_named(tmp_path, server, workspa
     assert [s.call.name for s in turn.steps] == ["read_file"] and turn.ended == ""
 
 
+def test_a_forced_reply_without_the_call_is_said(tmp_path, server, workspace):
+    # A server that does not hold the model to the call (llama.cpp lets text come first: docs/model.md).
+    server.steps = [stream(answer("I would rather just answer."))]
+    with open_store(tmp_path / "data") as store:
+        _session, loop = chat(store, server, workspace, [], [])
+        turn = loop.answer(cancel=CancelToken(), on_text=lambda _p, _piece: None, force="read_file")
+    assert turn.steps == [] and turn.ended == "the model answered without calling read_file, which /use asked for"
+
+
 @pytest.mark.model
 def test_the_embedded_model_told_to_use_a_tool_reads_the_file_and_answers(tmp_path, workspace, local_provider):
     from precis.core.cli.chat import TurnOptions, terminal_chat
