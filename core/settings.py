@@ -236,6 +236,9 @@ class ChatSettings(BaseModel):
                                         "answers with what it has")
     # Overrides of SummarizationPolicy fields for this chat.
     summarization: dict[str, Any] = Field(default_factory=dict)
+    # Tools that run without asking in this chat: its consent card's "Allow in this chat" (or `a` in the terminal).
+    # No title: Settings → This chat lists them, each with a button taking it back.
+    allowed_tools: list[str] = Field(default_factory=list)
 
     @field_validator("summarization")
     @classmethod

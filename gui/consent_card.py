@@ -67,6 +67,7 @@ class ConsentCard(QFrame):
         self.allow_once = QPushButton("&Allow once")
         self.allow_once.setObjectName("primary")
         self.allow_in_chat = QPushButton("Allow in this c&hat")
+        self.allow_in_chat.setToolTip("Run this tool without asking again in this chat (Settings → This chat takes it back)")
         self.deny = QPushButton("&Deny")
         self.deny.setObjectName("danger")
         for button, decision in ((self.allow_once, ALLOW_ONCE), (self.allow_in_chat, ALLOW_IN_CHAT), (self.deny, DENY)):

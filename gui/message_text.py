@@ -57,14 +57,12 @@ def clean_output(text: str) -> str:
 
 
 def first_line_and_count(text: str) -> tuple[str, int]:
-    """The first non-blank line of a tool output (cleaned) and its number of lines, without copying it all."""
+    """The first line of a tool output (cleaned) that has a letter or digit, else its first non-blank line, and its
+    number of lines, without copying it all. An MCP server's JSON answer would otherwise read "{"."""
     stripped = text.strip()
     total = stripped.count("\n") + 1 if stripped else 0
-    for line in stripped[:2000].splitlines():
-        line = _CONTROL.sub("", line).strip()
-        if line:
-            return line, total
-    return "(no output)", total
+    lines = [line for line in (_CONTROL.sub("", raw).strip() for raw in stripped[:2000].splitlines()) if line]
+    return next((line for line in lines if any(c.isalnum() for c in line)), lines[0] if lines else "(no output)"), total
 
 
 def first_lines(text: str, count: int) -> tuple[str, int]:

@@ -37,6 +37,7 @@ from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import check_connection, provider_for
 from ..core.settings import DEFAULT_MODELS, ChatSettings, ProviderChoice, SummarizationPolicy
 from ..core.tools.workspace import workspace_problem
+from .allowed_tools import AllowedTools
 from .model_picker import BUILT_IN, ModelPicker
 from .tools_page import ToolsPage
 from .wording import failure_text
@@ -291,6 +292,10 @@ class SettingsDialog(QDialog):
             self.browse_button.setToolTip("Pick the folder in a folder picker")
             self.browse_button.clicked.connect(self.open_folder_picker)
             self.chat_fields.lines["workspace"].addWidget(self.browse_button)
+            self.allowed_tools = AllowedTools(chat.allowed_tools)
+            self.allowed_tools.setToolTip("Tools that run without asking in this chat (\"Allow in this chat\" on a "
+                                          "tool's card)")
+            chat_form.addRow("Allowed without asking", self.allowed_tools)
             tabs.addTab(chat_page, "This chat")
             overrides_page = QWidget()
             overrides_form = QFormLayout(overrides_page)
@@ -403,7 +408,7 @@ class SettingsDialog(QDialog):
 
     def _chat_values(self) -> dict[str, Any]:
         return {**self._chat_base.model_dump(), **self.chat_fields.values()[0],
-                "summarization": self.chat_policy_fields.values()[0]}
+                "summarization": self.chat_policy_fields.values()[0], "allowed_tools": self.allowed_tools.names()}
 
     def entered_key(self) -> str:
         return self.api_key.text().strip()

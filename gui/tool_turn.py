@@ -69,7 +69,7 @@ class _Reporter:
 
 
 def answer_message(session: ChatSession, service: ToolService, signals: TurnSignals, cancel: CancelToken,
-                   allowed_in_chat: set[str], regenerate: Message | None = None, force: str | None = None) -> Turn:
+                   regenerate: Message | None = None, force: str | None = None) -> Turn:
     """On the chat's worker: answer the last message with the chat's tools; without them when it has none, its
     workspace folder is not there, or their definitions do not fit the window (said through `signals.told`). With
     `regenerate` (the last reply), it is written again in its place first."""
@@ -90,7 +90,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
             return request.wait(cancel)
 
         loop = ToolLoop(session, toolbox, ask, max_steps=session.settings.tool_steps,
-                        ask_before_reading=service.settings().ask_before_reading, allowed_in_chat=allowed_in_chat)
+                        ask_before_reading=service.settings().ask_before_reading)
         try:
             return loop.answer(cancel=cancel, on_start=reporter.start, on_text=reporter.text,
                                on_reply=reporter.reply, on_step=reporter.step, on_progress=reporter.progress,
@@ -131,7 +131,6 @@ class ToolTurns(QObject):
         super().__init__(parent)
         self.chat, self.service, self.conversation, self.composer = chat, service, conversation, composer
         self.inspector, self.status, self.card = inspector, status, card
-        self.allowed: dict[str, set[str]] = {}  # chat id -> tools allowed in that chat (Allow in this chat)
         self.hinted: set[str] = set()  # chats told that the local model rarely calls tools
         self._pump: StreamPump | None = None
         self._streaming: Message | None = None  # the placeholder of the reply being written
@@ -166,9 +165,8 @@ class ToolTurns(QObject):
         signals.told.connect(lambda text: self.chat.is_open(chat_id) and self.composer.set_hint(text, error=True),
                              queued)
         signals.local_model_has_tools.connect(lambda: self._hint_local_model(chat_id), queued)
-        service, allowed = self.service, self.allowed.setdefault(chat_id, set())
-        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, allowed, regenerate,
-                                                             force),
+        service = self.service
+        job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, regenerate, force),
                                lambda turn: self._done(turn, edited, regenerate is not None), self._failed)
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)

@@ -193,6 +193,21 @@ class ChatSession:
         self.built_engine.set_tools(specs)
         self.tools = list(specs)
 
+    def allow_tool(self, name: str) -> None:
+        """Run tool `name` without asking for the rest of this chat ("Allow in this chat"): kept in the chat's
+        settings, so the chat reopened, or Precis restarted, does not ask again. A store that cannot save it: allowed
+        until the chat is closed, and logged."""
+        if name in self.settings.allowed_tools:
+            return
+        self.settings = self.settings.model_copy(update={"allowed_tools": [*self.settings.allowed_tools, name]})
+        try:
+            stored = self.store.get_chat(self.chat_id).settings
+            if name not in stored.allowed_tools:
+                self.store.update_chat_settings(
+                    self.chat_id, stored.model_copy(update={"allowed_tools": [*stored.allowed_tools, name]}))
+        except StoreError as exc:
+            log.warning("%s stays allowed only while the chat is open: %s", name, exc)
+
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
         know, e.g. `precis chat --chat` in a terminal) or the store refused this engine's last summary or undo,
@@ -300,7 +315,9 @@ class ChatSession:
             try:
                 usage, finish, calls = self._stream(prompt.messages, received, on_text, on_progress, cancel,
                                                     placeholder, tool_choice=tool_choice)
-                if usage is not None and usage.prompt_tokens:  # the tool definitions were sent with it
+                # The tool definitions were sent with it; a forced reply may have been sent with its tool alone
+                # (openai_compat), so its count corrects nothing.
+                if usage is not None and usage.prompt_tokens and tool_choice == AUTO:
                     self._calibrate(self.built_engine.counter.prompt_raw_tokens(prompt.messages)
                                     + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
             except ContextLengthExceeded as exc:

@@ -67,14 +67,14 @@ class Turn:
 
 @dataclass
 class ToolLoop:
-    """The tools of one chat and what the user allowed in it. `ask_before_reading`: read-only tools ask too."""
+    """The tools of one chat. `ask_before_reading`: read-only tools ask too. The tools the user allowed in this chat
+    (ChatSettings.allowed_tools) run without asking."""
 
     session: ChatSession
     tools: Tools
     ask: Ask
     max_steps: int = DEFAULT_MAX_STEPS
     ask_before_reading: bool = False
-    allowed_in_chat: set[str] = field(default_factory=set)
 
     def answer(self, *, cancel: CancelToken, on_text: Callable[[Message, str], object],
                on_start: Callable[[Message], object] = lambda _placeholder: None,
@@ -106,6 +106,8 @@ class ToolLoop:
             calls = result.message.tool_calls
             if not calls or result.problem:
                 turn.ended = "stopped" if cancel.cancelled else result.problem or ""
+                if not turn.ended and force is not None and len(turn.replies) == 1:  # a server may not hold to it
+                    turn.ended = f"the model answered without calling {force}, which /use asked for"
                 return turn
             over = False
             for call in calls:  # the calls past the limit are answered, not run
@@ -132,11 +134,12 @@ class ToolLoop:
                                   "answer with what you have", ok=False)
         else:
             decision: Decision = ALLOW_ONCE
-            if call.name not in self.allowed_in_chat and (self.ask_before_reading or self.tools.needs_consent(call.name)):
+            allowed = call.name in self.session.settings.allowed_tools
+            if not allowed and (self.ask_before_reading or self.tools.needs_consent(call.name)):
                 asked = True
                 decision = self.ask(call, self.tools.preview(call))
                 if decision == ALLOW_IN_CHAT:
-                    self.allowed_in_chat.add(call.name)
+                    self.session.allow_tool(call.name)
             outcome = (ToolOutcome("not run: the user denied this call", ok=False) if decision == DENY
                        else self.tools.run(call, cancel))
         return Step(call, tool_result(call, outcome), outcome, asked)

@@ -1,7 +1,9 @@
 """`python -m precis.core.providers.model_server --model GGUF [--n_ctx N] [--n_threads N] [--host H] [--port P]
 [--alias NAME] [--extra_buffer_types]`: llama.cpp's OpenAI-compatible HTTP server (xllamacpp's), loading its model as
-the model process does (extra buffer types off unless `--extra_buffer_types` is given), with the GGUF's Jinja chat
-template and llama.cpp's native tool calls. Serves until it is terminated.
+the model process does (extra buffer types off unless `--extra_buffer_types` is given), with Jinja chat templates and
+llama.cpp's native tool calls. A ChatML model whose own template has no tools (SmolLM2) is served with
+chatml_tools.jinja, which renders them, so the server offers them and constrains a call; another model keeps its own.
+Serves until it is terminated.
 """
 
 from __future__ import annotations
@@ -10,6 +12,20 @@ import argparse
 import os
 import signal
 import sys
+from importlib import resources
+from pathlib import Path
+
+from .gguf import read_metadata
+
+TOOLS_TEMPLATE = "chatml_tools.jinja"
+
+
+def chat_template(own: str) -> str:
+    """The template to serve a model with, given its own: chatml_tools.jinja for a ChatML template without tools, else
+    "" (llama.cpp then uses the model's own)."""
+    if "<|im_start|>" in own and "tools" not in own:
+        return resources.files(__package__).joinpath(TOOLS_TEMPLATE).read_text(encoding="utf-8")
+    return ""
 
 
 def server_params(args: argparse.Namespace):  # -> xllamacpp.CommonParams
@@ -23,7 +39,8 @@ def server_params(args: argparse.Namespace):  # -> xllamacpp.CommonParams
     params.n_parallel = 1
     params.cpuparams.n_threads = params.cpuparams_batch.n_threads = args.n_threads
     params.no_extra_bufts = not args.extra_buffer_types
-    params.use_jinja = True  # the model's own template, and tool calls through it
+    params.use_jinja = True  # tool calls through the template
+    params.chat_template = chat_template(str(read_metadata(Path(args.model)).get("tokenizer.chat_template", "")))
     params.hostnames = [args.host]
     params.port = args.port
     params.warmup = False

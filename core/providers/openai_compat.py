@@ -70,14 +70,17 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
 
 
 def tool_fields(tools: Sequence[ToolSpec], tool_choice: str) -> dict[str, Any]:
-    """The request's `tools` and `tool_choice`, or nothing without tools."""
+    """The request's `tools` and `tool_choice`, or nothing without tools. A forced call is sent as that tool alone
+    with "required": the same demand as the named form to OpenAI, and the form llama.cpp's server honours (it takes
+    tool_choice as a string only, and drops the named object with a logged warning)."""
     forced = forced_tool(tools, tool_choice)
     if not tools:
         return {}
     return {
         "tools": [{"type": "function", "function": {"name": spec.name, "description": spec.description,
-                                                    "parameters": spec.parameters}} for spec in tools],
-        "tool_choice": tool_choice if forced is None else {"type": "function", "function": {"name": forced.name}},
+                                                    "parameters": spec.parameters}}
+                  for spec in (tools if forced is None else [forced])],
+        "tool_choice": tool_choice if forced is None else "required",
     }
 
 

@@ -10,8 +10,9 @@ from precis.core.settings import TOOLS_KEY
 from precis.gui.message_text import outcome_mark
 from precis.gui.tool_turn import LOCAL_MODEL_TOOLS
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QDialogButtonBox, QPushButton
 
+from tests.gui.conftest import open_settings
 from tests.gui.test_window import idle, open_new_chat
 from tests.providers.scripted_server import stream
 from tests.providers.test_tool_loop import answer, calls
@@ -229,10 +230,55 @@ def test_use_sends_the_message_with_the_tool_it_must_call(qtbot, make_window, st
     window.submit("/use read_file What does main.py print?")
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None and len(server.requests) == 2,
                     timeout=WAIT_MS)
-    assert server.requests[0][2]["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
+    first = server.requests[0][2]
+    assert first["tool_choice"] == "required" and [t["function"]["name"] for t in first["tools"]] == ["read_file"]
     assert shown_rows(window)[0] == ("user", "What does main.py print?")
     assert [kind for kind, _ in shown_rows(window)] == ["user", "tool_call", "tool_result", "assistant"]
     window.submit("/use")  # no tool, no message: said, nothing sent
     assert window.composer.hint.text().startswith("/use needs TOOL MESSAGE") and len(server.requests) == 2
     window.submit("/use read_file")
     assert window.composer.hint.text().startswith("/use needs a tool and a message") and len(server.requests) == 2
+
+
+def test_allow_in_this_chat_lasts_past_the_window_until_taken_back_in_settings(qtbot, make_window, store, server,
+                                                                              workspace):
+    def make(name: str):
+        return stream(calls((name, "create_file", {"path": f"{name}.txt", "content": f"{name}\n"})))
+
+    server.steps = [make("a"), stream(answer("Made a.")), make("b"), stream(answer("Made b.")), make("c"),
+                    stream(answer("Not made."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("Make a.")
+    qtbot.waitUntil(window.consent_card.isVisible, timeout=WAIT_MS)
+    qtbot.mouseClick(window.consent_card.allow_in_chat, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert (workspace / "a.txt").exists()
+    window.close()
+    window.chat.finish_background_work()
+
+    # Precis started again on the same data folder: the chat does not ask again.
+    again = make_window(provider=OpenAICompatProvider(server.base_url, "test-model", "sk-test"))
+    again.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(again) and again.chat.session.chat_id == chat_id, timeout=WAIT_MS)
+    asked = []
+    ask = again.consent_card.ask
+    again.consent_card.ask = lambda request: (asked.append(request.call.name), ask(request))
+    again.submit("Make b.")
+    qtbot.waitUntil(lambda: idle(again) and again.chat.reply_job is None and len(server.requests) == 4,
+                    timeout=WAIT_MS)
+    assert asked == [] and (workspace / "b.txt").exists()
+
+    # Settings → This chat lists it; Ask again takes it back at OK.
+    dialog = open_settings(qtbot, again)
+    assert dialog.allowed_tools.names() == ["create_file"] and dialog.allowed_tools.none.isHidden()
+    qtbot.mouseClick(dialog.allowed_tools.findChild(QPushButton, "ask-again-create_file"), Qt.MouseButton.LeftButton)
+    assert dialog.allowed_tools.names() == [] and not dialog.allowed_tools.none.isHidden()
+    qtbot.mouseClick(dialog.buttons.button(QDialogButtonBox.StandardButton.Ok), Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: store.get_chat(chat_id).settings.allowed_tools == [] and idle(again)
+                    and again.chat.session.chat_id == chat_id, timeout=WAIT_MS)
+    again.submit("Make c.")
+    qtbot.waitUntil(again.consent_card.isVisible, timeout=WAIT_MS)
+    assert asked == ["create_file"] and not (workspace / "c.txt").exists()
+    qtbot.mouseClick(again.consent_card.deny, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(again) and again.chat.reply_job is None, timeout=WAIT_MS)
+    assert not (workspace / "c.txt").exists()

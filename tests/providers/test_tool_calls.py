@@ -71,11 +71,13 @@ def test_parallel_calls_are_assembled_from_interleaved_pieces(server):
         "name": "read_file", "description": "Read a file of the workspace.", "parameters": READ.parameters}}
 
 
-def test_forced_call_names_the_function_in_tool_choice(server):
+def test_a_forced_call_offers_that_tool_alone_and_requires_a_call(server):
+    # "required" with one tool forces it on OpenAI as the named form does, and llama.cpp's server takes only this.
     server.steps = [stream([call_delta(0, call_id="call_f", name="grep", arguments='{"pattern": "TODO"}'),
                             CALLS_FINISH, "data: [DONE]"])]
     final = list(openai(server).stream_chat(ASK, tools=TOOLS, tool_choice="grep"))[-1]
-    assert server.requests[0][2]["tool_choice"] == {"type": "function", "function": {"name": "grep"}}
+    body = server.requests[0][2]
+    assert body["tool_choice"] == "required" and [t["function"]["name"] for t in body["tools"]] == ["grep"]
     assert final.tool_calls[0].arguments == {"pattern": "TODO"}
 
 

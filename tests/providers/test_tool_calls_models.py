@@ -1,16 +1,26 @@
-"""Tool calls from real models: the embedded SmolLM2 in its model process, and llama.cpp's own server over loopback."""
+"""Tool calls from real models: the embedded SmolLM2 in its model process, and llama.cpp's own server over loopback
+(model_server, with chatml_tools.jinja)."""
 
 from __future__ import annotations
 
+import jsonschema
 import pytest
+from precis.core.chat.session import ChatSession
+from precis.core.chat.tool_loop import DENY, ToolLoop, tool_result
 from precis.core.model.messages import Message
 from precis.core.model.tools import AUTO, NONE, ToolSpec
+from precis.core.providers.base import CancelToken
 from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.storage.store import open_store
+from precis.core.tools.toolbox import Toolbox
+from precis.core.tools.workspace import Workspace
 
 pytestmark = pytest.mark.model
 
 WEATHER = ToolSpec("get_weather", "The current weather in a city.",
                    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}, read_only=True)
+READ = ToolSpec("read_file", "Read a text file.",
+                {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}, read_only=True)
 ASK = [Message("user", "What is the weather in Paris?")]
 
 
@@ -51,17 +61,43 @@ def test_a_call_the_model_writes_under_auto_ends_the_reply(local_provider):
     assert final.usage.completion_tokens < 150  # stopped at the call's end, not at max_tokens
 
 
-def test_llama_server_accepts_tools_and_a_forced_choice(llama_server):
-    """A server that cannot call tools with this model still answers. llama.cpp's takes the request, but SmolLM2's
-    chat template has no tools, so the server neither shows them to the model nor forces the call (docs/model.md)."""
+def test_llama_servers_forced_call_comes_back_valid_for_its_schema(llama_server):
+    """llama.cpp's server, serving SmolLM2 with chatml_tools.jinja, constrains the reply to a call of the tool named."""
     provider = OpenAICompatProvider(llama_server, model="smollm2")
     try:
-        chunks = list(provider.stream_chat(ASK, max_tokens=16, temperature=0, tools=[WEATHER],
-                                           tool_choice="get_weather"))
+        # The tool forced is not the one the question asks for: left to itself, the model calls get_weather.
+        chunks = list(provider.stream_chat(ASK, max_tokens=60, temperature=0, tools=[WEATHER, READ],
+                                           tool_choice="read_file"))
     finally:
         provider.close()
     final = chunks[-1]
-    assert final.done and ("".join(c.text for c in chunks).strip() or final.tool_calls)
+    assert final.done and final.finish_reason == "tool_calls" and not "".join(c.text for c in chunks).strip()
+    (call,) = final.tool_calls
+    assert call.name == "read_file" and call.id
+    jsonschema.validate(call.arguments, READ.parameters)
+
+
+def test_the_tool_loop_runs_the_call_llama_servers_model_was_made_to_write(tmp_path, llama_server, workspace):
+    """/use through llama.cpp's server: the first reply calls read_file with valid arguments, the loop runs it on the
+    workspace and stores the result; the model is then called again with it (its auto calls bounded by the limit)."""
+    toolbox = Toolbox(Workspace(workspace))
+    with open_store(tmp_path / "data") as store:
+        chat_id = store.create_chat("tools", settings={"context_window": 8192})
+        session = ChatSession(store, chat_id, OpenAICompatProvider(llama_server, model="smollm2"))
+        session.build_engine(estimate=False)
+        session.max_reply_tokens, session.temperature = 60, 0.0
+        session.add_messages([Message(role="user", content="What does main.py do?")])
+        loop = ToolLoop(session, toolbox, ask=lambda _call, _preview: DENY, max_steps=1)
+        turn = loop.answer(cancel=CancelToken(), on_text=lambda _p, _piece: None, force="read_file")
+        stored = store.load_messages(chat_id)
+    first = turn.steps[0]
+    assert first.call.name == "read_file" and not first.asked
+    jsonschema.validate(first.call.arguments, {s.name: s for s in toolbox.specs()}["read_file"].parameters)
+    # What the loop stored is what read_file gives for these arguments, answering the call by its id.
+    assert first.result.content == tool_result(first.call, toolbox.run(first.call)).content
+    assert [(m.role, m.tool_call_id) for m in stored[:3]] == [("user", None), ("assistant", None),
+                                                             ("tool", first.call.id)]
+    assert len(turn.replies) == 2  # called again with the result
 
 
 @pytest.mark.model

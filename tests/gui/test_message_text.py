@@ -1,0 +1,28 @@
+"""The one line a tool result's row shows, folded (gui/message_text.py)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+from precis.gui.message_text import first_line_and_count
+
+
+def test_a_json_answer_shows_its_first_line_that_says_something():
+    # mcp-server-time's answer, as its server writes it: the row read "← ✓ get_current_time  {".
+    answer = json.dumps({"timezone": "Asia/Tokyo", "datetime": "2026-11-28T15:30:58+09:00", "day_of_week": "Saturday",
+                         "is_dst": False}, indent=2)
+    assert first_line_and_count(answer) == ('"timezone": "Asia/Tokyo",', 6)
+    assert first_line_and_count("  \n}\n") == ("}", 1)  # nothing but punctuation: still shown
+    assert first_line_and_count(" \n ") == ("(no output)", 0)
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("{}[]() ,.:-ab1\t"), max_size=12), max_size=8))
+def test_the_line_shown_is_one_of_the_outputs_and_has_a_word_when_any_has(lines):
+    text = "\n".join(lines)
+    shown, _total = first_line_and_count(text)
+    kept = [line.strip() for line in lines if line.strip()]
+    assert shown in kept if kept else shown == "(no output)"
+    if any(any(c.isalnum() for c in line) for line in kept):
+        assert any(c.isalnum() for c in shown)
