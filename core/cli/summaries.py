@@ -22,24 +22,28 @@ from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unic
 @click.option("--up-to", "up_to", metavar="MESSAGE", callback=unicode_text,
               help="summarize only up to and including this message: its id, or its number as `precis history` "
                    "counts them (1 is the first)")
-@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
-              help="rule needs no model; llm and hybrid: the model and time limit Settings → Summarization name "
-                   "(the embedded model, 6 s, by default)")
+@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")),
+              help="how this summary is written: rule needs no model; llm and hybrid use the model and time limit "
+                   "Settings → Summarization name. Default: the chat's own choice, as the window's Summarize now")
 @data_dir_option
-def summarize(chat: str, instructions: str | None, up_to: str | None, mode: SummaryMode, data_dir: str | None) -> int:
+def summarize(chat: str, instructions: str | None, up_to: str | None, mode: SummaryMode | None,
+              data_dir: str | None) -> int:
     """Summarize CHAT now (id, unique prefix or title), as /summarize does in the window."""
     try:
         with open_store(data_dir) as store:
             found = store.find_chat(chat)
-            # Who writes it and its time limit as Settings → Summarization say for this chat (the window's rule);
-            # the chat's model is the embedded one here.
-            policy = effective_policy(store, found.settings).model_copy(update={"mode": mode})
+            # Who writes it, how and its time limit as Settings → Summarization say for this chat (the window's
+            # rule); --mode for this summary only.
+            policy = effective_policy(store, found.settings)
+            mode = mode or policy.mode
+            policy = policy.model_copy(update={"mode": mode})
             # The chats' model (Settings → Provider) writes llm summaries as in the window, and counts the prompt.
             model = chosen_provider(store) if mode != "rule" else known_model(store)
             summarizer = summarizer_for(policy, model) if model is not None else make_summarizer(mode)
             engine = chat_engine(store, found.id, model, summarizer=summarizer)
             attach_engine(store, found.id, engine)  # a failed save is raised from summarize_now
-            record = engine.summarize_now(instructions, up_to=message_ref(engine.messages, up_to) if up_to is not None else None)
+            up_to_id = message_ref(engine.messages, up_to) if up_to is not None else None
+            record = engine.summarize_now(instructions, up_to=up_to_id)
     except NothingToSummarize as exc:
         return _fail("summarize", exc, BAD_INPUT)
     except KeyError as exc:  # --up-to names no message of the chat

@@ -48,7 +48,7 @@ def test_context_prompt_and_summarize_count_as_the_window_does(tmp_path, capsys)
     assert main(["--data-dir", data, "prompt", chat, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens_exact"] is True
 
-    assert main(["--data-dir", data, "summarize", chat]) == 0
+    assert main(["--data-dir", data, "summarize", chat, "--mode", "rule"]) == 0
     assert "estimated" not in capsys.readouterr().out
     with open_store(data) as store:
         [record] = store.load_records(chat)
@@ -66,5 +66,5 @@ def test_a_hosted_models_counts_are_said_to_be_estimates(tmp_path, capsys):
     assert re.search(r"context: [\d,]+ / [\d,]+ tokens \(\d+%, estimated\)", capsys.readouterr().out)
     assert main(["--data-dir", data, "prompt", chat]) == 0
     assert "tokens (estimated)" in capsys.readouterr().out
-    assert main(["--data-dir", data, "summarize", chat]) == 0
+    assert main(["--data-dir", data, "summarize", chat, "--mode", "rule"]) == 0
     assert "(token counts estimated)" in capsys.readouterr().out.splitlines()[0]

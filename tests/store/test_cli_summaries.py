@@ -9,6 +9,7 @@ import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
 from precis.core.model.records import CoveredMessage, SummaryRecord
+from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.chats import restore_engine
 from precis.core.storage.importers import import_file
 from precis.core.storage.store import StoreError, attach_engine, open_store
@@ -16,8 +17,10 @@ from precis.core.storage.store import StoreError, attach_engine, open_store
 from tests.conftest import CLAUDE_CODE_RAW
 
 
-def _chat(data) -> str:
+def _chat(data, mode: str = "rule") -> str:
+    """A stored chat of 20 messages whose summaries Settings → Summarization says are written by `mode`."""
     with open_store(data) as store:
+        store.set_setting(SUMMARIZATION_KEY, {"mode": mode})
         chat = store.create_chat("cache work")
         store.add_messages(chat, [
             Message(role="user" if i % 2 == 0 else "assistant",
@@ -201,3 +204,18 @@ def test_a_summary_that_cannot_be_written_is_reported_by_the_engine_call_that_ma
         with pytest.raises(StoreError, match="could not save the summary: "):
             engine.summarize_now("keep \udcff names")
         assert store.load_records(chat) == []
+
+
+@pytest.mark.model
+def test_summarize_writes_the_summary_the_way_the_chats_settings_say(tmp_path, capsys):
+    """`precis summarize` wrote by rules whatever Settings → Summarization said, unlike the window's Summarize now;
+    --mode still chooses for one summary."""
+    data = tmp_path / "data"
+    chat = _chat(data, mode="hybrid")
+    assert main(["--data-dir", str(data), "summarize", chat[:8], "--up-to", "8"]) == 0
+    assert main(["--data-dir", str(data), "summarize", chat[:8], "--mode", "rule"]) == 0
+    with open_store(data) as store:
+        first, second = sorted(store.load_records(chat), key=lambda r: r.created_at)
+    # The model was asked for its story (on a busy machine it may run past the time limit: then the rules' is kept).
+    assert first.summarizer_tokens > 0 or "the model took longer" in (first.fallback_reason or "")
+    assert second.mode == "rule" and second.summarizer_tokens == 0 and not second.fallback_used

@@ -221,9 +221,9 @@ def test_summarizing_a_chat_in_a_read_only_folder_fails_naming_the_file(tmp_path
     undo says the undo was not saved (it said 'could not save the summary')."""
     data = tmp_path / "data"
     chat_id = precis("--data-dir", str(data), "import", str(TRANSCRIPTS[0])).stdout.strip()
-    for argv in (["summarize", chat_id], ["undo-summary", chat_id]):
+    for argv in (["summarize", chat_id, "--mode", "rule"], ["undo-summary", chat_id]):
         if argv[0] == "undo-summary":  # something to undo, summarized while the folder was writable
-            assert precis("--data-dir", str(data), "summarize", chat_id).returncode == 0
+            assert precis("--data-dir", str(data), "summarize", chat_id, "--mode", "rule").returncode == 0
         result = read_only_run(data, "--data-dir", str(data), *argv)
         assert result.returncode == 1, (argv, result.stdout, result.stderr)
         assert f"{data / DB_NAME} is read-only" in result.stderr and "Traceback" not in result.stderr

@@ -81,7 +81,7 @@ def test_the_command_line_says_its_summary_was_not_saved_when_another_process_su
     chat = imported(tmp_path)
     with open_store(tmp_path) as window_store:
         window_engine, refused = restored(window_store, chat)
-        assert main(["--data-dir", str(tmp_path), "summarize", chat[:8]]) == 0
+        assert main(["--data-dir", str(tmp_path), "summarize", chat[:8], "--mode", "rule"]) == 0
         window_engine.summarize_now()
     assert len(refused) == 1 and isinstance(refused[0], StoreConflict)
     statuses, _, _ = stored_state(tmp_path, chat)
