@@ -4,6 +4,7 @@ the window and `precis prompt CHAT --reply N` (context/sent_record.py says how).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 
 from ..context.engine import ContextEngine, Prompt
 from ..context.prompt_parts import PromptPart, prompt_parts
@@ -14,30 +15,34 @@ from ..storage.store import Store, StoreError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NotRebuilt", "keep_sent", "sent_prompt", "sent_settings"]
+__all__ = ["NotRebuilt", "keep_sent", "kept_before", "sent_prompt", "sent_settings"]
 
 
-def _records_before(messages: list[Message]) -> list[str]:
-    """The records the replies among `messages` keep, oldest first (a record leaves what did not change to them)."""
-    return [m.sent for m in messages if m.role == "assistant" and m.sent]
+def kept_before(messages: list[Message], end: int) -> Iterator[str]:
+    """The records the replies before place `end` keep, newest first; lazily, since a record leaves to the ones
+    before it only what did not change (decoding reads back as far as it needs, not the whole chat)."""
+    for place in range(end - 1, -1, -1):
+        message = messages[place]
+        if message.role == "assistant" and message.sent:
+            yield message.sent
 
 
 def keep_sent(store: Store, chat_id: str, engine: ContextEngine, prompt: Prompt) -> str | None:
     """The record (Message.sent) of `prompt`, which the engine just assembled for a reply, its setup and settings
-    saved; None if they cannot be saved (the reply matters more)."""
+    saved unless the reply before had the same; None if they cannot be saved (the reply matters more)."""
     record, setup, settings = sent_record(engine, prompt)
-    earlier = next((m.sent for m in reversed(engine.messages) if m.role == "assistant" and m.sent), None)
-    before = None
-    if earlier is not None:
-        try:
-            before = SentRecord.decode(earlier, _records_before(engine.messages[:-1]))
-        except ValueError:  # a record this one cannot lean on: it says everything itself
-            before = None
+    kept = kept_before(engine.messages, len(engine.messages))
+    latest = next(kept, None)
     try:
-        store.keep_prompt_setup(chat_id, {settings.key: settings.as_json(), record.setup: setup.as_json()})
-    except StoreError as exc:
-        log.warning("what the reply was written from was not saved: %s", exc)
-        return None
+        before = SentRecord.decode(latest, kept) if latest is not None else None
+    except ValueError:  # a record this one cannot lean on: it says everything itself
+        before = None
+    if before is None or before.setup != record.setup:
+        try:
+            store.keep_prompt_setup(chat_id, {settings.key: settings.as_json(), record.setup: setup.as_json()})
+        except StoreError as exc:
+            log.warning("what the reply was written from was not saved: %s", exc)
+            return None
     return record.encode(before)
 
 
@@ -59,7 +64,7 @@ def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]
         raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
     assert position is not None
     try:
-        return position, SentRecord.decode(reply.sent, _records_before(engine.messages[:position]))
+        return position, SentRecord.decode(reply.sent, kept_before(engine.messages, position))
     except ValueError as exc:
         raise NotRebuilt(f"its record cannot be read ({exc})") from None
 

@@ -19,7 +19,7 @@ import copy
 import hashlib
 import json
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 from ..model.messages import Message
@@ -103,11 +103,11 @@ class SentRecord:
         return ";".join(fields)
 
     @classmethod
-    def decode(cls, kept: str, earlier: Sequence[str]) -> SentRecord:
+    def decode(cls, kept: str, earlier: Iterable[str]) -> SentRecord:
         """The record a reply keeps (`kept`), with what it leaves to the records of the replies before it
-        (`earlier`, oldest first)."""
+        (`earlier`, newest first: read only as far back as needed)."""
         fields = dict(field.split("=", 1) for field in kept.split(";"))
-        for older in reversed(earlier):
+        for older in earlier:
             if "s" in fields and "f" in fields:
                 break
             for name, value in (field.split("=", 1) for field in older.split(";")):

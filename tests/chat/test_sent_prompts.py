@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from precis.core.chat.sent_prompts import NotRebuilt, sent_prompt
+from precis.core.chat.sent_prompts import NotRebuilt, kept_before, sent_prompt
 from precis.core.chat.session import ChatSession
 from precis.core.cli.main import main
 from precis.core.context.prompt_parts import RECALLED, SUMMARY
@@ -42,8 +42,7 @@ def rebuilt_tokens(session: ChatSession, store, chat_id: str, reply: Message, pr
     """The tokens of the prompt `reply`'s record rebuilds, as the model process would read them."""
     engine = session.engine
     position = engine.archive.position[reply.id]
-    earlier = [m.sent for m in engine.messages[:position] if m.role == "assistant" and m.sent]
-    record = SentRecord.decode(reply.sent, earlier)
+    record = SentRecord.decode(reply.sent, kept_before(engine.messages, position))
     setup = PromptSetup.from_json(store.prompt_setup(chat_id, record.setup))
     settings = PromptSettings.from_json(store.prompt_setup(chat_id, setup.settings))
     _, prompt = rebuild(record, setup, settings, engine.messages[:position], list(engine.records), engine.counter)

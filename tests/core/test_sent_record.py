@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from precis.core.chat.sent_prompts import kept_before
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.context.sent_record import (
     PromptSettings,
@@ -56,8 +57,9 @@ def test_every_replys_record_rebuilds_what_it_was_sent(steps, tools, max_depth):
             prompt = engine.assemble()
             record, setup, prompt_settings = sent_record(engine, prompt)
             kept |= {setup.key: setup.as_json(), prompt_settings.key: prompt_settings.as_json()}
-            earlier = [m.sent for m in engine.messages if m.role == "assistant" and m.sent]
-            before = SentRecord.decode(earlier[-1], earlier[:-1]) if earlier else None
+            earlier = kept_before(engine.messages, len(engine.messages))
+            latest = next(earlier, None)
+            before = SentRecord.decode(latest, earlier) if latest else None
             reply = Message(role="assistant", content=text, sent=record.encode(before))
             sent[reply.id] = prompt.messages
             engine.append(reply)
@@ -78,17 +80,15 @@ def test_every_replys_record_rebuilds_what_it_was_sent(steps, tools, max_depth):
         elif step == "calibrate":
             engine.counter.calibrate(1000, 1100 + 10 * n)
 
-    earlier: list[str] = []
     for position, message in enumerate(engine.messages):
         if message.id not in sent:
             continue
-        record = SentRecord.decode(message.sent, earlier)
+        record = SentRecord.decode(message.sent, kept_before(engine.messages, position))
         setup = PromptSetup.from_json(kept[record.setup])
         _, prompt = rebuild(record, setup, PromptSettings.from_json(kept[setup.settings]),
                             engine.messages[:position], list(engine.records), engine.counter)
         assert fingerprint(prompt.messages) == fingerprint(sent[message.id])
         assert [(m.role, m.content) for m in prompt.messages] == [(m.role, m.content) for m in sent[message.id]]
-        earlier.append(message.sent)
 
 
 def test_a_record_keeps_only_what_changed_since_the_reply_before():
