@@ -3,11 +3,12 @@
 Recall misses answers said in other words than the question's ("relationship status" asked, "single parent" said).
 Each candidate below widens the query from the archive itself, without a model: related words by co-occurrence
 within messages (PMI), pseudo-relevance feedback (the rare words of the best matches), rank fusion with a second
-search by the best match's words, and word forms beyond the Porter stems (every term sharing a 5-letter prefix, as an
-FTS5 prefix query would). Each is installed in place of RecallIndex.search, so `precis compact --probes` (run in
-this process) recalls through it, and the yardstick of benchmarks/fidelity.py counts the answers in the probes'
-prompts at 8k, rule mode. Then the cost: one search (what each prompt adds) over an index of 100,000 messages
-whose words are drawn from the conversations' own, and that index's memory.
+search by the best match's words, and word forms beyond the Porter stems (every term sharing a 5-letter prefix, as
+an FTS5 prefix query would; for every asked word, or only for those no archived message has). Each is installed in
+place of RecallIndex.search, so `precis compact --probes` (run in this process) recalls through it, and the
+yardstick of benchmarks/fidelity.py counts the answers in the probes' prompts at 8k, rule mode. Then the cost: one
+search (what each prompt adds) over an index of 100,000 messages whose words are drawn from the conversations' own,
+and that index's memory.
 
     python -m benchmarks.bench_recall                                   # locomo_1..3 (1 and 2 were tuned on)
     python -m benchmarks.bench_recall --conversations-dir DIR           # held out: see docs/fidelity.md
@@ -121,8 +122,14 @@ def prefixes(index: RecallIndex, query: str, limit: int) -> list[str]:
                          limit)
 
 
+def unmatched_prefixes(index: RecallIndex, query: str, limit: int) -> list[str]:
+    """The prefix only for the asked words no archived message has; the others as they are."""
+    return weighted_bm25(index, {(t[:PREFIX] + "*" if len(t) > PREFIX and t not in index._postings else t): 1.0
+                                 for t in content_words(query)}, limit)
+
+
 VARIANTS: dict[str, Search] = {"shipped": RecallIndex.search, "cooccurrence": cooccurrence, "prf": feedback,
-                               "fusion": fusion, "prefix": prefixes}
+                               "fusion": fusion, "prefix": prefixes, "unmatched-prefix": unmatched_prefixes}
 
 
 def compact_here(path: Path, window: int, mode: str, probes: Path | None = None, **_: object) -> dict:
