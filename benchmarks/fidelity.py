@@ -17,7 +17,8 @@ their output.
     python -m benchmarks.fidelity --answers --windows 8k --transcripts '' --limit 12   # the model's replies
 
 Held-out conversations (LoCoMo's 4-10, never tuned on): `python -m benchmarks.locomo_convert locomo10.json DIR 4 10`
-(LoCoMo's data/locomo10.json at 3eb6f2c; the converter reproduces the shared 1-3 byte for byte), then
+(LoCoMo's data/locomo10.json at 3eb6f2c, or the data/locomo10.zip before it; either reproduces the shared 1-3 byte
+for byte), then
 `python -m benchmarks.fidelity --conversations-dir DIR --transcripts '' --probes --windows 8k`.
 
 In llm and hybrid modes the "by model" column counts the summaries a model wrote (the others: the rules, after a

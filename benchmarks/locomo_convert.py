@@ -2,6 +2,10 @@
 
 Used to get held-out conversations (4-10) for the fidelity benchmark; it reproduces the shared files 1-3 exactly.
 Usage: python -m benchmarks.locomo_convert LOCOMO10_JSON OUT_DIR [FIRST LAST]   (default: all ten)
+
+LOCOMO10_JSON may also be the repository's earlier data/locomo10.zip (its one file per conversation,
+multimodal_dialog/locomo10_v2/26.json ... 50.json, taken in the order of their numbers): the same conversations and
+questions, without the session summaries; it too reproduces the shared 1-3 byte for byte.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import zipfile
 from pathlib import Path
 
 
@@ -59,11 +64,25 @@ def _write(path: Path, rows: list[dict]) -> None:
     path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
 
+def read_samples(source: Path) -> list[dict]:
+    """LoCoMo's samples from locomo10.json, or from the zip of one file per conversation (see above)."""
+    if not zipfile.is_zipfile(source):
+        return json.loads(source.read_text(encoding="utf-8"))
+    with zipfile.ZipFile(source) as archive:
+        names = {int(m.group(1)): name for name in archive.namelist()
+                 if (m := re.fullmatch(r".*/locomo10_v2/(\d+)\.json", name))}
+        if not names:
+            raise SystemExit(f"locomo_convert: {source} holds no locomo10_v2/NN.json")
+        conversations = [json.loads(archive.read(names[n])) for n in sorted(names)]
+    return [{"conversation": {k: v for k, v in c.items() if k.startswith(("speaker_", "session_"))}, "qa": c["qa"]}
+            for c in conversations]
+
+
 def main(argv: list[str]) -> None:
     source, out = Path(argv[0]), Path(argv[1])
     first, last = (int(argv[2]), int(argv[3])) if len(argv) > 3 else (1, 10)
     out.mkdir(parents=True, exist_ok=True)
-    samples = json.loads(source.read_text(encoding="utf-8"))
+    samples = read_samples(source)
     for number in range(first, last + 1):
         messages, questions, summaries = convert(samples[number - 1])
         _write(out / f"locomo_{number}.jsonl", messages)
