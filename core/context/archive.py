@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from ..model.messages import Message
-from ..model.records import SummaryRecord
+from ..model.records import SummaryRecord, through_folds
 from .recall_index import RecallIndex
 
 
@@ -98,24 +98,7 @@ class Archive:
 
     def covered_count(self, record: SummaryRecord) -> int:
         """How many originals a record stands for, through merges (fixed once the record exists: cached)."""
-        return self._through_merges(record, self._counts, lambda r, children: len(r.covered_ids) + sum(children))
-
-    def _through_merges(self, record: SummaryRecord, cache: dict[str, int],
-                        combine: Callable[[SummaryRecord, list[int]], int]) -> int:
-        """A figure of the record made from its own and its merged children's (`combine`), cached per record. Without
-        recursion: a long chat's merges nest one in the next, thousands deep, and a chat reopened (or a reply's
-        prompt rebuilt) works them out afresh."""
-        stack = [record]
-        while stack:
-            current = stack[-1]
-            children = [self.by_record[c] for c in current.merged_ids if c in self.by_record]
-            waiting = [child for child in children if child.id not in cache]
-            if waiting:
-                stack.extend(waiting)
-                continue
-            stack.pop()
-            cache[current.id] = combine(current, [cache[child.id] for child in children])
-        return cache[record.id]
+        return through_folds(record, self.by_record, self._counts, lambda r, children: len(r.covered_ids) + sum(children))
 
     def holder(self, message_id: str) -> str | None:
         """Id of the record of the chain that hides the message, if one does."""
@@ -134,7 +117,7 @@ class Archive:
     def first_position(self, record: SummaryRecord) -> int:
         """Where the record's range starts (fixed: messages are only ever added or removed at the end; cached). A
         merge's from its children's: not a scan of everything it covers, which grows with every merge."""
-        return self._through_merges(record, self._first_positions, lambda r, children: min(
+        return through_folds(record, self.by_record, self._first_positions, lambda r, children: min(
             [*(self.position.get(i, 0) for i in r.covered_ids), *children], default=0))
 
     def rebuild(self) -> None:

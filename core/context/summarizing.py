@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..model.messages import Message
-from ..model.records import CoveredMessage, Facets, SummaryRecord, TrailCoverage
+from ..model.records import CoveredMessage, Facets, SummaryRecord, TrailCoverage, through_folds
 from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
 from ..summary.redact import redact, redact_obj, secrets_in
@@ -327,19 +327,13 @@ class Summarization:
 
     def _facts_of(self, record: SummaryRecord) -> TrailFacts:
         """Facts of the originals a record replaced; a merge reuses its children's, so no message is re-read."""
-        archive, cache = self.archive, self._facts
-        stack = [record]  # without recursion: merges nest thousands deep in a long chat (tests/core/test_deep_merges.py)
-        while stack:
-            current = stack[-1]
-            children = [archive.by_record[c] for c in current.merged_ids if c in archive.by_record]
-            waiting = [child for child in children if child.id not in cache]
-            if waiting:
-                stack.extend(waiting)
-                continue
-            stack.pop()
+        archive = self.archive
+
+        def combine(current: SummaryRecord, children: list[TrailFacts]) -> TrailFacts:
             own = collect_facts(archive.messages_by_ids(current.covered_ids))
-            cache[current.id] = union_facts([*(cache[c.id] for c in children), own]) if children else own
-        return cache[record.id]
+            return union_facts([*children, own]) if children else own
+
+        return through_folds(record, archive.by_record, self._facts, combine)
 
     def check_coverage(self, record: SummaryRecord) -> None:
         """Which facts of the originals a record replaced are still visible to the model (secrets redacted)."""

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from .messages import new_id
+
+T = TypeVar("T")
 
 SummaryMode = Literal["rule", "llm", "hybrid"]
 RecordStatus = Literal["active", "merged", "undone"]
@@ -244,29 +246,40 @@ def covered_through_merges(record: SummaryRecord, by_id: Mapping[str, SummaryRec
 Span = tuple[int, int | None, int | None]
 
 
+def through_folds(record: SummaryRecord, by_id: Mapping[str, SummaryRecord], cache: dict[str, T],
+                  combine: Callable[[SummaryRecord, list[T]], T]) -> T:
+    """A figure of `record` made (`combine`) from its own and its folded records' figures, each worked out once into
+    `cache`. Without recursion: a long chat's folds nest one in the next, thousands deep, and a chat reopened, its
+    history or its export works them all out afresh."""
+    stack = [record]
+    while stack:
+        current = stack[-1]
+        if current.id in cache:  # reached twice before its turn came
+            stack.pop()
+            continue
+        children = [by_id[c] for c in current.merged_ids if c in by_id]
+        waiting = [child for child in children if child.id not in cache]
+        if waiting:
+            stack.extend(waiting)
+            continue
+        stack.pop()
+        cache[current.id] = combine(current, [cache[child.id] for child in children])
+    return cache[record.id]
+
+
 def record_spans(records: Sequence[SummaryRecord], position: Mapping[str, int]) -> dict[str, Span]:
-    """Each record's span, worked out once per record and without recursion: folds nest thousands deep in a long
-    chat, and gathering each one's originals anew made the history or export of 3,000 folds take seconds."""
+    """Each record's span, worked out once per record (gathering each fold's originals anew made the history or export
+    of 3,000 folds take seconds)."""
     by_id = {r.id: r for r in records}
     spans: dict[str, Span] = {}
+
+    def combine(record: SummaryRecord, children: list[Span]) -> Span:
+        places = [position[i] for i in record.covered_ids if i in position]
+        parts = [(len(record.covered_ids), min(places, default=None), max(places, default=None)), *children]
+        firsts = [first for _, first, _ in parts if first is not None]
+        lasts = [last for _, _, last in parts if last is not None]
+        return sum(count for count, _, _ in parts), min(firsts, default=None), max(lasts, default=None)
+
     for record in records:
-        stack = [record]
-        while stack:
-            current = stack[-1]
-            children = [by_id[c] for c in current.merged_ids if c in by_id]
-            waiting = [child for child in children if child.id not in spans]
-            if current.id in spans:  # reached twice before its turn came
-                stack.pop()
-                continue
-            if waiting:
-                stack.extend(waiting)
-                continue
-            stack.pop()
-            places = [position[i] for i in current.covered_ids if i in position]
-            parts = [(len(current.covered_ids), min(places, default=None), max(places, default=None)),
-                     *(spans[c.id] for c in children)]
-            firsts = [first for _, first, _ in parts if first is not None]
-            lasts = [last for _, _, last in parts if last is not None]
-            spans[current.id] = (sum(count for count, _, _ in parts), min(firsts, default=None),
-                                 max(lasts, default=None))
+        through_folds(record, by_id, spans, combine)
     return spans
