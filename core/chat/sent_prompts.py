@@ -58,8 +58,10 @@ def _setups(store: Store, chat_id: str, record: SentRecord) -> tuple[PromptSetup
 def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]:
     position = engine.archive.position.get(message_id)
     reply = engine.messages[position] if position is not None else None
-    if reply is None or reply.role != "assistant":
-        raise NotRebuilt("it is not a reply of this chat")
+    if reply is None:
+        raise NotRebuilt(f"the chat has no message {message_id}")
+    if reply.role != "assistant":
+        raise NotRebuilt(f"message {position + 1} is the {reply.role}'s, not a reply: What was sent is a reply's")
     if reply.sent is None:
         raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
     assert position is not None

@@ -12,7 +12,7 @@ from ..context.prompt_parts import PromptPart, prompt_parts
 from ..providers.local import counter_named
 from ..storage.store import Store, StoreError, open_store
 from .group import cli, data_dir_option
-from .store import _fail, chat_engine, known_model, message_ref, unicode_text
+from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
 
 
 @cli.command()
@@ -37,7 +37,9 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
                 heading = f"reply {reply} was written from"
             available = engine.budget.available
             exact = engine.counter.is_exact  # restored whole: no stand-in counts
-    except (StoreError, ValueError, KeyError, NotRebuilt) as exc:
+    except KeyError as exc:  # --reply names no message of the chat
+        return _fail("prompt", exc.args[0], BAD_INPUT)
+    except (StoreError, ValueError, NotRebuilt) as exc:
         return _fail("prompt", exc)
     if as_json:
         print(json.dumps({"chat": found.id, "title": found.title, "reply": reply, "tokens": total,

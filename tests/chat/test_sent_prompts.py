@@ -13,6 +13,7 @@ from precis.core.context.prompt_parts import RECALLED, SUMMARY
 from precis.core.context.sent_record import PromptSettings, PromptSetup, SentRecord, rebuild
 from precis.core.model.messages import Message
 from precis.core.providers.base import CancelToken
+from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.store import open_store
 
@@ -115,17 +116,23 @@ def test_each_replys_record_rebuilds_the_tokens_sent_through_summaries_recall_ed
     assert printed["tokens"] == before[-1][1]
 
 
-def test_a_reply_without_a_record_says_so(tmp_path):
+def test_a_reply_without_a_record_says_so(tmp_path, capsys):
     with open_store(tmp_path) as store:
         chat_id = store.create_chat("imported")
         question, answer = Message(role="user", content="Hello?"), Message(role="assistant", content="Hi.")
         store.add_messages(chat_id, [question, answer])
-        from precis.core.providers.openai_compat import OpenAICompatProvider
-
         session = ChatSession(store, chat_id, OpenAICompatProvider(base_url="http://127.0.0.1:9/v1", model="m"))
         session.build_engine()
         with pytest.raises(NotRebuilt, match="written before"):
             sent_prompt(store, chat_id, session.engine, answer.id)
-        with pytest.raises(NotRebuilt, match="not a reply"):
+        with pytest.raises(NotRebuilt, match="message 1 is the user's, not a reply"):
             sent_prompt(store, chat_id, session.engine, question.id)
         session.close()
+
+    # The command line: each refusal says what is wrong, a message it cannot find is bad input (exit 2).
+    for reply, code, said in (("2", 1, "this reply was written before Precis kept"), ("1", 1, "message 1 is the user's"),
+                              ("3", 2, "no message 3 in this conversation: its messages are numbered 1 to 2"),
+                              ("abc", 1, "the chat has no message abc")):
+        assert main(["--data-dir", str(tmp_path), "prompt", "imported", "--reply", reply]) == code
+        error = capsys.readouterr().err
+        assert error.startswith(f"precis prompt: {said}"), error
