@@ -57,14 +57,13 @@ def _setups(store: Store, chat_id: str, record: SentRecord) -> tuple[PromptSetup
 
 def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]:
     position = engine.archive.position.get(message_id)
-    reply = engine.messages[position] if position is not None else None
-    if reply is None:
+    if position is None:
         raise NotRebuilt(f"the chat has no message {message_id}")
+    reply = engine.messages[position]
     if reply.role != "assistant":
         raise NotRebuilt(f"message {position + 1} is the {reply.role}'s, not a reply: What was sent is a reply's")
     if reply.sent is None:
         raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
-    assert position is not None
     try:
         return position, SentRecord.decode(reply.sent, kept_before(engine.messages, position))
     except ValueError as exc:

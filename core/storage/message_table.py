@@ -210,7 +210,7 @@ class MessageTable(StoreBase):
             # Plain driver rows: read on every open of a chat, one row per message.
             rows = session.connection().exec_driver_sql(
                 "SELECT id, token_count FROM message WHERE chat_id = ? AND token_count IS NOT NULL", (chat_id,))
-            return dict(rows.tuples().all())
+            return {key: value for key, value in rows}
 
     def save_token_counts(self, chat_id: str, tokenizer: str, counts: Mapping[str, int]) -> None:
         """Cache counts `tokenizer` made for the next opening; counts of another tokenizer are dropped. Only a

@@ -28,7 +28,7 @@ class SummaryTable(StoreBase):
         with self._read() as session:
             rows = session.execute(select(MessageRow.id, MessageRow.archived_by)
                                    .where(MessageRow.chat_id == chat_id, col(MessageRow.archived_by).is_not(None)))
-            return dict(rows.tuples().all())
+            return {key: value for key, value in rows}
 
     def _upsert_record(self, session: Session, chat_id: str, record: SummaryRecord) -> None:
         values = {"id": record.id, "chat_id": chat_id, "record": record.model_dump_json(), "status": record.status,
