@@ -55,6 +55,8 @@ class Archive:
         self.position: dict[str, int] = {}
         # Where the system messages stand, in order: the marker dating any message is found by bisection.
         self.system_positions: list[int] = []
+        # The pinned messages, kept as they change: what each reply's record names without reading the whole chat.
+        self.pinned_ids: set[str] = set()
         self.by_record: dict[str, SummaryRecord] = {}
         # The archive map in two steps, so that a merge changes neither what is hidden nor a map entry per message:
         # message id -> the record whose own range holds it (for each message hidden now), and record id -> the
@@ -79,6 +81,7 @@ class Archive:
         self.messages = list(messages)
         self.position = {m.id: i for i, m in enumerate(self.messages)}
         self.system_positions = [i for i, m in enumerate(self.messages) if m.role == "system"]
+        self.pinned_ids = {m.id for m in self.messages if m.pinned}
         self.records = list(records)
         self.by_record = {r.id: r for r in self.records}
         self.rebuild()
@@ -282,6 +285,8 @@ class Archive:
         self.position[message.id] = len(self.messages)
         if message.role == "system":
             self.system_positions.append(len(self.messages))
+        if message.pinned:
+            self.pinned_ids.add(message.id)
         self.messages.append(message)
         if self._visible_cache is not None:
             self._visible_cache.append(message)
@@ -290,6 +295,7 @@ class Archive:
     def set_pinned(self, message_id: str, pinned: bool) -> None:
         position = self.position[message_id]
         self.messages[position] = self.messages[position].with_changes(pinned=pinned)
+        (self.pinned_ids.add if pinned else self.pinned_ids.discard)(message_id)
         self._forget_visible()
         self.generation += 1  # a pinned message is never recalled: what recall found may change
 
@@ -300,6 +306,7 @@ class Archive:
             raise ValueError("an archived message cannot be removed")
         message = self.messages.pop()
         del self.position[message_id]
+        self.pinned_ids.discard(message_id)
         if message.role == "system":
             self.system_positions.pop()
         if self._visible_cache is not None:  # never hidden, so the newest visible message

@@ -160,9 +160,9 @@ def sent_record(engine: ContextEngine, prompt: Prompt) -> tuple[SentRecord, Prom
     setup = engine.setup
     settings = PromptSettings(setup.system_prompt, setup.tool_text, setup.policy.model_dump(mode="json"),
                               asdict(setup.budget), setup.counter.name)
-    prompt_setup = PromptSetup(tuple(r.id for r in engine.chain()), tuple(m.id for m in engine.messages if m.pinned),
-                               settings.key)
     position = engine.archive.position
+    pinned = tuple(sorted(engine.archive.pinned_ids, key=position.__getitem__))  # not a scan of the whole chat
+    prompt_setup = PromptSetup(tuple(r.id for r in engine.chain()), pinned, settings.key)
     recalled = tuple(position[i] for i in engine.recaller.chosen) if any(
         i.kind == "recalled" for i in prompt.items) else ()
     return SentRecord(prompt_setup.key, engine.counter.factor, recalled, fingerprint(prompt.messages)), prompt_setup, \
