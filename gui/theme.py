@@ -177,4 +177,9 @@ def restyle() -> None:
     current = DARK if dark else LIGHT
     app = QGuiApplication.instance()
     app.setPalette(qt_palette(current))
+    # Fusion draws a check box's edge in the window colour darkened: on the dark window it vanished.
+    indicators = qt_palette(current)
+    indicators.setColor(QPalette.ColorRole.Window, QColor(current.muted))
+    for widget_class in ("QCheckBox", "QRadioButton"):
+        app.setPalette(indicators, widget_class)
     app.setStyleSheet(style_sheet(current))

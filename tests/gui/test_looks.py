@@ -7,6 +7,7 @@ from precis.core.model.messages import Message
 from precis.core.settings import APPEARANCE_KEY, SUMMARIZATION_KEY
 from precis.gui import theme
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QTabWidget
 
 from tests.gui.test_window import dialogue, idle, open_imported_chat
 from tests.timing import WAIT_MS
@@ -123,3 +124,31 @@ def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, ma
     assert titles(view.rows_model)[history[0].content] == "System prompt"
     window.inspector.chain.setCurrentRow(0)
     assert titles(window.inspector.archived_view.rows_model)[history[9].content] == "System"
+
+
+@pytest.mark.parametrize("choice", ["light", "dark"])
+def test_an_unchecked_box_stands_out_from_the_window_in_each_theme(qtbot, choice):
+    """Fusion draws a check box's edge in the window colour darkened: on the dark window it could not be seen
+    (Settings' "Extra buffer types"). Non-text parts need 3:1 against what is around them (WCAG 1.4.11)."""
+    from precis.core.settings import ChatSettings, ProviderChoice
+    from precis.gui.settings_dialog import SettingsDialog
+    from PySide6.QtWidgets import QCheckBox, QLabel, QStyle, QStyleOptionButton
+
+    theme.choose(choice)
+    dialog = SettingsDialog(ProviderChoice(), {}, ChatSettings(), key_saved=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    label = next(lb for lb in dialog.findChildren(QLabel) if lb.text() == "Extra buffer types")
+    box = label.buddy().findChild(QCheckBox)  # the field is the box in a row of its own
+    assert isinstance(box, QCheckBox) and not box.isChecked()
+    tabs = dialog.findChild(QTabWidget)
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(box)))
+    option = QStyleOptionButton()
+    option.initFrom(box)
+    indicator = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    corner = box.mapTo(dialog, indicator.topLeft())
+    image = dialog.grab().toImage()
+    around = image.pixelColor(corner.x() - 3, corner.y() + indicator.height() // 2)
+    edge = max(contrast(image.pixelColor(corner.x() + dx, corner.y() + dy), around)
+               for dx in range(indicator.width()) for dy in range(indicator.height()))
+    assert edge >= 3, f"the box's edge has {edge:.2f}:1 against the window"
