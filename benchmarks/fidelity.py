@@ -21,6 +21,10 @@ Held-out conversations (LoCoMo's 4-10, never tuned on): `python -m benchmarks.lo
 for byte), then
 `python -m benchmarks.fidelity --conversations-dir DIR --transcripts '' --probes --windows 8k`.
 
+Held-out coding sessions (real mini-swe-agent runs, never tuned on): `python -m benchmarks.miniswe_convert MIRROR DIR
+--longest 40`, then `python -m benchmarks.fidelity --transcripts-dir DIR --conversations ''`. With more than ten
+transcripts only the pooled and median lines are printed (--per-transcript adds a row for each).
+
 In llm and hybrid modes the "by model" column counts the summaries a model wrote (the others: the rules, after a
 time limit, or because the trail left no room for a narrative).
 """
