@@ -120,6 +120,23 @@ class PromptAssembler:
             total = self._shrink_tool_outputs(items, total, self.setup.policy.min_recent)
         return self.setup.counter.calibrated(total) <= self.setup.budget.available
 
+    def beyond_any_room(self) -> int:
+        """Raw tokens of recent tool outputs that no summary can make room for. A tool output larger than what no
+        summary removes leaves of the budget is sent as its one line whatever is summarized (assemble() shrinks
+        outputs before it cuts anything): a summary is neither due for it nor sized to fit it (a 151,000-character
+        final diff at 32k archived 102 of 104 messages and was sent as its one line anyway). A long paste is not
+        one: it gets whatever room is left, and a summary gives it more."""
+        counter = self.setup.counter
+        room = int(self.setup.budget.available / counter.factor) - self.meter.fixed_raw()
+        tail = self.meter.conversation()[-max(self.setup.policy.keep_recent, 1):]
+        calls = {c.id: c for m in tail for c in m.tool_calls}
+        beyond = 0
+        for message in tail:
+            tokens = counter.raw_message_tokens(message) if message.role == "tool" else 0
+            if tokens > room:
+                beyond += max(tokens - self._trimmed(message, calls.get(message.tool_call_id or ""))[1], 0)
+        return beyond
+
     def _shrink_tool_outputs(self, items: list[ContextItem], total: int, tail: int) -> int:
         """Shrink tool outputs to their one-line summaries, oldest first, until the prompt fits, sparing the
         last `tail` messages; returns the new total."""

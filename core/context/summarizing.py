@@ -3,21 +3,20 @@ is deep or full, undoing the latest, and checking what of the originals the mode
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any
 
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, SummaryRecord, TrailCoverage, through_folds
 from ..model.tokens import MESSAGE_OVERHEAD
 from ..summary.digest import digest_room, is_conversation, is_digest, merged_digest, session_date
+from ..summary.facets import merge_facets
 from ..summary.redact import redact, redact_obj, secrets_in
 from ..summary.summarizers import RULES, RuleSummarizer, Summarizer, SummaryDraft, SummaryRequest, fit_text
 from ..summary.summary_block import render_artifact_trail
-from ..summary.trail_coverage import TrailFacts, bounded, check_facts, collect_facts, union_facts
+from ..summary.trail_coverage import TrailFacts, check_facts, collect_facts, union_facts
 from .archive import Archive, summary_message
 from .events import EngineEvent, IntegrityError, NothingToSummarize, NothingToUndo, SummaryNotSmaller
 from .prompt import PromptAssembler
@@ -85,7 +84,13 @@ class Summarization:
     def summary_due(self, next_message: bool = False) -> str | None:
         """Why an automatic summary is due now (with `next_message`: once the user's next message is added), or
         None. Only a question: maybe_summarize moves the hysteresis."""
-        return self._due(self.meter.usage(recall=False).ratio, next_message)[0]
+        return self._due(self._ratio(), next_message)[0]
+
+    def _ratio(self) -> float:
+        """The usage ratio the policy acts on: without recall, nor what no summary can make room for."""
+        usage = self.meter.usage(recall=False)
+        beyond = self.assembler.beyond_any_room()
+        return usage.ratio - self.setup.counter.calibrated(beyond) / usage.available if beyond else usage.ratio
 
     def _due(self, ratio: float, next_message: bool = False) -> tuple[str | None, bool]:
         """(why a summary is due at this usage ratio, or None; whether the policy is armed once it is seen)."""
@@ -108,7 +113,7 @@ class Summarization:
         return "threshold", armed
 
     def maybe_summarize(self) -> SummaryRecord | None:
-        reason, self.armed = self._due(self.meter.usage(recall=False).ratio)
+        reason, self.armed = self._due(self._ratio())
         if reason is None:
             return None
         try:
@@ -121,7 +126,7 @@ class Summarization:
         # One more pass when the summary did not get usage under the trigger and there is still something to take.
         # The rules write it: document 004 allows one summarization model call per trigger, and the first pass may
         # have spent the model's whole time limit.
-        if (self.meter.usage(recall=False).ratio >= self.setup.policy.trigger_ratio
+        if (self._ratio() >= self.setup.policy.trigger_ratio
                 and self.candidates(self._target_keep())):
             try:
                 record = self._summarize("second pass", summarizer=RuleSummarizer())
@@ -191,7 +196,7 @@ class Summarization:
         conversation = [m for m in self.archive.visible() if m.role != "system"]
         target = policy.target_ratio * self.setup.budget.available
         tokens = self.setup.counter.raw_message_tokens
-        total = self.meter.raw_total()
+        total = self.meter.raw_total() - self.assembler.beyond_any_room()
         cap = self.summary_cap()
 
         def left(keep: int) -> int:
@@ -229,7 +234,7 @@ class Summarization:
         tokens = self.setup.counter.raw_message_tokens
         # The prompt without recall, less the candidates outside its system items (later system messages, such
         # as session dates, are candidates too).
-        total = self.meter.raw_total()
+        total = self.meter.raw_total() - self.assembler.beyond_any_room()
         while keep > policy.min_recent:
             after = total + cap - sum(tokens(m) for m in self.candidates(keep) if m.role != "system")
             if self.setup.counter.calibrated(after) <= self.setup.budget.available:
@@ -469,30 +474,3 @@ class Summarization:
         if failed is not None:
             raise failed
 
-
-def merge_facets(all_facets: list[Facets]) -> Facets:
-    """Union of facets, earlier ones first: merging keeps what previous summaries recorded, up to MERGED_ENTRIES of
-    each kind (the first and the newest), so that a merge costs the same however long the chat; `dropped` says how
-    many entries each kind left out."""
-    merged: dict[str, dict[str, Any]] = {}  # kind -> {its JSON: the entry (a command's dict, else a str)}
-    dropped: dict[str, int] = {}
-    for facets in all_facets:
-        for name, count in facets.dropped.items():
-            dropped[name] = dropped.get(name, 0) + count
-        for name, values in facets.model_dump(exclude={"dropped"}).items():
-            bucket = merged.setdefault(name, {})
-            for value in values:
-                if name == "commands":  # the same command run in both stretches: one entry, counts added
-                    key = json.dumps([value["command"], value["exit_code"]])
-                    if key in bucket:
-                        bucket[key]["count"] += value["count"]
-                        continue
-                else:
-                    key = json.dumps(value, sort_keys=True)
-                bucket.setdefault(key, value)
-    kept: dict[str, list] = {}
-    for name, bucket in merged.items():
-        kept[name] = bounded(list(bucket.values()))
-        if over := len(bucket) - len(kept[name]):
-            dropped[name] = dropped.get(name, 0) + over
-    return Facets.model_validate({**kept, "dropped": dropped})

@@ -4,7 +4,9 @@ what the trail shows is what that check counts."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from ..model.messages import Message
 from ..model.records import CommandRun, Facets, ToolUsage
@@ -12,7 +14,7 @@ from .decisions import extract_decisions
 from .redact import redact_obj
 from .text_rules import one_line_field
 from .tool_output import ERROR_TAG, Analysis, analyze
-from .trail_coverage import MAX_IDENTIFIERS, collect_facts, user_text
+from .trail_coverage import MAX_IDENTIFIERS, bounded, collect_facts, user_text
 
 MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30
@@ -123,3 +125,31 @@ def named_only(named: list[str], known: list[str]) -> list[str]:
 def extract_facets(messages: list[Message]) -> Facets:
     """The artifact trail of `messages`: files, commands with exit codes, errors, tool usage, requests, entities."""
     return facets_of(messages, analyze_calls(messages))
+
+
+def merge_facets(all_facets: list[Facets]) -> Facets:
+    """Union of facets, earlier ones first: merging keeps what previous summaries recorded, up to MERGED_ENTRIES of
+    each kind (the first and the newest), so that a merge costs the same however long the chat; `dropped` says how
+    many entries each kind left out."""
+    merged: dict[str, dict[str, Any]] = {}  # kind -> {its JSON: the entry (a command's dict, else a str)}
+    dropped: dict[str, int] = {}
+    for facets in all_facets:
+        for name, count in facets.dropped.items():
+            dropped[name] = dropped.get(name, 0) + count
+        for name, values in facets.model_dump(exclude={"dropped"}).items():
+            bucket = merged.setdefault(name, {})
+            for value in values:
+                if name == "commands":  # the same command run in both stretches: one entry, counts added
+                    key = json.dumps([value["command"], value["exit_code"]])
+                    if key in bucket:
+                        bucket[key]["count"] += value["count"]
+                        continue
+                else:
+                    key = json.dumps(value, sort_keys=True)
+                bucket.setdefault(key, value)
+    kept: dict[str, list] = {}
+    for name, bucket in merged.items():
+        kept[name] = bounded(list(bucket.values()))
+        if over := len(bucket) - len(kept[name]):
+            dropped[name] = dropped.get(name, 0) + over
+    return Facets.model_validate({**kept, "dropped": dropped})

@@ -833,8 +833,8 @@ def test_a_wholly_invented_narrative_falls_back_to_the_rules():
 
 
 def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
-    from precis.core.context.summarizing import merge_facets
     from precis.core.model.records import CommandRun, Facets
+    from precis.core.summary.facets import merge_facets
 
     older = Facets(files_read=["a.py"], commands=[CommandRun(command="pytest", exit_code=1, count=2)])
     newer = Facets(files_read=["a.py", "b.py"], commands=[CommandRun(command="pytest", exit_code=1, count=3),
@@ -847,8 +847,8 @@ def test_merging_facets_keeps_every_fact_once_and_adds_command_counts():
 def test_a_merge_keeps_a_bounded_trail_saying_how_much_it_left_out():
     """However long the chat, a merged record keeps at most MERGED_ENTRIES of each kind (the first request and the
     newest), says how many it dropped, and its trail-coverage check counts the dropped facts as not kept."""
-    from precis.core.context.summarizing import merge_facets
     from precis.core.model.records import Facets
+    from precis.core.summary.facets import merge_facets
     from precis.core.summary.trail_coverage import MERGED_ENTRIES, InstructionFact, TrailFacts, check_facts, union_facts
 
     stretches = [Facets(user_requests=[f"request {n}" for n in range(start, start + 700)], files_read=["a.py"])
