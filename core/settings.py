@@ -150,7 +150,8 @@ class SummarizationPolicy(BaseModel):
     max_depth: int = Field(3, ge=1, le=20, title="Maximum chain depth", json_schema_extra={"unit": "summaries"},
                            description="Summaries in the chain before the oldest are merged")
     max_summary_tokens: int = Field(4000, ge=50, le=100_000, title="Maximum summary size",
-                                    json_schema_extra={"unit": "tokens"}, description="Cap on one summary's tokens")
+                                    json_schema_extra={"unit": "tokens"},
+                                    description="Cap on one summary's tokens, and on coding summaries together")
     chain_share: float = Field(0.30, gt=0.0, lt=1.0, title="Summaries may take", json_schema_extra=PERCENT,
                                description="Share of the budget all summaries may take together")
     # In talk, what was said long ago is what is asked about later, and a digest's facts are the sentences it keeps:

@@ -157,8 +157,9 @@ class Summarization:
 
     def chain_room(self, leaving: int = 0, talk: bool | None = None) -> int:
         """Tokens the summaries may still take together, if the oldest `leaving` summaries of the chain were folded
-        away: the chain's share of the budget, and never more than half the room that the system prompt and pinned
-        messages leave under the trigger (else in a small window the chain itself keeps the prompt overflowing).
+        away: the chain's share of the budget (at most max_summary_tokens but for conversation digests), and never
+        more than half the room that the system prompt and pinned messages leave under the trigger (else in a small
+        window the chain itself keeps the prompt overflowing).
         Where the summaries are conversation digests (`talk`, by default is_talk()), the conversation's share, of
         that room too when it is more than half (its tail is short messages, not tool outputs that must fit whole)."""
         fixed = self.meter.fixed_raw()
@@ -168,6 +169,10 @@ class Summarization:
         chain_share = policy.conversation_chain_share if talk else policy.chain_share
         of_room = max(0.5, chain_share / policy.trigger_ratio) if talk else 0.5
         share = int(min(available * chain_share, (available * policy.trigger_ratio - fixed) * of_room))
+        # A chain of tool-traffic summaries (a trail rebuilt whole at each merge) keeps to one summary's cap too, and
+        # the room goes to recent work: at 32k, 40 held-out SWE-bench sessions keep 95% of their facts (98% before)
+        # in summaries of 3,200 tokens (median; 4,500 before, up to 7,100) (benchmarks/fidelity).
+        share = share if talk else min(share, policy.max_summary_tokens)
         tokens = self.setup.counter.raw_message_tokens
         return share - sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain[leaving:])
 

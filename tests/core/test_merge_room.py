@@ -11,9 +11,13 @@ from precis.core.settings import SummarizationPolicy
 
 
 def coding_session(engine: ContextEngine, steps: int) -> list[str]:
+    return coding_session_from(engine, 0, steps)
+
+
+def coding_session_from(engine: ContextEngine, first: int, steps: int) -> list[str]:
     """Each step runs a command of its own (a build of one module) and reads a long log."""
     commands = []
-    for n in range(steps):
+    for n in range(first, first + steps):
         command = f"make -C modules/module_{n:03d} check TARGET=unit_{n:03d}"
         call = ToolCall(id=f"call-{n}", name="Bash", arguments={"command": command})
         engine.append(Message(role="user", content=f"Now check module {n}."))
@@ -51,3 +55,15 @@ def test_a_merge_leaves_a_quarter_at_most_in_a_small_room():
     assert next_room(4000) == 250  # a sixteenth
     assert next_room(2000) == NEXT_SUMMARY_ROOM
     assert next_room(400) == 100  # a quarter: the merge keeps the rest
+
+
+def test_coding_summaries_together_keep_to_one_summarys_cap():
+    """At 32k a chain of trails took 4,500-7,100 tokens where one summary may take 4,000: the chain as a whole now
+    keeps to max_summary_tokens (conversation digests keep their share)."""
+    engine = ContextEngine(Budget(window=32768, reserve_output=512),
+                           SummarizationPolicy(mode="rule", max_summary_tokens=1200), TokenCounter())
+    tokens = engine.counter.raw_message_tokens
+    for n in range(0, 400, 40):
+        coding_session_from(engine, n, 40)
+        assert sum(tokens(engine.archive.summary_message(r)) for r in engine.chain()) <= 1200
+    assert len([r for r in engine.records if r.merged_ids]) >= 2
