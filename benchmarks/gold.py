@@ -6,8 +6,9 @@ format alone (tests/data/transcripts/README.md), so a summary is graded by what 
 
 Kinds: files read, changed or named (in a command, the user's or the assistant's text), commands with their outcome,
 error names (the errors the session hit: in the output of commands run; a file read, viewed or edited shows its
-text, and a `rescue ArgumentError` there is not an error), the user's requests and corrections, and the state of
-the task at the cut (the last files touched and the last command before it).
+text, and a `rescue ArgumentError` there is not an error, whether a tool or `cat`, `grep` or `git diff` shows it),
+the user's requests and corrections, and the state of the task at the cut (the last files touched and the last
+command before it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ PATH = re.compile(r"(?<![\w@:/])(?:[\w.-]+/)*[\w-]+\.(?:py|js|ts|tsx|jsx|ex|exs|
                   r"pl|rb|go|rs|c|h|cpp|java|html|css|sql|lock|log|heex|eex)\b")
 ERROR = re.compile(r"\b([A-Z][A-Za-z]*(?:Error|Exception)|error TS\d{4}|E\d{4})\b")
 # How the sessions report a command's exit code: Claude Code, SWE-agent, mini-swe-agent's harness.
+# Programs that only show files or history: a command made of them views text, as a read does, and an exception
+# name in what it shows was not hit by the session (harnesses with a shell alone read files with cat, grep, sed -n).
+VIEWERS = {"cat", "head", "tail", "sed", "nl", "grep", "egrep", "rg", "less", "more", "find", "ls", "wc", "diff",
+           "awk", "echo", "tree", "file", "stat", "sort", "uniq", "cut"}
+VIEWING_GIT = {"diff", "show", "log", "status", "grep", "blame"}
+SEGMENTS = re.compile(r"&&|\|\||;|\|")
 EXIT = re.compile(r"(?:exit code:?\s*|PROCESS-DONE:|<returncode>)(-?\d+)", re.IGNORECASE)
 WORD = re.compile(r"[a-z][a-z'-]{4,}")
 STOP = frozenset("""about above after again against along already also although always among another around
@@ -58,6 +65,20 @@ def command_of(message: dict) -> str | None:
     if isinstance(command, list):
         command = " ".join(str(c) for c in command)
     return squash(str(command)) if command else None
+
+
+def views_only(command: str) -> bool:
+    """Whether every part of a shell command only shows files (`cd repo && grep -n X a.py | head`)."""
+    for part in SEGMENTS.split(command):
+        words = [w for w in part.split() if "=" not in w or w.startswith("-")]  # without VAR=value
+        if not words or words[0] == "cd":
+            continue
+        program = words[0].rsplit("/", 1)[-1]
+        if program == "git" and len(words) > 1 and words[1] in VIEWING_GIT:
+            continue
+        if program not in VIEWERS:
+            return False
+    return True
 
 
 def files_of(message: dict) -> list[str]:
@@ -96,7 +117,8 @@ def gold_facts(messages: list[dict]) -> list[Fact]:
     for n, message in enumerate(messages):
         role = message.get("role")
         if role == "assistant" and message.get("tool_args"):
-            ran_command = command_of(message) is not None
+            command = command_of(message)
+            ran_command = command is not None and not views_only(command)
             for name in files_of(message):
                 add(Fact("files", name, (name,)))
                 last_files = [f for f in last_files if f != name][-2:] + [name]
