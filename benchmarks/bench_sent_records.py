@@ -132,7 +132,7 @@ def main() -> None:
             fields = breakdown(Path(without), Path(with_))
         share = (recorded - plain) / plain
         print(f"{kind}, {count:,} messages, {len(replies):,} replies: database {plain / 1e6:.1f} MB without records, "
-              f"{recorded / 1e6:.1f} MB with (+{share:.2%}; goal < {GOAL_SHARE:.0%}); keeping a record: mean "
+              f"{recorded / 1e6:.1f} MB with ({share:+.2%}; goal < {GOAL_SHARE:.0%}); keeping a record: mean "
               f"{keeping / max(len(replies), 1) * 1000:.2f} ms a reply; rebuilding one: median "
               f"{statistics.median(times) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms\n{fields}")
 

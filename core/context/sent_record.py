@@ -16,7 +16,8 @@ text changed since, another tokenizer) is said, never shown as what was sent.
 As kept (`SentRecord.encode`): five characters of checksum, then the recalled places, then the fields that changed,
 each after its mark: "~" the summaries (12 hex digits each), "^" the pinned places, "#" the settings' key, "!" the
 factor. Numbers are written in DIGITS, each ending on a digit that also says how many places in a row it starts
-(1 to 3), so no separators: 5 to 7 recalled places of a 10,000-message chat cost 8 characters. Records kept before
+(1 to 3), so no separators: a run of up to three places costs at most three characters in a chat of fewer than
+24,336 messages (recall mostly chooses a match and the one or two messages after it). Records kept before
 (old_record.py's form, "c=...;s=...") still read; the two never lean on each other.
 """
 
@@ -44,10 +45,10 @@ DIGITS = "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in MARKS + '="\
 _DIGIT = {c: n for n, c in enumerate(DIGITS)}
 CHECK_WIDTH = 5  # len(DIGITS) ** 5 > 2 ** 32
 LONGEST_RUN = 3  # one number names up to this many places in a row
-ENDINGS = 16  # a number's last digit: one of DIGITS[:48], its value (16) and the run it starts (1 to 3)
-LEADING = len(DIGITS) - LONGEST_RUN * ENDINGS  # the digits before it, DIGITS[48:]: 39 values
+ENDINGS = 16  # a number's last digit is one of DIGITS[:48]: 16 values for each length of the run it starts
+LEADING = len(DIGITS) - LONGEST_RUN * ENDINGS  # the digits before it are DIGITS[48:]: 39 values
 SUMMARY_REF = 12  # hex digits of a summary's reference
-# A record leaning on this many records before it states everything again, so reading one reads no further back.
+# A record that would lean on more records before it than this states everything again: none is read further back.
 RESTATE_AFTER = 64
 
 
