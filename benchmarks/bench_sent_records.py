@@ -10,6 +10,8 @@ prompt assembled by the engine at an 8k window (summaries made as they fall due)
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -62,6 +64,43 @@ def written(messages: list[Message], folder: Path, with_records: bool) -> tuple[
     return size, replies, keeping
 
 
+def tables(folder: Path) -> dict[str, tuple[int, int]]:
+    """{table or index: (bytes of its pages, bytes unused in them)} of the database in `folder` (SQLite's dbstat)."""
+    with sqlite3.connect(folder / DB_NAME) as database:
+        rows = database.execute("SELECT name, sum(pgsize), sum(unused) FROM dbstat GROUP BY name").fetchall()
+    return {name: (size, unused) for name, size, unused in rows}
+
+
+def record_fields(folder: Path) -> tuple[int, dict[str, int]]:
+    """The replies with a record, and the characters of their records by field (the module's doc says the form;
+    split here by its marks, not by its own code)."""
+    names = {"": "recalled places", "~": "summaries", "^": "pins", "#": "settings' key", "!": "factor"}
+    sizes = dict.fromkeys(["checksum", *names.values()], 0)
+    with sqlite3.connect(folder / DB_NAME) as database:
+        records = [sent for (sent,) in database.execute("SELECT sent FROM message WHERE sent IS NOT NULL")]
+    for record in records:
+        sizes["checksum"] += 5
+        pieces = re.split(r"([~^#!])", record[5:])
+        sizes[names[""]] += len(pieces[0])
+        for mark, text in zip(pieces[1::2], pieces[2::2], strict=True):
+            sizes[names[mark]] += 1 + len(text)
+    return len(records), sizes
+
+
+def breakdown(without: Path, with_: Path) -> str:
+    """Where the records' bytes go: their fields, a reply's share of the settings kept (prompt_setup), and the room
+    the message table's pages leave unused (rows grow when a summary archives them, and split their pages)."""
+    replies, sizes = record_fields(with_)
+    before, after = tables(without), tables(with_)
+    grown = {name: (after[name][0] - before.get(name, (0, 0))[0], after[name][1] - before.get(name, (0, 0))[1])
+             for name in after if after[name] != before.get(name)}
+    fields = ", ".join(f"{name} {size / replies:.1f}" for name, size in sizes.items())
+    pages = ", ".join(f"{name} {size / replies:+.1f} ({unused / replies:+.1f} unused)"
+                      for name, (size, unused) in sorted(grown.items(), key=lambda item: -item[1][0]))
+    return (f"  a record: {sum(sizes.values()) / replies:.1f} characters ({fields}); pages grown, bytes a reply: "
+            f"{pages}")
+
+
 def rebuild_times(folder: Path, replies: list[str]) -> list[float]:
     """Seconds to rebuild what replies across the chat were written from (a worker's time: never the GUI thread's)."""
     from precis.core.storage.chats import restore_engine
@@ -90,11 +129,12 @@ def main() -> None:
             plain, _, _ = written(messages, Path(without), with_records=False)
             recorded, replies, keeping = written(messages, Path(with_), with_records=True)
             times = rebuild_times(Path(with_), replies)
+            fields = breakdown(Path(without), Path(with_))
         share = (recorded - plain) / plain
         print(f"{kind}, {count:,} messages, {len(replies):,} replies: database {plain / 1e6:.1f} MB without records, "
-              f"{recorded / 1e6:.1f} MB with (+{share:.2%}; goal < {GOAL_SHARE:.0%}); keeping a record: mean "
+              f"{recorded / 1e6:.1f} MB with ({share:+.2%}; goal < {GOAL_SHARE:.0%}); keeping a record: mean "
               f"{keeping / max(len(replies), 1) * 1000:.2f} ms a reply; rebuilding one: median "
-              f"{statistics.median(times) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms")
+              f"{statistics.median(times) * 1000:.0f} ms, slowest {max(times) * 1000:.0f} ms\n{fields}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Each reply's record of what it was written from: kept as the reply is asked for, rebuilt for "What was sent" in
-the window and `precis prompt CHAT --reply N` (context/sent_record.py says how)."""
+the window and `precis prompt CHAT --reply N` (context/sent_record.py says how; old_record.py reads those kept
+before its form)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import logging
 from collections.abc import Iterator
 
 from ..context.engine import ContextEngine, Prompt
+from ..context.old_record import OldRecord
 from ..context.prompt_parts import PromptPart, prompt_parts
-from ..context.sent_record import NotRebuilt, PromptSettings, PromptSetup, SentRecord, rebuild, sent_record
+from ..context.sent_record import (
+    RESTATE_AFTER,
+    NotRebuilt,
+    PromptSettings,
+    SentRecord,
+    rebuild,
+    sent_record,
+)
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from ..storage.store import Store, StoreError
@@ -28,34 +37,34 @@ def kept_before(messages: list[Message], end: int) -> Iterator[str]:
 
 
 def keep_sent(store: Store, chat_id: str, engine: ContextEngine, prompt: Prompt) -> str | None:
-    """The record (Message.sent) of `prompt`, which the engine just assembled for a reply, its setup and settings
-    saved unless the reply before had the same; None if they cannot be saved (the reply matters more)."""
-    record, setup, settings = sent_record(engine, prompt)
+    """The record (Message.sent) of `prompt`, which the engine just assembled for a reply, its settings saved unless
+    the reply before had the same; None if they cannot be saved (the reply matters more)."""
+    record, settings = sent_record(engine, prompt)
     kept = kept_before(engine.messages, len(engine.messages))
     latest = next(kept, None)
     try:
-        before = SentRecord.decode(latest, kept) if latest is not None else None
-    except ValueError:  # a record this one cannot lean on: it says everything itself
+        before, leaned_on = SentRecord.read(latest, kept) if latest is not None else (None, 0)
+    except ValueError:  # a record this one cannot lean on (one kept before, in the old form): it says everything
+        before, leaned_on = None, 0
+    if leaned_on >= RESTATE_AFTER:
         before = None
-    if before is None or before.setup != record.setup:
+    if before is None or before.settings != record.settings:
         try:
-            store.keep_prompt_setup(chat_id, {settings.key: settings.as_json(), record.setup: setup.as_json()})
+            store.keep_prompt_setup(chat_id, {settings.key: settings.as_json()})
         except StoreError as exc:
             log.warning("what the reply was written from was not saved: %s", exc)
             return None
     return record.encode(before)
 
 
-def _setups(store: Store, chat_id: str, record: SentRecord) -> tuple[PromptSetup, PromptSettings]:
-    setup_json = store.prompt_setup(chat_id, record.setup)
-    setup = PromptSetup.from_json(setup_json) if setup_json is not None else None
-    settings_json = store.prompt_setup(chat_id, setup.settings) if setup is not None else None
-    if setup is None or settings_json is None:
+def _settings(store: Store, chat_id: str, record: SentRecord) -> PromptSettings:
+    settings = store.prompt_setup(chat_id, record.settings)
+    if settings is None:
         raise NotRebuilt("the settings it was written under were not saved")
-    return setup, PromptSettings.from_json(settings_json)
+    return PromptSettings.from_json(settings)
 
 
-def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]:
+def _record_of(store: Store, chat_id: str, engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]:
     position = engine.archive.position.get(message_id)
     if position is None:
         raise NotRebuilt(f"the chat has no message {message_id}")
@@ -64,15 +73,22 @@ def _record_of(engine: ContextEngine, message_id: str) -> tuple[int, SentRecord]
         raise NotRebuilt(f"message {position + 1} is the {reply.role}'s, not a reply: What was sent is a reply's")
     if reply.sent is None:
         raise NotRebuilt("this reply was written before Precis kept what each reply was written from")
+    earlier = kept_before(engine.messages, position)
     try:
-        return position, SentRecord.decode(reply.sent, kept_before(engine.messages, position))
+        if not OldRecord.is_old(reply.sent):
+            return position, SentRecord.decode(reply.sent, earlier)
+        old = OldRecord.decode(reply.sent, earlier)
+        setup = store.prompt_setup(chat_id, old.setup)
+        if setup is None:
+            raise NotRebuilt("the settings it was written under were not saved")
+        return position, old.upgraded(setup, engine.archive.position)
     except ValueError as exc:
         raise NotRebuilt(f"its record cannot be read ({exc})") from None
 
 
 def sent_settings(store: Store, chat_id: str, engine: ContextEngine, message_id: str) -> PromptSettings:
     """The settings reply `message_id` was written under (which tokenizer counted it, say)."""
-    return _setups(store, chat_id, _record_of(engine, message_id)[1])[1]
+    return _settings(store, chat_id, _record_of(store, chat_id, engine, message_id)[1])
 
 
 def sent_prompt(store: Store, chat_id: str, engine: ContextEngine, message_id: str,
@@ -81,8 +97,7 @@ def sent_prompt(store: Store, chat_id: str, engine: ContextEngine, message_id: s
     tokens; counted by `counter`, else the engine's (it must have the tokenizer the reply was counted with: the
     command line finds it, counter_named). NotRebuilt says why not: a reply written before replies kept a record,
     or one that no longer rebuilds as it was sent."""
-    position, record = _record_of(engine, message_id)
-    setup, settings = _setups(store, chat_id, record)
-    rebuilt, prompt = rebuild(record, setup, settings, engine.messages[:position], list(engine.records),
-                              counter or engine.counter)
+    position, record = _record_of(store, chat_id, engine, message_id)
+    rebuilt, prompt = rebuild(record, _settings(store, chat_id, record), engine.messages[:position],
+                              list(engine.records), counter or engine.counter)
     return prompt_parts(rebuilt, prompt)

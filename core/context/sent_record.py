@@ -3,14 +3,22 @@
 Assembling a prompt is a function of the chat up to the reply, the summaries active then, the pins, the chat's
 settings (system prompt, tools, policy, budget), the tokenizer's correction factor and what recall chose. A reply
 keeps only what cannot be read again from the chat, in a few bytes (issue 26: under 1% of a chat's database):
-- its setup's key: the chain and pins of then, and the key of the settings (both kept once per chat, whoever
-  shares them), written only when it differs from the reply before's;
-- the correction factor, likewise only when it changed;
-- the places in the chat of the originals recall chose, in the order chosen (runs as "first+more", base 36);
-- a checksum of the messages sent.
+- a checksum of the messages sent;
+- the places in the chat of the originals recall chose, in the order chosen;
+- the summaries active (a short hash of each id), the places of the pinned messages, the key of the settings (kept
+  once per chat in the store's prompt_setup, whoever shares them) and the correction factor: each only where it
+  differs from the reply before's record, and all of them again once a record would lean on more than RESTATE_AFTER
+  records before it (so reading one never walks the whole chat).
 Messages before a reply never move while the reply is in the chat (an edit takes the reply with it), so their places
 name them. Rebuilding assembles the prompt again from these; a checksum that differs (the rules that shrink or cut
 text changed since, another tokenizer) is said, never shown as what was sent.
+
+As kept (`SentRecord.encode`): five characters of checksum, then the recalled places, then the fields that changed,
+each after its mark: "~" the summaries (12 hex digits each), "^" the pinned places, "#" the settings' key, "!" the
+factor. Numbers are written in DIGITS, each ending on a digit that also says how many places in a row it starts
+(1 to 3), so no separators: a run of up to three places costs at most three characters in a chat of fewer than
+24,336 messages (recall mostly chooses a match and the one or two messages after it). Records kept before
+(old_record.py's form, "c=...;s=...") still read; the two never lean on each other.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -29,9 +38,27 @@ from ..settings import SummarizationPolicy
 from .engine import ContextEngine, Prompt
 from .usage import Budget
 
+MARKS = "~^#!"  # before the summaries, the pinned places, the settings' key, the factor
+# Printable ASCII but the marks, "=" (which the old form has) and the two characters JSON escapes (a branch of
+# versions keeps its messages as JSON).
+DIGITS = "".join(c for c in map(chr, range(0x21, 0x7F)) if c not in MARKS + '="\\')
+_DIGIT = {c: n for n, c in enumerate(DIGITS)}
+CHECK_WIDTH = 5  # len(DIGITS) ** 5 > 2 ** 32
+LONGEST_RUN = 3  # one number names up to this many places in a row
+ENDINGS = 16  # a number's last digit is one of DIGITS[:48]: 16 values for each length of the run it starts
+LEADING = len(DIGITS) - LONGEST_RUN * ENDINGS  # the digits before it are DIGITS[48:]: 39 values
+SUMMARY_REF = 12  # hex digits of a summary's reference
+# A record that would lean on more records before it than this states everything again: none is read further back.
+RESTATE_AFTER = 64
+
 
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def summary_ref(summary_id: str) -> str:
+    """How a record names a summary: a hash of its id (which may hold any character), short, in hex."""
+    return hashlib.sha256(summary_id.encode("utf-8")).hexdigest()[:SUMMARY_REF]
 
 
 def _json(data: dict) -> str:
@@ -61,89 +88,110 @@ class PromptSettings:
 
 
 @dataclass(frozen=True)
-class PromptSetup:
-    """The summaries active and the messages pinned when a prompt was assembled, and its settings' key."""
-
-    chain: tuple[str, ...]  # the summary records active, in chain order
-    pinned: tuple[str, ...]
-    settings: str  # PromptSettings.key
-
-    def as_json(self) -> str:
-        return _json({"chain": list(self.chain), "pinned": list(self.pinned), "settings": self.settings})
-
-    @property
-    def key(self) -> str:
-        return _key(self.as_json())
-
-    @classmethod
-    def from_json(cls, text: str) -> PromptSetup:
-        data = json.loads(text)
-        return cls(tuple(data["chain"]), tuple(data["pinned"]), data["settings"])
-
-
-@dataclass(frozen=True)
 class SentRecord:
     """What one reply was written from, beside the chat itself (Message.sent holds it as `encode` writes it)."""
 
-    setup: str  # PromptSetup.key
-    factor: float
-    recalled: tuple[int, ...]  # the places in the chat of the originals recall chose, in the order chosen
     check: int  # fingerprint() of the messages sent
+    recalled: tuple[int, ...]  # the places in the chat of the originals recall chose, in the order chosen
+    chain: tuple[str, ...]  # summary_ref() of each summary active, in chain order
+    pinned: tuple[int, ...]  # the places of the messages pinned, in chat order
+    settings: str  # PromptSettings.key
+    factor: float
 
     def encode(self, before: SentRecord | None) -> str:
-        """As kept: "c=<check>;s=<setup>;f=<factor>;r=<places>", the setup and factor only where they differ from
-        the reply before's record (`before`)."""
-        fields = [f"c={self.check:x}"]
-        if before is None or before.setup != self.setup:
-            fields.append(f"s={self.setup}")
-        if before is None or before.factor != self.factor:
-            fields.append(f"f={self.factor!r}")
-        if self.recalled:
-            fields.append("r=" + ",".join(_runs(self.recalled)))
-        return ";".join(fields)
+        """As kept (see the module's doc): the summaries, pins, settings and factor only where they differ from
+        the reply before's record (`before`; None: all of them)."""
+        own = (self.chain, self.pinned, self.settings, self.factor)
+        written = ("".join(self.chain), _numbers(self.pinned), self.settings, repr(self.factor))
+        leaned_on = (before.chain, before.pinned, before.settings, before.factor) if before is not None else None
+        return _check_digits(self.check) + _numbers(self.recalled) + "".join(
+            mark + text for n, (mark, text) in enumerate(zip(MARKS, written, strict=True))
+            if leaned_on is None or leaned_on[n] != own[n])
 
     @classmethod
     def decode(cls, kept: str, earlier: Iterable[str]) -> SentRecord:
         """The record a reply keeps (`kept`), with what it leaves to the records of the replies before it
-        (`earlier`, newest first: read only as far back as needed)."""
-        fields = dict(field.split("=", 1) for field in kept.split(";"))
+        (`earlier`, newest first: read only as far back as needed). ValueError if it is not one."""
+        return cls.read(kept, earlier)[0]
+
+    @classmethod
+    def read(cls, kept: str, earlier: Iterable[str]) -> tuple[SentRecord, int]:
+        """decode(), and how many records before it were read."""
+        check, recalled, fields = _fields(kept)
+        read = 0
         for older in earlier:
-            if "s" in fields and "f" in fields:
+            if len(fields) == len(MARKS):
                 break
-            for name, value in (field.split("=", 1) for field in older.split(";")):
-                if name in ("s", "f"):
-                    fields.setdefault(name, value)
-        if "s" not in fields or "f" not in fields:
-            raise ValueError("the record names no setup or factor, nor does any reply before it")
-        return cls(fields["s"], float(fields["f"]), _places(fields.get("r", "")), int(fields["c"], 16))
+            read += 1
+            for mark, text in _fields(older)[2].items():
+                fields.setdefault(mark, text)
+        if len(fields) < len(MARKS):
+            raise ValueError("the record names no setup, nor does any reply before it")
+        chain = fields["~"]
+        if len(chain) % SUMMARY_REF:
+            raise ValueError(f"its summaries ({chain!r}) are not {SUMMARY_REF} hex digits each")
+        return cls(check, _places(recalled), tuple(chain[n:n + SUMMARY_REF] for n in range(0, len(chain), SUMMARY_REF)),
+                   _places(fields["^"]), fields["#"], float(fields["!"])), read
 
 
-def _runs(places: Sequence[int]) -> list[str]:
-    """Places as runs of consecutive ones, in base 36: 40,41,42,7 → "14+2","7"."""
-    runs: list[list[int]] = []
-    for place in places:
-        if runs and place == runs[-1][0] + runs[-1][1] + 1:
-            runs[-1][1] += 1
-        else:
-            runs.append([place, 0])
-    return [f"{_base36(first)}+{more}" if more else _base36(first) for first, more in runs]
+def _fields(kept: str) -> tuple[int, str, dict[str, str]]:
+    """A record's checksum, its recalled places as written, and its other fields by mark."""
+    if len(kept) < CHECK_WIDTH or "=" in kept:
+        raise ValueError(f"{kept[:20]!r} is not a record of this form")
+    check = 0
+    for char in kept[:CHECK_WIDTH]:
+        check = check * len(DIGITS) + _digit(char)
+    pieces = re.split(f"([{re.escape(MARKS)}])", kept[CHECK_WIDTH:])
+    return check, pieces[0], dict(zip(pieces[1::2], pieces[2::2], strict=True))
 
 
-def _base36(number: int) -> str:
+def _digit(char: str) -> int:
+    digit = _DIGIT.get(char)
+    if digit is None:
+        raise ValueError(f"{char!r} is not a digit of a record")
+    return digit
+
+
+def _check_digits(check: int) -> str:
     digits = ""
-    while True:
-        number, digit = divmod(number, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[digit] + digits
-        if not number:
-            return digits
+    for _ in range(CHECK_WIDTH):
+        check, digit = divmod(check, len(DIGITS))
+        digits = DIGITS[digit] + digits
+    return digits
 
 
-def _places(runs: str) -> tuple[int, ...]:
-    out: list[int] = []
-    for run in filter(None, runs.split(",")):
-        first, _, more = run.partition("+")
-        out.extend(range(int(first, 36), int(first, 36) + int(more or 0) + 1))
-    return tuple(out)
+def _numbers(places: Sequence[int]) -> str:
+    """Places as numbers, each naming a run of up to LONGEST_RUN places in a row: 40,41,42,7 is two numbers."""
+    written, n = [], 0
+    while n < len(places):
+        run = 1
+        while run < LONGEST_RUN and n + run < len(places) and places[n + run] == places[n] + run:
+            run += 1
+        leading, last = divmod(places[n], ENDINGS)
+        digits = DIGITS[(run - 1) * ENDINGS + last]
+        while leading:
+            leading, digit = divmod(leading, LEADING)
+            digits = DIGITS[LONGEST_RUN * ENDINGS + digit] + digits
+        written.append(digits)
+        n += run
+    return "".join(written)
+
+
+def _places(numbers: str) -> tuple[int, ...]:
+    places: list[int] = []
+    leading, pending = 0, False
+    for char in numbers:
+        digit = _digit(char)
+        if digit >= LONGEST_RUN * ENDINGS:
+            leading, pending = leading * LEADING + digit - LONGEST_RUN * ENDINGS, True
+            continue
+        run, last = divmod(digit, ENDINGS)
+        first = leading * ENDINGS + last
+        places.extend(range(first, first + run + 1))
+        leading, pending = 0, False
+    if pending:
+        raise ValueError(f"its places ({numbers!r}) end in the middle of a number")
+    return tuple(places)
 
 
 def fingerprint(messages: list[Message]) -> int:
@@ -154,18 +202,17 @@ def fingerprint(messages: list[Message]) -> int:
     return zlib.crc32(payload.encode("utf-8"))
 
 
-def sent_record(engine: ContextEngine, prompt: Prompt) -> tuple[SentRecord, PromptSetup, PromptSettings]:
-    """The record of `prompt`, just assembled by `engine` for the reply to come, and the setup and settings it
-    names."""
+def sent_record(engine: ContextEngine, prompt: Prompt) -> tuple[SentRecord, PromptSettings]:
+    """The record of `prompt`, just assembled by `engine` for the reply to come, and the settings it names."""
     setup = engine.setup
     settings = PromptSettings(setup.system_prompt, setup.tool_text, setup.policy.model_dump(mode="json"),
                               asdict(setup.budget), setup.counter.name)
     position = engine.archive.position
-    pinned = tuple(sorted(engine.archive.pinned_ids, key=position.__getitem__))  # not a scan of the whole chat
-    prompt_setup = PromptSetup(tuple(r.id for r in engine.chain()), pinned, settings.key)
+    pinned = tuple(sorted(map(position.__getitem__, engine.archive.pinned_ids)))  # not a scan of the whole chat
     recalled = tuple(position[i] for i in engine.recaller.chosen) if any(
         i.kind == "recalled" for i in prompt.items) else ()
-    return SentRecord(prompt_setup.key, engine.counter.factor, recalled, fingerprint(prompt.messages)), prompt_setup, \
+    chain = tuple(summary_ref(r.id) for r in engine.chain())
+    return SentRecord(fingerprint(prompt.messages), recalled, chain, pinned, settings.key, engine.counter.factor), \
         settings
 
 
@@ -173,8 +220,8 @@ class NotRebuilt(Exception):
     """A reply's prompt cannot be shown as it was sent; the message says why."""
 
 
-def rebuild(record: SentRecord, setup: PromptSetup, settings: PromptSettings, before: list[Message],
-            records: list[SummaryRecord], counter: TokenCounter) -> tuple[ContextEngine, Prompt]:
+def rebuild(record: SentRecord, settings: PromptSettings, before: list[Message], records: list[SummaryRecord],
+            counter: TokenCounter) -> tuple[ContextEngine, Prompt]:
     """The prompt the reply was written from, assembled again from the chat's messages before the reply (`before`),
     every summary record of the chat and a counter with the same tokenizer; with the engine that assembled it (for
     prompt_parts). NotRebuilt if it is not what was sent."""
@@ -182,12 +229,12 @@ def rebuild(record: SentRecord, setup: PromptSetup, settings: PromptSettings, be
         raise NotRebuilt(f"it was counted with {settings.counter}, and the chat now counts with {counter.name}")
     at_the_time = copy.copy(counter)  # the same tokenizer and counts, the correction of then
     at_the_time.factor = record.factor
-    pinned = set(setup.pinned)
+    pinned = {before[p].id for p in record.pinned if p < len(before)}
     messages = [m if m.pinned == (m.id in pinned) else m.with_changes(pinned=m.id in pinned) for m in before]
-    chain = set(setup.chain)
-    missing = chain - {r.id for r in records}
-    if missing:
-        raise NotRebuilt(f"the summary {sorted(missing)[0][:8]} it was sent with is no longer in the chat")
+    by_ref = {summary_ref(r.id): r.id for r in records}
+    chain = {by_ref[ref] for ref in record.chain if ref in by_ref}
+    if len(chain) < len(record.chain):
+        raise NotRebuilt("a summary it was sent with is no longer in the chat")
     statuses = [r.model_copy(update={"status": "active" if r.id in chain else "undone"}) for r in records]
     engine = ContextEngine.restore(messages, statuses, Budget(**settings.budget),
                                    SummarizationPolicy.model_validate(settings.policy), at_the_time,

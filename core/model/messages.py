@@ -43,7 +43,7 @@ class Message:
     incomplete: bool = False
     # A reply that stopped at its token limit: the limit (it can be continued).
     cut_at: int | None = None
-    # On a reply: what it was written from (context/sent_record.SentRecord as JSON); None if not known.
+    # On a reply: what it was written from (context/sent_record.SentRecord, as encoded); None if not known.
     sent: str | None = None
 
     def __post_init__(self) -> None:

@@ -164,8 +164,8 @@ class MessageTable(StoreBase):
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
 
     def keep_prompt_setup(self, chat_id: str, setups: dict[str, str]) -> None:
-        """Keep what a reply's prompt was assembled under ({key: JSON} of context/sent_record's PromptSetup and
-        PromptSettings), once per chat and key."""
+        """Keep what a reply's prompt was assembled under ({key: JSON} of context/sent_record's PromptSettings; a
+        chat's older replies also have their setups here, context/old_record.py), once per chat and key."""
         with self._write("save what the reply was written from") as session:
             session.connection().exec_driver_sql(
                 "INSERT OR IGNORE INTO prompt_setup (chat_id, key, setup) VALUES (?, ?, ?)",

@@ -3,19 +3,22 @@ sent, and still does after later summaries and their undo. The embedded model, a
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
-from precis.core.chat.sent_prompts import NotRebuilt, kept_before, sent_prompt
+from precis.core.chat.sent_prompts import NotRebuilt, keep_sent, kept_before, sent_prompt, sent_settings
 from precis.core.chat.session import ChatSession
 from precis.core.cli.main import main
-from precis.core.context.prompt_parts import RECALLED, SUMMARY
-from precis.core.context.sent_record import PromptSettings, PromptSetup, SentRecord, rebuild
+from precis.core.context.engine import ContextEngine, Prompt
+from precis.core.context.prompt_parts import RECALLED, SUMMARY, prompt_parts
+from precis.core.context.sent_record import RESTATE_AFTER, PromptSettings, SentRecord, fingerprint, rebuild, sent_record
 from precis.core.model.messages import Message
 from precis.core.providers.base import CancelToken
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import SUMMARIZATION_KEY
-from precis.core.storage.store import open_store
+from precis.core.storage.chats import restore_engine
+from precis.core.storage.store import attach_engine, open_store
 
 FACTS = [
     "The orders database has 40 tables; order_lines holds 90 million rows and is copied in batches of ten thousand.",
@@ -44,9 +47,8 @@ def rebuilt_tokens(session: ChatSession, store, chat_id: str, reply: Message, pr
     engine = session.engine
     position = engine.archive.position[reply.id]
     record = SentRecord.decode(reply.sent, kept_before(engine.messages, position))
-    setup = PromptSetup.from_json(store.prompt_setup(chat_id, record.setup))
-    settings = PromptSettings.from_json(store.prompt_setup(chat_id, setup.settings))
-    _, prompt = rebuild(record, setup, settings, engine.messages[:position], list(engine.records), engine.counter)
+    settings = PromptSettings.from_json(store.prompt_setup(chat_id, record.settings))
+    _, prompt = rebuild(record, settings, engine.messages[:position], list(engine.records), engine.counter)
     return provider.prompt_tokens(prompt.messages)
 
 
@@ -136,3 +138,77 @@ def test_a_reply_without_a_record_says_so(tmp_path, capsys):
         assert main(["--data-dir", str(tmp_path), "prompt", "imported", "--reply", reply]) == code
         error = capsys.readouterr().err
         assert error.startswith(f"precis prompt: {said}"), error
+
+
+def old_form(engine: ContextEngine, prompt: Prompt, settings_key: str) -> tuple[str, str, str]:
+    """A reply's record as Precis kept it before the compact form, with its setup's key and JSON: written here as
+    that Precis wrote them (context/old_record.py reads them)."""
+    position = engine.archive.position
+    setup = json.dumps({"chain": [r.id for r in engine.chain()], "settings": settings_key,
+                        "pinned": sorted(engine.archive.pinned_ids, key=position.__getitem__)},
+                       sort_keys=True, separators=(",", ":"))
+    key = hashlib.sha256(setup.encode("utf-8")).hexdigest()[:16]
+    runs: list[list[int]] = []  # [first, more]
+    for place in map(position.__getitem__, engine.recaller.chosen):
+        if runs and place == sum(runs[-1]) + 1:
+            runs[-1][1] += 1
+        else:
+            runs.append([place, 0])
+    places = ",".join(base36(first) + (f"+{more}" if more else "") for first, more in runs)
+    return f"c={fingerprint(prompt.messages):x};s={key};f={engine.counter.factor!r};r={places}", key, setup
+
+
+def base36(number: int) -> str:
+    return (base36(number // 36) if number >= 36 else "") + "0123456789abcdefghijklmnopqrstuvwxyz"[number % 36]
+
+
+def test_replies_kept_in_the_old_form_still_show_what_was_sent_and_the_next_one_leans_on_none(tmp_path):
+    with open_store(tmp_path) as store:
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 2})
+        chat_id = store.create_chat("move", settings={"context_window": 1400, "reserve_output": 128})
+        engine, _ = restore_engine(store, chat_id, default_window=1400)
+        attach_engine(store, chat_id, engine)
+
+        def add(message: Message) -> None:
+            store.add_message(chat_id, message)
+            engine.append(message, auto=False)
+
+        for n, fact in enumerate(FACTS):
+            add(Message(role="user", content=fact + FILLER))
+            add(Message(role="assistant", content=f"Noted, {n}."))
+        engine.summarize_now()
+        engine.set_pinned(engine.messages[-1].id, True)  # the record names it; the chat, reopened, has no pin
+        expected, replies = [], []
+        for question in ("Which region does the Kestrel cluster run in?", "Who owns the rollback plan?"):
+            add(Message(role="user", content=question))
+            prompt = engine.assemble()
+            assert any(item.kind == "recalled" for item in prompt.items)
+            expected.append(prompt_parts(engine, prompt))
+            if not replies:
+                _, settings = sent_record(engine, prompt)
+                sent, key, setup = old_form(engine, prompt, settings.key)
+                store.keep_prompt_setup(chat_id, {key: setup, settings.key: settings.as_json()})
+            else:
+                sent = keep_sent(store, chat_id, engine, prompt)
+                assert SentRecord.decode(sent, []) == sent_record(engine, prompt)[0]  # says everything itself
+            replies.append(Message(role="assistant", content="Frankfurt.", sent=sent))
+            add(replies[-1])
+
+    with open_store(tmp_path) as store:
+        reopened, _ = restore_engine(store, chat_id, default_window=1400)
+        assert [sent_prompt(store, chat_id, reopened, reply.id) for reply in replies] == expected
+        assert [sent_settings(store, chat_id, reopened, reply.id) for reply in replies] == [settings] * 2
+
+
+def test_reading_a_record_reads_a_bounded_number_of_records_before_it(tmp_path):
+    with open_store(tmp_path) as store:
+        chat_id = store.create_chat("long")
+        engine, _ = restore_engine(store, chat_id, default_window=8192)
+        for n in range(3 * RESTATE_AFTER):
+            engine.append(Message(role="user", content=f"question {n}"))
+            engine.append(Message(role="assistant", content=f"answer {n}",
+                                  sent=keep_sent(store, chat_id, engine, engine.assemble())))
+        for end, reply in enumerate(engine.messages):
+            if reply.role == "assistant":
+                _, leaned_on = SentRecord.read(reply.sent, kept_before(engine.messages, end))
+                assert leaned_on <= RESTATE_AFTER
