@@ -128,7 +128,8 @@ class PromptAssembler:
         one: it gets whatever room is left, and a summary gives it more."""
         counter = self.setup.counter
         room = int(self.setup.budget.available / counter.factor) - self.meter.fixed_raw()
-        tail = self.meter.conversation()[-max(self.setup.policy.keep_recent, 1):]
+        archive = self.meter.archive
+        tail = [m for m in archive.visible()[-max(self.setup.policy.keep_recent, 1):] if not archive.is_opening(m)]
         calls = {c.id: c for m in tail for c in m.tool_calls}
         beyond = 0
         for message in tail:

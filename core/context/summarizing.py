@@ -89,7 +89,8 @@ class Summarization:
     def _ratio(self) -> float:
         """The usage ratio the policy acts on: without recall, nor what no summary can make room for."""
         usage = self.meter.usage(recall=False)
-        beyond = self.assembler.beyond_any_room()
+        # Only a prompt over its budget can hold a message larger than the room in it.
+        beyond = self.assembler.beyond_any_room() if usage.ratio > 1 else 0
         return usage.ratio - self.setup.counter.calibrated(beyond) / usage.available if beyond else usage.ratio
 
     def _due(self, ratio: float, next_message: bool = False) -> tuple[str | None, bool]:
