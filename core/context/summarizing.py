@@ -34,6 +34,8 @@ def next_room(room: int) -> int:
     """What a merge leaves the next summary of the chain's `room`: a sixteenth, or NEXT_SUMMARY_ROOM, but never
     more than a quarter (in a small room, 200 tokens left the merge too little: SWE-agent's sessions at 4k)."""
     return min(max(room // 16, NEXT_SUMMARY_ROOM), room // 4)
+
+
 MARKER = "[{} earlier messages archived; no room for a summary]"
 _MARKER = re.compile(re.escape(MARKER).replace(r"\{\}", r"\d+"))
 
@@ -173,7 +175,8 @@ class Summarization:
         # A chain of tool-traffic summaries (a trail rebuilt whole at each merge) keeps to one summary's cap too, and
         # the room goes to recent work: at 32k, 40 held-out SWE-bench sessions keep 95% of their facts (98% before)
         # in summaries of 3,200 tokens (median; 4,500 before, up to 7,100) (benchmarks/fidelity).
-        share = share if talk else min(share, policy.max_summary_tokens)
+        if not talk:
+            share = min(share, policy.max_summary_tokens)
         tokens = self.setup.counter.raw_message_tokens
         return share - sum(tokens(self.archive.summary_message(r)) for r in self.archive.chain[leaving:])
 
