@@ -148,6 +148,10 @@ def _render(header: str, sections: list[_Section]) -> str:
 _NAME_CHAR = re.compile(r"\w")
 
 
+# The exception an error line names first: "IndentationError: expected an indented block".
+_LEADING_ERROR_NAME = re.compile(r"([A-Z]\w*(?:Error|Exception))\b")
+
+
 def _is_error_name(error: str) -> bool:
     # Names (BadMapError, TS2345, tests/a.py::test_b) are single words; error lines are sentences.
     return not any(c.isspace() for c in error)
@@ -177,6 +181,20 @@ def _trail_sections(facets: Facets) -> list[_Section]:
         return freed
 
     commands.on_drop = keep_files_of
+    # An error line goes before the names; its exception's name stays with them (a few tokens where the line took a
+    # dozen): the error the session hit is still known.
+    errors = _Section("Errors", [e.removeprefix(root) for e in facets.errors if not _is_error_name(e)], drop_rank=2.5)
+    error_names = _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True)
+
+    def keep_name_of(line: str) -> list[str]:
+        found = _LEADING_ERROR_NAME.match(line)
+        if not found or found.group(1) in error_names.items:
+            return []
+        error_names.items.append(found.group(1))
+        error_names.total += 1
+        return [found.group(1)]
+
+    errors.on_drop = keep_name_of
     return [
         _Section("User requests", list(facets.user_requests[:MAX_REQUESTS]), drop_rank=6, keep_first=True),
         _Section("Decisions", list(facets.decisions), drop_rank=4.5),
@@ -187,8 +205,8 @@ def _trail_sections(facets: Facets) -> list[_Section]:
         _Section("Files read", _grouped(only_read, root), drop_rank=TRAIL_RANK),
         files_named,
         commands,
-        _Section("Errors", [e.removeprefix(root) for e in facets.errors if not _is_error_name(e)], drop_rank=2.5),
-        _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True),
+        errors,
+        error_names,
         # A model's entities can be empty or punctuation: only names are shown.
         _Section("Identifiers", [f"`{e}`" for e in facets.entities[:MAX_ENTITIES] if _NAME_CHAR.search(e)],
                  drop_rank=1, drop_from="end", inline=True),

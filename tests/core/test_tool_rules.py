@@ -441,6 +441,20 @@ def test_short_of_room_commands_keep_their_starts_before_any_is_dropped():
     assert check_coverage(messages, dense).missing["commands"] == []
 
 
+def test_short_of_room_an_error_line_leaves_its_exception_name_behind():
+    """Error lines go before commands when room is short; the exception's name stays among the error names, so the
+    error the session hit is still known (IndentationError was lost from held-out SWE-bench sessions at 8k)."""
+    messages = [m for i in range(30) for m in bash(i, f"python check_{i}.py", "ok")]
+    messages += bash(90, "python reproduce.py", "Exit code 1\nTraceback (most recent call last):\n"
+                     "  File \"numbers.py\", line 3225\n    x\n    ^\nIndentationError: expected an indented block")
+    facets = extract_facets(messages)
+    assert any(e.startswith("IndentationError: expected") for e in facets.errors)
+    roomy = render_artifact_trail(facets)
+    short = render_artifact_trail(facets, COUNT(roomy) * 2 // 3, COUNT)
+    assert "expected an indented block" not in short
+    assert "Error names: IndentationError" in short
+
+
 def test_a_search_inside_a_file_reads_it():
     call, result = tool("Grep", "22:    post(\"/hooks/session-start\")", pattern="hooks", path="/p/lib/router.ex")
     assert extract_facets(conversation((call, result))).files_read == ["/p/lib/router.ex"]
