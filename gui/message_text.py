@@ -7,6 +7,7 @@ import json
 import re
 
 from ..core.model.messages import Message
+from ..core.summary.text_rules import without_harness_head
 from ..core.summary.tool_output import result_mark
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -61,7 +62,8 @@ def first_line_and_count(text: str) -> tuple[str, int]:
     number of lines, without copying it all. An MCP server's JSON answer would otherwise read "{"."""
     stripped = text.strip()
     total = stripped.count("\n") + 1 if stripped else 0
-    lines = [line for line in (_CONTROL.sub("", raw).strip() for raw in stripped[:2000].splitlines()) if line]
+    head = without_harness_head(stripped[:2000])
+    lines = [line for line in (_CONTROL.sub("", raw).strip() for raw in head.splitlines()) if line]
     return next((line for line in lines if any(c.isalnum() for c in line)), lines[0] if lines else "(no output)"), total
 
 

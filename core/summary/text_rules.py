@@ -66,6 +66,8 @@ _FRAME_LINE = re.compile(r"\[(?:Current working directory|Python interpreter): [
                          r"|Total output lines: \d+|Output:")
 
 
+# mini-swe-agent's tags before the output itself.
+_MINI_HEAD = re.compile(r"\A\s*<returncode>-?\d+</returncode>\s*(?:<(?:output|output_head)>[ \t]*\n?)?")
 # mini-swe-agent's SWE-bench marker, which may follow the output's last characters on the same line.
 _MINI_MARKER = re.compile(r"\[exit code (-?\d+)\]\s*\Z")
 # Gemini CLI's fields after the output (see above).
@@ -153,6 +155,13 @@ def exit_code_in(output: str) -> tuple[int | None, str]:
     while (line_end := rest.find("\n")) >= 0 and _FRAME_LINE.fullmatch(rest[:line_end].strip()):
         rest = rest[line_end + 1:]
     return int(found.group(1)), rest
+
+
+def without_harness_head(output: str) -> str:
+    """The output from where its own text starts: after mini-swe-agent's `<returncode>0</returncode>` and `<output>`
+    tags (a row showing an output's first line read "<returncode>0</returncode>")."""
+    head = _MINI_HEAD.match(output)
+    return output[head.end():] if head else output
 
 
 def clip(text: str, limit: int) -> str:

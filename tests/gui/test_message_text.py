@@ -18,6 +18,14 @@ def test_a_json_answer_shows_its_first_line_that_says_something():
     assert first_line_and_count(" \n ") == ("(no output)", 0)
 
 
+def test_a_harness_tag_before_the_output_is_not_its_first_line():
+    # A mini-swe-agent session's rows read "← ✓ bash  <returncode>0</returncode>".
+    output = "<returncode>0</returncode>\n<output>\nRan 47 tests in 1.2s\n\nOK\n</output>"
+    assert first_line_and_count(output) == ("Ran 47 tests in 1.2s", 6)
+    assert first_line_and_count("<returncode>1</returncode>\n<output_head>\nTraceback (most recent call last):")[0] \
+        == "Traceback (most recent call last):"
+
+
 @given(st.lists(st.text(alphabet=st.sampled_from("{}[]() ,.:-ab1\t"), max_size=12), max_size=8))
 def test_the_line_shown_is_one_of_the_outputs_and_has_a_word_when_any_has(lines):
     text = "\n".join(lines)
