@@ -66,8 +66,7 @@ _FRAME_LINE = re.compile(r"\[(?:Current working directory|Python interpreter): [
                          r"|Total output lines: \d+|Output:")
 
 
-# mini-swe-agent's tags before the output itself.
-_MINI_HEAD = re.compile(r"\A\s*<returncode>-?\d+</returncode>\s*(?:<(?:output|output_head)>[ \t]*\n?)?")
+_MINI_OUTPUT_OPENING = re.compile(r"<(?:output|output_head)>[ \t]*\n?")
 # mini-swe-agent's SWE-bench marker, which may follow the output's last characters on the same line.
 _MINI_MARKER = re.compile(r"\[exit code (-?\d+)\]\s*\Z")
 # Gemini CLI's fields after the output (see above).
@@ -159,9 +158,14 @@ def exit_code_in(output: str) -> tuple[int | None, str]:
 
 def without_harness_head(output: str) -> str:
     """The output from where its own text starts: after mini-swe-agent's `<returncode>0</returncode>` and `<output>`
-    tags (a row showing an output's first line read "<returncode>0</returncode>")."""
-    head = _MINI_HEAD.match(output)
-    return output[head.end():] if head else output
+    tags (a row showing an output's first line read "<returncode>0</returncode>"); an exception it reported first."""
+    tags = _MINI_TAGS.match(output)
+    if tags is None:
+        return output
+    rest = tags["rest"]
+    opening = _MINI_OUTPUT_OPENING.match(rest)
+    body = rest[opening.end():] if opening else rest
+    return f"{tags['exception']}\n{body}" if tags["exception"] else body
 
 
 def clip(text: str, limit: int) -> str:

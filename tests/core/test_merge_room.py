@@ -10,11 +10,7 @@ from precis.core.model.tokens import TokenCounter
 from precis.core.settings import SummarizationPolicy
 
 
-def coding_session(engine: ContextEngine, steps: int) -> list[str]:
-    return coding_session_from(engine, 0, steps)
-
-
-def coding_session_from(engine: ContextEngine, first: int, steps: int) -> list[str]:
+def coding_session(engine: ContextEngine, steps: int, first: int = 0) -> list[str]:
     """Each step runs a command of its own (a build of one module) and reads a long log."""
     commands = []
     for n in range(first, first + steps):
@@ -64,6 +60,6 @@ def test_coding_summaries_together_keep_to_one_summarys_cap():
                            SummarizationPolicy(mode="rule", max_summary_tokens=1200), TokenCounter())
     tokens = engine.counter.raw_message_tokens
     for n in range(0, 400, 40):
-        coding_session_from(engine, n, 40)
+        coding_session(engine, 40, first=n)
         assert sum(tokens(engine.archive.summary_message(r)) for r in engine.chain()) <= 1200
     assert len([r for r in engine.records if r.merged_ids]) >= 2
