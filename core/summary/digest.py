@@ -1,11 +1,11 @@
 """Conversation digests: where a stretch is conversation rather than tool traffic, the rule summary keeps the
-sentences that tell the most (rare words of the conversation, names, numbers, dates, titles, preferences), whole,
-ranked by what they tell per token and fitted to the cap, each under its session's date and its speaker, in the
-order they were said. Greetings, thanks and reactions are stripped from a sentence's start; inside it, only words
-that carry nothing go (sentence_trim).
+sentences that tell the most (rare words of the conversation, names, numbers, dates, how often, titles, preferences,
+answers to the other speaker's questions), whole, ranked by what they tell per token and fitted to the cap, each
+under its session's date and its speaker, in the order they were said. Greetings, thanks and reactions are stripped
+from a sentence's start; inside it, only words that carry nothing go (sentence_trim).
 Repeated messages collapse into one line with a count. After each session's lines, a "Mentioned:" line indexes the
-names, dates, numbers and rare words of its sentences that did not fit. Merging digests re-ranks the lines of all of
-them and re-indexes what the merge drops with what their indexes held."""
+names, dates, numbers, frequencies and rare words of its sentences that did not fit. Merging digests re-ranks the
+lines of all of them and re-indexes what the merge drops with what their indexes held."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..model.messages import Message
-from .digest_words import MONTHS, WHEN, WORD, content_words, generic, rarity
+from .digest_words import FREQUENCY, MONTHS, WHEN, WORD, content_words, generic, rarity
 from .sentence_trim import tightened
 from .text_rules import STOP_WORDS
 
@@ -53,6 +53,9 @@ DECIDED = 1e5  # the score of a sentence stating a decision: kept after repeated
 # The kind a rule decision is labelled with, before the sentence that states it.
 DECISION_KIND = re.compile(r"^(?:Chose|Rejected|User corrected): ")
 IMAGE_WEIGHT = 0.5
+# What answers the other speaker's question ("What did you do last weekend?" "We went camping.") is what people later
+# ask about; it is often told in everyday words, which rarity alone ranks low.
+ANSWER_WEIGHT = 1.5
 FIRST_PERSON = frozenset("i i'm i've i'd i'll me my we we're we've our us".split())
 # Tokens added to a sentence's cost when ranking, so that a short sentence with one rare word does not outrank a
 # longer one full of them.
@@ -60,8 +63,9 @@ SHORT_SENTENCE = 8
 # What a word the message before said (by the other speaker) tells, as a share of what it tells where it is new.
 GIVEN = 0.3
 # The share of a digest's room for its sessions' "Mentioned:" lines: the names, numbers, dates and rare words of
-# sentences that did not fit, as an index (entity memories keep one), so that what was said once is still there.
-MENTION_SHARE = 0.15
+# sentences that did not fit, as an index (entity memories keep one), so that what was said once is still there. A
+# sentence kept says more than its terms: from 0.05 to 0.1 of the room the index kept as many answers, at 0.15 fewer.
+MENTION_SHARE = 0.1
 MENTIONED = "Mentioned: "
 # Words rarer than this (see rarity) are indexed on their own.
 RARE = 0.6
@@ -124,6 +128,7 @@ class Sentence:
     # The words of the message it answers (the one before, by someone else): a sentence that says them again is
     # mostly a reaction to it ("That bowl is gorgeous!"), one that says new words reports something.
     given: frozenset[str] = frozenset()
+    answers: bool = False  # the message before, by the other speaker, asked something
     decided: bool = False  # it states one of the rules' decisions: kept before the others
 
 
@@ -164,7 +169,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
                     for w in said)
         value += 2.0 * sum((GIVEN if w.lower().split("'")[0] in s.given else 1.0) for w in words[1:]
                            if w[0].isupper() and w not in ("I", "I'm", "I've", "I'll", "I'd"))
-        value += 2.0 * sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS)
+        numbers = sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS) + len(FREQUENCY.findall(s.text))
+        value += 2.0 * numbers
         value += 1.0 * min(sum(1 for w in words if w.lower() in WHEN), 2)
         value += 3.0 * len(QUOTED.findall(s.text))
         value += 1.5 * sum(1 for w in words if w.lower() in CUES)
@@ -179,6 +185,8 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
             value *= 0.3
         elif not any(w in FIRST_PERSON for w in lower) and any(w in ("you", "your", "you're") for w in lower):
             value *= 0.5  # said about the listener: mostly a reaction to what they said
+        if s.answers:
+            value *= ANSWER_WEIGHT
         s.score = value / (cost(s) + SHORT_SENTENCE)
 
 
@@ -202,8 +210,9 @@ def choose(sentences: list[Sentence], room: int, count_tokens: Callable[[str], i
 
 
 def terms_of(text: str, skip: set[str]) -> list[str]:
-    """The names, dates, numbers with their nouns and runs of rare words of a sentence, as said ("Grand Canyon",
-    "7 May 2023", "4 years", "adoption agencies"), without the words in `skip` (the speakers' names)."""
+    """The names, dates, numbers with their nouns, how often and runs of rare words of a sentence, as said ("Grand
+    Canyon", "7 May 2023", "4 years", "twice a year", "adoption agencies"), without the words in `skip` (the
+    speakers' names)."""
     found = list(TOKEN.finditer(text))
     words = [m.group(0).rstrip(".,:/-") for m in found]
     joined = [n > 0 and not text[found[n - 1].end():found[n].start()].strip() for n in range(len(words))]
@@ -216,7 +225,7 @@ def terms_of(text: str, skip: set[str]) -> list[str]:
     def name(n: int) -> bool:
         return n > 0 and len(words[n]) > 1 and words[n][0].isupper() and plain(n)  # a sentence's first word is capitalized anyway
 
-    terms, n = [], 0
+    terms, n = [m.group(0) for m in FREQUENCY.finditer(text)], 0
     while n < len(words):
         end = n + 1
         if words[n][0].isdigit() or lower[n] in MONTHS:
@@ -246,10 +255,11 @@ def terms_of(text: str, skip: set[str]) -> list[str]:
 
 
 def salience(term: str) -> float:
-    """What an indexed term tells: names, numbers and dates count most, then words by how rare they are."""
+    """What an indexed term tells: names, numbers, dates and how often count most, then words by how rare they
+    are."""
     words = term.split()
     value = sum(rarity(w.lower()) for w in words if w.isalpha())
-    value += 2.0 * any(w[0].isdigit() or w.lower() in MONTHS for w in words)
+    value += 2.0 * (any(w[0].isdigit() or w.lower() in MONTHS for w in words) or bool(FREQUENCY.fullmatch(term)))
     value += 2.0 * (term[0].isupper())
     if all(generic(w.lower()) or w.lower().endswith(DESCRIBING) for w in words if w.isalpha()):
         value *= DESCRIBING_WEIGHT  # "thankful", "motivating", "chatted": how it was, not what
@@ -296,11 +306,11 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     out: list[Sentence] = []
     turn = 0
     before: frozenset[str] = frozenset()
-    before_speaker = ""
+    before_speaker, before_asked = "", False
     for m in messages:
         if m.role == "system":
             date = day_of(session_label(m.content))
-            before, before_speaker = frozenset(), ""  # a new session answers nothing said in the last one
+            before, before_speaker, before_asked = frozenset(), "", False  # a new session answers nothing said in the last one
             continue
         if m.role not in ("user", "assistant") or not m.content.strip():
             continue
@@ -315,13 +325,14 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
         if named:
             speaker, content = named.group(1), content[named.end():]
         given = before if before_speaker != speaker else frozenset()
-        before, before_speaker = frozenset(content_words(content)), speaker
+        answers = before_asked and before_speaker != speaker
+        before, before_speaker, before_asked = frozenset(content_words(content)), speaker, "?" in content
         if repeats[key] > 1:
             out.append(Sentence(len(out), date, speaker, " ".join(content.split()), turn, repeats[key]))
             continue
         for part in SENTENCE.split(content):
             if text := trimmed(" ".join(part.split())):
-                out.append(Sentence(len(out), date, speaker, tightened(text), turn, given=given))
+                out.append(Sentence(len(out), date, speaker, tightened(text), turn, given=given, answers=answers))
     return out
 
 

@@ -14,6 +14,12 @@ MONTHS = frozenset("january february march april may june july august september 
                    "mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday "
                    "sunday".split())
 WHEN = frozenset("yesterday today tomorrow tonight weekend week month year ago last next since".split())
+# How often something is done, a number in words ("once or twice a year", "at least three times a week", "every
+# other weekend"): asked about as often as a number is.
+_TIMES = r"(?:once|twice|(?:one|two|three|four|five|six|seven|eight|nine|ten|a few|a couple of|several|\d+) times)"
+FREQUENCY = re.compile(
+    rf"\b(?:(?:at least|at most|about|around|only|usually) )?(?:{_TIMES}(?: or {_TIMES})? (?:a|an|per|every|each)|"
+    r"every(?: other)?) (?:day|night|morning|evening|week|weekend|month|year|summer|winter)\b", re.IGNORECASE)
 # Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
 # abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"
 # and "It's those moments of creativity that bring us closer" are made of them and answer no question; the

@@ -427,3 +427,38 @@ def test_a_long_conversation_opened_in_a_small_window_keeps_its_recent_tail_verb
     verbatim = [i.source_id for i in prompt.items if i.kind == "message" and i.message.role != "system"]
     assert engine.records and verbatim == [m.id for m in messages[-policy.keep_recent:]]
     assert prompt.tokens <= engine.budget.available
+
+
+def test_how_often_something_is_done_is_ranked_and_indexed_like_a_number():
+    said = "We don't go often, usually only once or twice a year, and the kids love it."
+    assert "only once or twice a year" in terms_of(said, set())
+    assert "three times a week" in terms_of("Yeah, we train together three times a week at the club.", set())
+    # Among things that did not fit, how often comes before how it felt.
+    candidates = [("1 June, 2023", term) for term in ("thankful", "motivating", "three times a week")]
+    assert mentioned(candidates, "", 30, COUNT)["1 June, 2023"][0] == "three times a week"
+
+    def score(line: str) -> float:
+        sentences = sentences_of([Message(role="user", content=f"Caroline: {line}")])
+        rank(sentences, lambda s: COUNT(s.text))
+        return sentences[0].score
+
+    assert score("We walk the dogs by the river three times a week.") > score(
+        "We walk the dogs by the river near the old mill.")
+
+
+def test_what_answers_the_other_speakers_question_ranks_above_the_same_words_said_unasked():
+    answer = Message(role="assistant", content="Melanie: We went camping at the lake with the kids and roasted "
+                                               "marshmallows.")
+
+    def score_after(before: str) -> float:
+        sentences = sentences_of([Message(role="user", content=before), answer])
+        rank(sentences, lambda s: COUNT(s.text))
+        return next(s.score for s in sentences if s.speaker == "Melanie")
+
+    asked = score_after("Caroline: What did you and the family get up to last weekend?")
+    assert asked > score_after("Caroline: I spent last weekend painting the garden fence blue.")
+    # A new session answers nothing asked in the last one.
+    question = Message(role="user", content="Caroline: What did you and the family get up to last weekend?")
+    marker = Message(role="system", content="Session 2 - 1:56 pm on 8 June, 2023")
+    sentences = sentences_of([question, marker, answer])
+    assert not next(s for s in sentences if s.speaker == "Melanie").answers
