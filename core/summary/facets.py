@@ -15,10 +15,11 @@ from .decisions import extract_decisions
 from .redact import redact_obj
 from .text_rules import one_line_field
 from .tool_output import ERROR_TAG, Analysis, analyze
-from .trail_coverage import MAX_IDENTIFIERS, bounded, collect_facts, user_text
+from .trail_coverage import MAX_IDENTIFIERS, bounded, collect_facts, exception_lines, user_text
 
 MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30
+ERROR_LIMIT = 200  # characters of an error line
 REQUEST_LIMIT = 300
 ROLE_ORDER = ("system", "user", "assistant", "tool")
 SKILL_FOLDER = re.compile(r"Base directory for this skill: (\S+)")
@@ -67,7 +68,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
             key = (one_line_field(a.subject.command, 300), a.outcome.exit_code if a.has_result else None)
             commands[key] = commands.get(key, 0) + 1
         if a.outcome.failed and len(errors) < MAX_ERRORS:
-            error = one_line_field(ERROR_TAG.sub("", a.outcome.error), 200)
+            error = one_line_field(ERROR_TAG.sub("", a.outcome.error), ERROR_LIMIT)
             if error and a.kind != "shell" and a.subject.target:
                 # "File does not exist." says little without the file it is about.
                 error = f"{one_line_field(a.subject.target, 200)}: {error}"
@@ -92,11 +93,13 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
                 notable.setdefault(one_line_field(a.subject.target, 100) + suffix, None)
         tool_usage.append(ToolUsage(tool=tool, count=len(uses), notable=list(notable)))
     # Exception names, compiler codes and failing tests anywhere in the outputs (an Elixir BadMapError is three
-    # lines below the "** (Mix)" line that fails the command), unless an error line already names them.
+    # lines below the "** (Mix)" line that fails the command), unless an error line already names them; an exception
+    # with the line that reported it, where an output has one (the message says what went wrong).
     facts = collect_facts(messages)
+    reported = exception_lines(messages)
     for name in facts.errors:
         if not any(name in line for line in errors):
-            errors.setdefault(name, None)
+            errors.setdefault(one_line_field(reported[name], ERROR_LIMIT) if name in reported else name, None)
     files_named = named_only(facts.files, [*files_read, *files_modified])
     roles = {m.role for m in messages}
     requests = (user_text(m) for m in messages if m.role == "user")
