@@ -55,8 +55,8 @@ MAX_IDENTIFIERS = 60
 # A CamelCase name ending in Error/Exception, longer than the bare word: ValueError, OSError, BadMapError.
 ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*?[A-Za-z0-9](?:Error|Exception)\b")
 # An exception on a line of its own, with its message, as a traceback or a test runner reports it: "KeyError: 'name'",
-# "django.db.utils.OperationalError: no such table: x", pytest's "E       ValueError: invalid literal ...". Group 2
-# is its name as ERROR_NAME finds it.
+# "django.db.utils.OperationalError: no such table: x", pytest's "E       ValueError: invalid literal ...". Group 1
+# is the line, group 2 the name (OperationalError).
 EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))(?::[^\n]*)?)$")
 COMPILER_ERROR = re.compile(r"\berror (TS\d{4,5})\b|\berror\[(E\d{4})\]")
 FAILED_TEST = re.compile(r"^FAILED (\S+::\S+)", re.M)
