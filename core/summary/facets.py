@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from ..model.messages import Message
@@ -14,13 +15,20 @@ from .decisions import extract_decisions
 from .redact import redact_obj
 from .text_rules import one_line_field
 from .tool_output import ERROR_TAG, Analysis, analyze
-from .trail_coverage import MAX_IDENTIFIERS, bounded, collect_facts, user_text
+from .trail_coverage import MAX_IDENTIFIERS, bounded, collect_facts, exception_lines, user_text
 
 MAX_ENTITIES = MAX_IDENTIFIERS
 MAX_ERRORS = 30
+ERROR_LIMIT = 200  # characters of an error line
 REQUEST_LIMIT = 300
 ROLE_ORDER = ("system", "user", "assistant", "tool")
 SKILL_FOLDER = re.compile(r"Base directory for this skill: (\S+)")
+# How often a request was made, after it in the trail: "run the tests again (×3)".
+REPEATS = re.compile(r" \(×(\d+)\)\Z")
+NUMBER = re.compile(r"\d+")
+# A text this long that differs from another only in its numbers is one message filled in again (a harness's
+# "found 0 actions" after every malformed step); in a shorter one the number is what is asked ("use port 8080").
+TEMPLATE_WORDS = 10
 
 
 def analyze_calls(messages: list[Message]) -> list[tuple[int, Analysis]]:
@@ -60,7 +68,7 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
             key = (one_line_field(a.subject.command, 300), a.outcome.exit_code if a.has_result else None)
             commands[key] = commands.get(key, 0) + 1
         if a.outcome.failed and len(errors) < MAX_ERRORS:
-            error = one_line_field(ERROR_TAG.sub("", a.outcome.error), 200)
+            error = one_line_field(ERROR_TAG.sub("", a.outcome.error), ERROR_LIMIT)
             if error and a.kind != "shell" and a.subject.target:
                 # "File does not exist." says little without the file it is about.
                 error = f"{one_line_field(a.subject.target, 200)}: {error}"
@@ -85,11 +93,13 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
                 notable.setdefault(one_line_field(a.subject.target, 100) + suffix, None)
         tool_usage.append(ToolUsage(tool=tool, count=len(uses), notable=list(notable)))
     # Exception names, compiler codes and failing tests anywhere in the outputs (an Elixir BadMapError is three
-    # lines below the "** (Mix)" line that fails the command), unless an error line already names them.
+    # lines below the "** (Mix)" line that fails the command), unless an error line already names them; an exception
+    # with the line that reported it, where an output has one (the message says what went wrong).
     facts = collect_facts(messages)
+    reported = exception_lines(messages)
     for name in facts.errors:
         if not any(name in line for line in errors):
-            errors.setdefault(name, None)
+            errors.setdefault(one_line_field(reported[name], ERROR_LIMIT) if name in reported else name, None)
     files_named = named_only(facts.files, [*files_read, *files_modified])
     roles = {m.role for m in messages}
     requests = (user_text(m) for m in messages if m.role == "user")
@@ -104,10 +114,23 @@ def facets_of(messages: list[Message], pairs: list[tuple[int, Analysis]]) -> Fac
         tool_usage=tool_usage,
         participants=[role for role in ROLE_ORDER if role in roles],
         # What the user wrote, not what the client injected as a user message (skill bodies, reminders).
-        user_requests=[one_line_field(text, REQUEST_LIMIT) for text in requests if text],
+        user_requests=counted_requests(one_line_field(text, REQUEST_LIMIT) for text in requests if text),
     )
     redacted, _ = redact_obj(facets)
     return redacted
+
+
+def counted_requests(requests: Iterable[str]) -> list[str]:
+    """Each request once, in the place it was first made, in its newest wording (what now holds), with how many
+    times it was made when more than once: a harness's complaint after every malformed step would otherwise push
+    the user's own requests out of the trail. `requests` may be counted already (a merge's stretches): counts add."""
+    made: dict[str, tuple[str, int]] = {}  # request, numbers masked in a long one -> (newest wording, times)
+    for request in requests:
+        repeats = REPEATS.search(request)
+        text, times = (request[:repeats.start()], int(repeats[1])) if repeats else (request, 1)
+        key = NUMBER.sub("#", text) if len(text.split()) >= TEMPLATE_WORDS else text
+        made[key] = (text, times + made.get(key, ("", 0))[1])  # a dict keeps a key's first place
+    return [text if times == 1 else f"{text} (×{times})" for text, times in made.values()]
 
 
 def named_only(named: list[str], known: list[str]) -> list[str]:
@@ -138,6 +161,9 @@ def merge_facets(all_facets: list[Facets]) -> Facets:
             dropped[name] = dropped.get(name, 0) + count
         for name, values in facets.model_dump(exclude={"dropped"}).items():
             bucket = merged.setdefault(name, {})
+            if name == "user_requests":  # one counted entry a request: the stretches' counts added
+                values = counted_requests([*bucket.values(), *values])
+                bucket.clear()
             for value in values:
                 if name == "commands":  # the same command run in both stretches: one entry, counts added
                     key = json.dumps([value["command"], value["exit_code"]])

@@ -148,8 +148,9 @@ def _render(header: str, sections: list[_Section]) -> str:
 _NAME_CHAR = re.compile(r"\w")
 
 
-# The exception an error line names first: "IndentationError: expected an indented block".
-_LEADING_ERROR_NAME = re.compile(r"([A-Z]\w*(?:Error|Exception))\b")
+# The exception an error line names first: "IndentationError: expected an indented block", its module before it or
+# not ("django.db.utils.OperationalError: no such table").
+_LEADING_ERROR_NAME = re.compile(r"(?:\w+\.)*([A-Z]\w*(?:Error|Exception))\b")
 
 
 def _is_error_name(error: str) -> bool:

@@ -54,6 +54,10 @@ MAX_IDENTIFIERS = 60
 
 # A CamelCase name ending in Error/Exception, longer than the bare word: ValueError, OSError, BadMapError.
 ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*?[A-Za-z0-9](?:Error|Exception)\b")
+# An exception on a line of its own, with its message, as a traceback or a test runner reports it: "KeyError: 'name'",
+# "django.db.utils.OperationalError: no such table: x", pytest's "E       ValueError: invalid literal ...". Group 1
+# is the line, group 2 the name (OperationalError).
+EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))(?::[^\n]*)?)$")
 COMPILER_ERROR = re.compile(r"\berror (TS\d{4,5})\b|\berror\[(E\d{4})\]")
 FAILED_TEST = re.compile(r"^FAILED (\S+::\S+)", re.M)
 
@@ -189,7 +193,7 @@ def _key_words(text: str) -> tuple[str, ...]:
 def collect_facts(messages: list[Message]) -> TrailFacts:
     """Structured facts of the messages; see the module docstring for the kinds."""
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
-    tool_of_call = {c.id: c.name.lower() for m in messages for c in m.tool_calls}
+    tool_of_call = _tools_by_call(messages)
     files: list[str] = []
     commands: list[CommandFact] = []
     errors: list[str] = []
@@ -214,7 +218,7 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
             files.extend(paths_in_text(command))
 
         if message.role == "tool":
-            if tool_of_call.get(message.tool_call_id or "", (message.name or "").lower()) not in CONTENT_TOOLS:
+            if _raises(message, tool_of_call):
                 errors.extend(_errors_in(message.content))
             continue
         text = user_text(message) if message.role == "user" else message.content
@@ -235,6 +239,28 @@ def collect_facts(messages: list[Message]) -> TrailFacts:
         identifiers=[name for name, _ in identifiers.most_common(MAX_IDENTIFIERS)],
         instructions=_dedupe(instructions),
     )
+
+
+def _tools_by_call(messages: list[Message]) -> dict[str, str]:
+    return {c.id: c.name.lower() for m in messages for c in m.tool_calls}
+
+
+def _raises(result: Message, tools_by_call: dict[str, str]) -> bool:
+    """Whether an exception a tool result names was raised: not in a file's or page's content, where it was read."""
+    return tools_by_call.get(result.tool_call_id or "", (result.name or "").lower()) not in CONTENT_TOOLS
+
+
+def exception_lines(messages: list[Message]) -> dict[str, str]:
+    """The line each exception of the tool results was last reported on, message and quotes and all, by its name:
+    {"KeyError": "KeyError: 'name'"}. A test runner's first error line is the test's header (`ERROR: test_x (...)`),
+    a script run through a pipe exits 0: the exception line is the one that says what went wrong."""
+    tools_by_call = _tools_by_call(messages)
+    lines: dict[str, str] = {}
+    for message in messages:
+        text = message.content
+        if message.role == "tool" and ("rror" in text or "Exception" in text) and _raises(message, tools_by_call):
+            lines.update((found[2], found[1].strip()) for found in EXCEPTION_LINE.finditer(text))
+    return lines
 
 
 def paths_in_text(text: str) -> list[str]:
