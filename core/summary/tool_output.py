@@ -35,6 +35,10 @@ _ERROR_LINE = re.compile(
     r"|^.*(?:: command not found|No such file or directory|[Pp]ermission denied"
     r"|\b[1-9]\d* (?:failed|failures?)\b|==+ .*\b[1-9]\d* errors?\b).*$")
 _EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*[\w.]*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b.*$")
+# unittest's (and Django's test runner's) report of one test, "ERROR: test_x (tests.T.test_x)", whose traceback
+# follows up to the next rule of "=" or "-".
+_TEST_REPORT = re.compile(r"(?:ERROR|FAIL): \w+ \(")
+_REPORT_END = re.compile(r"(?m)^(?:=+|-+)\s*$")
 # Outputs of non-shell tools fail only if they say so up front (a file's own content may contain "Error:").
 _HEAD_ERROR = re.compile(
     r"\A\s*(?:<tool_use_error>|Error\b|ERROR\b|error:|File does not exist|No such file|Permission denied"
@@ -110,9 +114,13 @@ def _shell_outcome(text: str, exit_code: int | None) -> tuple[Outcome, str]:
         return Outcome(True, exit_code, lines[0] if lines else "", "\n".join(lines)), body
     line = error.group(0).strip()
     start = error.start()
-    if line.startswith("Traceback"):
-        # The exception line at the end of the traceback says what went wrong.
-        exceptions = [m for m in _EXCEPTION_LINE.finditer(body, error.end())]
+    if line.startswith("Traceback") or _TEST_REPORT.match(line):
+        # The exception line at the end of the traceback (of this test's report) says what went wrong.
+        end = len(body)
+        if not line.startswith("Traceback"):
+            rules = [m for m in _REPORT_END.finditer(body, error.end()) if body[error.end():m.start()].strip()]
+            end = rules[0].start() if rules else end
+        exceptions = [m for m in _EXCEPTION_LINE.finditer(body, error.end(), end)]
         if exceptions:
             line = exceptions[-1].group(0).strip()
     return Outcome(True, exit_code, line, body[start:].strip()), body

@@ -317,3 +317,23 @@ def test_the_trail_reads_the_same_codes():
     facts = collect_facts([Message(role="assistant", tool_calls=(call,)),
                            Message(role="tool", tool_call_id="c", content="<returncode>1</returncode>\n<output>\n</output>")])
     assert [(f.command, f.exit_code) for f in facts.commands] == [("grep -rn x tests", 1)]
+
+
+def test_a_unittest_report_is_summarized_by_its_exception_not_its_header():
+    # Django's runner (`./tests/runtests.py`), as in SWE-bench sessions: two tests fail, each with its own report.
+    output = ("<returncode>1</returncode>\n<output>\nTesting against Django installed in '/testbed/django'\nEF\n"
+              "======================================================================\n"
+              "ERROR: test_parse (utils_tests.test_text.TextTests.test_parse)\n"
+              "----------------------------------------------------------------------\n"
+              "Traceback (most recent call last):\n  File \"/testbed/tests/utils_tests/test_text.py\", line 12, in "
+              "test_parse\n    int(\"abc\")\nValueError: invalid literal for int() with base 10: 'abc'\n\n"
+              "======================================================================\n"
+              "FAIL: test_slug (utils_tests.test_text.TextTests.test_slug)\n"
+              "----------------------------------------------------------------------\n"
+              "Traceback (most recent call last):\nAssertionError: 'a-b' != 'a_b'\n\n"
+              "----------------------------------------------------------------------\nRan 2 tests in 0.003s\n\n"
+              "FAILED (failures=1, errors=1)\n</output>")
+    call = ToolCall(id="call-1", name="bash", arguments={"command": "./tests/runtests.py utils_tests.test_text"})
+    line = one_line(call, Message(role="tool", name="bash", tool_call_id="call-1", content=output),
+                    preserve_error_details=False)
+    assert line.endswith("| Error: ValueError: invalid literal for int() with base 10: 'abc']"), line
