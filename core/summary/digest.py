@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..model.messages import Message
-from .digest_words import FREQUENCY, MONTHS, WHEN, WORD, content_words, generic, rarity
+from .digest_words import FREQUENCY, MONTHS, WHEN, WORD, content_words, frequencies, generic, rarity
 from .sentence_trim import tightened
 from .text_rules import STOP_WORDS
 
@@ -169,7 +169,7 @@ def rank(sentences: list[Sentence], cost: Callable[[Sentence], int]) -> None:
                     for w in said)
         value += 2.0 * sum((GIVEN if w.lower().split("'")[0] in s.given else 1.0) for w in words[1:]
                            if w[0].isupper() and w not in ("I", "I'm", "I've", "I'll", "I'd"))
-        numbers = sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS) + len(FREQUENCY.findall(s.text))
+        numbers = sum(1 for w in words if w[0].isdigit() or w.lower() in MONTHS) + len(frequencies(s.text))
         value += 2.0 * numbers
         value += 1.0 * min(sum(1 for w in words if w.lower() in WHEN), 2)
         value += 3.0 * len(QUOTED.findall(s.text))
@@ -225,7 +225,7 @@ def terms_of(text: str, skip: set[str]) -> list[str]:
     def name(n: int) -> bool:
         return n > 0 and len(words[n]) > 1 and words[n][0].isupper() and plain(n)  # a sentence's first word is capitalized anyway
 
-    terms, n = [m.group(0) for m in FREQUENCY.finditer(text)], 0
+    terms, n = frequencies(text), 0
     while n < len(words):
         end = n + 1
         if words[n][0].isdigit() or lower[n] in MONTHS:

@@ -20,6 +20,13 @@ _TIMES = r"(?:once|twice|(?:one|two|three|four|five|six|seven|eight|nine|ten|a f
 FREQUENCY = re.compile(
     rf"\b(?:(?:at least|at most|about|around|only|usually) )?(?:{_TIMES}(?: or {_TIMES})? (?:a|an|per|every|each)|"
     r"every(?: other)?) (?:day|night|morning|evening|week|weekend|month|year|summer|winter)\b", re.IGNORECASE)
+# Every frequency holds one of these: most sentences are passed over without running FREQUENCY.
+_FREQUENCY_WORD = re.compile(r"once|twice|times|every", re.IGNORECASE)
+
+
+def frequencies(text: str) -> list[str]:
+    """How often something is done, as said in `text` ("once or twice a year")."""
+    return [m.group(0) for m in FREQUENCY.finditer(text)] if _FREQUENCY_WORD.search(text) else []
 # Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
 # abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"
 # and "It's those moments of creativity that bring us closer" are made of them and answer no question; the
