@@ -22,11 +22,6 @@ FREQUENCY = re.compile(
     r"every(?: other)?) (?:day|night|morning|evening|week|weekend|month|year|summer|winter)\b", re.IGNORECASE)
 # Every frequency holds one of these: most sentences are passed over without running FREQUENCY.
 _FREQUENCY_WORD = re.compile(r"once|twice|times|every", re.IGNORECASE)
-
-
-def frequencies(text: str) -> list[str]:
-    """How often something is done, as said in `text` ("once or twice a year")."""
-    return [m.group(0) for m in FREQUENCY.finditer(text)] if _FREQUENCY_WORD.search(text) else []
 # Words that judge, feel or generalize rather than name a fact (general English: praise and feeling adjectives,
 # abstract nouns of feeling, character and value, verbs of feeling and encouragement). "Your passion inspires me"
 # and "It's those moments of creativity that bring us closer" are made of them and answer no question; the
@@ -71,6 +66,11 @@ WORD = re.compile(r"[A-Za-z][A-Za-z'-]*|\d[\d,.:/-]*")
 def content_words(text: str) -> set[str]:
     """The words that say what a text is about, lowercased ("Charlotte's" as "charlotte"; "I'm" says nothing)."""
     return {w.lower().split("'")[0].strip("-") for w in WORD.findall(text)} - STOP_WORDS - {""}
+
+
+def frequencies(text: str) -> list[str]:
+    """How often something is done, as said in `text` ("once or twice a year")."""
+    return [m.group(0) for m in FREQUENCY.finditer(text)] if _FREQUENCY_WORD.search(text) else []
 
 
 @functools.cache

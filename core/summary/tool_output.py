@@ -118,8 +118,8 @@ def _shell_outcome(text: str, exit_code: int | None) -> tuple[Outcome, str]:
         # The exception line at the end of the traceback (of this test's report) says what went wrong.
         end = len(body)
         if not line.startswith("Traceback"):
-            rules = [m for m in _REPORT_END.finditer(body, error.end()) if body[error.end():m.start()].strip()]
-            end = rules[0].start() if rules else end
+            end = next((m.start() for m in _REPORT_END.finditer(body, error.end())
+                        if body[error.end():m.start()].strip()), end)
         exceptions = [m for m in _EXCEPTION_LINE.finditer(body, error.end(), end)]
         if exceptions:
             line = exceptions[-1].group(0).strip()
