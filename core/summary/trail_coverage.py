@@ -251,15 +251,17 @@ def _raises(result: Message, tools_by_call: dict[str, str]) -> bool:
 
 
 def exception_lines(messages: list[Message]) -> dict[str, str]:
-    """The line each exception of the tool results was last reported on, message and quotes and all, by its name:
+    """The line each exception of the tool results was last reported on with a message, quotes and all, by its name:
     {"KeyError": "KeyError: 'name'"}. A test runner's first error line is the test's header (`ERROR: test_x (...)`),
-    a script run through a pipe exits 0: the exception line is the one that says what went wrong."""
+    a script run through a pipe exits 0: the exception line is the one that says what went wrong. A line with no
+    message ("AssertionError:" from a bare assert) says no more than the name: it is not one of them."""
     tools_by_call = _tools_by_call(messages)
     lines: dict[str, str] = {}
     for message in messages:
         text = message.content
         if message.role == "tool" and ("rror" in text or "Exception" in text) and _raises(message, tools_by_call):
-            lines.update((found[2], found[1].strip()) for found in EXCEPTION_LINE.finditer(text))
+            lines.update((found[2], line) for found in EXCEPTION_LINE.finditer(text)
+                         if (line := found[1].strip()).removesuffix(":").rsplit(".", 1)[-1] != found[2])
     return lines
 
 

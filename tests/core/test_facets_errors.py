@@ -120,3 +120,15 @@ def test_an_exception_line_in_a_file_read_is_not_the_error_hit():
                         content="# Errors\n\nKeyError: 'user'\n\nis raised when the registry has no such user.\n")]
     errors = extract_facets(messages).errors
     assert "KeyError: 'name'" in errors and not any("'user'" in e for e in errors)
+
+
+def test_a_bare_assert_is_listed_by_its_name_without_an_empty_message():
+    bare = PYTEST.replace('assert registry["name"] == 1\nE       KeyError: \'name\'', "assert registry.ready\nE       "
+                          "AssertionError: ").replace("tests/test_registry.py:6: KeyError",
+                                                      "tests/test_registry.py:6: AssertionError")
+    # Through a pipe (exit 0), with its module before it.
+    dotted = "<returncode>0</returncode>\n<output>\nTraceback (most recent call last):\nfoo.bar.BadStateError:\n</output>"
+    errors = extract_facets([*bash(1, "python -m pytest tests/test_registry.py", bare),
+                             *bash(2, "python run.py 2>&1 | tail", dotted)]).errors
+    assert "AssertionError" in errors and "BadStateError" in errors
+    assert not any(e.endswith(":") for e in errors), errors
