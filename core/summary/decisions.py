@@ -30,9 +30,11 @@ _CORRECTION = re.compile(
 
 
 def _sentences(text: str) -> list[str]:
+    """The sentences of a message, without fenced code, markdown markers and the quotation marks a sentence split
+    from a quoted passage keeps at an end (a sentence quoted again is the same decision)."""
     text = _FENCED_CODE.sub(" ", text[:6000])
-    return [s for s in (_MARKDOWN_PREFIX.sub("", part).strip() for part in SENTENCE_END.split(text))
-            if len(s.split()) >= 3]
+    parts = (_MARKDOWN_PREFIX.sub("", part).strip().strip("\"“”").strip() for part in SENTENCE_END.split(text))
+    return [s for s in parts if len(s.split()) >= 3]
 
 
 def extract_decisions(messages: list[Message]) -> list[str]:

@@ -186,3 +186,13 @@ def test_003_the_model_answers_from_the_summary(local_provider):
     assert "8443" in answer, answer
     without = complete(local_provider, [m for m in prompt if m not in summary], max_tokens=40, temperature=0.0).text
     assert "8443" not in without, without
+
+
+def test_003_a_decision_quoted_again_is_one_decision():
+    # The agent quotes the issue, whose last sentence keeps the closing quote, then says that sentence again.
+    quoted = [Message(role="assistant", content='The PR says: "Objects are off. This is because the transform refers '
+                                                'to the SSB rather than the rotating ITRF."'),
+              Message(role="assistant", content="This is because the transform refers to the SSB rather than the "
+                                                "rotating ITRF.")]
+    assert extract_decisions(quoted) == ["Chose: This is because the transform refers to the SSB rather than the "
+                                         "rotating ITRF."]
