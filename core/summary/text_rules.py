@@ -67,6 +67,7 @@ _FRAME_LINE = re.compile(r"\[(?:Current working directory|Python interpreter): [
 
 
 _MINI_OUTPUT_OPENING = re.compile(r"<(?:output|output_head)>[ \t]*\n?")
+_MINI_OUTPUT_CLOSING = re.compile(r"\s*</output>\s*\Z")
 # mini-swe-agent's SWE-bench marker, which may follow the output's last characters on the same line.
 _MINI_MARKER = re.compile(r"\[exit code (-?\d+)\]\s*\Z")
 # Gemini CLI's fields after the output (see above).
@@ -158,13 +159,14 @@ def exit_code_in(output: str) -> tuple[int | None, str]:
 
 def without_harness_head(output: str) -> str:
     """The output from where its own text starts: after mini-swe-agent's `<returncode>0</returncode>` and `<output>`
-    tags (a row showing an output's first line read "<returncode>0</returncode>"); an exception it reported first."""
+    tags (a row showing an output's first line read "<returncode>0</returncode>"), without the closing tag (an empty
+    output's row read "</output>"); an exception it reported first."""
     tags = _MINI_TAGS.match(output)
     if tags is None:
         return output
     rest = tags["rest"]
     opening = _MINI_OUTPUT_OPENING.match(rest)
-    body = rest[opening.end():] if opening else rest
+    body = _MINI_OUTPUT_CLOSING.sub("", rest[opening.end():] if opening else rest)
     return f"{tags['exception']}\n{body}" if tags["exception"] else body
 
 

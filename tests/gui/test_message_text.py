@@ -24,6 +24,8 @@ def test_a_harness_tag_before_the_output_is_not_its_first_line():
     assert first_line_and_count(output) == ("Ran 47 tests in 1.2s", 6)
     assert first_line_and_count("<returncode>1</returncode>\n<output_head>\nTraceback (most recent call last):")[0] \
         == "Traceback (most recent call last):"
+    # An empty output is not its closing tag.
+    assert first_line_and_count("<returncode>0</returncode>\n<output>\n</output>")[0] == "(no output)"
 
 
 @given(st.lists(st.text(alphabet=st.sampled_from("{}[]() ,.:-ab1\t"), max_size=12), max_size=8))
