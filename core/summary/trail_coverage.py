@@ -41,6 +41,9 @@ CONTENT_TOOLS = frozenset({"read", "read_file", "open", "goto", "scroll_up", "sc
 # Text a client injects as a "user" message (hook output, skill bodies, compaction summaries): not the user's words.
 INJECTED_BLOCK = re.compile(
     r"<(system-reminder|local-command-[\w-]+|command-[\w-]+|user-prompt-submit-hook)>.*?</\1>", re.S)
+# A pasted issue's HTML comments (a template's "<!-- Please be sure to check out our contributing guidelines -->"):
+# hidden wherever the issue is read, and in a summary they push the request itself out of its line.
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 # ...except a slash command the user typed (Claude Code): its name and arguments are the user's words.
 SLASH_COMMAND = re.compile(r"<command-name>(?P<name>[^<]*)</command-name>\s*(?:<command-message>[^<]*</command-message>\s*)?"
                            r"<command-args>(?P<args>[^<]*)</command-args>")
@@ -169,10 +172,11 @@ def normalize_command(command: str) -> str:
 
 
 def user_text(message: Message) -> str:
-    """What the user wrote in a user message, without client-injected blocks; '' if the message is injected. A
-    slash command the user typed stays, with what they typed after it: `/compact and continue with the tasks`."""
+    """What the user wrote in a user message, without client-injected blocks and HTML comments; '' if the message is
+    injected. A slash command the user typed stays, with what they typed after it: `/compact and continue with the
+    tasks`."""
     text = SLASH_COMMAND.sub(lambda m: f"{m['name']} {m['args']}".strip(), message.content)
-    text = INJECTED_BLOCK.sub(" ", text).strip()
+    text = HTML_COMMENT.sub(" ", INJECTED_BLOCK.sub(" ", text)).strip()
     if text.startswith(INJECTED_PREFIXES):
         return ""
     return text

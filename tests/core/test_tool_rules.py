@@ -466,6 +466,18 @@ def test_injected_user_messages_are_not_requests():
     assert facets.user_requests[0].startswith("Work on bead spotter-4te.")
 
 
+def test_a_pasted_issues_html_comments_are_not_part_of_the_request():
+    # A SWE-bench task as mini-swe-agent sends it (astropy__astropy-13398): the issue template's hidden comments
+    # came first and took the request's line.
+    task = ("<pr_description>\nConsider the following PR description:\n<!-- This comments are hidden when you submit "
+            "the issue,\nso you do not need to remove them! -->\n<!-- Please be sure to check out our contributing "
+            "guidelines -->\n### Description\nA direct approach to ITRS to Observed transformations that stays "
+            "within the ITRS.\n</pr_description>")
+    requests = extract_facets([Message(role="user", content=task)]).user_requests
+    assert len(requests) == 1 and "<!--" not in requests[0] and "hidden" not in requests[0]
+    assert "A direct approach to ITRS to Observed transformations" in requests[0]
+
+
 def test_a_slash_command_the_user_typed_is_a_request_with_its_arguments():
     # Message 407: `/compact` typed with instructions, as Claude Code records it (tags around the user's words).
     facets = extract_facets(list(transcript("claudecode_session.jsonl")[405:410]))
