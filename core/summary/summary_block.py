@@ -16,7 +16,7 @@ from .facets import MAX_ENTITIES, ROLE_ORDER, analyze_calls, facets_of, named_on
 from .redact import redact
 from .text_rules import SENTENCE_END, clip, one_line_field
 from .tool_output import Analysis
-from .trail_coverage import COMMAND_MATCH_CHARS, project_root
+from .trail_coverage import COMMAND_MATCH_CHARS, LEADING_EXCEPTION, project_root
 
 _DECISION = re.compile(
     r"\b(?:decid\w*|chose|choose|instead of|root cause|the (?:fix|problem|issue|cause|bug) (?:is|was)|turns out"
@@ -148,11 +148,6 @@ def _render(header: str, sections: list[_Section]) -> str:
 _NAME_CHAR = re.compile(r"\w")
 
 
-# The exception an error line names first: "IndentationError: expected an indented block", its module before it or
-# not ("django.db.utils.OperationalError: no such table").
-_LEADING_ERROR_NAME = re.compile(r"(?:\w+\.)*([A-Z]\w*(?:Error|Exception))\b")
-
-
 def _is_error_name(error: str) -> bool:
     # Names (BadMapError, TS2345, tests/a.py::test_b) are single words; error lines are sentences.
     return not any(c.isspace() for c in error)
@@ -188,7 +183,7 @@ def _trail_sections(facets: Facets) -> list[_Section]:
     error_names = _Section("Error names", [e for e in facets.errors if _is_error_name(e)], drop_rank=5, inline=True)
 
     def keep_name_of(line: str) -> list[str]:
-        found = _LEADING_ERROR_NAME.match(line)
+        found = LEADING_EXCEPTION.match(line)
         if not found or found.group(1) in error_names.items:
             return []
         error_names.items.append(found.group(1))

@@ -57,10 +57,15 @@ MAX_IDENTIFIERS = 60
 
 # A CamelCase name ending in Error/Exception, longer than the bare word: ValueError, OSError, BadMapError.
 ERROR_NAME = re.compile(r"\b[A-Z][A-Za-z0-9]*?[A-Za-z0-9](?:Error|Exception)\b")
+# An exception's name after its module or not ("OperationalError", "django.db.utils.OperationalError"); group 1 is
+# the name.
+QUALIFIED_EXCEPTION = r"(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))"
+# The exception a line names first: "IndentationError: expected an indented block".
+LEADING_EXCEPTION = re.compile(QUALIFIED_EXCEPTION + r"\b")
 # An exception on a line of its own, with its message, as a traceback or a test runner reports it: "KeyError: 'name'",
 # "django.db.utils.OperationalError: no such table: x", pytest's "E       ValueError: invalid literal ...". Group 1
 # is the line, group 2 the name (OperationalError).
-EXCEPTION_LINE = re.compile(r"(?m)^[ \t]*(?:E[ \t]+)?((?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception))(?::[^\n]*)?)$")
+EXCEPTION_LINE = re.compile(rf"(?m)^[ \t]*(?:E[ \t]+)?({QUALIFIED_EXCEPTION}(?::[^\n]*)?)$")
 COMPILER_ERROR = re.compile(r"\berror (TS\d{4,5})\b|\berror\[(E\d{4})\]")
 FAILED_TEST = re.compile(r"^FAILED (\S+::\S+)", re.M)
 
