@@ -45,6 +45,9 @@ _HEAD_ERROR = re.compile(
     r"|Your proposed edit has introduced|No replacement was performed|Failed to|Request failed|Usage: )",
     re.IGNORECASE)
 ERROR_TAG = re.compile(r"</?tool_use_error>")
+# An error's own "Error:" label: the one-line summary labels the field already ("Error: Error: ..." otherwise, as
+# Precis's own tool loop marks a failed tool's output for the model).
+ERROR_LABEL = re.compile(r"^\s*error:\s*", re.IGNORECASE)
 # Harnesses that report no exit code say so when a command did not run or was killed, in place of its output:
 # SWE-agent (sweagent/agent/agents.py @ 3ea751c0, TemplateConfig's shell_check_error_template and
 # command_cancelled_timeout_template) and mini-swe-agent (config/default.yaml, timeout_template). Group `why` says
@@ -189,9 +192,10 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
             fields = rule.fields(ToolUse(tool, args, output, subject, outcome.exit_code, outcome.failed))
         if outcome.failed:
             if preserve_error_details and outcome.error_text:
-                fields.append(f"Error: {error_detail(outcome.error_text)}")
+                fields.append(f"Error: {error_detail(ERROR_LABEL.sub('', outcome.error_text))}")
             else:
-                fields.append(f"Error: {one_line_field(ERROR_TAG.sub('', outcome.error) or 'failed', 150)}")
+                error = ERROR_LABEL.sub("", ERROR_TAG.sub("", outcome.error))
+                fields.append(f"Error: {one_line_field(error or 'failed', 150)}")
     body = " | ".join(f for f in fields if f)
     line = f"[{mark} {one_line_field(tool, 40)}: {body}]"
     limit = LINE_LIMIT + (ERROR_DETAIL_LIMIT if preserve_error_details and outcome.failed else 0)

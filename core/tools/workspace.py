@@ -10,6 +10,7 @@ it is a shell, not a sandbox: the user's consent before each command is what gua
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 import time
@@ -28,6 +29,7 @@ READ_BYTES = 100_000  # of text read_file returns at once
 LINE_CHARS = 2000  # a longer line is cut, and marked
 READ_SECONDS = 10.0  # to skip to a far `offset` in a huge file
 LIST_ENTRIES = 1000
+NEAR_NAMES = 3  # names like a missing file's, offered in its error
 LIST_SECONDS = 5.0
 SEARCH_LIMITS = GrepLimits(seconds=10.0, matches=200)
 COMMAND_SECONDS_MOST = 600  # the longest timeout a call may ask for
@@ -184,13 +186,32 @@ def environment_without_keys() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name not in KEY_ENV.values()}
 
 
+def near_names(missing: Path) -> str:
+    """What the folder of a missing file holds under a name like it ("; in that folder: notes.txt"), or that the
+    folder itself is missing: a model that guessed "notes" for notes.txt, or the wrong case, corrects its next call
+    from it rather than guessing again."""
+    try:
+        names = [entry.name for entry in os.scandir(missing.parent)][:LIST_ENTRIES]
+    except FileNotFoundError:
+        return f"; no folder {missing.parent.name} either"
+    except OSError:
+        return ""
+    # Alike by the name before its extension: whole names would match on a shared ".txt".
+    stems = {name: os.path.splitext(name.lower())[0] for name in names}
+    wanted = os.path.splitext(missing.name.lower())[0]
+    close = set(difflib.get_close_matches(wanted, set(stems.values()), n=NEAR_NAMES, cutoff=0.75))
+    near = [name for name, stem in stems.items() if stem == wanted] + [n for n, stem in stems.items() if stem in close]
+    near = list(dict.fromkeys(near))[:NEAR_NAMES]
+    return f"; in that folder: {', '.join(near)}" if near else ""
+
+
 def open_regular(tool: str, full: Path, shown: str) -> BinaryIO:
     """`full` opened for reading if it is a regular file; refused if it is a FIFO, a device or a socket. Opened
     without waiting (a FIFO would block the open) and checked once open, so nothing swapped in meanwhile is read."""
     try:
         fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise ToolInputError(f"{tool}: {shown}: no such file") from None
+        raise ToolInputError(f"{tool}: {shown}: no such file{near_names(full)}") from None
     except OSError as exc:
         raise ToolInputError(f"{tool}: {shown}: {exc.strerror}") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from precis.core.chat.tool_loop import tool_result
 from precis.core.model.messages import ToolCall
+from precis.core.summary.tool_output import one_line
 from precis.core.tools.mcp_config import ServerConfig
 from precis.core.tools.mcp_servers import McpServers
 from precis.core.tools.toolbox import Toolbox
@@ -75,3 +77,20 @@ def test_mcp_tools_join_the_workspace_tools_under_unique_names(tmp_path):
                                                                  "clock_get_current_time"}
         off = switched.run(ToolCall(id="3", name="execute_bash", arguments={"command": "touch made"}))
         assert not off.ok and not (tmp_path / "made").exists()
+
+
+def test_a_wrong_file_name_comes_back_with_the_names_like_it(box, tmp_path):
+    """A small model asks for "notes" or "Notes.TXT" where notes.txt is: the error names what is there, so its next
+    call can be right, and the call's one line in the chat and its summaries reads the error once."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "main.py").write_text("print(1)\n")
+    for guess in ("notes", "Notes.TXT", "note.txt"):
+        outcome = box.run(ToolCall(id="1", name="read_file", arguments={"path": guess}))
+        assert not outcome.ok and outcome.output == f"read_file: {guess}: no such file; in that folder: notes.txt"
+    in_sub = box.run(ToolCall(id="2", name="read_file", arguments={"path": "src/mian.py"}))
+    assert in_sub.output.endswith("no such file; in that folder: main.py")
+    no_folder = box.run(ToolCall(id="3", name="read_file", arguments={"path": "lib/main.py"}))
+    assert no_folder.output == "read_file: lib/main.py: no such file; no folder lib either"
+    call = ToolCall(id="4", name="read_file", arguments={"path": "notes"})
+    line = one_line(call, tool_result(call, box.run(call)))
+    assert line == "[❌ read_file: File: notes | Error: read_file: notes: no such file; in that folder: notes.txt]"
