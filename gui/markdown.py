@@ -31,6 +31,22 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>#|~!&])")
 _BLOCK_START = re.compile(r"^(\s*(?:\d+)?)([-+=.)])")
 
 
+# A fenced code block's opening or closing line: up to three spaces, then ``` or ~~~ (CommonMark).
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.MULTILINE)
+
+
+def closed_fences(text: str) -> str:
+    """`text` with a code block it leaves open closed: a reply cut at its token limit inside code would otherwise
+    take what is appended after it (its stop mark, its tool calls) into the code block."""
+    opened: str | None = None
+    for fence, rest in _FENCE.findall(text):
+        if opened is None:
+            opened = fence
+        elif fence[0] == opened[0] and len(fence) >= len(opened) and not rest.strip():  # a closer has no info
+            opened = None
+    return text if opened is None else text.rstrip("\n") + "\n" + opened
+
+
 def markdown_literal(text: str) -> str:
     """Text that Markdown shows exactly as written (no emphasis, links, headings or lists)."""
     return _BLOCK_START.sub(r"\1\\\2", _MARKDOWN_SPECIAL.sub(r"\\\1", text))

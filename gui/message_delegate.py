@@ -28,7 +28,7 @@ from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate
 from ..core.chat.rows import Row
 from . import message_text, theme
 from .conversation_model import RowRole
-from .markdown import CODE_CHIP_GUTTER, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
+from .markdown import CODE_CHIP_GUTTER, closed_fences, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
 from .message_header import HEADER_H, PAD_X, PAD_Y, CardHeader
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
 from .search_highlight import highlight_matches
@@ -128,7 +128,7 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         if kind == "tool_result":
             text, total = first_lines(clean_output(message.content) or "(no output)", EXPANDED_TOOL_LINES)
             return text, True, max(0, total - EXPANDED_TOOL_LINES)
-        text = message.content
+        text = closed_fences(message.content)
         if message.tool_calls:
             text += "\n\n" + "\n\n".join(f"`→ {line}`" for line in tool_call_line(message).splitlines())
         mark = f"**Error:** {row.error}" if row.error else None if row.streaming else stop_mark(message)

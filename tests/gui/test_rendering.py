@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
 from precis.core.chat.rows import Row, build_rows
 from precis.core.model.messages import Message, ToolCall
 from precis.gui.conversation import ConversationView
@@ -57,3 +59,33 @@ def test_headings_in_a_reply_stay_close_to_the_text_size(qtbot):
     heading = doc.begin()
     size = heading.begin().fragment().charFormat().fontPointSize()
     assert heading.blockFormat().headingLevel() == 1 and 10 < size <= 12.5
+
+
+def test_a_reply_cut_inside_code_shows_its_stop_mark_and_calls_as_text(qtbot):
+    """A reply stopped at its token limit in the middle of a code block: the mark that says so (and the tool call
+    after it) is read as text under the code, not as one more line of code."""
+    from precis.gui.markdown import is_code_block
+
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    cut = Message(role="assistant", content="Here it is:\n```python\nfor line in open(name):\n    print(",
+                  cut_at=512, tool_calls=(ToolCall("c1", "read_file", {"path": "notes.txt"}),))
+    row = Row(message=cut)
+    view.rows_model.set_rows([row])
+    doc = view.delegate._document(row, 600)[0]
+    blocks = [doc.findBlockByNumber(n) for n in range(doc.blockCount())]
+    code = [b.text() for b in blocks if is_code_block(b)]
+    text = [b.text() for b in blocks if not is_code_block(b) and b.text().strip()]
+    assert code == ["for line in open(name):", "    print("]
+    assert text[0] == "Here it is:" and text[-1] == "Stopped at the 512-token limit: Continue goes on from here."
+    assert any("read_file" in t for t in text)
+
+
+@given(st.lists(st.sampled_from(["```", "```py", "~~~", "````", "   ```", "code", "", "text ```"]), max_size=10))
+def test_closing_fences_only_appends_and_leaves_nothing_open(lines):
+    from precis.gui.markdown import closed_fences
+
+    text = "\n".join(lines)
+    closed = closed_fences(text)
+    assert closed.startswith(text.rstrip("\n")) and closed_fences(closed) == closed
