@@ -46,8 +46,8 @@ _HEAD_ERROR = re.compile(
     re.IGNORECASE)
 ERROR_TAG = re.compile(r"</?tool_use_error>")
 # An error's own "Error:" label: the one-line summary labels the field already ("Error: Error: ..." otherwise, as
-# Precis's own tool loop marks a failed tool's output for the model).
-ERROR_LABEL = re.compile(r"^\s*error:\s*", re.IGNORECASE)
+# Precis's own tool loop marks a failed tool's output for the model). A compiler's "error:" is its own wording.
+ERROR_LABEL = re.compile(r"^\s*Error:\s*")
 # Harnesses that report no exit code say so when a command did not run or was killed, in place of its output:
 # SWE-agent (sweagent/agent/agents.py @ 3ea751c0, TemplateConfig's shell_check_error_template and
 # command_cancelled_timeout_template) and mini-swe-agent (config/default.yaml, timeout_template). Group `why` says

@@ -62,15 +62,16 @@ def test_001_read_file_notes_exports_and_imports():
 def test_001_bash_error_before_its_exit_code_is_kept():
     # 001's test "summarizes bash with error detection", verbatim: the error line precedes "exit code: 1".
     line = one_line(*tool("execute_bash", "npm test\nError: Module not found\nexit code: 1", command="npm test"))
-    assert line == "[❌ execute_bash: Command: npm test | Exit: 1 | Output: 2 lines | Error: Error: Module not found]"
+    # The output's own "Error:" is the field's label: the line holds "Error: Module not found" as said, once.
+    assert line == "[❌ execute_bash: Command: npm test | Exit: 1 | Output: 2 lines | Error: Module not found]"
 
 
 def test_000_error_output_is_an_error():
     # 000's test "preserves full error output", verbatim: `summarizeBash('Error: Module not found...', {command:
     # 'npm test'})` has status error. No exit code is reported, so the line says `Exit: ?`; the error line makes it ❌
-    # and is kept whole.
+    # and is kept whole, its "Error:" as the field's label.
     assert one_line(*tool("execute_bash", "Error: Module not found...", command="npm test")) == (
-        "[❌ execute_bash: Command: npm test | Exit: ? | Output: 1 line | Error: Error: Module not found...]")
+        "[❌ execute_bash: Command: npm test | Exit: ? | Output: 1 line | Error: Module not found...]")
 
 
 def test_000_bash_success_has_exit_zero_and_line_count():
