@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
+from ..core.model.titles import NEW_CHAT_TITLE, title_from
 from ..core.settings import ChatSettings
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
@@ -23,7 +24,6 @@ from .conversation import ConversationView
 from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
-from .wording import NEW_CHAT_TITLE, title_from
 from .workers import Job
 
 

@@ -27,6 +27,7 @@ from ..core.chat import commands as slash
 from ..core.chat.snapshot import Snapshot
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.records import local_time
+from ..core.model.titles import NEW_CHAT_TITLE
 from ..core.models.catalogue import MODELS_FOLDER
 from ..core.providers.base import Provider
 from ..core.storage.importers import ImportResult
@@ -55,7 +56,7 @@ from .tool_turn import ToolTurns
 from .tools_page import ToolsPage
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
-from .wording import NEW_CHAT_TITLE, failure_text
+from .wording import failure_text
 from .workers import Job
 
 log = logging.getLogger("precis.gui")

@@ -14,6 +14,7 @@ from ..core.chat import commands as slash
 from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult, Snapshot
 from ..core.model.messages import Message
+from ..core.model.titles import title_from
 from ..core.tools import bounded as tools
 from .chat_switching import ChatSwitcher
 from .composer import Composer
@@ -23,7 +24,7 @@ from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_turn import ToolTurns
-from .wording import brief, failure_text, title_from, waiting_text
+from .wording import brief, failure_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 

@@ -1,4 +1,4 @@
-"""Short texts made from long ones: chat titles, one-line errors, failures in the user's words, why a summary fell
+"""Short texts made from long ones: one-line errors, failures in the user's words, why a summary fell
 back."""
 
 from __future__ import annotations
@@ -9,18 +9,8 @@ from ..core.model.records import SummaryRecord
 from ..core.models.download import DownloadError
 from ..core.providers.base import ProviderError
 
-NEW_CHAT_TITLE = "New chat"
-TITLE_CHARS = 48
 # Errors in one-line places (status bar, hints) are cut to this; the whole text is in the tooltip or the log.
 BRIEF_CHARS = 160
-
-
-def title_from(text: str) -> str:
-    """A chat title from its first message: the first line, whitespace collapsed, cut at a word."""
-    line = " ".join(next((row for row in text.splitlines() if row.strip()), "").split())
-    if len(line) <= TITLE_CHARS:
-        return line or NEW_CHAT_TITLE
-    return line[:TITLE_CHARS].rsplit(" ", 1)[0].rstrip(" ,.;:") + "…"
 
 
 def brief(text: str) -> str:

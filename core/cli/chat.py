@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -18,6 +17,7 @@ from ..chat.streaming import stream_reply
 from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
+from ..model.titles import NEW_CHAT_TITLE, title_from
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
 from ..settings import KINDS, MODES, ChatSettings
@@ -161,8 +161,16 @@ class TerminalChat:
             self.tell(result.snapshot)
             print(result.text, file=self.asides if result.failed else self.out)
             return 2 if result.failed and REGISTRY[command.name].handler is None else 0
-        self.tell(self.session.add_messages([Message("user", unescape(text))]))
+        self.said(unescape(text))
         return self.reply(label)
+
+    def said(self, text: str) -> None:
+        """The user's message added; a chat's first names it, as in the window."""
+        session = self.session
+        if session.engine is not None and not session.engine.messages \
+                and session.store.get_chat(session.chat_id).title == NEW_CHAT_TITLE:
+            session.store.rename_chat(session.chat_id, title_from(text))
+        self.tell(session.add_messages([Message("user", text)]))
 
     def reply(self, label: str) -> int:
         if self.loop is not None:
@@ -182,7 +190,7 @@ class TerminalChat:
         except ValueError as exc:
             print(exc, file=self.asides)
             return 2
-        self.tell(self.session.add_messages([Message("user", text)]))
+        self.said(text)
         return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, force=tool))
 
     def _answer_with_tools(self, write, cancel: CancelToken, force: str | None = None) -> ReplyResult:
@@ -239,7 +247,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
         if options.chat:
             chat_id, overrides = store.find_chat(options.chat).id, options.settings()
         else:
-            chat_id = store.create_chat(f"Terminal chat {time.strftime('%Y-%m-%d %H:%M')}", options.settings())
+            chat_id = store.create_chat(NEW_CHAT_TITLE, options.settings())
             overrides = {}
         session = ChatSession(store, chat_id, provider, overrides)
         session.temperature = options.temperature

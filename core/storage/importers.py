@@ -16,6 +16,7 @@ from typing import Any
 from ..model.bulk import collector_paused
 from ..model.messages import Message, Role, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
+from ..model.titles import title_from
 from ..model.tokens import TokenCounter
 from .interchange import (
     NESTED_TOO_DEEP,
@@ -33,7 +34,6 @@ FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
 CLAUDE_CODE_COMPACTION_PREFIX = "This session is being continued from a previous conversation"
 # Line types in a Claude Code session file that are not conversation.
 _CLAUDE_CODE_SKIPPED = {"progress", "file-history-snapshot", "system", "summary", "queue-operation"}
-TITLE_LENGTH = 60
 
 
 class ImportFailed(ValueError):
@@ -98,11 +98,8 @@ def _decode(data: bytes) -> str:
 
 
 def _title_from(messages: list[Message], fallback: str) -> str:
-    for m in messages:
-        if m.role == "user" and m.content.strip():
-            first = m.content.strip().splitlines()[0]
-            return first if len(first) <= TITLE_LENGTH else first[:TITLE_LENGTH - 1] + "…"
-    return fallback
+    first = next((m.content for m in messages if m.role == "user" and m.content.strip()), None)
+    return title_from(first) if first is not None else fallback
 
 
 def detect_format(path: Path, data: bytes) -> str:

@@ -29,6 +29,7 @@ from sqlmodel import col, select, update
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord
+from ..model.titles import NEW_CHAT_TITLE
 from ..settings import SECRET_NAME, ChatSettings
 from .database import BUSY_TIMEOUT_MS, ChangeWatch, sqlite_connection
 from .errors import (  # the Store's API names them too
@@ -156,7 +157,7 @@ class Store(MessageTable, SummaryTable, VersionTable):
         self.close()
 
     # ---- chats
-    def create_chat(self, title: str = "New chat", settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
+    def create_chat(self, title: str = NEW_CHAT_TITLE, settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
         return self.import_chat(title, [], settings=settings)
 
     def _chat_info(self, row: ChatRow, count: int) -> ChatInfo:

@@ -9,7 +9,7 @@ import threading
 import pytest
 from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
-from precis.gui.wording import NEW_CHAT_TITLE, title_from
+from precis.core.model.titles import NEW_CHAT_TITLE, title_from
 from PySide6.QtCore import Qt
 
 from tests.gui.held_replies import HeldReplies

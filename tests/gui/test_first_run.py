@@ -10,7 +10,7 @@ from precis.core.providers.base import ProviderUnavailable
 from precis.core.storage.importers import import_file
 from precis.core.storage.store import open_store
 from precis.gui.markdown import markdown_document, summary_markdown
-from precis.gui.wording import title_from
+from precis.core.model.titles import title_from
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox

@@ -53,6 +53,7 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         [chat] = store.list_chats()
         assert [(m.role, m.content) for m in store.load_messages(chat.id)] == [
             ("user", "My favourite colour is blue."), ("assistant", "Noted: blue.")]
+        assert chat.title == "My favourite colour is blue."  # named by its first message, as in the window
     assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().out
 
     server.steps = [stream([delta("Blue."), FINISH, "data: [DONE]"])]
@@ -63,6 +64,7 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         "My favourite colour is blue.", "Noted: blue.", "What is my favourite colour?"]
     with open_store(data) as store:
         assert len(store.load_messages(chat.id)) == 4 and len(store.list_chats()) == 1
+        assert store.get_chat(chat.id).title == "My favourite colour is blue."  # a later message does not rename it
 
 
 @pytest.mark.slow
