@@ -11,6 +11,7 @@ it is a shell, not a sandbox: the user's consent before each command is what gua
 from __future__ import annotations
 
 import difflib
+import itertools
 import os
 import stat
 import time
@@ -191,7 +192,8 @@ def near_names(missing: Path) -> str:
     folder itself is missing: a model that guessed "notes" for notes.txt, or the wrong case, corrects its next call
     from it rather than guessing again."""
     try:
-        names = [entry.name for entry in os.scandir(missing.parent)][:LIST_ENTRIES]
+        with os.scandir(missing.parent) as entries:  # a huge folder: its first LIST_ENTRIES names
+            names = [entry.name for entry in itertools.islice(entries, LIST_ENTRIES)]
     except FileNotFoundError:
         return f"; no folder {missing.parent.name} either"
     except OSError:
