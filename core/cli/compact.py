@@ -190,8 +190,8 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: Sum
     except ValueError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
-    if parsed.undecodable:
-        print(f"precis compact: {parsed.undecodable.describe()}", file=sys.stderr)
+    for notice in parsed.notices():
+        print(f"precis compact: {notice}", file=sys.stderr)
     messages = parsed.messages
     try:
         try:
