@@ -38,4 +38,4 @@ def as_utf8(data: bytes, source: str) -> bytes:
         raise TranscriptError(source, line, "UTF-16 text without a byte-order mark, which is not read: save the "
                                             "file as UTF-8")
     raise TranscriptError(source, line, f"not a text file: byte {nul + 1} is NUL, which JSON text never holds "
-                                        "(a chat file is JSON text, UTF-8)")
+                                        "(the file must be JSON text, UTF-8)")
