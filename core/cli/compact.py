@@ -200,13 +200,17 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: Sum
         print(f"precis compact: {notice}", file=sys.stderr)
     messages = parsed.messages
     try:
-        try:
-            chat_model: Provider | None = make_provider(provider, base_url=base_url, model=model)
-        except ProviderError as exc:
-            if mode != "rule":  # it writes the summaries
-                raise
-            print(f"precis compact: token counts are estimated: {exc}", file=sys.stderr)
-            chat_model = None
+        chat_model: Provider | None = make_provider(provider, base_url=base_url, model=model)
+    except ProviderError as exc:
+        if mode != "rule":  # it writes the summaries
+            print(f"precis compact: {exc}", file=sys.stderr)
+            return 1
+        print(f"precis compact: token counts are estimated: {exc}", file=sys.stderr)
+        chat_model = None
+    except ValueError as exc:  # a --base-url that is no server's address
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 2
+    try:
         engine = ContextEngine(budget, SummarizationPolicy(mode=mode), counter_for(chat_model),
                                make_summarizer(mode, chat_model if mode != "rule" else None, summary_seconds))
         result = replay(messages, engine)

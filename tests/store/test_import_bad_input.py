@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from precis.core.cli.main import main
 from precis.core.storage.importers import ImportFailed, import_file, parse_file
@@ -23,7 +23,6 @@ _CHATS = st.lists(st.tuples(st.sampled_from(["user", "assistant"]),
                             st.text(st.characters(blacklist_categories=["Cs"]), max_size=30)), min_size=1, max_size=5)
 
 
-@settings(max_examples=40, deadline=None)
 @given(chat=_CHATS, codec=st.sampled_from(["utf-16", "utf-16-le", "utf-16-be", "utf-32"]))
 def test_utf16_or_utf32_text_with_its_byte_order_mark_reads_as_its_utf8_form(chat, codec):
     """PowerShell's `>` writes UTF-16 with a byte-order mark: such a file was 'line 1: not a known chat format'."""
