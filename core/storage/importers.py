@@ -115,7 +115,8 @@ def _title_from(messages: list[Message], fallback: str) -> str:
 def detect_format(path: Path, data: bytes) -> str:
     """Tell the format from the first JSON value in the file."""
     text = _decode(data)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    # Lines end at "\n" alone: str.splitlines also splits at U+2028 and U+0085, which JSON strings hold as they are.
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
     try:
         value = json.loads(first)
     except (json.JSONDecodeError, RecursionError):

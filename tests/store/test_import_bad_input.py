@@ -38,6 +38,16 @@ def test_utf16_or_utf32_text_with_its_byte_order_mark_reads_as_its_utf8_form(cha
         assert read.notices() == []
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\x85"])
+def test_a_first_message_holding_a_unicode_line_separator_is_told_as_interchange(tmp_path, separator):
+    """The format was told from the first line as str.splitlines cut it: at U+2028 (text pasted from a web page) or
+    U+0085, both kept raw in JSON strings, so the file was 'field 'messages' must be a list of messages'."""
+    path = tmp_path / "chat.jsonl"
+    chat = [("user", f"one{separator}two"), ("assistant", "three")]
+    path.write_text(_chat_lines(chat), encoding="utf-8")
+    assert [(m.role, m.content) for m in parse_file(path).messages] == chat
+
+
 @pytest.mark.parametrize("content, line, said", [
     (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", 3, "not a text file: byte 9 is NUL"),
     ('{"role": "user", "content": "hi"}\n'.encode("utf-16-le"), 1,
