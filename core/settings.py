@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.json_schema import JsonDict
@@ -47,6 +48,26 @@ CALIBRATION_KEY = "count_calibration"
 SECRET_NAME = re.compile(r"api[_-]?key|secret|password|passwd|authorization|bearer|credential", re.IGNORECASE)
 
 
+def base_url_problem(url: str) -> str | None:
+    """Why `url` is no server's address, in the words of the field it is typed in; None when it is one. 'http://'
+    alone was 'cannot connect to http://: Request URL is missing an 'http://' or 'https://' protocol'."""
+    if not url.startswith(("http://", "https://")):
+        return f"must start with http:// or https://, as in http://localhost:11434/v1, not {url[:30]!r}"
+    if not urlsplit(url).hostname:
+        return f"names no server after {url.split('//')[0]}//, as in http://localhost:11434/v1: {url[:30]!r}"
+    return None
+
+
+def choice_problems(error: ValidationError, model: type[BaseModel]) -> str:
+    """A settings model's refusal as one sentence naming each field by its title, not pydantic's dump."""
+    said = []
+    for err in error.errors():
+        field = model.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+        reason = err["msg"].removeprefix("Value error, ")
+        said.append(f"{field.title or err['loc'][0]} {reason}" if field is not None else reason)
+    return "; ".join(said)
+
+
 class ProviderChoice(BaseModel):
     """Where replies come from: the settings of the Provider and Local model pages, stored under the `provider`
     setting. The API key is not here: it is kept in the OS keyring (or the environment), never in the database."""
@@ -71,8 +92,9 @@ class ProviderChoice(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _web_address(cls, value: str) -> str:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, not {value[:30]!r}")
+        problem = base_url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     @model_validator(mode="after")

@@ -17,6 +17,7 @@ from ..chat.streaming import stream_reply
 from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
+from ..model.schema import setting_fields
 from ..model.titles import NEW_CHAT_TITLE, title_from
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
@@ -293,18 +294,25 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
             chat.line(text)
 
 
+def setting_range(name: str, low: int | None = None) -> click.IntRange:
+    """The range of the chat setting an option sets (ChatSettings): a value beyond it is a usage error naming the
+    option, not pydantic's dump ('1 validation error for ChatSettings…'). `low` raises its lower end."""
+    field = next(field for field in setting_fields(ChatSettings) if field.name == name)
+    assert field.low is not None and field.high is not None, f"the setting {name} has no range"
+    return click.IntRange(min=max(int(field.low), low or 0), max=int(field.high))
+
+
 @cli.command()
 @click.argument("message", required=False)
 @click.option("--provider", type=click.Choice(KINDS), help="the backend (default: the one chosen in Settings, at "
               "first the embedded local model)")
 @click.option("--base-url", help="the server's base URL (OpenAI-compatible: …/v1)")
 @click.option("--model", help="the model name on that server")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="longest reply in tokens (default: the chat's "
+@click.option("--max-tokens", type=setting_range("reserve_output", low=1), help="longest reply in tokens (default: the chat's "
               f"'Tokens reserved for the reply', {ChatSettings().reserve_output})")
 # The widest range a provider takes (OpenAI-compatible servers: 0 to 2; Anthropic's 0 to 1 is its own check).
 @click.option("--temperature", type=click.FloatRange(min=0, max=2), default=DEFAULT_TEMPERATURE, show_default=True)
-# The least a chat's context window may be (ChatSettings): a smaller one was refused with a pydantic dump.
-@click.option("--context-tokens", type=click.IntRange(min=256),
+@click.option("--context-tokens", type=setting_range("context_window"),
               help="the model's context window, if the backend's own figure is wrong or missing")
 @click.option("--mode", type=click.Choice(MODES), help="how old turns are summarized (default: the chat's "
               "setting, else Settings → Summarization's)")

@@ -17,7 +17,8 @@ from ..providers.registry import make_provider
 from ..settings import KINDS, SUMMARY_SECONDS, SummarizationPolicy
 from ..storage.chats import counter_for
 from ..storage.importers import ImportFailed, parse_file
-from ..storage.interchange import message_to_record
+from ..storage.interchange import TranscriptError, message_to_record, parse_jsonl_line
+from ..storage.text_files import as_utf8
 from ..summary.summarizers import make_summarizer
 from .group import cli
 
@@ -42,21 +43,23 @@ class ProbeError(ValueError):
 
 
 def read_probes(path: str) -> list[str]:
-    """The questions of a probes file: one JSON object with a non-empty "question" a line (blank lines skipped)."""
+    """The questions of a probes file: one JSON object with a non-empty "question" a line (blank lines skipped), read
+    as an imported chat's lines are (UTF-16 with its mark, bytes that are not UTF-8 as U+FFFD). OSError if it
+    cannot be read."""
+    with open(path, "rb") as stream:
+        data = stream.read()
     questions = []
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
+    try:
+        for number, line in enumerate(as_utf8(data, path).splitlines(), start=1):
+            record = parse_jsonl_line(line, path, number)
+            if record is None:
                 continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                reason = getattr(exc, "msg", "nested too deeply")
-                raise ProbeError(f"{path}, line {number}: not JSON ({reason})") from None
             question = record.get("question") if isinstance(record, dict) else None
             if not isinstance(question, str) or not question.strip():
                 raise ProbeError(f'{path}, line {number}: expected {{"question": "..."}} with a non-empty text')
             questions.append(question)
+    except TranscriptError as exc:
+        raise ProbeError(str(exc)) from None
     return questions
 
 
@@ -150,8 +153,10 @@ def print_report(result: ReplayResult, out) -> None:
 
 @cli.command()
 @click.argument("transcript")
-@click.option("--context-tokens", type=int, default=8192, show_default=True, help="the model's context window")
-@click.option("--reserve-output", type=int, default=512, show_default=True, help="tokens reserved for the reply")
+@click.option("--context-tokens", type=click.IntRange(min=1), default=8192, show_default=True,
+              help="the model's context window")
+@click.option("--reserve-output", type=click.IntRange(min=0), default=512, show_default=True,
+              help="tokens reserved for the reply")
 @click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True)
 @click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True,
               help="the model the prompt is for: its own vocabulary counts the tokens where it is at hand (the "
@@ -182,25 +187,30 @@ def compact(transcript: str, context_tokens: int, reserve_output: int, mode: Sum
     except ProbeError as exc:
         print(f"precis compact: {exc}", file=sys.stderr)
         return 2
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"precis compact: cannot read {probes_path}: {getattr(exc, 'strerror', None) or exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"precis compact: cannot read {probes_path}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     try:
         budget = Budget(window=context_tokens, reserve_output=reserve_output)
-    except ValueError as exc:
-        print(f"precis compact: {exc}", file=sys.stderr)
+    except ValueError as exc:  # the reply's reserve leaves too little of the window
+        print(f"precis compact: --context-tokens {context_tokens} is too small for --reserve-output {reserve_output}: "
+              f"{exc}", file=sys.stderr)
         return 2
-    if parsed.undecodable:
-        print(f"precis compact: {parsed.undecodable.describe()}", file=sys.stderr)
+    for notice in parsed.notices():
+        print(f"precis compact: {notice}", file=sys.stderr)
     messages = parsed.messages
     try:
-        try:
-            chat_model: Provider | None = make_provider(provider, base_url=base_url, model=model)
-        except ProviderError as exc:
-            if mode != "rule":  # it writes the summaries
-                raise
-            print(f"precis compact: token counts are estimated: {exc}", file=sys.stderr)
-            chat_model = None
+        chat_model: Provider | None = make_provider(provider, base_url=base_url, model=model)
+    except ProviderError as exc:
+        if mode != "rule":  # it writes the summaries
+            print(f"precis compact: {exc}", file=sys.stderr)
+            return 1
+        print(f"precis compact: token counts are estimated: {exc}", file=sys.stderr)
+        chat_model = None
+    except ValueError as exc:  # a --base-url that is no server's address
+        print(f"precis compact: {exc}", file=sys.stderr)
+        return 2
+    try:
         engine = ContextEngine(budget, SummarizationPolicy(mode=mode), counter_for(chat_model),
                                make_summarizer(mode, chat_model if mode != "rule" else None, summary_seconds))
         result = replay(messages, engine)

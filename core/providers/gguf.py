@@ -9,6 +9,8 @@ tokens, tens of thousands of strings) are skipped, not kept.
 from __future__ import annotations
 
 import functools
+import math
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,12 @@ _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
 _STRING, _ARRAY = 8, 9
 # A key or string longer than this is a damaged file, not a model (chat templates are a few kilobytes).
 MAX_STRING = 16 * 1024 * 1024
+MAX_DIMENSIONS = 4  # ggml's GGML_MAX_DIMS
+DEFAULT_ALIGNMENT = 32  # of the tensor data, unless general.alignment says
+# ggml type -> (values per block, bytes per block), for the common types (ggml's type traits): float, the legacy
+# quantizations and the k-quants.
+_BLOCKS = {0: (1, 4), 1: (1, 2), 30: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+           10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210)}
 
 
 class NotAModel(ProviderUnavailable):
@@ -75,13 +83,34 @@ def _value(stream: IO[bytes], value_type: int) -> Any:
     raise ValueError(f"value type {value_type}")
 
 
+def _data_end(stream: IO[bytes], tensors: int, alignment: Any) -> int:
+    """Where the last tensor's data ends, at least, from the tensor infos after the metadata: each a name, its
+    dimensions, its type and its data's offset from the aligned start of the data. A type whose block size is not in
+    _BLOCKS counts as its offset alone (a bound that is never too high: a whole file is never taken for cut short)."""
+    step = alignment if isinstance(alignment, int) and alignment > 0 else DEFAULT_ALIGNMENT
+    end = 0
+    for _ in range(tensors):
+        _string(stream)
+        (dimensions,) = struct.unpack("<I", _read(stream, 4))
+        if dimensions > MAX_DIMENSIONS:
+            raise ValueError(f"a tensor of {dimensions} dimensions")
+        shape = struct.unpack(f"<{dimensions}Q", _read(stream, 8 * dimensions))
+        kind, offset = struct.unpack("<IQ", _read(stream, 12))
+        elements = math.prod(shape)
+        values, size = _BLOCKS.get(kind, (elements or 1, 0))
+        end = max(end, offset + elements // values * size)
+    start = -(-stream.tell() // step) * step
+    return start + end
+
+
 def read_metadata(path: Path) -> dict[str, Any]:
     """The file's key/value metadata (arrays as None); raises NotAModel naming the file if it is not a GGUF."""
     try:
         with open(path, "rb") as stream:
             if stream.read(4) != MAGIC:
-                raise NotAModel(f"{path} is not a GGUF model file (it does not start with 'GGUF')")
-            version, _tensors, pairs = struct.unpack("<IQQ", _read(stream, 20))
+                raise NotAModel(f"{path} is not a GGUF model file (it does not start with 'GGUF'); choose a .gguf "
+                                "model file")
+            version, tensors, pairs = struct.unpack("<IQQ", _read(stream, 20))
             if version < 2:
                 raise NotAModel(f"{path} is a GGUF version {version} file; llama.cpp reads versions 2 and 3")
             metadata = {}
@@ -89,11 +118,17 @@ def read_metadata(path: Path) -> dict[str, Any]:
                 key = _string(stream)
                 (value_type,) = struct.unpack("<I", _read(stream, 4))
                 metadata[key] = _value(stream, value_type)
+            needed = _data_end(stream, tensors, metadata.get("general.alignment"))
+            size = os.fstat(stream.fileno()).st_size
+            if size < needed:
+                raise NotAModel(f"{path} is cut short: it has {size:,} bytes of the {needed:,} its weights take (an "
+                                f"unfinished download or copy); download or copy it again")
             return metadata
     except NotAModel:
         raise
     except EOFError:
-        raise NotAModel(f"{path} is cut short: its GGUF header ends early") from None
+        raise NotAModel(f"{path} is cut short: its GGUF header ends early (an unfinished download or copy); "
+                        "download or copy it again") from None
     except (ValueError, struct.error) as exc:
         raise NotAModel(f"{path} has a damaged GGUF header ({exc})") from None
     except OSError as exc:

@@ -11,7 +11,7 @@ import ipaddress
 import os
 from urllib.parse import urlsplit
 
-from ..settings import DEFAULT_MODELS, KINDS, ProviderChoice
+from ..settings import DEFAULT_MODELS, KINDS, ProviderChoice, base_url_problem
 from .base import AuthError, Provider
 
 KEYRING_SERVICE = "precis"
@@ -104,6 +104,8 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
         return LocalProvider(Path(model_path) if model_path else None, extra_buffer_types=extra_buffer_types)
     if kind not in KINDS:
         raise ValueError(f"unknown provider {kind!r}; choose one of {', '.join(KINDS)}")
+    if base_url is not None and (problem := base_url_problem(base_url)):
+        raise ValueError(f"Base URL {problem}")
     key = api_key or api_key_for(kind, base_url)
     parts = urlsplit(base_url or "")
     if key and parts.scheme == "http" and not _loopback(parts.hostname) and os.environ.get(ALLOW_HTTP_KEY_ENV) != "1":

@@ -7,6 +7,7 @@ the API key, because these messages reach the user, logs and exports.
 from __future__ import annotations
 
 import email.utils
+import html
 import json
 import re
 import socket
@@ -88,9 +89,23 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+# What a server that answers with a web page (a website's or a router's address given as the base URL) is told.
+URL_HINT = "Check the base URL: it is the API's address, such as http://localhost:11434/v1 for Ollama"
+_TAG = re.compile(r"<(script|style|title)\b.*?</\1\s*>|<[^>]*>", re.IGNORECASE | re.DOTALL)
+
+
+def looks_like_html(body: str) -> bool:
+    start = body.lstrip()[:200].lower()
+    return start.startswith(("<!doctype html", "<html")) or ("<html" in start and start.startswith("<"))
+
+
 def server_detail(body: str) -> str:
-    """The human part of an error body: error.message of the usual JSON shapes, else the text itself."""
+    """The human part of an error body: error.message of the usual JSON shapes, the words of an HTML page (not its
+    markup), else the text itself."""
     text = body.strip()
+    if looks_like_html(text):
+        words = " ".join(html.unescape(_TAG.sub(" ", text)).split())
+        return f"a web page: {words}"[:DETAIL_CHARS]
     try:
         payload = json.loads(text)
     except ValueError:
@@ -106,7 +121,7 @@ def server_detail(body: str) -> str:
 
 def error_for_status(status: int, body: str, headers: httpx.Headers | dict, *, server: str, model: str,
                      secret: str | None, key_hint: str = "") -> ProviderError:
-    detail = scrub(server_detail(body), secret)
+    detail = scrub(server_detail(body), secret).rstrip(".")  # some messages go on with a sentence of their own
     suffix = f": {detail}" if detail else ""
     lowered = body.lower()
     if status in (401, 403):
@@ -122,6 +137,8 @@ def error_for_status(status: int, body: str, headers: httpx.Headers | dict, *, s
     if status in (400, 413, 422) and any(marker in lowered for marker in CONTEXT_ERROR_MARKERS):
         return ContextLengthExceeded(
             f"{server}: the prompt is longer than the model's context window (HTTP {status}){suffix}")
+    if status in (405, 501):  # the method is not served there: no API at that address, and no use retrying
+        return ProviderError(f"{server} does not take this request (HTTP {status}){suffix}. {URL_HINT}.")
     if status >= 500:
         if status == 529:
             return ServerError(f"{server} is overloaded (HTTP 529){suffix}")
@@ -198,6 +215,9 @@ def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, mo
             raise Cancelled()
         with connection_errors(server, secret):
             response = client.send(request, stream=True)
+        if response.status_code < 400 and "html" in response.headers.get("content-type", ""):
+            response.close()
+            raise _web_page(server, response.status_code)
         if response.status_code < 400:
             cancel.on_cancel(_close_at_once(response))
             return response
@@ -235,7 +255,15 @@ def get_json(client: httpx.Client, url: str, *, headers: dict[str, str], server:
     try:
         return response.json()
     except ValueError as exc:
+        if "html" in response.headers.get("content-type", "") or looks_like_html(response.text):
+            raise _web_page(server, response.status_code) from None
         raise MalformedResponse(f"{server} sent a response that is not JSON (HTTP {response.status_code})") from exc
+
+
+def _web_page(server: str, status: int) -> MalformedResponse:
+    """A 2xx web page where the API's JSON was due: the stream of such a page read as 'ended the stream before the
+    reply was complete'."""
+    return MalformedResponse(f"{server} answered with a web page (HTML, HTTP {status}), not an API's JSON. {URL_HINT}.")
 
 
 def stream_failure(exc: Exception, *, server: str, partial: str, cancel: CancelToken) -> ProviderError:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from pydantic import ValidationError
+
 from ..context.engine import Budget, ContextEngine
 from ..model.bulk import collector_paused
 from ..model.tokens import Calibration, TokenCounter
@@ -20,6 +22,7 @@ from ..settings import (
     ChatSettings,
     ProviderChoice,
     SummarizationPolicy,
+    choice_problems,
     policy_errors,
 )
 from ..summary.summarizers import Summarizer, make_summarizer
@@ -32,7 +35,11 @@ def chosen_provider(store: Store, **given: str) -> Provider:
     """The model Settings → Provider names, every chat's model in the window, with `given` (base_url, model) over
     the choice."""
     choice = ProviderChoice.from_setting(store.get_setting(PROVIDER_KEY))
-    return provider_for(ProviderChoice.model_validate({**choice.model_dump(), **given}))
+    try:
+        given_choice = ProviderChoice.model_validate({**choice.model_dump(), **given})
+    except ValidationError as exc:  # a --base-url that is no address, or one given to the local model
+        raise ValueError(choice_problems(exc, ProviderChoice)) from None
+    return provider_for(given_choice)
 
 
 def counter_for(provider: Provider | None, store: Store | None = None) -> TokenCounter:

@@ -28,6 +28,7 @@ from .interchange import (
     refuse_lone_surrogates,
 )
 from .store import Store
+from .text_files import as_utf8
 
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
 
@@ -76,6 +77,15 @@ class ParsedChat:
     # message id -> id of the record that archived it
     archived_by: dict[str, str] = field(default_factory=dict)
     undecodable: Undecodable | None = None
+    unfinished_line: int | None = None  # a session still being written: its last line, cut short, left out
+
+    def notices(self) -> list[str]:
+        """What the user should know about how the file was read, beyond its messages."""
+        said = [self.undecodable.describe()] if self.undecodable else []
+        if self.unfinished_line is not None:
+            said.append(f"line {self.unfinished_line}, the last, is unfinished (as in a session still being "
+                        "written) and was left out")
+        return said
 
 
 @dataclass(frozen=True)
@@ -85,11 +95,11 @@ class ImportResult:
     chat_id: str
     messages: int
     summaries: int
-    undecodable: Undecodable | None = None
+    notices: tuple[str, ...] = ()
 
     def notice(self) -> str:
         """What the user should know about the import beyond its success ('' when nothing)."""
-        return self.undecodable.describe() if self.undecodable else ""
+        return "; ".join(self.notices)
 
 
 def _decode(data: bytes) -> str:
@@ -105,7 +115,8 @@ def _title_from(messages: list[Message], fallback: str) -> str:
 def detect_format(path: Path, data: bytes) -> str:
     """Tell the format from the first JSON value in the file."""
     text = _decode(data)
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    # Lines end at "\n" alone: str.splitlines also splits at U+2028 and U+0085, which JSON strings hold as they are.
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
     try:
         value = json.loads(first)
     except (json.JSONDecodeError, RecursionError):
@@ -379,14 +390,31 @@ class _ClaudeCodeReader:
         self.compaction = {}
 
 
+def _is_json(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
 def parse_claude_code(path: Path, data: bytes) -> ParsedChat:
+    """A Claude Code session. Claude Code writes a line and its newline at once, so a last line without its newline
+    that is not JSON is one still being written (a live session): it is left out, and said to be, rather than the
+    whole session refused."""
     reader = _ClaudeCodeReader(str(path))
-    for number, raw in enumerate(data.splitlines(), start=1):
+    lines = data.splitlines()
+    unfinished = None
+    if lines and not data.endswith((b"\n", b"\r")) and not _is_json(lines[-1]):
+        unfinished = len(lines)
+        del lines[-1]
+    for number, raw in enumerate(lines, start=1):
         reader.read_line(number, raw)
     messages = reader.messages
     return ParsedChat(title=reader.title or _title_from(messages, path.stem), messages=messages,
                       records=reader.records,
-                      archived_by={m.id: reader.records[-1].id for m in messages[:reader.archived]})
+                      archived_by={m.id: reader.records[-1].id for m in messages[:reader.archived]},
+                      unfinished_line=unfinished)
 
 
 PARSERS = {"jsonl": parse_interchange, "openai": parse_openai, "claude-code": parse_claude_code}
@@ -401,6 +429,7 @@ def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
     except OSError as exc:  # the window shows the message as it is: not "[Errno 2] No such file or directory: '…'"
         raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
+        data = as_utf8(data, str(path))
         if not _decode(data).strip():  # not "line 1: not a known chat format", nor an empty chat imported
             raise TranscriptError(str(path), 1, "the file is empty, there is no chat in it")
         chosen = detect_format(path, data) if fmt == "auto" else fmt
@@ -439,4 +468,4 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
         chat_id = store.import_chat((title or "").strip() or parsed.title, parsed.messages, parsed.records,
                                     parsed.archived_by)
     return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
-                        undecodable=parsed.undecodable)
+                        notices=tuple(parsed.notices()))

@@ -51,8 +51,10 @@ def message_from_record(record: Any, *, source: str, line: int) -> Message:
         raise not_a_message(source, line, record)
     if role not in ROLES:
         raise TranscriptError(source, line, f"field 'role' must be one of {', '.join(ROLES)}, got {role!r}")
-    content = record.get("content", "")
+    content = record.get("content")
     if content is None:
+        if role != "assistant":  # only a reply may be empty (a call): as an OpenAI chat file is read
+            raise TranscriptError(source, line, f"a {role} message needs its text in field 'content' (it has none)")
         content = ""
     if not isinstance(content, str):
         raise TranscriptError(source, line, f"field 'content' must be a string, got {type(content).__name__}")

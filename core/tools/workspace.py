@@ -91,8 +91,9 @@ class Workspace:
 
     def __init__(self, folder: str | os.PathLike[str]) -> None:
         root = Path(folder).expanduser().resolve()
-        if not root.is_dir():
-            raise ToolInputError(f"workspace folder {folder}: not a folder")
+        if not root.is_dir():  # a missing folder was 'not a folder', as if it were a file
+            raise ToolInputError(f"workspace folder {folder}: " + ("a file, not a folder" if root.exists()
+                                                                   else "there is no such folder"))
         self.root = root
 
     def resolve(self, tool: str, path: str) -> Path:

@@ -104,7 +104,7 @@ def test_probes_get_the_prompt_of_their_question_with_recall_and_leave_the_chat_
     assert "8 May, 2023" in recalled  # the date of its session
 
 
-@pytest.mark.parametrize("line, reason", [("{not json", "not JSON"), ('{"q": 1}', "question"),
+@pytest.mark.parametrize("line, reason", [("{not json", "not valid JSON"), ('{"q": 1}', "question"),
                                           ('["question"]', "question"), ('{"question": "  "}', "question")])
 def test_a_bad_probe_line_is_named_by_file_and_line(tmp_path, capsys, line, reason):
     questions = tmp_path / "q.jsonl"
@@ -174,3 +174,29 @@ def test_compact_says_its_counts_are_estimates_where_the_models_vocabulary_is_no
     assert "% of the budget, estimated)" in capsys.readouterr().out
     assert main(["compact", path]) == 0
     assert "% of the budget, exact)" in capsys.readouterr().out
+
+
+def test_a_probes_file_is_read_as_a_chat_file_is(tmp_path, capsys):
+    """A binary probes file was 'cannot read q.jsonl: 'utf-8' codec can't decode byte 0x89…', with no line; one
+    saved as UTF-16 with its mark was the same."""
+    transcript = str(TRANSCRIPTS_DIR / "sweagent_1.jsonl")
+    binary = tmp_path / "q.jsonl"
+    binary.write_bytes(b'{"question": "fine"}\n\x89PNG\x00\x00')
+    assert main(["compact", transcript, "--probes", str(binary)]) == 2
+    assert f"precis compact: {binary}, line 2: not a text file: byte 26 is NUL" in capsys.readouterr().err
+    wide = tmp_path / "wide.jsonl"
+    wide.write_bytes('{"question": "What was the flag?"}\n'.encode("utf-16"))
+    assert main(["compact", transcript, "--probes", str(wide)]) == 0
+    assert "probe 'What was the flag?'" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("options, named", [
+    (["--context-tokens", "0"], "Invalid value for '--context-tokens': 0 is not in the range x>=1"),
+    (["--context-tokens", "-5"], "Invalid value for '--context-tokens'"),
+    (["--reserve-output", "-1"], "Invalid value for '--reserve-output'"),
+    (["--context-tokens", "300"], "--context-tokens 300 is too small for --reserve-output 512: context window 300"),
+])
+def test_a_window_option_out_of_range_is_named(capsys, options, named):
+    """These said 'context window must be positive, got 0' or 'reserved tokens cannot be negative', naming no option."""
+    assert main(["compact", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl"), *options]) == 2
+    assert named in capsys.readouterr().err

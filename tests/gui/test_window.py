@@ -188,7 +188,11 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
     dialog.base_url.setText("localhost:11434")
     dialog.kind.setCurrentText("openai")
     assert not ok.isEnabled()
-    assert dialog.provider_fields.error_labels["base_url"].text() == "must start with http:// or https://, not 'localhost:11434'"
+    assert dialog.provider_fields.error_labels["base_url"].text() == (
+        "must start with http:// or https://, as in http://localhost:11434/v1, not 'localhost:11434'")
+    dialog.base_url.setText("http://")  # passed, then 'cannot connect to http://: Request URL is missing …'
+    assert not ok.isEnabled()
+    assert dialog.provider_fields.error_labels["base_url"].text().startswith("names no server after http://")
     dialog.base_url.setText("http://localhost:11434/v1")
     dialog.kind.setCurrentText("local")  # a server's address for the local model: said under the form
     assert not ok.isEnabled() and "the local model has no base URL" in dialog.provider_error.text()

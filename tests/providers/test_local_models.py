@@ -69,8 +69,8 @@ def test_the_window_and_template_come_from_the_gguf_metadata():
 
 
 @pytest.mark.parametrize("content, reason", [
-    (b"not a model at all" * 10, "does not start with 'GGUF'"),
-    (b"GGUF\x03\x00\x00\x00", "cut short"),
+    (b"not a model at all" * 10, "does not start with 'GGUF'\\); choose a .gguf model file"),
+    (b"GGUF\x03\x00\x00\x00", "cut short: its GGUF header ends early .* download or copy it again"),
     (b"", "does not start with 'GGUF'"),
 ])
 def test_a_file_that_is_not_a_gguf_is_refused_naming_it(tmp_path, content, reason):
@@ -81,6 +81,22 @@ def test_a_file_that_is_not_a_gguf_is_refused_naming_it(tmp_path, content, reaso
     assert str(junk) in str(refused.value)
     with pytest.raises(ProviderUnavailable, match="x.gguf"):
         make_provider("local", model_path=str(junk)).load()
+
+
+def test_a_gguf_cut_short_in_its_weights_is_refused_saying_to_fetch_it_again(tmp_path):
+    """A download stopped past the header passed the header's check, then failed as 'cannot load the vocabulary of
+    the model file …: llama.cpp refused it', which said neither why nor what to do."""
+    whole = find_model_path().read_bytes()
+    for kept in (2_000_000, len(whole) - 1):  # past the header, into the weights; one byte short
+        cut = tmp_path / "cut.gguf"
+        cut.write_bytes(whole[:kept])
+        told = (rf"{cut} is cut short: it has {kept:,} bytes of the {len(whole):,} its weights take \(an unfinished "
+                r"download or copy\); download or copy it again")
+        with pytest.raises(NotAModel, match=told):
+            read_info(cut)
+        with pytest.raises(ProviderUnavailable, match=told):
+            make_provider("local", model_path=str(cut)).load()
+    assert read_info(find_model_path()).name  # the whole file is not taken for cut short
 
 
 @pytest.mark.model

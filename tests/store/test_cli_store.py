@@ -120,9 +120,13 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
         code, _, err = run(capsys, "search", "x", "--limit", limit)
         assert code == 2 and f"Invalid value for '--limit': {limit} is not in the range 1<=x<=10000" in err
     # --max-tokens 0 or -3 gave replies of any length (and a chat stored with a negative reserve was refused with a
-    # pydantic dump); --context-tokens 0 was taken as unset, 50 refused with a pydantic dump.
-    for option, value, allowed in (("--max-tokens", "0", "x>=1"), ("--max-tokens", "-3", "x>=1"),
-                                   ("--context-tokens", "0", "x>=256"), ("--context-tokens", "50", "x>=256"),
+    # pydantic dump); --context-tokens 0 was taken as unset, 50 refused with a pydantic dump, as were values past
+    # the chat settings' ranges.
+    replies, windows = "1<=x<=1000000", "256<=x<=10000000"
+    for option, value, allowed in (("--max-tokens", "0", replies), ("--max-tokens", "-3", replies),
+                                   ("--max-tokens", "1000001", replies),
+                                   ("--context-tokens", "0", windows), ("--context-tokens", "50", windows),
+                                   ("--context-tokens", "99999999999999999999999", windows),
                                    ("--temperature", "-1.0", "0<=x<=2"), ("--temperature", "99.0", "0<=x<=2")):
         code, _, err = run(capsys, "chat", option, value, "hi")
         assert code == 2 and f"Invalid value for '{option}': {value} is not in the range {allowed}" in err, err

@@ -158,3 +158,18 @@ def test_execute_bash_runs_in_the_workspace_without_precis_api_keys(folder, monk
     assert "sk-precis" not in outcome.output and "sk-ant" not in outcome.output
     stopped = run(box, "execute_bash", command="echo started; sleep 30", timeout=1)
     assert stopped.cut and "timed out after 1 s" in stopped.output
+
+
+def test_a_workspace_that_is_missing_or_a_file_is_refused_saying_which(tmp_path, capsys):
+    """A folder that does not exist was 'not a folder', as if something else were there."""
+    from precis.core.cli.main import main
+
+    missing, afile = tmp_path / "gone", tmp_path / "notes.txt"
+    afile.write_text("notes")
+    for path, why in ((missing, "there is no such folder"), (afile, "a file, not a folder")):
+        with pytest.raises(ValueError, match=f"workspace folder {path}: {why}"):
+            Workspace(path)
+    # The server is never reached: the workspace is refused first.
+    assert main(["chat", "--data-dir", str(tmp_path / "data"), "--provider", "openai", "--base-url",
+                 "http://127.0.0.1:9/v1", "--model", "m", "--workspace", str(missing), "hi"]) == 2
+    assert f"precis chat: workspace folder {missing}: there is no such folder" in capsys.readouterr().err
