@@ -17,6 +17,8 @@ HINTS = (
     ("/run CMD", "runs a shell command (only when you send it) and adds its output and exit code"),
     ("/grep PATTERN [PATH]", "adds a search result"),
     ("Attach… or drop files on the message box", "adds files as read_file tool output"),
+    ("Settings → This chat → Workspace folder, or Settings → Tools", "lets the model read files, run commands "
+     "(asking you first) and call MCP servers; /use TOOL MESSAGE makes it call one"),
     ("Import… (Ctrl+I)", "opens a transcript: interchange JSONL, OpenAI chat JSON or a Claude Code session"),
     ("/summarize, /undo-summary, /context, /history, /pin", "act on the context; type / alone for the list"),
 )
