@@ -210,12 +210,13 @@ class ChatSession:
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
-        know, e.g. `precis chat --chat` in a terminal) or the store refused this engine's last summary or undo,
-        else None."""
+        know, e.g. `precis chat --chat` in a terminal), changed its last message (a reply it was writing, finished
+        since) or the store refused this engine's last summary or undo, else None."""
         engine = self.engine
         if engine is None:
             return None
-        ours = (len(engine.messages), engine.messages[-1].id if engine.messages else None, len(engine.records),
+        last = engine.messages[-1] if engine.messages else None
+        ours = (len(engine.messages), last.id if last else None, last.sha256() if last else None, len(engine.records),
                 len(engine.chain()))
         if self._not_saved is None and self.store.chat_fingerprint(self.chat_id) == ours:
             return None
@@ -389,7 +390,8 @@ class ChatSession:
             on_text(piece)
             if time.monotonic() - saved_at > SAVE_EVERY_S:
                 saved_at = time.monotonic()
-                self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)))
+                self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)),
+                                          streaming=True)
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
                             temperature=self.temperature, on_progress=on_progress, tools=self.tools,

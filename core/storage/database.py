@@ -85,7 +85,7 @@ class ChangeWatch:
 
     Cheap enough to ask on a timer: `PRAGMA data_version` on a connection of its own changes only when another
     connection commits, and only then is the small chat table read (count, newest update, deletions). Writes that
-    leave the chat rows alone (a reply's text saved as it streams) do not count as a change.
+    leave the chat rows alone (a reply's text saved as it streams, until its last save) do not count as a change.
     """
 
     def __init__(self, path: Path, read_only: bool):

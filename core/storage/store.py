@@ -140,11 +140,13 @@ class Store(MessageTable, SummaryTable, VersionTable):
             log.warning("could not look for changes to %s: %s", self.path, exc)
             return False
 
-    def chat_fingerprint(self, chat_id: str) -> tuple[int, str | None, int, int]:
-        """(messages, id of the newest, summary records, active ones) of a stored chat: compared with an open chat's
-        engine, it tells whether another process added to the chat. One small query."""
+    def chat_fingerprint(self, chat_id: str) -> tuple[int, str | None, str | None, int, int]:
+        """(messages, id and sha256 of the newest, summary records, active ones) of a stored chat: compared with an
+        open chat's engine, it tells whether another process added to the chat or finished its last reply. One small
+        query."""
         sql = """SELECT (SELECT count(*) FROM message WHERE chat_id = ?1),
                         (SELECT id FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
+                        (SELECT sha256 FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1 AND status = 'active')"""
         with self._read() as session:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 from precis.core.model.messages import Message
 
+from tests.fakes import ScriptedProvider
+from tests.providers.scripted_server import FINISH, Step, delta
 from tests.timing import WAIT_MS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +88,53 @@ def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_wind
     assert "another Precis" in window.composer.hint.text()
     assert [r.id for r in store.load_records(chat_id)] == theirs
     assert [r.id for r in window.chat.session.engine.chain()] == theirs  # the next prompt holds it once
+
+
+def held_stream(first: str, rest: str, release: threading.Event) -> Step:
+    """The scripted server's reply: its first piece, then the rest once `release` is set (a reply still being written
+    while the test looks)."""
+    def step(handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.wfile.write(f"{delta(first)}\n\n".encode())
+        handler.wfile.flush()
+        release.wait(WAIT_MS / 1000)
+        handler.wfile.write(f"{delta(rest)}\n\n{FINISH}\n\n".encode())
+    return step
+
+
+@pytest.mark.slow
+def test_a_reply_the_command_line_finishes_in_the_open_chat_is_shown_whole(qtbot, make_window, store, isolated_home,
+                                                                           server):
+    """`precis chat --chat ID MSG` on the open chat: the window picks up its question and the reply it starts, and
+    then the reply as it ended. It showed the reply empty for good (its last save left the chat's row alone), and
+    the window's next prompt lacked it."""
+    chat_id = store.import_chat("shared", [Message(role="user", content="first question"),
+                                           Message(role="assistant", content="first answer")])
+    window = make_window(ScriptedProvider())
+    release = threading.Event()
+    server.steps = [held_stream("the terminal's answer", ", written in two parts", release)]
+
+    terminal = subprocess.Popen(
+        [sys.executable, "-m", "precis.core.cli.main", "--data-dir", str(isolated_home), "chat", "--provider", "openai",
+         "--base-url", server.base_url, "--model", "m", "--context-tokens", "4096", "--chat", chat_id,
+         "a question from the terminal"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        qtbot.waitUntil(lambda: [m.content for m in window.chat.snapshot.messages][2:] == [
+            "a question from the terminal", ""], timeout=WAIT_MS)  # its reply, begun
+        release.set()
+        out, err = terminal.communicate(timeout=WAIT_MS / 1000)
+    finally:
+        release.set()
+        if terminal.poll() is None:
+            terminal.kill()
+    assert terminal.returncode == 0, err
+    assert out.strip() == "the terminal's answer, written in two parts"
+
+    qtbot.waitUntil(lambda: window.chat.snapshot.messages[-1].content == out.strip(), timeout=WAIT_MS)
+    assert not window.chat.snapshot.messages[-1].incomplete
+    assert window.chat.session.engine.messages[-1].content == out.strip()  # and the next prompt holds it
+    last_row = window.conversation.rows_model.rowCount() - 1
+    assert out.strip() in window.conversation.rows_model.index(last_row, 0).data()

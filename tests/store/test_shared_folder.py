@@ -90,7 +90,7 @@ def test_commands_run_while_another_process_holds_the_store(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(tmp_path):
+def test_the_store_sees_chats_another_process_imported_and_a_reply_ended_but_not_its_streaming(tmp_path):
     data = tmp_path / "data"
     with open_store(data) as store:
         chat_id = store.import_chat("open in the window", [Message(role="user", content="hello")])
@@ -104,8 +104,11 @@ def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(
         reply = Message(role="assistant", content="")
         store.add_message(chat_id, reply)
         assert store.chats_changed() is True
-        store.update_message(chat_id, reply.with_changes(content="streamed text"))
+        store.update_message(chat_id, reply.with_changes(content="streamed text"), streaming=True)
         assert store.chats_changed() is False
+        # Its last save is a change: a window showing the chat reads the reply as it ended.
+        store.update_message(chat_id, reply.with_changes(content="streamed text, ended"))
+        assert store.chats_changed() is True
         store.rename_chat(chat_id, "renamed")
         assert store.chats_changed() is True
 
