@@ -8,8 +8,8 @@ import threading
 
 import pytest
 from precis.core.model.messages import Message
-from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.model.titles import NEW_CHAT_TITLE, title_from
+from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
 from tests.gui.held_replies import HeldReplies

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 from precis.core.model.messages import Message
+from precis.core.model.titles import title_from
 from precis.core.providers.base import ProviderUnavailable
 from precis.core.storage.importers import import_file
 from precis.core.storage.store import open_store
 from precis.gui.markdown import markdown_document, summary_markdown
-from precis.core.model.titles import title_from
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocumentFragment
 from PySide6.QtWidgets import QDialogButtonBox
