@@ -15,7 +15,6 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
 from ..core.model.titles import NEW_CHAT_TITLE, title_from
-from ..core.settings import ChatSettings
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
 from .composer import Composer
@@ -147,20 +146,17 @@ class ChatSwitcher(QObject):
         self.chat.open(chat_id)
         self.update_title()
         if left_empty is not None:  # "New chat" clicked and left as it was: not kept, nothing in it is lost
-            self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_chat(left_empty),
-                                        lambda _none: self.refresh_chats())
+            self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_untouched_chat(left_empty),
+                                        lambda _removed: self.refresh_chats())
 
     def _untouched_open_chat(self) -> str | None:
-        """The open chat's id if it was made with New chat and nothing was done in it: no message, no draft, its
-        title and settings as made."""
+        """The open chat's id if this window's New chat made it and nothing shows in it; the store removes it only
+        if nobody did anything in it (delete_untouched_chat). An empty chat another Precis made (a terminal chat
+        before its first line) is never this window's to remove."""
         session = self.chat.session
         if session is None or self.conversation.rows_model.rowCount() or self.composer.text().strip():
             return None
-        info = next((c for c in self.chat_list.chats if c.id == session.chat_id), None)
-        if info is None:  # not listed yet (left at once): the one New chat just made, as made
-            return session.chat_id if session.chat_id == self.made_by_new_chat else None
-        untouched = info.message_count == 0 and info.title == NEW_CHAT_TITLE and info.settings == ChatSettings()
-        return info.id if untouched else None
+        return session.chat_id if session.chat_id == self.made_by_new_chat else None
 
     def close_chat(self) -> None:
         if self.chat.session is None:

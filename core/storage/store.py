@@ -222,6 +222,20 @@ class Store(MessageTable, SummaryTable, VersionTable):
             row.deleted_at = time.time()
             session.add(row)
 
+    def delete_untouched_chat(self, chat_id: str) -> bool:
+        """Hide a chat still as create_chat made it (no message, no draft, its title and settings as made): one the
+        user made and left. Checked in the write itself, so a chat another Precis began to use meanwhile (a terminal
+        chat, `precis chat --chat`) stays. Whether it was hidden."""
+        with self._write("remove the empty chat") as session:
+            row = self._chat_row(session, chat_id)
+            messages = session.exec(select(func.count()).where(MessageRow.chat_id == chat_id)).one()
+            untouched = (not messages and not row.draft.strip() and row.title == NEW_CHAT_TITLE
+                         and ChatSettings.model_validate_json(row.settings) == ChatSettings())
+            if untouched:
+                row.deleted_at = time.time()
+                session.add(row)
+            return untouched
+
     def restore_chat(self, chat_id: str) -> None:
         with self._write("restore the chat") as session:
             row = self._chat_row(session, chat_id, deleted_ok=True)

@@ -12,7 +12,8 @@ import pytest
 from precis.core.model.messages import Message
 
 from tests.fakes import ScriptedProvider
-from tests.providers.scripted_server import FINISH, Step, delta
+from tests.gui.test_window import idle
+from tests.providers.scripted_server import FINISH, Step, delta, reply, stream
 from tests.timing import WAIT_MS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ def test_a_summary_the_command_line_made_meanwhile_is_not_made_twice_by_the_wind
     and the window shows the chat as stored: one summary, not two of the same messages."""
     from precis.core.settings import SUMMARIZATION_KEY
 
-    from tests.gui.test_window import dialogue, idle, open_imported_chat
+    from tests.gui.test_window import dialogue, open_imported_chat
 
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
     window = make_window()
@@ -138,3 +139,32 @@ def test_a_reply_the_command_line_finishes_in_the_open_chat_is_shown_whole(qtbot
     assert window.chat.session.engine.messages[-1].content == out.strip()  # and the next prompt holds it
     last_row = window.conversation.rows_model.rowCount() - 1
     assert out.strip() in window.conversation.rows_model.index(last_row, 0).data()
+
+
+@pytest.mark.slow
+def test_new_chat_in_the_window_leaves_a_terminal_chat_that_is_still_empty_alone(qtbot, make_window, store,
+                                                                                 isolated_home, server):
+    """A terminal chat makes its chat before its first line. The window, with no chat of its own, opened it; New
+    chat then removed it as an empty chat left behind, and the terminal's first line failed ('no chat with id')."""
+    window = make_window(ScriptedProvider())
+    # Its settings as made (no --context-tokens): the server's /models gives the window.
+    server.steps = [reply(200, '{"data": [{"id": "m"}]}'), stream([delta("an answer in the terminal"), FINISH])]
+    terminal = subprocess.Popen(
+        [sys.executable, "-m", "precis.core.cli.main", "--data-dir", str(isolated_home), "chat", "--provider", "openai",
+         "--base-url", server.base_url, "--model", "m"],
+        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        qtbot.waitUntil(lambda: window.chat.session is not None and window.chat.snapshot is not None, timeout=WAIT_MS)
+        theirs = window.chat.session.chat_id
+        window.new_chat()
+        qtbot.waitUntil(lambda: not window.chat.is_open(theirs) and idle(window), timeout=WAIT_MS)
+        out, err = terminal.communicate("a question typed in the terminal\n/quit\n", timeout=WAIT_MS / 1000)
+    finally:
+        if terminal.poll() is None:
+            terminal.kill()
+    assert terminal.returncode == 0, err
+    assert "an answer in the terminal" in out
+    assert [m.content for m in store.load_messages(theirs)] == ["a question typed in the terminal",
+                                                                "an answer in the terminal"]
+    qtbot.waitUntil(lambda: theirs in [c.id for c in window.chat_list.chats], timeout=WAIT_MS)
+    assert store.get_chat(theirs).title == "a question typed in the terminal"
