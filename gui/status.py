@@ -43,7 +43,10 @@ class StatusLine:
         # Which model answers and whether it can (loading, ready, the reason it cannot), and how tokens are counted.
         self.model = QLabel()
         self.counting = QLabel()
-        for widget in (self.undo, self.progress, self.counting, self.model):
+        self.read_only = QLabel("read-only folder")  # shown while the store cannot be written (show_read_only)
+        self.read_only.setObjectName("error")
+        self.read_only.hide()
+        for widget in (self.undo, self.progress, self.read_only, self.counting, self.model):
             bar.addPermanentWidget(widget)
         self._work_text = ""
         self._undo_text = ""  # what the Undo offer undoes, said beside its button
@@ -91,6 +94,14 @@ class StatusLine:
         self.withdraw_undo()
         if action is not None:
             action()
+
+    def show_read_only(self, path: str) -> None:
+        """Say, for as long as the window is open, that nothing can be saved: every send, summary or rename would
+        fail, each telling why only after the fact."""
+        self.read_only.setToolTip(f"{path} cannot be written (a read-only folder or file): chats can be read, searched "
+                                  "and exported, but messages, summaries, drafts and settings are not saved. Make it "
+                                  "writable and start Precis again to change them.")
+        self.read_only.show()
 
     def show_model(self, name: str, model: str, state: str, reason: str = "") -> None:
         self.model.setText(f"{name} · {model} · {state}")
