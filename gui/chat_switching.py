@@ -44,6 +44,7 @@ class ChatSwitcher(QObject):
         self.creation: Job | None = None  # the store call creating a chat, until it answers (see new_chat)
         self.waiting_for_creation: list[Callable[[str], Any]] = []
         self.made_by_new_chat: str | None = None  # the chat New chat made last, known before the list shows it
+        self.deleted_elsewhere: str | None = None  # the open chat, deleted by another Precis (told once)
 
     @property
     def creating(self) -> bool:
@@ -74,6 +75,19 @@ class ChatSwitcher(QObject):
         self.update_title()
         if self.chat.session is None and chats:
             self.open_chat(chats[0].id)
+        elif current is not None and current not in {chat.id for chat in chats}:
+            self._tell_deleted_elsewhere(current)
+        else:
+            self.deleted_elsewhere = None
+
+    def _tell_deleted_elsewhere(self, chat_id: str) -> None:
+        """The open chat is gone from the list: another Precis window deleted it (this one closes a chat before
+        deleting it). It stays open, with what is typed in it, and restoring it is offered until another opens."""
+        if self.deleted_elsewhere == chat_id:  # told already
+            return
+        self.deleted_elsewhere = chat_id
+        self.status.offer_undo("This chat was deleted in another Precis window: restore it to write in it.",
+                               "Restore chat", lambda: self.restore_chat(chat_id), lasting=True)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE, then: Callable[[str], Any] | None = None) -> Job:
         """Create a chat and open it; `then(chat_id)` once it is open. While one is being created, a second request

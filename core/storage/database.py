@@ -185,6 +185,8 @@ class StoreBase:
 
     def _chat_row(self, session: Session, chat_id: str, *, deleted_ok: bool = False) -> ChatRow:
         row = session.get(ChatRow, chat_id)
-        if row is None or (row.deleted_at is not None and not deleted_ok):
+        if row is None:
             raise ChatNotFound(f"no chat with id {chat_id}")
+        if row.deleted_at is not None and not deleted_ok:  # by the window, or another one on this folder
+            raise ChatNotFound(f"the chat {row.title!r} ({chat_id}) was deleted")
         return row

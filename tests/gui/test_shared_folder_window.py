@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from precis.core.model.messages import Message
+from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
 from tests.gui.test_window import idle
@@ -168,3 +169,48 @@ def test_new_chat_in_the_window_leaves_a_terminal_chat_that_is_still_empty_alone
                                                                 "an answer in the terminal"]
     qtbot.waitUntil(lambda: theirs in [c.id for c in window.chat_list.chats], timeout=WAIT_MS)
     assert store.get_chat(theirs).title == "a question typed in the terminal"
+
+
+def test_the_open_chat_deleted_in_another_window_is_said_so_and_can_be_restored(qtbot, make_window, store,
+                                                                                isolated_home):
+    """Two windows on one data folder, each with its own store (as two processes have). The window whose open chat
+    the other deleted kept showing it, titled "Precis", said nothing, and a message sent in it failed with 'no chat
+    with id …'."""
+    from precis.core.storage.store import open_store
+
+    from tests.gui.test_chat_store_writes import listed
+
+    shared = store.import_chat("Trip to Lisbon", [Message(role="user", content="Which hotel did we book?")])
+    store.import_chat("Garden", [Message(role="user", content="Tomatoes in shade?")])
+    other_store = open_store(isolated_home)
+    try:
+        deleting = make_window(ScriptedProvider())
+        deleting.open_chat(shared)
+        other = make_window(ScriptedProvider(), on_store=other_store)
+        other.open_chat(shared)
+        qtbot.waitUntil(lambda: idle(deleting) and idle(other) and deleting.chat.is_open(shared)
+                        and other.chat.is_open(shared), timeout=WAIT_MS)
+        qtbot.keyClicks(other.composer.edit, "And the museum tickets?")
+
+        deleting.switcher.delete_chat(shared)
+        qtbot.waitUntil(lambda: other.status.undo.isVisible() and shared not in listed(other), timeout=WAIT_MS)
+        assert other.statusBar().currentMessage().startswith("This chat was deleted in another Precis window")
+        assert other.status.undo.text() == "Restore chat"
+        assert other.chat.is_open(shared) and other.composer.text() == "And the museum tickets?"
+        other.grab().save("/tmp/together-shots/deleted_in_another_window.png")
+
+        qtbot.keyClick(other.composer.edit, Qt.Key.Key_Return)
+        qtbot.waitUntil(lambda: idle(other) and other.composer.hint.text().startswith("Not sent"), timeout=WAIT_MS)
+        hint = other.composer.hint.text()
+        assert hint.startswith("Not sent: the chat 'Trip to Lisbon' (") and hint.endswith(
+            ") was deleted; your text is back in the box.")
+        assert other.composer.text() == "And the museum tickets?"
+
+        other.status.undo.click()
+        qtbot.waitUntil(lambda: shared in listed(other) and shared in listed(deleting), timeout=WAIT_MS)
+        assert [m.content for m in store.load_messages(shared)] == ["Which hotel did we book?"]
+    finally:
+        if "other" in locals():  # its store closes here, after its window: make_window's closes after the test
+            other.close()
+            other.chat.finish_background_work()
+        other_store.close()
