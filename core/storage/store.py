@@ -237,9 +237,11 @@ class Store(MessageTable, SummaryTable, VersionTable):
             return untouched
 
     def restore_chat(self, chat_id: str) -> None:
+        """Bring back a deleted chat, as updated now: at the top of the list, and a change chats_changed sees even
+        when it follows the deletion before the watcher looked (the chat rows would read as they did before both)."""
         with self._write("restore the chat") as session:
             row = self._chat_row(session, chat_id, deleted_ok=True)
-            row.deleted_at = None
+            row.deleted_at, row.updated_at = None, time.time()
             session.add(row)
 
     def purge_deleted(self, older_than: float = 0.0) -> int:

@@ -113,6 +113,21 @@ def test_the_store_sees_chats_another_process_imported_and_a_reply_ended_but_not
         assert store.chats_changed() is True
 
 
+def test_a_chat_deleted_and_restored_between_two_looks_is_still_a_change(tmp_path):
+    """A window deleted a chat (and listed the chats without it) and another restored it before the first window's
+    watch looked again: the chat rows read as before both, so the watch saw no change and the window never listed the
+    restored chat again."""
+    data = tmp_path / "data"
+    with open_store(data) as watching, open_store(data) as other:
+        chat_id = watching.import_chat("Trip to Lisbon", [Message(role="user", content="Which hotel?")])
+        watching.import_chat("Garden", [])
+        watching.chats_changed()
+        watching.delete_chat(chat_id)
+        other.restore_chat(chat_id)
+        assert watching.chats_changed() is True
+        assert [c.title for c in watching.list_chats()][0] == "Trip to Lisbon"  # restored: updated now
+
+
 def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
     data = tmp_path / "data"
     open_store(data).close()
