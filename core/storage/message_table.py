@@ -155,13 +155,13 @@ class MessageTable(StoreBase):
         While a reply streams, save it with incomplete=True and clear the mark with the last save, so a crash
         leaves what was received, marked as cut off. Every save but those `streaming` (a reply still being written)
         marks the chat updated: another Precis watching the chat (Store.chats_changed) then reads the reply as it
-        ended, not as it was when it began.
+        ended, not as it was when it began. A streaming save does not wait for another writer: StoreLocked at once.
         """
         values = message_values(chat_id, message)
         for key in ("id", "chat_id", "created_at"):
             del values[key]
         values["token_count"] = None
-        with self._write("save the message") as session:
+        with self._write("save the message", wait=not streaming) as session:
             # The values at execution, not in the statement: SQLAlchemy's statement cache would keep the first text
             # saved this way (a whole pasted log) for as long as the store is open.
             result = session.connection().execute(
