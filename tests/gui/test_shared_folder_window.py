@@ -214,3 +214,36 @@ def test_the_open_chat_deleted_in_another_window_is_said_so_and_can_be_restored(
             other.close()
             other.chat.finish_background_work()
         other_store.close()
+
+
+@pytest.mark.slow
+def test_the_window_and_the_command_line_writing_one_chat_at_once_lose_and_repeat_nothing(qtbot, make_window, store,
+                                                                                          isolated_home, server):
+    """The window's reply is still being written when `precis chat --chat ID MSG` adds a turn to the same chat: each
+    message is stored once, in the order saved, and the window ends up showing (and sending next) all of them."""
+    from tests.gui.held_replies import HeldReplies
+
+    chat_id = store.import_chat("shared", [Message(role="user", content="first question"),
+                                           Message(role="assistant", content="first answer")])
+    held = HeldReplies(ScriptedProvider(replies=["the window's answer"]))
+    window = make_window(held)
+    window.sending.submit("a question from the window")
+    qtbot.waitUntil(lambda: window.chat.reply_job is not None and len(store.load_messages(chat_id)) == 4,
+                    timeout=WAIT_MS)  # its reply begun, and held
+
+    server.steps = [stream([delta("the terminal's answer"), FINISH])]
+    terminal = subprocess.Popen(
+        [sys.executable, "-m", "precis.core.cli.main", "--data-dir", str(isolated_home), "chat", "--provider", "openai",
+         "--base-url", server.base_url, "--model", "m", "--context-tokens", "4096", "--chat", chat_id,
+         "a question from the terminal"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    qtbot.waitUntil(lambda: terminal.poll() is not None, timeout=WAIT_MS)
+    assert terminal.returncode == 0, terminal.stderr.read()
+    held.release.set()
+
+    stored = ["first question", "first answer", "a question from the window", "the window's answer",
+              "a question from the terminal", "the terminal's answer"]
+    qtbot.waitUntil(lambda: idle(window) and [m.content for m in window.chat.snapshot.messages] == stored,
+                    timeout=WAIT_MS)
+    assert [(m.content, m.incomplete) for m in store.load_messages(chat_id)] == [(text, False) for text in stored]
+    assert [m.content for m in window.chat.session.engine.messages] == stored
+    assert window.conversation.rows_model.rowCount() == len(stored)
