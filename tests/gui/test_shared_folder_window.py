@@ -247,3 +247,36 @@ def test_the_window_and_the_command_line_writing_one_chat_at_once_lose_and_repea
     assert [(m.content, m.incomplete) for m in store.load_messages(chat_id)] == [(text, False) for text in stored]
     assert [m.content for m in window.chat.session.engine.messages] == stored
     assert window.conversation.rows_model.rowCount() == len(stored)
+
+
+@pytest.mark.slow
+def test_a_summary_made_and_undone_by_the_command_line_shows_in_the_open_window_and_keeps_the_draft(
+        qtbot, make_window, store, isolated_home):
+    """`precis summarize CHAT`, then `precis undo-summary CHAT`, on the chat open in the window: the conversation and
+    the inspector follow each without a restart, and what the user is typing stays."""
+    from precis.core.settings import SUMMARIZATION_KEY
+
+    from tests.gui.test_window import dialogue, open_imported_chat
+
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    window = make_window()
+    chat_id = open_imported_chat(qtbot, window, store, dialogue(30, "We compared the kickboxing gyms, point"))
+    qtbot.keyClicks(window.composer.edit, "Which gym had the longest hours?")
+    rows = window.conversation.rows_model.rowCount()
+
+    summarized = run_in_another_process("-m", "precis.core.cli.main", "--data-dir", str(isolated_home),
+                                        "summarize", chat_id)
+    assert summarized.returncode == 0, summarized.stderr
+    qtbot.waitUntil(lambda: window.inspector.chain_section.header.text() == "Summary chain · 1 summary", timeout=WAIT_MS)
+    assert window.conversation.rows_model.rowCount() < rows  # the summarized messages folded into its row
+    assert [r.id for r in window.chat.session.engine.chain()] == [r.id for r in store.load_records(chat_id)]
+    assert window.composer.text() == "Which gym had the longest hours?"
+    window.grab().save("/tmp/together-shots/summarized_by_the_command_line.png")
+
+    undone = run_in_another_process("-m", "precis.core.cli.main", "--data-dir", str(isolated_home),
+                                    "undo-summary", chat_id)
+    assert undone.returncode == 0, undone.stderr
+    qtbot.waitUntil(lambda: window.inspector.chain_section.header.text() == "Summary chain · none yet", timeout=WAIT_MS)
+    assert window.conversation.rows_model.rowCount() == rows and window.chat.session.engine.chain() == []
+    assert window.composer.text() == "Which gym had the longest hours?"
+    assert store.get_draft(chat_id) == "Which gym had the longest hours?"
