@@ -15,7 +15,6 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
 from ..core.model.titles import NEW_CHAT_TITLE, title_from
-from ..core.settings import ChatSettings
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
 from .composer import Composer
@@ -45,6 +44,7 @@ class ChatSwitcher(QObject):
         self.creation: Job | None = None  # the store call creating a chat, until it answers (see new_chat)
         self.waiting_for_creation: list[Callable[[str], Any]] = []
         self.made_by_new_chat: str | None = None  # the chat New chat made last, known before the list shows it
+        self.deleted_elsewhere: str | None = None  # the open chat, deleted by another Precis (told once)
 
     @property
     def creating(self) -> bool:
@@ -75,6 +75,19 @@ class ChatSwitcher(QObject):
         self.update_title()
         if self.chat.session is None and chats:
             self.open_chat(chats[0].id)
+        elif current is not None and current not in {chat.id for chat in chats}:
+            self._tell_deleted_elsewhere(current)
+        else:
+            self.deleted_elsewhere = None
+
+    def _tell_deleted_elsewhere(self, chat_id: str) -> None:
+        """The open chat is gone from the list: another Precis window deleted it (this one closes a chat before
+        deleting it). It stays open, with what is typed in it, and restoring it is offered until another opens."""
+        if self.deleted_elsewhere == chat_id:  # told already
+            return
+        self.deleted_elsewhere = chat_id
+        self.status.offer_undo("This chat was deleted in another Precis window: restore it to write in it.",
+                               "Restore chat", lambda: self.restore_chat(chat_id), lasting=True)
 
     def new_chat(self, title: str = NEW_CHAT_TITLE, then: Callable[[str], Any] | None = None) -> Job:
         """Create a chat and open it; `then(chat_id)` once it is open. While one is being created, a second request
@@ -147,20 +160,17 @@ class ChatSwitcher(QObject):
         self.chat.open(chat_id)
         self.update_title()
         if left_empty is not None:  # "New chat" clicked and left as it was: not kept, nothing in it is lost
-            self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_chat(left_empty),
-                                        lambda _none: self.refresh_chats())
+            self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_untouched_chat(left_empty),
+                                        lambda _removed: self.refresh_chats())
 
     def _untouched_open_chat(self) -> str | None:
-        """The open chat's id if it was made with New chat and nothing was done in it: no message, no draft, its
-        title and settings as made."""
+        """The open chat's id if this window's New chat made it and nothing shows in it; the store removes it only
+        if nobody did anything in it (delete_untouched_chat). An empty chat another Precis made (a terminal chat
+        before its first line) is never this window's to remove."""
         session = self.chat.session
         if session is None or self.conversation.rows_model.rowCount() or self.composer.text().strip():
             return None
-        info = next((c for c in self.chat_list.chats if c.id == session.chat_id), None)
-        if info is None:  # not listed yet (left at once): the one New chat just made, as made
-            return session.chat_id if session.chat_id == self.made_by_new_chat else None
-        untouched = info.message_count == 0 and info.title == NEW_CHAT_TITLE and info.settings == ChatSettings()
-        return info.id if untouched else None
+        return session.chat_id if session.chat_id == self.made_by_new_chat else None
 
     def close_chat(self) -> None:
         if self.chat.session is None:

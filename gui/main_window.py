@@ -120,6 +120,8 @@ class MainWindow(QMainWindow):
         self.splitter.setSizes([190, 800, 410])
         self.setCentralWidget(self.splitter)
         self.status = StatusLine(self.statusBar())
+        if store.read_only:
+            self.status.show_read_only(str(store.path))
         restore_size(self, store)
         remember_folds(self.inspector, store, self.chat.store_calls.set_setting)
 

@@ -122,7 +122,7 @@ class Sender(QObject):
             self.switcher.refresh_chats()  # the chat list counts the message while the reply is written
             self.start_reply(force=force)
 
-        self.chat.save_message(message, saved, lambda _error: self.restore_unsent(message))
+        self.chat.save_message(message, saved, lambda error: self.restore_unsent(message, error))
 
     def resend(self, edited: Message, text: str) -> None:
         """The edited message says `text` from now on and is answered again."""
@@ -135,8 +135,7 @@ class Sender(QObject):
             self.start_reply(edited=True)
 
         def not_saved(error: BaseException) -> None:
-            self.restore_unsent(edited.with_changes(content=text), keep_row=True)
-            self.composer.set_hint(f"Not sent: {failure_text(error)}; your text is back in the box.", error=True)
+            self.restore_unsent(edited.with_changes(content=text), error, keep_row=True)
 
         number = model.row_of(edited.id)
         if number is not None:  # what followed it goes with the earlier version
@@ -211,8 +210,9 @@ class Sender(QObject):
         the one sent from now on."""
         self.chat.show_version(message_id, position, lambda snap: self.show_from(message_id, snap))
 
-    def restore_unsent(self, message: Message, keep_row: bool = False) -> None:
-        """A failed send keeps the typed text (an edited message's row shows it as stored again)."""
+    def restore_unsent(self, message: Message, error: BaseException, keep_row: bool = False) -> None:
+        """A failed send keeps the typed text (an edited message's row shows it as stored again) and says why (a
+        read-only data folder, another program keeping it busy)."""
         number = self.conversation.rows_model.row_of(message.id)
         if keep_row and self.chat.snapshot is not None:
             self.chat.rebuild(self.chat.snapshot)
@@ -221,7 +221,8 @@ class Sender(QObject):
         if not self.composer.text().strip():
             self.composer.set_text(message.content)
             self.save_draft(message.content)
-        self.composer.set_hint("Not sent; your text is back in the box.", error=True)
+        self.composer.set_hint(f"Not sent: {failure_text(error).rstrip('.')}; your text is back in the box.",
+                               error=True)
 
     def start_reply(self, edited: bool = False, regenerate: Message | None = None,
                     going_on: Message | None = None, force: str | None = None) -> None:
@@ -333,8 +334,9 @@ class Sender(QObject):
         self.run_tool(f"Attaching {len(paths)} file(s)", read)
 
     def save_draft(self, text: str) -> None:
-        """Saved off the GUI thread (a write can wait for another writer); a failure is told, the text stays."""
-        if self.chat.session is not None:
+        """Saved off the GUI thread (a write can wait for another writer); a failure is told, the text stays. Not
+        tried in a read-only data folder (the status bar says it is one): it would fail at every pause in typing."""
+        if self.chat.session is not None and not self.chat.store.read_only:
             chat_id = self.chat.session.chat_id
             self.chat.store_calls.write("save the draft", lambda store: store.set_draft(chat_id, text),
                                         failed=lambda error: self.status.tell(f"Draft not saved: {failure_text(error)}",

@@ -39,11 +39,15 @@ class StatusLine:
         self._undo_timer.setInterval(UNDO_OFFER_MS)
         self._undo_timer.timeout.connect(self.undo.hide)
         self._undo_action: Callable[[], Any] | None = None
+        self._undo_lasting = False  # the offer stays until withdrawn (see offer_undo)
         self.undo.clicked.connect(self._run_undo)
         # Which model answers and whether it can (loading, ready, the reason it cannot), and how tokens are counted.
         self.model = QLabel()
         self.counting = QLabel()
-        for widget in (self.undo, self.progress, self.counting, self.model):
+        self.read_only = QLabel("read-only folder")  # shown while the store cannot be written (show_read_only)
+        self.read_only.setObjectName("error")
+        self.read_only.hide()
+        for widget in (self.undo, self.progress, self.read_only, self.counting, self.model):
             bar.addPermanentWidget(widget)
         self._work_text = ""
         self._undo_text = ""  # what the Undo offer undoes, said beside its button
@@ -61,7 +65,9 @@ class StatusLine:
         self.progress.hide()
         if self.bar.currentMessage() == self._work_text:
             self.bar.clearMessage()
-            if self._undo_action is not None and self._undo_timer.isActive():
+            if self._undo_action is not None and self._undo_lasting:
+                self.bar.showMessage(self._undo_text)
+            elif self._undo_action is not None and self._undo_timer.isActive():
                 self.bar.showMessage(self._undo_text, self._undo_timer.remainingTime())
         self._work_text = ""
 
@@ -71,18 +77,25 @@ class StatusLine:
     def failed(self, error: str) -> None:
         self.tell(brief(error), 15_000)
 
-    def offer_undo(self, text: str, label: str, action: Callable[[], Any]) -> None:
-        """Say what happened, with a button labelled with what it undoes (e.g. "Undo regenerate")."""
+    def offer_undo(self, text: str, label: str, action: Callable[[], Any], lasting: bool = False) -> None:
+        """Say what happened, with a button labelled with what it undoes (e.g. "Undo regenerate"), for
+        UNDO_OFFER_MS; `lasting`, until withdrawn (what it undoes did not happen here: the user may not have seen
+        it happen)."""
         self._undo_action = action
         self._undo_text = text
-        self.tell(text, UNDO_OFFER_MS)
+        self._undo_lasting = lasting
+        self.tell(text, 0 if lasting else UNDO_OFFER_MS)
         self.undo.setText(label)
         self.undo.show()
-        self._undo_timer.start()
+        if lasting:
+            self._undo_timer.stop()
+        else:
+            self._undo_timer.start()
 
     def withdraw_undo(self) -> None:
         """The offer no longer applies (another chat is open)."""
         self._undo_action = None
+        self._undo_lasting = False
         self._undo_timer.stop()
         self.undo.hide()
 
@@ -91,6 +104,14 @@ class StatusLine:
         self.withdraw_undo()
         if action is not None:
             action()
+
+    def show_read_only(self, path: str) -> None:
+        """Say, for as long as the window is open, that nothing can be saved: every send, summary or rename would
+        fail, each telling why only after the fact."""
+        self.read_only.setToolTip(f"{path} cannot be written (a read-only folder or file): chats can be read, searched "
+                                  "and exported, but messages, summaries, drafts and settings are not saved. Make it "
+                                  "writable and start Precis again to change them.")
+        self.read_only.show()
 
     def show_model(self, name: str, model: str, state: str, reason: str = "") -> None:
         self.model.setText(f"{name} · {model} · {state}")

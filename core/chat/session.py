@@ -36,7 +36,7 @@ from ..storage.chats import (
     save_token_counts,
     with_overrides,
 )
-from ..storage.store import Store, StoreError, Versions, attach_engine
+from ..storage.store import Store, StoreError, StoreLocked, Versions, attach_engine
 from .rows import build_rows, can_switch_version, row_index
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
@@ -210,12 +210,13 @@ class ChatSession:
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process added to it (messages or summaries this engine does not
-        know, e.g. `precis chat --chat` in a terminal) or the store refused this engine's last summary or undo,
-        else None."""
+        know, e.g. `precis chat --chat` in a terminal), changed its last message (a reply it was writing, finished
+        since) or the store refused this engine's last summary or undo, else None."""
         engine = self.engine
         if engine is None:
             return None
-        ours = (len(engine.messages), engine.messages[-1].id if engine.messages else None, len(engine.records),
+        last = engine.messages[-1] if engine.messages else None
+        ours = (len(engine.messages), last.id if last else None, last.sha256() if last else None, len(engine.records),
                 len(engine.chain()))
         if self._not_saved is None and self.store.chat_fingerprint(self.chat_id) == ours:
             return None
@@ -380,8 +381,9 @@ class ChatSession:
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
                 before: str = "", tool_choice: str = AUTO) -> StreamEnd:
-        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived; the tools
-        the session uses (use_tools) are offered to the model."""
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped
+        while another program is writing: waiting would hold up the stream; the next save or the last one keeps it);
+        the tools the session uses (use_tools) are offered to the model."""
         saved_at = time.monotonic()
 
         def arrived(piece: str) -> None:
@@ -389,7 +391,11 @@ class ChatSession:
             on_text(piece)
             if time.monotonic() - saved_at > SAVE_EVERY_S:
                 saved_at = time.monotonic()
-                self.store.update_message(self.chat_id, placeholder.with_changes(content=before + "".join(received)))
+                try:
+                    self.store.update_message(self.chat_id, placeholder.with_changes(
+                        content=before + "".join(received)), streaming=True)
+                except StoreLocked as exc:
+                    log.info("the reply so far was not saved this time: %s", exc)
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
                             temperature=self.temperature, on_progress=on_progress, tools=self.tools,

@@ -85,7 +85,7 @@ class ChangeWatch:
 
     Cheap enough to ask on a timer: `PRAGMA data_version` on a connection of its own changes only when another
     connection commits, and only then is the small chat table read (count, newest update, deletions). Writes that
-    leave the chat rows alone (a reply's text saved as it streams) do not count as a change.
+    leave the chat rows alone (a reply's text saved as it streams, until its last save) do not count as a change.
     """
 
     def __init__(self, path: Path, read_only: bool):
@@ -185,6 +185,8 @@ class StoreBase:
 
     def _chat_row(self, session: Session, chat_id: str, *, deleted_ok: bool = False) -> ChatRow:
         row = session.get(ChatRow, chat_id)
-        if row is None or (row.deleted_at is not None and not deleted_ok):
+        if row is None:
             raise ChatNotFound(f"no chat with id {chat_id}")
+        if row.deleted_at is not None and not deleted_ok:  # by the window, or another one on this folder
+            raise ChatNotFound(f"the chat {row.title!r} ({chat_id}) was deleted")
         return row

@@ -128,6 +128,11 @@ def insert_messages(session: Session, chat_id: str, messages: Iterable[Message],
                                (chat_id, first_seq))
 
 
+def mark_updated(session: Session, chat_id: str) -> None:
+    """The chat changed now: its place in the chat list, and what Store.chats_changed notices."""
+    session.connection().exec_driver_sql("UPDATE chat SET updated_at = ? WHERE id = ?", (time.time(), chat_id))
+
+
 class MessageTable(StoreBase):
     """Store's message methods (a part of Store, through StoreBase)."""
 
@@ -144,17 +149,19 @@ class MessageTable(StoreBase):
             row.updated_at = time.time()
             session.add(row)
 
-    def update_message(self, chat_id: str, message: Message) -> None:
+    def update_message(self, chat_id: str, message: Message, *, streaming: bool = False) -> None:
         """Save a changed message (streamed text as it arrives, a pin, the `incomplete` mark). One cheap UPDATE.
 
         While a reply streams, save it with incomplete=True and clear the mark with the last save, so a crash
-        leaves what was received, marked as cut off.
+        leaves what was received, marked as cut off. Every save but those `streaming` (a reply still being written)
+        marks the chat updated: another Precis watching the chat (Store.chats_changed) then reads the reply as it
+        ended, not as it was when it began. A streaming save does not wait for another writer: StoreLocked at once.
         """
         values = message_values(chat_id, message)
         for key in ("id", "chat_id", "created_at"):
             del values[key]
         values["token_count"] = None
-        with self._write("save the message") as session:
+        with self._write("save the message", wait=not streaming) as session:
             # The values at execution, not in the statement: SQLAlchemy's statement cache would keep the first text
             # saved this way (a whole pasted log) for as long as the store is open.
             result = session.connection().execute(
@@ -162,6 +169,8 @@ class MessageTable(StoreBase):
                 {**values, "in_chat": chat_id, "of_id": message.id})
             if result.rowcount == 0:
                 raise MessageNotFound(f"no message {message.id} in chat {chat_id}")
+            if not streaming:
+                mark_updated(session, chat_id)
 
     def keep_prompt_setup(self, chat_id: str, setups: dict[str, str]) -> None:
         """Keep what a reply's prompt was assembled under ({key: JSON} of context/sent_record's PromptSettings; a

@@ -140,11 +140,13 @@ class Store(MessageTable, SummaryTable, VersionTable):
             log.warning("could not look for changes to %s: %s", self.path, exc)
             return False
 
-    def chat_fingerprint(self, chat_id: str) -> tuple[int, str | None, int, int]:
-        """(messages, id of the newest, summary records, active ones) of a stored chat: compared with an open chat's
-        engine, it tells whether another process added to the chat. One small query."""
+    def chat_fingerprint(self, chat_id: str) -> tuple[int, str | None, str | None, int, int]:
+        """(messages, id and sha256 of the newest, summary records, active ones) of a stored chat: compared with an
+        open chat's engine, it tells whether another process added to the chat or finished its last reply. One small
+        query."""
         sql = """SELECT (SELECT count(*) FROM message WHERE chat_id = ?1),
                         (SELECT id FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
+                        (SELECT sha256 FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1 AND status = 'active')"""
         with self._read() as session:
@@ -220,10 +222,26 @@ class Store(MessageTable, SummaryTable, VersionTable):
             row.deleted_at = time.time()
             session.add(row)
 
+    def delete_untouched_chat(self, chat_id: str) -> bool:
+        """Hide a chat still as create_chat made it (no message, no draft, its title and settings as made): one the
+        user made and left. Checked in the write itself, so a chat another Precis began to use meanwhile (a terminal
+        chat, `precis chat --chat`) stays. Whether it was hidden."""
+        with self._write("remove the empty chat") as session:
+            row = self._chat_row(session, chat_id)
+            messages = session.exec(select(func.count()).where(MessageRow.chat_id == chat_id)).one()
+            untouched = (not messages and not row.draft.strip() and row.title == NEW_CHAT_TITLE
+                         and ChatSettings.model_validate_json(row.settings) == ChatSettings())
+            if untouched:
+                row.deleted_at = time.time()
+                session.add(row)
+            return untouched
+
     def restore_chat(self, chat_id: str) -> None:
+        """Bring back a deleted chat, as updated now: at the top of the list, and a change chats_changed sees even
+        when it follows the deletion before the watcher looked (the chat rows would read as they did before both)."""
         with self._write("restore the chat") as session:
             row = self._chat_row(session, chat_id, deleted_ok=True)
-            row.deleted_at = None
+            row.deleted_at, row.updated_at = None, time.time()
             session.add(row)
 
     def purge_deleted(self, older_than: float = 0.0) -> int:

@@ -19,7 +19,7 @@ from sqlalchemy import text
 from ..model.messages import Message
 from .database import StoreBase
 from .errors import MessageNotFound
-from .message_table import MESSAGE_COLUMNS, insert_messages, message_from_row, message_values
+from .message_table import MESSAGE_COLUMNS, insert_messages, mark_updated, message_from_row, message_values
 
 # What a branch keeps of each of its messages' versions, in this order.
 _VERSION_COLUMNS = "position, content, incomplete, cut_at, sent, created_at, shown, branch"
@@ -150,10 +150,12 @@ class VersionTable(StoreBase):
 
     @staticmethod
     def _save_row(session, chat_id: str, message: Message) -> None:
-        """The message's row as it is now: its calls too (a reply regenerated in a chat with tools may make some)."""
+        """The message's row as it is now (its calls too: a reply regenerated in a chat with tools may make some);
+        the chat marked updated."""
         values = message_values(chat_id, message)
         session.execute(text("UPDATE message SET content = :content, incomplete = :incomplete, cut_at = :cut_at, "
                              "sent = :sent, tool_calls = :tool_calls, sha256 = :sha256, token_count = NULL "
                              "WHERE chat_id = :chat_id AND id = :id"),
                         {key: values[key] for key in ("content", "incomplete", "cut_at", "sent", "tool_calls", "sha256",
                                                       "chat_id", "id")})
+        mark_updated(session, chat_id)

@@ -11,6 +11,7 @@ from precis.core.storage import database
 from precis.core.storage.store import DB_NAME, Store, open_store
 from precis.gui.chat_list import ChatIdRole
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocumentFragment
 
 from tests.gui.test_freezes import Heartbeat
 from tests.gui.test_window import idle
@@ -71,6 +72,26 @@ def test_new_chat_rename_and_delete_in_a_read_only_store_say_why_and_change_noth
     assert listed(window) == {chat_id: "Trip to Lisbon"} and window.chat.is_open(chat_id)
     assert not window.status.undo.isVisible()  # nothing was deleted, so nothing to undo
     assert [c.title for c in store.list_chats()] == ["Trip to Lisbon"]
+
+
+def test_a_read_only_folder_says_so_and_a_message_it_cannot_save_says_why(qtbot, read_only_store, make_window):
+    """The window said nothing of a read-only folder until a write failed; then "Not sent; your text is back in the
+    box" without a reason, and the status bar's "Draft not saved" (tried at every pause in typing) covered the one
+    it had."""
+    store, chat_id = read_only_store
+    window = make_window(on_store=store)
+    assert window.status.read_only.isVisible() and str(store.path) in window.status.read_only.toolTip()
+
+    qtbot.keyClicks(window.composer.edit, "Which hotel did we book?")
+    with qtbot.waitSignal(window.job_failed, timeout=WAIT_MS):
+        qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    hint = QTextDocumentFragment.fromHtml(window.composer.hint.toolTip()).toPlainText()  # whole; the line is cut
+    assert hint.startswith("Not sent: could not save the message: ") and "read-only" in hint
+    assert hint.endswith("; your text is back in the box.")
+    assert window.composer.text() == "Which hotel did we book?"
+    assert window.statusBar().currentMessage().lower().startswith("could not save the message: ")
+    assert store.load_messages(chat_id) == []
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import textwrap
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
@@ -90,7 +90,7 @@ def test_commands_run_while_another_process_holds_the_store(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(tmp_path):
+def test_the_store_sees_chats_another_process_imported_and_a_reply_ended_but_not_its_streaming(tmp_path):
     data = tmp_path / "data"
     with open_store(data) as store:
         chat_id = store.import_chat("open in the window", [Message(role="user", content="hello")])
@@ -104,10 +104,28 @@ def test_the_store_sees_chats_another_process_imported_but_not_a_streamed_reply(
         reply = Message(role="assistant", content="")
         store.add_message(chat_id, reply)
         assert store.chats_changed() is True
-        store.update_message(chat_id, reply.with_changes(content="streamed text"))
+        store.update_message(chat_id, reply.with_changes(content="streamed text"), streaming=True)
         assert store.chats_changed() is False
+        # Its last save is a change: a window showing the chat reads the reply as it ended.
+        store.update_message(chat_id, reply.with_changes(content="streamed text, ended"))
+        assert store.chats_changed() is True
         store.rename_chat(chat_id, "renamed")
         assert store.chats_changed() is True
+
+
+def test_a_chat_deleted_and_restored_between_two_looks_is_still_a_change(tmp_path):
+    """A window deleted a chat (and listed the chats without it) and another restored it before the first window's
+    watch looked again: the chat rows read as before both, so the watch saw no change and the window never listed the
+    restored chat again."""
+    data = tmp_path / "data"
+    with open_store(data) as watching, open_store(data) as other:
+        chat_id = watching.import_chat("Trip to Lisbon", [Message(role="user", content="Which hotel?")])
+        watching.import_chat("Garden", [])
+        watching.chats_changed()
+        watching.delete_chat(chat_id)
+        other.restore_chat(chat_id)
+        assert watching.chats_changed() is True
+        assert [c.title for c in watching.list_chats()][0] == "Trip to Lisbon"  # restored: updated now
 
 
 def test_a_writer_waits_for_another_writer_instead_of_failing(tmp_path):
@@ -137,6 +155,47 @@ def test_reading_commands_are_not_held_up_by_a_writer(tmp_path):
     assert precis("--data-dir", str(data), "context", chat_id).returncode == 0
     with sqlite3.connect(data / DB_NAME) as conn:  # and cached once it was free
         assert conn.execute("SELECT count(*) FROM message WHERE token_count IS NOT NULL").fetchone() == (4,)
+
+
+def test_a_reply_streams_on_while_another_process_writes_and_is_saved_whole_after(tmp_path, monkeypatch, server):
+    """The reply's text is saved as it streams; each save waited for another process's write (a long `precis
+    import`), holding up the stream, and past the busy timeout it ended the reply. Streaming saves now skip a busy
+    store: every piece arrives while the other process writes, and the last save keeps the whole reply."""
+    from precis.core.chat import session as chat_session
+    from precis.core.chat.session import ChatSession
+    from precis.core.providers.base import CancelToken
+    from precis.core.providers.registry import make_provider
+
+    from tests.providers.scripted_server import FINISH, delta, stream
+
+    monkeypatch.setattr(chat_session, "SAVE_EVERY_S", 0.0)  # every piece is saved as it arrives
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_MS", 3_000)  # the real wait is 30 s
+    data = tmp_path / "data"
+    pieces = ["Kiwis ", "are ", "flightless ", "birds ", "of ", "New ", "Zealand."]
+    server.steps = [stream([delta(piece) for piece in pieces] + [FINISH])]
+    with open_store(data) as store:
+        chat_id = store.create_chat("kiwis", {"context_window": 4096})
+        store.add_message(chat_id, Message(role="user", content="What are kiwis?"))
+        session = ChatSession(store, chat_id, make_provider("openai", base_url=server.base_url, model="m"))
+        session.build_engine(estimate=False)
+        shown: list[str] = []
+        with ExitStack() as writing:
+            holders: list[subprocess.Popen] = []
+
+            def arrived(piece: str) -> None:
+                shown.append(piece)
+                if len(shown) == 1:  # the reply has begun: another process starts writing
+                    holders.append(writing.enter_context(another_process_writing(data)))
+                if len(shown) == len(pieces):  # all of it arrived while the other process still writes
+                    assert holders[0].poll() is None
+                    release(holders[0])
+
+            result = session.reply(Message(role="assistant", content="", incomplete=True), on_text=arrived,
+                                   cancel=CancelToken())
+        session.close()
+        assert shown == pieces and result.problem is None
+        stored = store.load_messages(chat_id)[-1]
+        assert stored.content == "".join(pieces) and not stored.incomplete
 
 
 def test_a_writer_kept_waiting_past_the_busy_timeout_is_told_which_file_is_busy(tmp_path, monkeypatch, capsys):

@@ -235,6 +235,23 @@ def test_chats_crud_with_delete_undo_and_purge(tmp_path):
         assert [c.id for c in store.list_chats(include_deleted=True)] == [a]
 
 
+def test_only_a_chat_nobody_did_anything_in_is_removed_as_left_empty(tmp_path):
+    """What the window's New chat left is removed; a chat someone began to use meanwhile (another Precis: a first
+    line in a terminal chat, a draft, a title, a setting) is kept."""
+    with open_store(tmp_path) as store:
+        untouched = store.create_chat()
+        used = {"a message": store.create_chat(), "a draft": store.create_chat(), "a title": store.create_chat(),
+                "a setting": store.create_chat()}
+        store.add_messages(used["a message"], [Message(role="user", content="the terminal's first line")])
+        store.set_draft(used["a draft"], "half a question")
+        store.rename_chat(used["a title"], "Kiwis")
+        store.update_chat_settings(used["a setting"], {"context_window": 4096})
+        assert store.delete_untouched_chat(untouched) is True
+        assert {what: store.delete_untouched_chat(chat_id) for what, chat_id in used.items()} == dict.fromkeys(used,
+                                                                                                         False)
+        assert {c.id for c in store.list_chats()} == set(used.values())
+
+
 def test_settings_never_hold_secrets_and_policy_overrides_are_validated(tmp_path):
     with open_store(tmp_path) as store:
         chat = store.create_chat("c")
