@@ -84,7 +84,7 @@ class Feedback:
             return
         automatic = record.trigger not in ("manual",)
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
-        messages = len(snapshot.archived(record.id)) if record.merged_ids and snapshot is not None else None
+        messages = snapshot.archived_counts.get(record.id, 0) if record.merged_ids and snapshot is not None else None
         self.inspector.result_card.show_record(record, automatic, messages)
         if automatic:
             why = AUTOMATIC_REASONS.get(event.reason, event.reason)

@@ -282,7 +282,7 @@ class Inspector(QFrame):
 
     def _messages(self, record: SummaryRecord) -> int:
         """The original messages a summary stands for (a fold's are its summaries')."""
-        return len(self._snapshot.archived(record.id)) if self._snapshot else len(record.covered)
+        return self._snapshot.archived_counts.get(record.id, 0) if self._snapshot else len(record.covered)
 
     def _made(self, record: SummaryRecord) -> str:
         """Its mode, or for a fold what it folds: 'fold of 2 summaries (llm, rule)'."""

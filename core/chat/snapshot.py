@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ..context.budget import OverBudget
@@ -55,6 +56,12 @@ class Snapshot:
     # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
     rows: list[Row] | None = None
     row_index: dict[str, int] | None = None  # of rows, made with them
+    # record id -> how many messages it hides, counted where the snapshot is made (the worker): the inspector's
+    # chain counted them with a pass over every message per summary on the window's thread.
+    archived_counts: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "archived_counts", dict(Counter(self.hidden.values())))
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]

@@ -156,3 +156,25 @@ def test_an_opening_cut_short_keeps_the_counts_made_and_the_next_one_counts_only
     assert store.token_counts(chat_id, counter_name).keys() == {m.id for m in history}
     # A change made after an opening cut short acts on exact counts: what was left is counted first.
     assert opening.add_messages([Message(role="user", content="and the brakes?")]).usage.exact
+
+
+def test_counting_a_long_chat_shows_its_progress_a_few_times_whatever_its_length(store, monkeypatch):
+    """Each progress report is a snapshot of the whole chat: one per batch made counting a chat quadratic in its
+    length (16 s at 100,000 messages, 13 of them in snapshots). The counts are still saved a batch at a time."""
+    from precis.core.chat import session as session_module
+    from precis.core.providers.base import CancelToken
+    from precis.core.providers.registry import make_provider
+
+    monkeypatch.setattr(session_module, "COUNT_BATCH", 100)
+    history = dialogue(session_module.ESTIMATE_ABOVE + 2_400, "Notes on the bicycle repair, step")
+    chat_id = store.import_chat("long chat", history)
+    opening = session_module.ChatSession(store, chat_id, make_provider("local"))
+    to_count = opening.build_engine().counting
+    reports = []
+    counted = opening.count_exactly(CancelToken(), reports.append)
+
+    assert to_count > 20 * session_module.COUNT_BATCH
+    assert 1 <= len(reports) <= session_module.PROGRESS_REPORTS
+    assert [r.counting for r in reports] == sorted((r.counting for r in reports), reverse=True)
+    assert 0 < reports[-1].counting and counted.counting == 0 and counted.usage.exact
+    assert store.token_counts(chat_id, opening.engine.counter.name).keys() == {m.id for m in history}

@@ -1,0 +1,40 @@
+"""A summary of very many messages in the inspector: its counts are made off the window's thread, and "Before" shows
+the start of its originals (the Archived tab all of them), not megabytes of text laid out on the window's thread."""
+
+from __future__ import annotations
+
+from precis.gui import inspector_record
+
+from tests.gui.test_inspector_layout import open_summarized_chat
+
+
+def test_the_chain_counts_each_summarys_messages_from_the_snapshot_made_on_the_worker(qtbot, make_window, store):
+    window = open_summarized_chat(qtbot, make_window, store, 1400, 900)
+    snapshot = window.chat.snapshot
+    # Made with the snapshot, where the snapshot is made (the chat's worker): the chain only looks them up.
+    assert "archived_counts" in vars(snapshot)
+    for record in snapshot.chain:
+        assert snapshot.archived_counts.get(record.id, 0) == len(snapshot.archived(record.id))
+    newest = snapshot.chain[-1]
+    assert f"Messages: {snapshot.archived_counts[newest.id]}" in window.inspector.chain.item(0).toolTip()
+
+
+def test_before_shows_the_start_of_a_long_archive_and_says_how_many_more_the_archived_tab_lists(
+        qtbot, make_window, store, monkeypatch):
+    monkeypatch.setattr(inspector_record, "BEFORE_CHARS", 600)
+    window = open_summarized_chat(qtbot, make_window, store, 1400, 900)
+    inspector, snapshot = window.inspector, window.chat.snapshot
+    record = max(snapshot.chain, key=lambda r: snapshot.archived_counts.get(r.id, 0))
+    archived = snapshot.archived(record.id)
+    inspector.select_record(record.id)
+
+    shown = inspector.before_text.toPlainText().split("\n\n")
+    last = shown.pop()
+    assert shown == [f"[{m.role}] {m.content}" for m in archived[:len(shown)]]
+    assert sum(map(len, shown[:-1])) < 600 <= sum(map(len, shown))  # whole messages, up to the limit
+    assert last == f"… and {len(archived) - len(shown):,} more messages: the Archived tab lists them all."
+    assert [r.key for r in inspector.archived_view.rows_model.rows()] == [m.id for m in archived]
+
+    monkeypatch.setattr(inspector_record, "BEFORE_CHARS", 10**9)  # an archive under the limit: all of it, no note
+    inspector.details.show_record(record, archived)
+    assert inspector.before_text.toPlainText().split("\n\n") == [f"[{m.role}] {m.content}" for m in archived]
