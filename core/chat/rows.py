@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..context.engine import ContextEngine
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 
@@ -82,3 +83,16 @@ def can_switch_version(role: str, later_roles: Iterable[str]) -> bool:
     if role == "user":
         return "user" not in later_roles
     return next(iter(later_roles), None) is None
+
+
+def switchable_start(engine: ContextEngine, message_id: str) -> int:
+    """Where the message is in the engine's chat, if its version can change: can_switch_version, and nothing from it
+    on is inside a summary (older history never changes). ValueError saying why not."""
+    messages = engine.messages
+    start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == message_id), None)
+    if start is None or not can_switch_version(messages[start].role, (m.role for m in messages[start + 1:])):
+        raise ValueError("only the last reply or your last message can change: what came after an older one "
+                         "answers the version it shows")
+    if any(engine.is_archived(m.id) for m in messages[start:]):
+        raise ValueError("the message or its reply is inside a summary; undo the summary to change it")
+    return start

@@ -38,7 +38,7 @@ from ..storage.chats import (
     with_overrides,
 )
 from ..storage.store import Store, StoreError, StoreLocked, Versions, attach_engine
-from .rows import build_rows, can_switch_version, row_index
+from .rows import build_rows, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
 from .streaming import StreamEnd, stream_reply
@@ -415,7 +415,7 @@ class ChatSession:
         branch it began (its reply and that reply's versions). The messages after it go with the version shown
         until now, kept."""
         messages = self.built_engine.messages
-        start = self._switchable(message_id)
+        start = switchable_start(self.built_engine, message_id)
         following = messages[start + 1:]
         shown, *restored = self.store.show_version(self.chat_id, messages[start], position)
         for message in reversed(following):
@@ -432,7 +432,7 @@ class ChatSession:
         that reply's versions) stays with the earlier version, to switch back to (show_version). Nothing is
         deleted. The reply to the new version is written next (reply)."""
         messages = self.built_engine.messages
-        start = self._switchable(message_id)
+        start = switchable_start(self.built_engine, message_id)
         original = messages[start]
         if original.role != "user":
             raise ValueError("only your last message can be edited")
@@ -447,18 +447,6 @@ class ChatSession:
         self.built_engine.append(edited)  # as a message sent: it may summarize on the way
         self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
-
-    def _switchable(self, message_id: str) -> int:
-        """Where the message is in the chat, if its version can change: can_switch_version, and nothing from it on
-        is inside a summary (older history never changes)."""
-        messages = self.built_engine.messages
-        start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == message_id), None)
-        if start is None or not can_switch_version(messages[start].role, (m.role for m in messages[start + 1:])):
-            raise ValueError("only the last reply or your last message can change: what came after an older one "
-                             "answers the version it shows")
-        if any(self.built_engine.is_archived(m.id) for m in messages[start:]):
-            raise ValueError("the message or its reply is inside a summary; undo the summary to change it")
-        return start
 
     @_on_exact_counts
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
