@@ -1,8 +1,9 @@
 """Storage benchmarks: importing the Claude Code sample, opening a 10,000-message chat, searching 100,000 messages
-(and with messages of many hits: one of 50 MB, 200,000 hits of one word, a 40,000-line log).
+(and with messages of many hits: one of 50 MB, 200,000 hits of one word, a 40,000-line log), and the look at an
+open chat of 100,000 messages after a change elsewhere (Store.chat_fingerprint).
 
-Run: python benchmarks/bench_store.py [import] [open] [search]   (all three by default; prints medians against the
-goals; each part takes well under a minute)
+Run: python benchmarks/bench_store.py [import] [open] [search] [fingerprint]   (all by default; prints medians against
+the goals; each part takes well under a minute)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ RAW = TRANSCRIPTS / "claudecode_session.raw.jsonl"
 OPEN_GOAL_S = 0.5
 SEARCH_GOAL_MS = 50.0  # the median query
 SEARCH_SLOWEST_GOAL_MS = 100.0  # any query, the many-hits messages included
+FINGERPRINT_GOAL_MS = 50.0  # on the chat's worker, once per change to the data folder
 
 
 def sample_messages(count: int):
@@ -138,7 +140,22 @@ def search_times(store, queries: list[str]) -> list[float]:
     return medians
 
 
+def bench_fingerprint() -> None:
+    """What the window reads of its open chat each time the data folder changes, to tell whether another Precis
+    changed the chat (messages, summaries, pins, settings): 100,000 real messages, one in 1,000 pinned."""
+    messages = [m.with_changes(pinned=n % 1000 == 0) for n, m in enumerate(sample_messages(100_000))]
+    with tempfile.TemporaryDirectory() as tmp, open_store(Path(tmp)) as store:
+        chat_id = store.import_chat("long", messages)
+        times = []
+        for _ in range(21):
+            start = time.perf_counter()
+            store.chat_fingerprint(chat_id)
+            times.append((time.perf_counter() - start) * 1000)
+        print(f"fingerprint of a 100,000-message chat: median {statistics.median(times):.1f} ms "
+              f"(goal < {FINGERPRINT_GOAL_MS:.0f} ms)")
+
+
 if __name__ == "__main__":
-    PARTS = {"import": bench_import, "open": bench_open_chat, "search": bench_search}
-    for part in sys.argv[1:] or PARTS:  # python benchmarks/bench_store.py [import] [open] [search]
+    PARTS = {"import": bench_import, "open": bench_open_chat, "search": bench_search, "fingerprint": bench_fingerprint}
+    for part in sys.argv[1:] or PARTS:  # python benchmarks/bench_store.py [import] [open] [search] [fingerprint]
         PARTS[part]()

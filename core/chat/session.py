@@ -37,7 +37,7 @@ from ..storage.chats import (
     save_token_counts,
     with_overrides,
 )
-from ..storage.store import Store, StoreError, StoreLocked, Versions, attach_engine
+from ..storage.store import ChatFingerprint, Store, StoreError, StoreLocked, Versions, attach_engine
 from .rows import build_rows, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
@@ -217,16 +217,21 @@ class ChatSession:
             log.warning("%s stays allowed only while the chat is open: %s", name, exc)
 
     def reload_if_changed(self) -> Snapshot | None:
-        """The chat as stored now if another process added to it (messages or summaries this engine does not
-        know, e.g. `precis chat --chat` in a terminal), changed its last message (a reply it was writing, finished
-        since) or the store refused this engine's last summary or undo, else None."""
+        """The chat as stored now if another process changed it (added messages or summaries this engine does not
+        know, e.g. `precis chat --chat` in a terminal; finished its last message, a reply it was writing; pinned or
+        unpinned a message; changed the chat's settings, in another window) or the store refused this engine's last
+        summary or undo, else None."""
         engine = self.engine
         if engine is None:
             return None
         last = engine.messages[-1] if engine.messages else None
-        ours = (len(engine.messages), last.id if last else None, last.sha256() if last else None, len(engine.records),
-                len(engine.chain()))
-        if self._not_saved is None and self.store.chat_fingerprint(self.chat_id) == ours:
+        stored = self.store.chat_fingerprint(self.chat_id)
+        # The settings are compared as this session resolved them, its overrides on top of the stored ones.
+        ours = ChatFingerprint(len(engine.messages), last.id if last else None, last.sha256() if last else None,
+                               len(engine.records), len(engine.chain()), frozenset(engine.archive.pinned_ids),
+                               stored.settings)
+        if self._not_saved is None and stored == ours and with_overrides(stored.settings,
+                                                                         self.overrides) == self.settings:
             return None
         return self.build_engine(estimate=False)
 

@@ -31,14 +31,19 @@ def shown_kind(message: Message) -> ShownKind:
 
 class VisibleTally:
     """Raw tokens of the messages the prompt shows verbatim, by kind, and of the pinned ones among the non-system
-    ones: kept up to date as messages are shown and hidden, so usage is read without walking the history."""
+    ones: kept up to date as messages are shown and hidden, so usage is read without walking the history. A visible
+    message that says nothing (Message.says_nothing) is not sent: it is only counted, in `silent`."""
 
     def __init__(self, tokens: Callable[[Message], int]):
         self.tokens = tokens
         self.by_kind = {"system": 0, "message": 0, "tool_output": 0}
         self.pinned = 0
+        self.silent = 0
 
     def add(self, message: Message, sign: int = 1) -> None:
+        if message.says_nothing:
+            self.silent += sign
+            return
         tokens = sign * self.tokens(message)
         kind = shown_kind(message)
         self.by_kind[kind] += tokens

@@ -114,9 +114,12 @@ class UsageMeter:
 
     def conversation(self) -> list[Message]:
         """The visible messages after the chat's opening, in order (a later system message, a session or date
-        marker, stays where it is: it dates the messages after it)."""
+        marker, stays where it is: it dates the messages after it), except those that say nothing (an empty reply)."""
         visible = self.archive.visible()
-        return visible[1:] if visible and self.archive.is_opening(visible[0]) else visible
+        conversation = visible[1:] if visible and self.archive.is_opening(visible[0]) else visible
+        if self.archive.visible_tally().silent:  # a reply begun elsewhere, or stopped before its first word
+            return [m for m in conversation if not m.says_nothing]
+        return conversation
 
     def context_messages(self) -> list[tuple[ItemKind, Message, str]]:
         """(kind, message, source id) of everything the prompt holds before trimming, in order."""

@@ -50,6 +50,12 @@ class Message:
         if self.role not in ROLES:
             raise ValueError(f"role must be one of {', '.join(ROLES)}, not {self.role!r}")
 
+    @property
+    def says_nothing(self) -> bool:
+        """An assistant turn with no text and no tool calls: a reply begun and not written yet (the window stores it
+        empty as it starts), or stopped before its first word. Kept and shown, never sent to a model."""
+        return self.role == "assistant" and not self.content.strip() and not self.tool_calls
+
     def sha256(self) -> str:
         """Fingerprint of what the message says, used to check that undo restores originals exactly."""
         payload = json.dumps(
