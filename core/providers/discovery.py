@@ -96,9 +96,12 @@ def describe_gguf(path: Path, source: str) -> FoundModel:
     """The file as a model to offer: its size and, from its header, its context window (or why it is no model)."""
     try:
         size = path.stat().st_size
-        info = read_info(path)
-    except (OSError, NotAModel) as exc:
+    except OSError as exc:
         return FoundModel(source=source, name=path.stem, path=path, problem=str(exc))
+    try:
+        info = read_info(path)
+    except NotAModel as exc:  # its size still tells a download cut short from a whole file
+        return FoundModel(source=source, name=path.stem, path=path, size=size, problem=str(exc))
     return FoundModel(source=source, name=path.stem, path=path, size=size, context_length=info.context_length)
 
 

@@ -5,6 +5,7 @@ naming it and the model in use stays."""
 
 from __future__ import annotations
 
+import struct
 import threading
 from pathlib import Path
 
@@ -148,10 +149,15 @@ def test_a_file_that_is_not_a_model_is_refused_in_the_dialog_naming_it(qtbot, ma
 def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leave_it_in_use(
         qtbot, make_window, store, models_home, tmp_path):
     copy = models_home / ".lmstudio/models/HuggingFaceTB/SmolLM2-135M-Instruct-GGUF" / f"{COPY_NAME}.gguf"
-    # A file whose header is a model's but whose weights are cut off: listed (its header reads), but it cannot load.
+    whole = copy.read_bytes()
+    # A download cut short: listed with its size, not to be chosen, its tooltip saying why.
     cut = models_home / ".cache" / "llama.cpp" / "cut.gguf"
     cut.parent.mkdir(parents=True)
-    cut.write_bytes(copy.read_bytes()[:3_000_000])
+    cut.write_bytes(whole[:3_000_000])
+    # A whole file whose header names an architecture llama.cpp does not know: it reads as a model but cannot load.
+    named = b"general.architecture" + struct.pack("<IQ", 8, 5)
+    assert whole.count(named + b"llama") == 1
+    (models_home / ".cache" / "llama.cpp" / "strange.gguf").write_bytes(whole.replace(named + b"llama", named + b"nomdl"))
     window = window_on_a_chat(qtbot, make_window, store)
 
     dialog = open_settings_listed(qtbot, window)
@@ -184,12 +190,14 @@ def test_the_gguf_picked_answers_and_files_that_are_no_model_or_do_not_load_leav
 
     # A file that reads as a model but does not load: the error names it, and the copy stays in use and saved.
     dialog = open_settings_listed(qtbot, window)
-    assert [row for row in rows(dialog.model_picker) if row[0] == "cut"] == [["cut", "3.0 MB", "8,192 tokens",
-                                                                              "llama.cpp"]]
-    click_row(qtbot, dialog.model_picker, "cut")
+    assert [row for row in rows(dialog.model_picker) if row[0] == "cut"] == [["cut", "3.0 MB", "", "llama.cpp"]]
+    cut_item = dialog.model_picker.tree.findItems("cut", Qt.MatchFlag.MatchExactly)[0]
+    assert not cut_item.flags() & Qt.ItemFlag.ItemIsEnabled and "is cut short" in cut_item.toolTip(0)
+    strange = models_home / ".cache" / "llama.cpp" / "strange.gguf"
+    click_row(qtbot, dialog.model_picker, "strange")
     with qtbot.waitSignal(window.job_failed, timeout=120_000) as failed:
         ok(qtbot, dialog)
-    assert str(cut) in failed.args[0] and f"Still using local · {COPY_NAME}" in failed.args[0]
+    assert str(strange) in failed.args[0] and f"Still using local · {COPY_NAME}" in failed.args[0]
     qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
     assert window.chat.model.provider.path == copy and store.get_setting(PROVIDER_KEY)["model_path"] == str(copy)
     assert window.status.model.text() == f"local · {COPY_NAME} · ready"
