@@ -6,7 +6,6 @@ Anki's CollectionOp; the main window only lays out widgets and wires them to the
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -164,7 +163,6 @@ class ChatController(QObject):
         runner, session = self.chat_runner, self.session
         self.session = None
         self.snapshot = None
-        gc.unfreeze()  # what was kept with the closed chat is collected as usual again
         if runner is None:
             session.close()
             return
@@ -202,13 +200,7 @@ class ChatController(QObject):
         previous, self.snapshot = self.snapshot, snapshot
         changed = (previous is None or previous.partial or previous.hidden != snapshot.hidden
                    or bool(snapshot.events))
-        rebuilt = changed if rebuild_rows is None else rebuild_rows
-        self.snapshot_changed.emit(snapshot, rebuilt)
-        if rebuilt and not snapshot.partial:
-            # The chat's messages, rows and records live as long as it is open: out of the collector's reach
-            # (gc.freeze), a full collection, on whichever thread allocates, no longer walks them. It held the GIL,
-            # so the window's thread, 60-70 ms at a time on a 100,000-message chat (Summarize now, Undo last).
-            gc.freeze()
+        self.snapshot_changed.emit(snapshot, changed if rebuild_rows is None else rebuild_rows)
 
     def rebuild(self, snapshot: Snapshot) -> None:
         self.apply(snapshot, rebuild_rows=True)
