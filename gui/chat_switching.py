@@ -241,8 +241,7 @@ class ChatSwitcher(QObject):
                 return
             self.conversation.reveal(f"summary:{record_id}")
             self.summary_revealed.emit(record_id)
-            self.inspector.details.setCurrentWidget(self.inspector.archived_view)
-            self.inspector.archived_view.reveal(hit.message_id)
+            self.inspector.reveal_archived(hit.message_id)
 
         chat.chat_opened.connect(reveal)
         if chat.is_open(hit.chat_id):

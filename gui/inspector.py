@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
@@ -53,6 +54,9 @@ class Inspector(QFrame):
     message_selected = Signal(str)  # a recalled message: show it in the conversation
     folds_changed = Signal(list)  # the keys of the sections folded away, to be remembered
     prompt_shown = Signal(bool)  # the Prompt section unfolded (its parts are wanted) or folded away
+    # (snapshot, record id): a summary's archived messages are wanted, made off this thread (Snapshot.archived_rows)
+    # and handed to show_archive.
+    archive_wanted = Signal(object, str)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -60,6 +64,7 @@ class Inspector(QFrame):
         self.setMinimumWidth(340)
         self._snapshot = None
         self._shown: SummaryRecord | None = None  # the record the details show
+        self._reveal_pending: str | None = None  # an archived message to show once its summary's rows are made
         self._busy = False
         self._actions = ActionState()
 
@@ -299,9 +304,15 @@ class Inspector(QFrame):
         if record_id is not None:
             self.select_record(record_id)
             self.record_section.set_expanded(True)
-            self.details.setCurrentWidget(self.archived_view)
-            self.archived_view.reveal(message_id)
+            self.reveal_archived(message_id)
         self.message_selected.emit(message_id)
+
+    def reveal_archived(self, message_id: str) -> None:
+        """The Archived tab at an archived message of the selected summary: now if its rows are made, else once they
+        are."""
+        self.details.setCurrentWidget(self.archived_view)
+        if not self.archived_view.reveal(message_id):
+            self._reveal_pending = message_id
 
     def _prompt_source_chosen(self, kind: str, source: str) -> None:
         """A part of the prompt chosen: its summary selected in the chain, or its message shown (archived: where
@@ -332,10 +343,21 @@ class Inspector(QFrame):
             self.record_selected.emit(record.id)
 
     def _show_record(self, record: SummaryRecord | None) -> None:
-        self._shown = record
-        self.details.show_record(record, self._snapshot.archived(record.id) if record and self._snapshot else [])
+        self._shown, self._reveal_pending = record, None
+        self.details.show_record(record)
         self.record_section.set_title(NO_SUMMARY_SELECTED if record is None else
                                       f"Selected summary · depth {record.depth}")
+        if record is not None and self._snapshot is not None:
+            self.archive_wanted.emit(self._snapshot, record.id)
+
+    def show_archive(self, archive: ArchivedRows) -> None:
+        """A summary's archived messages, made off this thread: shown if it is still the one selected."""
+        if self._shown is None or archive.record_id != self._shown.id:
+            return
+        self.details.show_archive(archive)
+        pending, self._reveal_pending = self._reveal_pending, None
+        if pending is not None:
+            self.archived_view.reveal(pending)
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

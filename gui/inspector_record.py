@@ -8,7 +8,7 @@ from html import escape
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QStyle, QTabWidget, QVBoxLayout, QWidget
 
-from ..core.chat.rows import Row
+from ..core.chat.rows import ArchivedRows
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from . import theme
@@ -123,17 +123,20 @@ class SummaryDetails(QTabWidget):
             self.updateGeometry()
         return super().event(event)
 
-    def show_record(self, record: SummaryRecord | None, archived: list[Message]) -> None:
+    def show_record(self, record: SummaryRecord | None) -> None:
+        """The summary's text at once; its archived messages follow (show_archive) once made off this thread."""
+        self.archived_view.rows_model.set_rows([])
+        self.before_text.clear()
         if record is None:
             self.summary_text.setPlainText("Select a summary to see its text, facts and the messages it replaced.")
-            self.archived_view.rows_model.set_rows([])
-            self.before_text.clear()
             self.after_text.clear()
             return
         self.summary_text.document().setMarkdown(record_markdown(record))
-        self.archived_view.rows_model.set_rows([Row(message=m) for m in archived])
-        self.before_text.setPlainText(originals_text(archived))
         self.after_text.setPlainText(record.text)
+
+    def show_archive(self, archive: ArchivedRows) -> None:
+        self.archived_view.rows_model.set_rows(archive.rows, archive.index)
+        self.before_text.setPlainText(originals_text(archive.messages))
 
 
 def originals_text(archived: list[Message]) -> str:

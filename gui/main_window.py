@@ -236,6 +236,9 @@ class MainWindow(QMainWindow):
         self.inspector.record_selected.connect(self._reveal_summary)
         self.inspector.message_selected.connect(self._reveal_message)
         self.inspector.prompt_shown.connect(chat.show_prompt)
+        self.inspector.archive_wanted.connect(lambda snapshot, record_id: chat.run(
+            "list the archived messages", lambda _job: snapshot.archived_rows(record_id),
+            "Listing the archived messages…", self.inspector.show_archive))
         chat.show_prompt(self.inspector.prompt_section.expanded)
         conversation.summary_selected.connect(self.select_summary)
         conversation.pin_requested.connect(self.set_pinned)

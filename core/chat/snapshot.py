@@ -13,7 +13,7 @@ from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..settings import SummarizationPolicy
 from ..storage.store import Versions
-from .rows import Row
+from .rows import ArchivedRows, Row, archived_rows
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,10 @@ class Snapshot:
 
     def archived(self, record_id: str) -> list[Message]:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
+
+    def archived_rows(self, record_id: str) -> ArchivedRows:
+        """The Archived tab's rows for a summary: a pass over the chat's messages, for the worker to make."""
+        return archived_rows(record_id, self.archived(record_id))
 
 
 @dataclass(frozen=True)

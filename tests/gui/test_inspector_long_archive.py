@@ -1,11 +1,15 @@
-"""A summary of very many messages in the inspector: its counts are made off the window's thread, and "Before" shows
-the start of its originals (the Archived tab all of them), not megabytes of text laid out on the window's thread."""
+"""A summary of very many messages in the inspector: its counts and its Archived tab's rows are made off the window's
+thread, and "Before" shows the start of its originals (the Archived tab all of them), not megabytes of text laid out
+on the window's thread."""
 
 from __future__ import annotations
 
+import threading
+
+from precis.core.chat.snapshot import Snapshot
 from precis.gui import inspector_record
 
-from tests.gui.test_inspector_layout import open_summarized_chat
+from tests.gui.test_inspector_layout import open_chain_of_three, open_summarized_chat
 
 
 def test_the_chain_counts_each_summarys_messages_from_the_snapshot_made_on_the_worker(qtbot, make_window, store):
@@ -27,6 +31,7 @@ def test_before_shows_the_start_of_a_long_archive_and_says_how_many_more_the_arc
     record = max(snapshot.chain, key=lambda r: snapshot.archived_counts.get(r.id, 0))
     archived = snapshot.archived(record.id)
     inspector.select_record(record.id)
+    qtbot.waitUntil(lambda: inspector.archived_view.rows_model.rowCount() == len(archived))
 
     shown = inspector.before_text.toPlainText().split("\n\n")
     last = shown.pop()
@@ -36,5 +41,28 @@ def test_before_shows_the_start_of_a_long_archive_and_says_how_many_more_the_arc
     assert [r.key for r in inspector.archived_view.rows_model.rows()] == [m.id for m in archived]
 
     monkeypatch.setattr(inspector_record, "BEFORE_CHARS", 10**9)  # an archive under the limit: all of it, no note
-    inspector.details.show_record(record, archived)
+    inspector.details.show_archive(snapshot.archived_rows(record.id))
     assert inspector.before_text.toPlainText().split("\n\n") == [f"[{m.role}] {m.content}" for m in archived]
+
+
+def test_the_archived_tabs_rows_are_made_off_the_windows_thread_and_shown_for_the_summary_still_selected(
+        qtbot, make_window, store, monkeypatch):
+    window = open_chain_of_three(qtbot, make_window, store, 1400, 900)
+    inspector, snapshot = window.inspector, window.chat.snapshot
+    made_on: list[threading.Thread] = []
+    archived_rows = Snapshot.archived_rows
+
+    def recorded(self, record_id):
+        made_on.append(threading.current_thread())
+        return archived_rows(self, record_id)
+
+    monkeypatch.setattr(Snapshot, "archived_rows", recorded)
+    older, newest = snapshot.chain[0], snapshot.chain[-1]
+    assert older.id != newest.id
+    inspector.select_record(older.id)
+    assert inspector.archived_view.rows_model.rowCount() == 0  # nothing made here: the rows follow
+    inspector.select_record(newest.id)  # chosen again before the first rows came: those are not shown
+    wanted = [m.id for m in snapshot.archived(newest.id)]
+    qtbot.waitUntil(lambda: len(made_on) == 2 and not window.chat.busy)
+    assert [r.key for r in inspector.archived_view.rows_model.rows()] == wanted
+    assert made_on and all(thread is not threading.main_thread() for thread in made_on)
