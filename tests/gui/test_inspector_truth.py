@@ -87,7 +87,8 @@ def test_the_inspector_lists_what_was_recalled_and_a_click_shows_it(qtbot, make_
     assert window.conversation.currentIndex().row() == window.conversation.rows_model.row_of(f"summary:{record_id}")
     assert inspector.selected_record_id() == record_id
     assert inspector.details.currentWidget() is inspector.archived_view
-    archived = inspector.archived_view
+    archived = inspector.archived_view  # its rows are made off the GUI thread: at the fact once they are shown
+    qtbot.waitUntil(lambda: archived.rows_model.row_of(fact.id) is not None, timeout=WAIT_MS)
     assert archived.currentIndex().row() == archived.rows_model.row_of(fact.id)
 
 

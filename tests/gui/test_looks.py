@@ -123,6 +123,7 @@ def test_only_the_chats_opening_system_message_is_headed_system_prompt(qtbot, ma
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert titles(view.rows_model)[history[0].content] == "System prompt"
     window.inspector.chain.setCurrentRow(0)
+    qtbot.waitUntil(lambda: window.inspector.archived_view.rows_model.rowCount() > 0, timeout=WAIT_MS)  # made off the GUI thread
     assert titles(window.inspector.archived_view.rows_model)[history[9].content] == "System"
 
 

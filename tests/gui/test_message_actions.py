@@ -114,7 +114,7 @@ def test_the_archive_in_the_inspector_only_offers_copy(qtbot, make_window, store
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     window.inspector.select_record(window.chat.snapshot.chain[0].id)
     archive = window.inspector.archived_view
-    assert archive.rows_model.rowCount() > 0
+    qtbot.waitUntil(lambda: archive.rows_model.rowCount() > 0, timeout=WAIT_MS)  # made off the GUI thread
     assert all(archive.row_actions(n) == ["copy"] for n in range(archive.rows_model.rowCount()))
 
 

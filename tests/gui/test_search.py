@@ -69,6 +69,8 @@ def colour_pixels(view, number: int, colour: str) -> int:
 
 def row_shown(view, key: str) -> bool:
     number = view.rows_model.row_of(key)
+    if number is None:  # not listed yet (the archive's rows are made off the GUI thread)
+        return False
     index = view.rows_model.index(number)
     return (view.currentIndex() == index and view.viewport().rect().contains(view.visualRect(index).center()))
 

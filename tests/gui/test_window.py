@@ -102,7 +102,8 @@ def test_filling_past_the_trigger_summarizes_and_undo_brings_the_messages_back(q
     assert not {m.id for m in archived} & {r.message.id for r in rows if r.message is not None}
     # Selecting the chain row shows its text and the archived originals, read-only.
     inspector.chain.setCurrentRow(0)
-    assert record.text.splitlines()[0][:20] in inspector.summary_text.toPlainText()
+    assert record.text.splitlines()[0][:20] in inspector.summary_text.toPlainText()  # at once; the rows follow
+    qtbot.waitUntil(lambda: inspector.archived_view.rows_model.rowCount() > 0, timeout=WAIT_MS)
     shown = [r.message.id for r in inspector.archived_view.rows_model.rows()]
     assert shown == [m.id for m in archived]
     assert archived[1].content[:30] in inspector.before_text.toPlainText()
