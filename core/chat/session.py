@@ -33,6 +33,7 @@ from ..storage.chats import (
     calibration_name,
     counter_for,
     effective_policy,
+    policy_of,
     restore_engine,
     save_token_counts,
     with_overrides,
@@ -219,8 +220,8 @@ class ChatSession:
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process changed it (added messages or summaries this engine does not
         know, e.g. `precis chat --chat` in a terminal; finished its last message, a reply it was writing; pinned or
-        unpinned a message; changed the chat's settings, in another window) or the store refused this engine's last
-        summary or undo, else None."""
+        unpinned a message; changed the chat's settings, or the global summarization settings, in another window) or the
+        store refused this engine's last summary or undo, else None."""
         engine = self.engine
         if engine is None:
             return None
@@ -229,9 +230,10 @@ class ChatSession:
         # The settings are compared as this session resolved them, its overrides on top of the stored ones.
         ours = ChatFingerprint(len(engine.messages), last.id if last else None, last.sha256() if last else None,
                                len(engine.records), len(engine.chain()), frozenset(engine.archive.pinned_ids),
-                               stored.settings)
-        if self._not_saved is None and stored == ours and with_overrides(stored.settings,
-                                                                         self.overrides) == self.settings:
+                               stored.settings, stored.summarization)
+        if (self._not_saved is None and stored == ours
+                and with_overrides(stored.settings, self.overrides) == self.settings
+                and policy_of(stored.summarization, self.settings) == engine.policy):
             return None
         return self.build_engine(estimate=False)
 

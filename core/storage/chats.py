@@ -65,19 +65,24 @@ def calibration_name(provider: Provider, counter: TokenCounter) -> str:
 
 
 def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:
-    """Global summarization settings with this chat's overrides on top.
+    """Global summarization settings with this chat's overrides on top (policy_of)."""
+    return policy_of(store.get_setting(SUMMARIZATION_KEY, {}) or {}, settings)
+
+
+def policy_of(global_values: dict, settings: ChatSettings) -> SummarizationPolicy:
+    """The global summarization values (as stored) with the chat's overrides on top.
 
     The settings dialog refuses a combination that does not hold together, but the global values can change after
-    a chat's overrides were saved: then the chat follows the global settings, and the log says why.
-    """
-    values = dict(store.get_setting(SUMMARIZATION_KEY, {}) or {})
-    merged = {**values, **settings.summarization}
-    errors = policy_errors(merged)
-    if errors:
-        log.warning("this chat's summarization overrides do not fit the global settings (%s); using the global ones",
-                    "; ".join(f"{k or 'policy'}: {v}" for k, v in errors.items()))
-        return SummarizationPolicy(**values)
-    return SummarizationPolicy(**merged)
+    a chat's overrides were saved: then the chat follows the global settings. Global values that do not hold
+    together (written by an older Precis, or by hand) give the defaults. The log says why, either way."""
+    merged = {**global_values, **settings.summarization}
+    for values, instead in ((merged, "the global ones"), (global_values, "the defaults")):
+        if not (errors := policy_errors(values)):
+            return SummarizationPolicy(**values)
+        log.warning("the summarization settings %s do not hold together (%s); using %s",
+                    "with this chat's own" if values is merged else "saved", "; ".join(
+                        f"{k or 'policy'}: {v}" for k, v in errors.items()), instead)
+    return SummarizationPolicy()
 
 
 def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summarizer:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session, create_engine
 
+from ..settings import SUMMARIZATION_KEY
 from .errors import ChatNotFound, StoreCorrupt, StoreError, StoreLocked, StoreWriteError
 from .opening import readonly_uri
 from .schema import ChatRow
@@ -84,8 +85,9 @@ class ChangeWatch:
     """Whether the chats changed since the last look, whoever changed them (another `precis` process, or this one).
 
     Cheap enough to ask on a timer: `PRAGMA data_version` on a connection of its own changes only when another
-    connection commits, and only then is the small chat table read (count, newest update, deletions). Writes that
-    leave the chat rows alone (a reply's text saved as it streams, until its last save) do not count as a change.
+    connection commits, and only then is the small chat table read (count, newest update, deletions), with the global
+    summarization settings, which every open chat follows. Writes that leave those alone (a reply's text saved as it
+    streams, until its last save) do not count as a change.
     """
 
     def __init__(self, path: Path, read_only: bool):
@@ -99,8 +101,8 @@ class ChangeWatch:
         return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     def _chat_rows(self) -> tuple:
-        return self._conn.execute("SELECT count(*), max(updated_at), count(deleted_at), total(deleted_at) "
-                                  "FROM chat").fetchone()
+        return self._conn.execute("SELECT count(*), max(updated_at), count(deleted_at), total(deleted_at), "
+                                  "(SELECT value FROM setting WHERE key = ?) FROM chat", (SUMMARIZATION_KEY,)).fetchone()
 
     def chats_changed(self) -> bool:
         version = self._data_version()

@@ -30,7 +30,7 @@ from sqlmodel import col, select, update
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..model.titles import NEW_CHAT_TITLE
-from ..settings import SECRET_NAME, ChatSettings
+from ..settings import SECRET_NAME, SUMMARIZATION_KEY, ChatSettings
 from .database import BUSY_TIMEOUT_MS, ChangeWatch, sqlite_connection
 from .errors import (  # the Store's API names them too
     ChatNotFound,
@@ -63,6 +63,7 @@ class ChatFingerprint:
     active_records: int
     pinned: frozenset[str]  # the ids of the pinned messages
     settings: ChatSettings  # as stored, without a session's overrides
+    summarization: dict  # the global summarization settings as stored (Settings → Summarization, in any window)
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,9 @@ class Store(MessageTable, SummaryTable, VersionTable):
         return Store(path)
 
     def chats_changed(self) -> bool:
-        """Whether any chat was added, renamed, deleted or given messages or summaries since the last call (the
-        first call starts watching), by this process or another on the same data folder. Cheap: ask it on a timer."""
+        """Whether any chat was added, renamed, deleted or given messages or summaries, or the global summarization
+        settings changed, since the last call (the first call starts watching), by this process or another on the same
+        data folder. Cheap: ask it on a timer."""
         try:
             if self._watch is None:
                 self._watch = ChangeWatch(self.path, self.read_only)
@@ -155,21 +157,22 @@ class Store(MessageTable, SummaryTable, VersionTable):
 
     def chat_fingerprint(self, chat_id: str) -> ChatFingerprint:
         """What an open chat's engine is compared with to tell whether another process changed the chat since it was
-        loaded: added to it, finished its last reply, summarized, pinned or unpinned, or changed its settings. One
-        query; the pinned messages are read from every row of the chat (28 ms at 100,000 messages, 3 ms without;
-        benchmarks/bench_store.py fingerprint)."""
+        loaded: added to it, finished its last reply, summarized, pinned or unpinned, changed its settings or the
+        global summarization settings. One query; the pinned messages are read from every row of the chat (28 ms at
+        100,000 messages, 3 ms without; benchmarks/bench_store.py fingerprint)."""
         sql = """SELECT (SELECT count(*) FROM message WHERE chat_id = ?1),
                         (SELECT id FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
                         (SELECT sha256 FROM message WHERE chat_id = ?1 ORDER BY seq DESC LIMIT 1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1),
                         (SELECT count(*) FROM summary WHERE chat_id = ?1 AND status = 'active'),
                         (SELECT json_group_array(id) FROM message WHERE chat_id = ?1 AND pinned),
-                        (SELECT settings FROM chat WHERE id = ?1)"""
+                        (SELECT settings FROM chat WHERE id = ?1),
+                        (SELECT value FROM setting WHERE key = ?2)"""
         with self._read() as session:
-            messages, newest_id, newest_sha256, records, active, pinned, settings = session.connection(
-            ).exec_driver_sql(sql, (chat_id,)).one()
+            messages, newest_id, newest_sha256, records, active, pinned, settings, summarization = session.connection(
+            ).exec_driver_sql(sql, (chat_id, SUMMARIZATION_KEY)).one()
         return ChatFingerprint(messages, newest_id, newest_sha256, records, active, frozenset(json.loads(pinned)),
-                               ChatSettings.model_validate_json(settings or "{}"))
+                               ChatSettings.model_validate_json(settings or "{}"), json.loads(summarization or "{}"))
 
     def __enter__(self) -> Store:
         return self

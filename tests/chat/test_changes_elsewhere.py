@@ -68,6 +68,23 @@ def test_the_chats_settings_changed_elsewhere_are_used_by_the_open_chat(stores, 
     session.close()
 
 
+def test_the_global_summarization_settings_changed_elsewhere_are_followed_under_the_chats_own(stores, server):
+    ours, theirs = stores
+    ours.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 2})
+    chat_id = ours.create_chat("gyms", settings={"summarization": {"keep_recent": 6}})
+    ours.add_messages(chat_id, dialogue(20, "We compared the kickboxing gyms, point"))
+    session = opened(ours, chat_id, server)
+    assert session.built_engine.policy.trigger_ratio == 0.8
+    # Settings → Summarization in another window
+    theirs.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 3, "trigger_ratio": 0.75})
+
+    assert session.reload_if_changed() is not None
+    policy = session.built_engine.policy
+    assert (policy.trigger_ratio, policy.keep_recent) == (0.75, 6)  # the chat's own value still wins
+    assert session.reload_if_changed() is None
+    session.close()
+
+
 def test_the_open_chat_is_not_loaded_again_for_its_own_changes(stores, server):
     """A pin, a tool allowed and a summary made by this chat itself change the stored chat as its engine already
     has it: nothing to load (loading a long chat again costs seconds)."""

@@ -85,6 +85,35 @@ def test_the_chats_settings_changed_in_another_window_are_used_by_the_open_chat(
         other_store.close()
 
 
+def test_the_summarization_settings_changed_in_another_window_are_used_by_the_open_chat(qtbot, make_window, store,
+                                                                                        isolated_home):
+    """Settings → Summarization saved in one window: the chat open in the other summarizes by them from then on (it
+    did only once the chat was reopened, or Precis restarted)."""
+    from precis.core.storage.store import open_store
+
+    chat_id = store.import_chat("Sailing", [Message(role="user", content="Where do we moor tonight?")])
+    other_store = open_store(isolated_home)
+    try:
+        window = make_window()
+        other = make_window(on_store=other_store)
+        qtbot.waitUntil(lambda: idle(window) and idle(other) and window.chat.is_open(chat_id)
+                        and other.chat.is_open(chat_id), timeout=WAIT_MS)
+        assert window.chat.session.engine.policy.trigger_ratio == 0.8
+
+        dialog = open_settings(qtbot, other)
+        dialog.policy_fields.editors["trigger_ratio"].setText("85")
+        assert dialog.validate()
+        dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+
+        qtbot.waitUntil(lambda: window.chat.session.engine.policy.trigger_ratio == 0.85, timeout=WAIT_MS)
+        qtbot.waitUntil(lambda: window.inspector.gauge.policy.trigger_ratio == 0.85, timeout=WAIT_MS)
+    finally:
+        if "other" in locals():
+            other.close()
+            other.chat.finish_background_work()
+        other_store.close()
+
+
 def empty_turns(messages: list[dict]) -> list[dict]:
     return [m for m in messages if m["role"] == "assistant" and not (m.get("content") or "").strip()
             and not m.get("tool_calls")]

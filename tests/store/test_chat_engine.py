@@ -7,7 +7,7 @@ from precis.core.context.recall_index import RecallIndex
 from precis.core.model.messages import Message
 from precis.core.model.tokens import TokenCounter
 from precis.core.providers.local import LocalProvider
-from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.settings import SUMMARIZATION_KEY, SummarizationPolicy
 from precis.core.storage.chats import restore_engine, save_token_counts
 from precis.core.storage.store import attach_engine, open_store
 
@@ -27,6 +27,21 @@ def test_settings_and_global_policy_shape_the_engine(tmp_path):
         engine, settings = restore_engine(store, chat_id, default_window=4096)
     assert engine.budget.window == 4096 and engine.system_prompt == "Be terse."
     assert engine.policy.keep_recent == 4 and engine.policy.trigger_ratio == 0.9
+
+
+def test_a_chat_opens_on_summarization_settings_that_do_not_hold_together_saying_why(tmp_path, caplog):
+    """The dialog refuses such settings, but the global ones may change under a chat's own, or be written by hand:
+    the chat still opens, on the global settings, else the defaults, and the log names the setting."""
+    with open_store(tmp_path) as store:
+        chat_id = chat_with_history(store, n=4)  # its own keep_recent: 4
+        store.set_setting(SUMMARIZATION_KEY, {"keep_recent": 8, "min_recent": 6})  # 6 is more than the chat's 4
+        engine, _ = restore_engine(store, chat_id, default_window=4096)
+        assert (engine.policy.keep_recent, engine.policy.min_recent) == (8, 6)
+        assert "using the global ones" in caplog.text
+        store.set_setting(SUMMARIZATION_KEY, {"trigger_ratio": 0.6})  # below the default re-arm point, 0.7
+        engine, _ = restore_engine(store, chat_id, default_window=4096)
+    assert engine.policy == SummarizationPolicy()
+    assert "Re-arm below" in caplog.text and "using the defaults" in caplog.text
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from precis.core.cli.main import main
 from precis.core.model.messages import Message
+from precis.core.settings import CALIBRATION_KEY, SUMMARIZATION_KEY
 from precis.core.storage import database
 from precis.core.storage.store import DB_NAME, StoreCorrupt, open_store
 
@@ -111,6 +112,19 @@ def test_the_store_sees_chats_another_process_imported_and_a_reply_ended_but_not
         assert store.chats_changed() is True
         store.rename_chat(chat_id, "renamed")
         assert store.chats_changed() is True
+
+
+def test_the_global_summarization_settings_changed_elsewhere_are_a_change_and_a_models_calibration_is_not(tmp_path):
+    """Every open chat follows Settings → Summarization, whichever window saved them; a token-count correction,
+    saved after many replies, changes no chat."""
+    data = tmp_path / "data"
+    with open_store(data) as watching, open_store(data) as other:
+        watching.import_chat("Trip to Lisbon", [Message(role="user", content="Which hotel?")])
+        watching.chats_changed()
+        other.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "keep_recent": 10})
+        assert watching.chats_changed() is True
+        other.set_setting(CALIBRATION_KEY, {"m / cl100k_base": [1.1, 0.0]})
+        assert watching.chats_changed() is False
 
 
 def test_a_chat_deleted_and_restored_between_two_looks_is_still_a_change(tmp_path):
