@@ -300,6 +300,8 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
             return 0
         if text:
             chat.line(text)
+            if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
+                print(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does", file=out)
 
 
 def _typed_turn(stdin: TextIO, out: TextIO) -> str | None:
