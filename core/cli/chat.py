@@ -30,6 +30,7 @@ from .store import exit_code
 from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
+PROMPT = "you> "
 
 
 @dataclass
@@ -81,20 +82,24 @@ def one_message(provider: Provider, text: str, options: TurnOptions, out: TextIO
 
 def _interruptible(work, cancel: CancelToken):
     """Run `work` on a thread of its own, so that Ctrl-C here sets `cancel` (the reply stops and what arrived is
-    kept, as Stop does in the window) instead of unwinding through the reply's saving."""
+    kept, as Stop does in the window) instead of unwinding through the reply's saving. The wait is on an event the
+    work sets, not on Thread.join: before Python 3.13 a join interrupted by Ctrl-C marks the thread as ended while it
+    still runs (CPython gh-90882), and the reply was read before it existed."""
     outcome: dict = {}
+    done = threading.Event()
 
     def run() -> None:
         try:
             outcome["value"] = work()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread, raised there
             outcome["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=run, name="precis-reply", daemon=True)
-    thread.start()
-    while thread.is_alive():
+    threading.Thread(target=run, name="precis-reply", daemon=True).start()
+    while not done.is_set():
         try:
-            thread.join(0.1)
+            done.wait(0.1)
         except KeyboardInterrupt:
             cancel.cancel()
     if "error" in outcome:
@@ -135,11 +140,15 @@ class TerminalChat:
     their handlers; what is said beside a reply (what the engine did: summaries, folds, undos; a command refused)
     goes to `asides`."""
 
-    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, asides: TextIO,
-                 loop: ToolLoop | None = None) -> None:
+    def __init__(self, session: ChatSession, out: TextIO, err: TextIO, asides: TextIO) -> None:
         self.session = session
         self.out, self.err, self.asides = out, err, asides
-        self.loop = loop  # the model calls tools (--workspace, --mcp)
+        self.loop: ToolLoop | None = None  # the model calls tools (--workspace, --mcp)
+        self.replying: CancelToken | None = None  # the reply being written, which Ctrl-C stops
+
+    def stopped(self) -> bool:
+        """Whether the user stopped the reply being written (a question about a tool call then waits no longer)."""
+        return self.replying is not None and self.replying.cancelled
 
     def tell(self, snapshot: Snapshot | None) -> None:
         for event in snapshot.events if snapshot is not None else ():
@@ -220,6 +229,7 @@ class TerminalChat:
     def _stream(self, label: str, write_reply) -> int:
         """A reply written by `write_reply(on_text, cancel)`, streamed to `out`; Ctrl-C stops it."""
         shown, cancel = TerminalText(), CancelToken()
+        self.replying = cancel
         self.out.write(label)
         self.out.flush()
 
@@ -252,15 +262,15 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
             overrides = {}
         session = ChatSession(store, chat_id, provider, overrides)
         session.temperature = options.temperature
-        loop = None
+        chat = TerminalChat(session, out, err, asides)
         if toolbox is not None:
-            ask = terminal_ask(stdin, asides) if options.allow != "all" else (lambda _call, _preview: ALLOW_ONCE)
-            loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
-        chat = TerminalChat(session, out, err, asides, loop)
+            ask = (terminal_ask(stdin, asides, chat.stopped) if options.allow != "all"
+                   else (lambda _call, _preview: ALLOW_ONCE))
+            chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
         try:
             chat.tell(session.build_engine(estimate=False))
-            if loop is not None:
-                loop.max_steps = session.settings.tool_steps
+            if chat.loop is not None:
+                chat.loop.max_steps = session.settings.tool_steps
             if message is not None:
                 return chat.line(message, label="")
             window = session.built_engine.budget.window
@@ -277,14 +287,12 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
 
 def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
     while True:
-        out.write("you> ")
-        out.flush()
         try:
-            line = stdin.readline()
+            line = _typed_turn(stdin, out)
         except KeyboardInterrupt:
             out.write("\n")
             return 0
-        if not line:
+        if line is None:
             out.write("\n")
             return 0
         text = line.strip()
@@ -292,6 +300,27 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
             return 0
         if text:
             chat.line(text)
+            if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
+                print(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does", file=out)
+
+
+def _typed_turn(stdin: TextIO, out: TextIO) -> str | None:
+    """The next line after the prompt, None at the end of input. A terminal's line is read with GNU readline where
+    Python has it: it can be edited (arrows, history), and a line pasted past the terminal's own limit of 4095
+    bytes comes whole, where the terminal driver drops the rest."""
+    if stdin is sys.stdin and stdin.isatty() and out.isatty():
+        try:
+            import readline  # noqa: F401 - imported, it is what input() reads a terminal's line with
+        except ImportError:
+            pass
+        else:
+            try:
+                return input(PROMPT)
+            except EOFError:
+                return None
+    out.write(PROMPT)
+    out.flush()
+    return stdin.readline() or None
 
 
 def setting_range(name: str, low: int | None = None) -> click.IntRange:

@@ -3,7 +3,8 @@ loop (core/chat/tool_loop.py, the window's too); each call that writes or runs i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import select
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
@@ -49,17 +50,29 @@ def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | 
             servers.close()
 
 
-def terminal_ask(stdin: TextIO, out: TextIO) -> Ask:
-    """Ask y/n on the terminal before a call that writes or runs, showing what it would do."""
+def terminal_ask(stdin: TextIO, out: TextIO, stopped: Callable[[], bool]) -> Ask:
+    """Ask y/n on the terminal before a call that writes or runs, showing what it would do. `stopped`: whether the
+    user stopped the answer meanwhile (Ctrl-C), which denies the call."""
 
     def ask(call, preview: str) -> Decision:
         out.write(f"\n[the model wants to run {call.name}]\n{preview}\n"
                   "Allow it? y: this once, a: always in this chat, n: no [y/a/N] ")
         out.flush()
-        answer = stdin.readline().strip().lower()
+        answer = _typed_line(stdin, stopped).strip().lower()
         return ALLOW_ONCE if answer in ("y", "yes") else ALLOW_IN_CHAT if answer in ("a", "always") else DENY
 
     return ask
+
+
+def _typed_line(stdin: TextIO, stopped: Callable[[], bool]) -> str:
+    """The line typed, or "" once `stopped`. A terminal is watched in slices: Ctrl-C stops the answer on the main
+    thread while this one waits, and the question must end then, not at the next Enter. (A terminal hands over one
+    line a read, so nothing typed waits unseen in stdin's buffer; a pipe is simply read.)"""
+    if stdin.isatty():
+        while not select.select([stdin], [], [], 0.1)[0]:
+            if stopped():
+                return ""
+    return stdin.readline()
 
 
 def step_line(step: Step) -> str:

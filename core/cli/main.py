@@ -53,14 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     """Bad input (an unknown command or option, a missing argument) exits with 2, as click's usage errors do."""
     if (sys.argv[1:] if argv is None else argv) == []:
         start_local_model_early()
-    group = load_commands()
     try:
+        group = load_commands()  # a second of imports, which Ctrl-C may well interrupt
         with guarded_terminal():
             return int(group.main(args=argv, prog_name="precis", standalone_mode=False) or 0)
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except click.Abort:  # Ctrl-C: click turns KeyboardInterrupt into Abort
+    except (click.Abort, KeyboardInterrupt):  # Ctrl-C: click turns KeyboardInterrupt into Abort once it runs
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -168,9 +168,11 @@ def context(chat: str, data_dir: str | None) -> int:
         print("\n".join("  " + line for line in note.lines()))
     labels = {"system": "system prompt", "tools": "tool definitions", "summaries": "summaries", "recalled": "recalled",
               "messages": "messages", "tool_outputs": "tool outputs"}
+    label_width = max(map(len, labels.values()))
+    count_width = max(len(f"{usage.by_kind.get(kind, 0):,}") for kind in labels)
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)
-        print(f"  {label:<14} {tokens:>8,}  [{_bar(tokens / usage.available)}]")
+        print(f"  {label:<{label_width}}  {tokens:>{count_width},}  [{_bar(tokens / usage.available)}]")
     chain = engine.chain()
     print(f"summary chain: {len(chain) or 'none'}")
     for record in chain:

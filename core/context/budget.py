@@ -56,6 +56,11 @@ def cut_messages(engine: ContextEngine, prompt: Prompt) -> list[CutMessage]:
     return cut
 
 
+# The messages cut short that the note names; the rest are counted. (A chat of many session markers, each cut to
+# fit a small window, once made the note 70 kB: one line of `precis context`, the inspector's label.)
+CUTS_NAMED = 3
+
+
 def over_budget(engine: ContextEngine) -> OverBudget | None:
     """None while the context fits; otherwise what happens to it, from the prompt the engine would send now."""
     usage = engine.usage()
@@ -81,9 +86,11 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
                           f"in the chat).", "", summarizes if due is not None else "", "")
     sent = (f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent "
             f"({prompt.tokens:,} tokens).")
-    cuts = [f"{len(left_out)} oldest message{'s' * (len(left_out) != 1)} left out" if left_out else "",
-            f"{shrunk} old tool output{'s' * (shrunk != 1)} shrunk to one line" if shrunk else "",
-            *(c.describe() for c in cut_short)]
+    unnamed = len(cut_short) - CUTS_NAMED
+    cuts = [f"{len(left_out):,} oldest message{'s' * (len(left_out) != 1)} left out" if left_out else "",
+            f"{shrunk:,} old tool output{'s' * (shrunk != 1)} shrunk to one line" if shrunk else "",
+            *(c.describe() for c in cut_short[:CUTS_NAMED]),
+            f"{unnamed:,} more message{'s' * (unnamed != 1)} cut short" if unnamed > 0 else ""]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
     if due is not None:
         next_message = summarizes

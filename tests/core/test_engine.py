@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 from hypothesis import assume, example, given
@@ -919,6 +920,22 @@ def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summa
     assert note.next_message == "The next message first summarizes older messages to make room (this can take a while)."
     record = engine.append(user("Did the flag get accepted?"))
     assert record is not None and engine.usage().ratio <= 1
+
+
+def test_the_over_budget_note_names_a_few_messages_cut_short_and_counts_the_rest():
+    """A long LoCoMo-like chat (a session marker every few messages) at a small window cuts every marker short: the
+    note named each one, 70 kB in one line of `precis context` and in the inspector's label."""
+    engine = ContextEngine(Budget(window=1024, reserve_output=64), SummarizationPolicy(mode="rule"), TokenCounter())
+    for n in range(40):
+        engine.append(Message("system", f"Session {n} - 1:14 pm on {n} May, 2023. " + "the weather was mild and " * 10),
+                      auto=False)
+        engine.append(user(f"hello {n} " + "words " * 20), auto=False)
+    note = over_budget(engine)
+    assert note is not None
+    named = re.findall(r"message \d+ \(system\) cut from", note.cut)
+    unnamed = int(re.search(r"; (\d+) more messages cut short\.$", note.cut).group(1))
+    assert len(named) == 3 and unnamed > 10
+    assert len(note.cut) < 300
 
 
 def test_target_fill_must_be_below_the_trigger():

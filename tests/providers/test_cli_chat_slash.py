@@ -28,6 +28,7 @@ def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_p
     assert "no summaries" in text
     assert "Unknown command /nosuch." in text
     assert "/summarize [instructions]" in text  # /help lists the registry
+    assert "/quit or /exit leaves" in text  # and the way out of the terminal chat, which it alone has
     with open_store(tmp_path) as store:
         [chat] = store.list_chats()
         # /run's call and output are kept as a tool exchange; the slash lines themselves are not messages.

@@ -50,8 +50,10 @@ def test_import_chats_export_search_and_context(tmp_path, capsys):
     assert "summary chain: 1" in out and "404 messages" in out and "142,431 → " in out
     # The lines by kind add up to the total above them (the reply's priming was in the total alone: 3 apart).
     total = int(re.search(r"context: ([\d,]+) /", out).group(1).replace(",", ""))
-    kinds = re.findall(r"^  (system prompt|summaries|recalled|messages|tool outputs) +([\d,]+) ", out, re.MULTILINE)
-    assert len(kinds) == 5 and sum(int(n.replace(",", "")) for _, n in kinds) == total
+    kinds = list(re.finditer(r"^  (system prompt|tool definitions|summaries|recalled|messages|tool outputs) +([\d,]+) ",
+                             out, re.MULTILINE))
+    assert len(kinds) == 6 and sum(int(kind[2].replace(",", "")) for kind in kinds) == total
+    assert len({kind.end(2) - kind.start() for kind in kinds}) == 1  # the counts in one column ("tool definitions" pushed its own)
 
 
 @pytest.mark.slow
