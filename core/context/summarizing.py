@@ -282,7 +282,7 @@ class Summarization:
         wrapper = MESSAGE_OVERHEAD + counter.count_text(summary_message(
             SummaryRecord(depth=len(chain) + 1, mode=summarizer.mode, text=""), len(candidates)).content)
         if talk:
-            coming = digest_room(candidates, counter.count_text) + wrapper
+            coming = digest_room(candidates, counter.text_tokens) + wrapper
         if len(chain) >= policy.max_depth:
             self._merge_oldest(len(chain) - policy.max_depth + 2, "merge at maximum depth", coming)
         elif chain and self.summary_cap(talk) < (MIN_SUMMARY_ROOM * 4 if len(chain) > 1 else MIN_SUMMARY_ROOM):

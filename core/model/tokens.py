@@ -113,6 +113,14 @@ class TokenCounter:
             return cached[1]
         return None
 
+    def text_tokens(self, message: Message) -> int:
+        """Tokens of the message's text alone: from its count when it has one (a summary's room is a share of what
+        was said, and tokenizing every message again took half of summarizing 100,000 with a model's vocabulary)."""
+        counted = self._counted(message)
+        if counted is None or message.tool_calls:
+            return self.count_text(message.content)
+        return counted - MESSAGE_OVERHEAD - (1 if message.name else 0)
+
     def is_counted(self, message: Message) -> bool:
         """Whether the message's count for its text is made (or was saved): no stand-in, nothing to tokenize."""
         return self._counted(message) is not None

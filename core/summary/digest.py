@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..model.messages import Message
+from ..model.tokens import TokenCounter
 from .digest_words import FREQUENCY, MONTHS, WHEN, WORD, content_words, frequencies, generic, rarity
 from .sentence_trim import tightened
 from .text_rules import STOP_WORDS
@@ -397,14 +398,15 @@ def fitted(header: str, sentences: list[Sentence], room: int, max_tokens: int,
     return text, chosen
 
 
-def digest_room(messages: list[Message], count_tokens: Callable[[str], int]) -> int:
-    """The tokens a digest of these messages may take: its share of what was said, at least MIN_DIGEST."""
-    spoken = sum(count_tokens(m.content) for m in messages if m.role in ("user", "assistant"))
+def digest_room(messages: list[Message], text_tokens: Callable[[Message], int]) -> int:
+    """The tokens a digest of these messages may take: its share of what was said (each message's text counted by
+    `text_tokens`), at least MIN_DIGEST."""
+    spoken = sum(text_tokens(m) for m in messages if m.role in ("user", "assistant"))
     return max(int(spoken * DIGEST_SHARE), MIN_DIGEST)
 
 
-def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: Callable[[str], int],
-                        date: str = "", decisions: Iterable[str] = ()) -> tuple[str, list[str]]:
+def conversation_digest(messages: list[Message], max_tokens: int, counter: TokenCounter, date: str = "",
+                        decisions: Iterable[str] = ()) -> tuple[str, list[str]]:
     """(digest text within max_tokens, its kept messages as key points: a line of the text may join several of one
     speaker's). Sentences are kept (tightened) or not at all; `date` is the session's where the stretch starts (its
     marker was before the stretch). The sentences that state one of `decisions` (the rules' "Chose: ...", read from
@@ -415,7 +417,7 @@ def conversation_digest(messages: list[Message], max_tokens: int, count_tokens: 
     for s in sentences:
         said = set(WORD.findall(s.text.lower()))
         s.decided = any(said <= d or d <= said for d in stated if d)
-    room = min(max_tokens, digest_room(messages, count_tokens))
+    room, count_tokens = min(max_tokens, digest_room(messages, counter.text_tokens)), counter.count_text
     people = list(dict.fromkeys(s.speaker for s in sentences))
     # The sessions' dates head their lines below: the header names who spoke, not when.
     header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"

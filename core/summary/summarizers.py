@@ -122,8 +122,8 @@ class RuleSummarizer:
             facets = conversation_facets(request.messages)
             # The sentences stating its decisions are digest lines under their speaker, kept first (the record's
             # facets list them too).
-            text, key_points = conversation_digest(request.messages, request.max_tokens, request.counter.count_text,
-                                                    request.date, facets.decisions)
+            text, key_points = conversation_digest(request.messages, request.max_tokens, request.counter, request.date,
+                                                    facets.decisions)
             return SummaryDraft(text=text, key_points=key_points[:MAX_KEY_POINTS], facets=facets, mode="rule")
         text, key_points, facets = rule_summary(
             request.messages, max_tokens=request.max_tokens, count_tokens=request.counter.count_text)
@@ -431,7 +431,8 @@ class HybridSummarizer(LLMSummarizer):
         if is_conversation(request.messages):
             # The dated digest of both speakers takes the trail's place, the narrative the rest.
             facets = conversation_facets(request.messages)
-            digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, count, request.date)
+            digest, key_points = conversation_digest(request.messages, request.max_tokens * 6 // 10, request.counter,
+                                                    request.date)
             narrative = fit_text(out.narrative.strip(), max(request.max_tokens - count(digest) - 8, 16),
                                  request.counter)
             text = fit_text("\n\n".join(p for p in (digest, narrative) if p), request.max_tokens, request.counter)

@@ -1,6 +1,8 @@
 """Conversation digests, session markers and the model's output hygiene."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from precis.core.context.engine import Budget, ContextEngine
 from precis.core.model.messages import Message, ToolCall
 from precis.core.model.tokens import TokenCounter
@@ -26,7 +28,8 @@ from precis.core.summary.summarizers import HybridSummarizer, RuleSummarizer, Su
 from tests.conftest import CONVERSATIONS_DIR
 from tests.fakes import ScriptedProvider
 
-COUNT = TokenCounter().count_text
+COUNTER = TokenCounter()
+COUNT = COUNTER.count_text
 
 
 def talk() -> list[Message]:
@@ -43,7 +46,7 @@ def talk() -> list[Message]:
 def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_sentences():
     messages = talk()
     assert is_conversation(messages)
-    text, lines = conversation_digest(messages, 200, COUNT)
+    text, lines = conversation_digest(messages, 200, COUNTER)
     assert "[8 May, 2023]" in text and "[22 December, 2022]" in text
     assert "- Caroline: I went to a LGBTQ support group yesterday and it was powerful." in text
     assert "Melanie: We're going camping at Lake Tahoe next month with my 3 kids." in text
@@ -53,7 +56,7 @@ def test_a_digest_keeps_both_speakers_under_their_session_dates_and_whole_senten
     # Dated by the day, once: a session's time of day and the header's date range cost tokens and answer nothing.
     assert "1:56" not in text and "2022" not in text.splitlines()[0]
     # A tighter cap keeps fewer sentences, never part of one.
-    small, _ = conversation_digest(messages, 40, COUNT)
+    small, _ = conversation_digest(messages, 40, COUNTER)
     assert COUNT(small) <= 40
     said = " ".join(m.content for m in messages)
     for line in small.splitlines()[1:]:
@@ -66,7 +69,7 @@ def test_greetings_thanks_and_reactions_are_stripped_and_a_message_keeps_one_lin
                                              "to an LGBTQ+ counseling workshop. My grandma gave me this necklace in "
                                              "Sweden."),
                 Message(role="assistant", content="Melanie: I totally agree, Caroline! How have you been?")]
-    text, lines = conversation_digest(messages, 200, COUNT)
+    text, lines = conversation_digest(messages, 200, COUNTER)
     assert lines == ["Caroline: Last Friday I went to an LGBTQ+ counseling workshop. My grandma gave me this "
                      "necklace in Sweden."]
     assert "awesome" not in text and "Melanie:" not in text
@@ -86,7 +89,7 @@ def test_merged_digests_rank_the_lines_of_every_stretch_together_under_their_dat
         return talk
     first = stretch("8 May, 2023", "I adopted a guinea pig named Oscar in March.")
     second = stretch("20 July, 2023", "Melanie's favorite book is \"Charlotte's Web\" by E. B. White.")
-    texts = [conversation_digest(part, 400, COUNT)[0] for part in (first, second)]
+    texts = [conversation_digest(part, 400, COUNTER)[0] for part in (first, second)]
     merged = merged_digest(texts, len(first) + len(second), 75, COUNT)
     assert COUNT(merged) <= 75 and "stayed in" not in merged
     assert merged.startswith("Merged conversation digest of")
@@ -104,7 +107,7 @@ def test_a_name_said_once_in_a_sentence_that_did_not_fit_is_still_in_the_digest(
     messages = [Message(role="system", content="Session 1 - 1:56 pm on 8 May, 2023")]
     messages += [Message(role="user" if n % 2 == 0 else "assistant",
                          content=f"{'Caroline' if n % 2 == 0 else 'Melanie'}: {line}") for n, line in enumerate(said)]
-    text, _ = conversation_digest(messages, 90, COUNT)
+    text, _ = conversation_digest(messages, 90, COUNTER)
     assert COUNT(text) <= 90
     assert "walking home" not in text  # the long sentence that tells little did not fit ...
     assert "Oscar" in text and "Lake Tahoe" in text
@@ -124,7 +127,7 @@ def test_a_speakers_kept_messages_of_one_day_share_a_line():
                  for who, line in said]
     messages.append(Message(role="system", content="Session 2 - 2:00 pm on 9 May, 2023"))
     messages.append(Message(role="user", content="Caroline: I sold my old piano to a school in Boston."))
-    text, key_points = conversation_digest(messages, 400, COUNT)
+    text, key_points = conversation_digest(messages, 400, COUNTER)
     # What Melanie said between was not kept: Caroline's two messages are one line; the next day's is its own.
     assert ("[8 May, 2023]\n- Caroline: I adopted a guinea pig named Oscar in March. My cousin Bartholomew fixed his "
             "kayak in Denver.\n- Melanie: We went camping at Lake Tahoe with my 3 kids.\n[9 May, 2023]\n"
@@ -140,7 +143,7 @@ def test_repeated_messages_collapse_into_one_line_with_a_count():
     messages = [Message(role="user", content=reminder) if i % 2 else
                 Message(role="assistant", content=f"I will look at file number {i} of the project next.")
                 for i in range(8)]
-    text, _ = conversation_digest(messages, 400, COUNT)
+    text, _ = conversation_digest(messages, 400, COUNTER)
     assert text.count("EXACTLY ONE action") == 1 and "(×4)" in text
 
 
@@ -286,7 +289,7 @@ def varied_talk(sessions: int) -> list[Message]:
 def test_a_digest_fills_its_share_with_whole_sentences_when_the_index_needs_less():
     messages = varied_talk(3)
     spoken = sum(COUNT(m.content) for m in messages if m.role != "system")
-    text, _ = conversation_digest(messages, 4000, COUNT)
+    text, _ = conversation_digest(messages, 4000, COUNTER)
     longest = max(COUNT(line) for line in text.splitlines())
     assert spoken * 0.2 - 2 * longest <= COUNT(text) <= spoken * 0.2 + 2
 
@@ -301,7 +304,7 @@ def test_a_rule_summary_of_talk_keeps_its_decisions_as_digest_lines_within_the_d
     assert line.startswith("- Caroline: ") and draft.text.count("adopt a puppy") == 1
     assert "Decisions" not in draft.text and "Chose:" not in draft.text
     assert draft.facets.decisions == [f"Chose: {decision}"]  # the record still lists it
-    assert COUNT(draft.text) <= digest_room(messages, COUNT)  # its share, at least MIN_DIGEST
+    assert COUNT(draft.text) <= digest_room(messages, COUNTER.text_tokens)  # its share, at least MIN_DIGEST
     # Kept first: a digest with room for one line keeps the decision, not the sentences that tell more.
     small = RuleSummarizer().summarize(SummaryRequest(messages, max_tokens=50, counter=TokenCounter()))
     assert small.text.splitlines()[2].startswith(f"- Caroline: {decision}") and COUNT(small.text) <= 50
@@ -462,3 +465,15 @@ def test_what_answers_the_other_speakers_question_ranks_above_the_same_words_sai
     marker = Message(role="system", content="Session 2 - 1:56 pm on 8 June, 2023")
     sentences = sentences_of([question, marker, answer])
     assert not next(s for s in sentences if s.speaker == "Melanie").answers
+
+
+@given(st.text(max_size=200), st.sampled_from(["user", "assistant", "tool"]), st.booleans(),
+       st.sampled_from([None, "Caroline"]))
+def test_a_messages_text_counts_the_same_from_its_saved_count_as_tokenized_again(text, role, with_call, name):
+    """A digest's room is a share of what its messages said, read from their counts made when the chat opened."""
+    calls = (ToolCall("c1", "read_file", {"path": "a.txt"}),) if with_call and role == "assistant" else ()
+    message = Message(role=role, content=text, tool_calls=calls, name=name)
+    counter = TokenCounter()
+    fresh = counter.text_tokens(message)
+    counter.raw_message_tokens(message)  # counted, as when the chat opened
+    assert counter.text_tokens(message) == fresh == counter.count_text(text)
