@@ -24,7 +24,7 @@ from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_turn import ToolTurns
-from .wording import brief, failure_text, waiting_text
+from .wording import failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 
@@ -257,9 +257,10 @@ class Sender(QObject):
 
         def done(result: ReplyResult) -> None:
             pump.stop()
-            model.update_message(result.message, streaming=False, error=result.problem)
-            if result.problem:
-                self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
+            model.update_message(result.message, streaming=False, error=result.failure)
+            stopped = reply_stopped_text(result)
+            if stopped:
+                self.status.tell(stopped, 10_000)
             self._model_answered(result)
             notes = []
             if edited and not result.problem:
