@@ -15,6 +15,7 @@ from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult, Snapshot
 from ..core.model.messages import Message
 from ..core.model.titles import title_from
+from ..core.model.tools import unknown_tool
 from ..core.tools import bounded as tools
 from .chat_switching import ChatSwitcher
 from .composer import Composer
@@ -85,17 +86,30 @@ class Sender(QObject):
         self.composer.set_hint("")
 
     def use_tool(self, argument: str) -> None:
-        """/use TOOL MESSAGE: send the message; the model answers it by calling TOOL first."""
+        """/use TOOL MESSAGE: send the message; the model answers it by calling TOOL first. Refused before anything
+        is saved (the command back in the box, to be mended) when the chat has no tool of that name."""
         try:
             tool, text = slash.forced_tool(argument)
         except ValueError as exc:
-            self.composer.set_hint(str(exc), error=True)
+            self._refuse_use(argument, str(exc))
             return
+        session = self.chat.session
         if not self.tool_turns.may_have_tools():
-            self.composer.set_hint("This chat has no tools: name a workspace folder in Settings → This chat, or add "
-                                   "MCP servers in Settings → Tools.", error=True)
+            self._refuse_use(argument, "This chat has no tools: name a workspace folder in Settings → This chat, or "
+                                       "add MCP servers in Settings → Tools.")
+            return
+        # The tools are known once offered (as the chat opens); until then the tool loop refuses an unknown one.
+        unknown = unknown_tool(tool, session.tools) if session is not None and session.tools else None
+        if unknown:
+            self._refuse_use(argument, unknown[0].upper() + unknown[1:] + ".")
             return
         self.send_message(text, force=tool)
+
+    def _refuse_use(self, argument: str, why: str) -> None:
+        if not self.composer.text().strip():
+            self.composer.set_text(f"/use {argument}")
+            self.save_draft(self.composer.text())
+        self.composer.set_hint(why, error=True)
 
     def send_message(self, text: str, force: str | None = None) -> None:
         """Show and save the message, then write the reply (`force`: the tool the model must call first). Sent while
