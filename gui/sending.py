@@ -13,6 +13,7 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat import commands as slash
 from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult, Snapshot
+from ..core.chat.streaming import joint
 from ..core.model.messages import Message
 from ..core.model.titles import title_from
 from ..core.model.tools import unknown_tool
@@ -263,7 +264,8 @@ class Sender(QObject):
 
         def show(text: str) -> None:
             if text:
-                model.update_message(placeholder.with_changes(content=before + text), streaming=True)
+                model.update_message(placeholder.with_changes(content=before + joint(before, text) + text),
+                                     streaming=True)
             else:  # a long prompt takes the local model a while to read: say so, and how far it is
                 model.set_waiting(placeholder.id, waiting_text(buffer.progress, time.monotonic() - started))
 

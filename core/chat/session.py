@@ -23,7 +23,6 @@ from ..model.tokens import TokenCounter
 from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
-    Cancelled,
     CancelToken,
     ContextLengthExceeded,
     Provider,
@@ -42,7 +41,7 @@ from ..storage.store import ChatFingerprint, Store, StoreError, StoreLocked, Ver
 from .rows import build_rows, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
-from .streaming import StreamEnd, stream_reply
+from .streaming import StreamEnd, joint, stream_reply
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -321,7 +320,6 @@ class ChatSession:
         else:
             self.store.add_message(self.chat_id, placeholder)
         problem = finish = None
-        stopped = False
         calls: tuple[ToolCall, ...] = ()
         received: list[str] = []
         sent = None
@@ -345,7 +343,7 @@ class ChatSession:
                         pass
                 problem = str(exc)
             except ProviderError as exc:  # Cancelled and StreamInterrupted among them: what arrived is kept
-                problem, stopped = str(exc), isinstance(exc, Cancelled)
+                problem = str(exc)
             break
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
         final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls,
@@ -355,7 +353,7 @@ class ChatSession:
         else:
             self.store.update_message(self.chat_id, final)
         self.built_engine.append(final)
-        return ReplyResult(final, self.snapshot(), problem, final.cut_at, stopped)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
     def sent_prompt(self, message_id: str) -> tuple[list[PromptPart], int] | str:
         """What reply `message_id` was written from, part by part, and its tokens; or why it cannot be shown."""
@@ -382,17 +380,17 @@ class ChatSession:
         prompt = [*self.built_engine.assemble().messages, Message(role="user", content=CONTINUE_REQUEST)]
         received: list[str] = []
         problem = finish = None
-        stopped = False
         try:
             _usage, finish, _calls = self._stream(prompt, received, on_text, None, cancel,
                                                   last.with_changes(incomplete=True), before=last.content)
         except ProviderError as exc:  # Cancelled among them: what arrived is kept
-            problem, stopped = str(exc), isinstance(exc, Cancelled)
-        final = self._finished(last, last.content + "".join(received), problem, finish)
+            problem = str(exc)
+        text = "".join(received)
+        final = self._finished(last, last.content + joint(last.content, text) + text, problem, finish)
         self.store.save_shown_version(self.chat_id, final)
         self.built_engine.remove_last(last.id)
         self.built_engine.append(final)
-        return ReplyResult(final, self.snapshot(), problem, final.cut_at, stopped)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
