@@ -68,6 +68,10 @@ def choice_problems(error: ValidationError, model: type[BaseModel]) -> str:
     return "; ".join(said)
 
 
+# The Provider page's fields only a server has (a local model is refused with them: _local_has_no_server).
+SERVER_FIELDS = ("base_url", "model")
+
+
 class ProviderChoice(BaseModel):
     """Where replies come from: the settings of the Provider and Local model pages, stored under the `provider`
     setting. The API key is not here: it is kept in the OS keyring (or the environment), never in the database."""
@@ -103,6 +107,14 @@ class ProviderChoice(BaseModel):
             raise ValueError("the local model has no base URL or model name to set; choose openai or anthropic, "
                              "or pick a model in Local model")
         return self
+
+    @classmethod
+    def as_used(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """A form's values as their kind uses them: a local model has no base URL or model name, so what is left
+        in those boxes from a server (typed before switching back to local) is not part of the choice."""
+        if values.get("kind") == "local":
+            return {**values, **{name: "" for name in SERVER_FIELDS}}
+        return values
 
     @classmethod
     def from_setting(cls, value: Any) -> ProviderChoice:

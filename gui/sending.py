@@ -13,8 +13,10 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat import commands as slash
 from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult, Snapshot
+from ..core.chat.streaming import joint
 from ..core.model.messages import Message
 from ..core.model.titles import title_from
+from ..core.model.tools import unknown_tool
 from ..core.tools import bounded as tools
 from .chat_switching import ChatSwitcher
 from .composer import Composer
@@ -24,7 +26,7 @@ from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_turn import ToolTurns
-from .wording import brief, failure_text, waiting_text
+from .wording import failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 
@@ -85,17 +87,30 @@ class Sender(QObject):
         self.composer.set_hint("")
 
     def use_tool(self, argument: str) -> None:
-        """/use TOOL MESSAGE: send the message; the model answers it by calling TOOL first."""
+        """/use TOOL MESSAGE: send the message; the model answers it by calling TOOL first. Refused before anything
+        is saved (the command back in the box, to be mended) when the chat has no tool of that name."""
         try:
             tool, text = slash.forced_tool(argument)
         except ValueError as exc:
-            self.composer.set_hint(str(exc), error=True)
+            self._refuse_use(argument, str(exc))
             return
+        session = self.chat.session
         if not self.tool_turns.may_have_tools():
-            self.composer.set_hint("This chat has no tools: name a workspace folder in Settings → This chat, or add "
-                                   "MCP servers in Settings → Tools.", error=True)
+            self._refuse_use(argument, "This chat has no tools: name a workspace folder in Settings → This chat, or "
+                                       "add MCP servers in Settings → Tools.")
+            return
+        # The tools are known once offered (as the chat opens); until then the tool loop refuses an unknown one.
+        unknown = unknown_tool(tool, session.tools) if session is not None and session.tools else None
+        if unknown:
+            self._refuse_use(argument, unknown[0].upper() + unknown[1:] + ".")
             return
         self.send_message(text, force=tool)
+
+    def _refuse_use(self, argument: str, why: str) -> None:
+        if not self.composer.text().strip():
+            self.composer.set_text(f"/use {argument}")
+            self.save_draft(self.composer.text())
+        self.composer.set_hint(why, error=True)
 
     def send_message(self, text: str, force: str | None = None) -> None:
         """Show and save the message, then write the reply (`force`: the tool the model must call first). Sent while
@@ -249,7 +264,8 @@ class Sender(QObject):
 
         def show(text: str) -> None:
             if text:
-                model.update_message(placeholder.with_changes(content=before + text), streaming=True)
+                model.update_message(placeholder.with_changes(content=before + joint(before, text) + text),
+                                     streaming=True)
             else:  # a long prompt takes the local model a while to read: say so, and how far it is
                 model.set_waiting(placeholder.id, waiting_text(buffer.progress, time.monotonic() - started))
 
@@ -257,9 +273,10 @@ class Sender(QObject):
 
         def done(result: ReplyResult) -> None:
             pump.stop()
-            model.update_message(result.message, streaming=False, error=result.problem)
-            if result.problem:
-                self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
+            model.update_message(result.message, streaming=False, error=result.failure)
+            stopped = reply_stopped_text(result)
+            if stopped:
+                self.status.tell(stopped, 10_000)
             self._model_answered(result)
             notes = []
             if edited and not result.problem:

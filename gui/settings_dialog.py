@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 from ..core.model.schema import SettingField, setting_errors, setting_fields
 from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import check_connection, provider_for
-from ..core.settings import DEFAULT_MODELS, ChatSettings, ProviderChoice, SummarizationPolicy
+from ..core.settings import DEFAULT_MODELS, SERVER_FIELDS, ChatSettings, ProviderChoice, SummarizationPolicy
 from ..core.tools.workspace import workspace_problem
 from .allowed_tools import AllowedTools
 from .model_picker import BUILT_IN, ModelPicker
@@ -333,9 +333,14 @@ class SettingsDialog(QDialog):
 
     # ---- reading the form -----------------------------------------------------------------------------------
     def _provider_values(self) -> tuple[dict[str, Any], dict[str, str]]:
+        """The provider's values as its kind uses them (a server's address left in its box does not keep the local
+        model from being chosen), with the reasons any is refused."""
         values, errors = self.provider_fields.values()
         local_values, local_errors = self.local_fields.values()
-        return {**values, **local_values, "model_path": self._model_path}, {**errors, **local_errors}
+        values = self.provider_model.as_used({**values, **local_values, "model_path": self._model_path})
+        errors = {name: reason for name, reason in {**errors, **local_errors}.items()
+                  if name not in SERVER_FIELDS or values["kind"] != "local"}
+        return values, errors
 
     def provider_choice(self) -> ProviderChoice:
         """The provider settings as they stand (only called once they are valid: OK is disabled until then)."""
@@ -459,6 +464,8 @@ class SettingsDialog(QDialog):
         self.local_fields.show_errors(provider_errors)
         self.provider_error.setText(provider_errors.get("", ""))
         kind = self.kind.currentText()
+        for editor in (self.base_url, self.model):  # what they hold is kept for a switch back to a server
+            editor.setEnabled(kind != "local")
         self.model.setPlaceholderText(DEFAULT_MODELS.get(kind, "the model picked in Local model"))
         self.test_button.setEnabled(kind != "local" and not provider_errors and not self._testing)
         self.test_button.setToolTip("Ask the server for its models with these settings (nothing is saved)"

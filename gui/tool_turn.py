@@ -26,7 +26,7 @@ from .conversation import ConversationView
 from .inspector import Inspector
 from .status import StatusLine
 from .tool_service import ToolService
-from .wording import brief, failure_text, waiting_text
+from .wording import failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 LOCAL_MODEL_TOOLS = ("The local 135M model rarely calls a tool by itself: expect answers in text. A hosted model "
@@ -202,9 +202,10 @@ class ToolTurns(QObject):
         self._streaming = None
         if not self.chat.is_open(result.snapshot.chat_id):
             return
-        self.conversation.rows_model.update_message(result.message, streaming=False, error=result.problem)
-        if result.problem:
-            self.status.tell(f"Reply stopped: {brief(result.problem)}", 10_000)
+        self.conversation.rows_model.update_message(result.message, streaming=False, error=result.failure)
+        stopped = reply_stopped_text(result)
+        if stopped:
+            self.status.tell(stopped, 10_000)
         self.chat.apply(result.snapshot)
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()

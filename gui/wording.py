@@ -4,6 +4,7 @@ back."""
 from __future__ import annotations
 
 from ..core.chat.commands import REFUSALS as COMMAND_REFUSALS
+from ..core.chat.snapshot import ReplyResult
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.models.download import DownloadError
@@ -52,6 +53,13 @@ def stop_mark(message: Message) -> str | None:
     if message.incomplete:
         return "Incomplete: the reply stopped before its end."
     return None
+
+
+def reply_stopped_text(result: ReplyResult) -> str | None:
+    """What the status bar says of a reply that ended early: the user's own Stop is no failure."""
+    if result.stopped:
+        return "Reply stopped: what arrived is kept; Continue goes on from there."
+    return f"Reply stopped: {brief(result.problem)}" if result.problem else None
 
 
 def waiting_text(progress: tuple[int, int] | None, seconds: float) -> str:

@@ -42,7 +42,7 @@ from ..storage.store import ChatFingerprint, Store, StoreError, StoreLocked, Ver
 from .rows import build_rows, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
-from .streaming import StreamEnd, stream_reply
+from .streaming import StreamEnd, joint, stream_reply
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -354,7 +354,7 @@ class ChatSession:
         else:
             self.store.update_message(self.chat_id, final)
         self.built_engine.append(final)
-        return ReplyResult(final, self.snapshot(), problem, final.cut_at)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
     def sent_prompt(self, message_id: str) -> tuple[list[PromptPart], int] | str:
         """What reply `message_id` was written from, part by part, and its tokens; or why it cannot be shown."""
@@ -386,11 +386,12 @@ class ChatSession:
                                                   last.with_changes(incomplete=True), before=last.content)
         except ProviderError as exc:  # Cancelled among them: what arrived is kept
             problem = str(exc)
-        final = self._finished(last, last.content + "".join(received), problem, finish)
+        text = "".join(received)
+        final = self._finished(last, last.content + joint(last.content, text) + text, problem, finish)
         self.store.save_shown_version(self.chat_id, final)
         self.built_engine.remove_last(last.id)
         self.built_engine.append(final)
-        return ReplyResult(final, self.snapshot(), problem, final.cut_at)
+        return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,

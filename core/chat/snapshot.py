@@ -75,9 +75,15 @@ class Snapshot:
 class ReplyResult:
     message: Message
     snapshot: Snapshot
-    # Why the reply stopped early, if it did (cancelled, cut off, failed): shown next to it.
+    # Why the reply stopped early, if it did (cancelled, cut off, failed).
     problem: str | None = None
     cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
+    stopped: bool = False  # the user stopped it (Stop, Esc): what arrived is kept, and nothing failed
+
+    @property
+    def failure(self) -> str | None:
+        """What went wrong, to be shown as an error beside the reply: not the user's own Stop."""
+        return None if self.stopped else self.problem
 
 
 def copied_event(event: EngineEvent) -> EngineEvent:

@@ -42,3 +42,16 @@ def stream_reply(provider: Provider, messages: list[Message], received: list[str
         if cancel.cancelled:
             raise Cancelled(partial="".join(received))
     return StreamEnd(usage, finish, calls)
+
+
+# What ends on the word before it: no space goes in front of it.
+CLOSING = ",.;:!?)]}'\"…"
+
+
+def joint(before: str, after: str) -> str:
+    """What goes between a reply and what the model wrote when asked to continue it: its new turn starts without a
+    space, so words ran together ("Ember was" + "I am…" → "Ember wasI am…"). A space, unless either side has one
+    or what follows closes on the word before (a word cut in two at the token limit gets one too: the rarer case)."""
+    if not before or not after or before[-1].isspace() or after[0].isspace() or after[0] in CLOSING:
+        return ""
+    return " "

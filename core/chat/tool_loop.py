@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..model.messages import Message, ToolCall
-from ..model.tools import AUTO, ToolOutcome, ToolSpec
+from ..model.tools import AUTO, ToolOutcome, ToolSpec, unknown_tool
 from ..providers.base import CancelToken
 from .session import ChatSession
 from .snapshot import ReplyResult
@@ -89,9 +89,9 @@ class ToolLoop:
         `force` (a tool's name: /use), the first reply must call that tool; ValueError if there is none of the name."""
         session, turn = self.session, Turn()
         specs = self.tools.specs()
-        if force is not None and force not in {spec.name for spec in specs}:
-            raise ValueError(f"there is no tool called {force!r} here; the tools are: "
-                             f"{', '.join(spec.name for spec in specs) or 'none'}")
+        unknown = unknown_tool(force, specs) if force is not None else None
+        if unknown:
+            raise ValueError(unknown)
         session.use_tools(specs)  # ToolsTooLarge goes to the caller: nothing was sent yet
         while True:
             again = regenerate is not None and not turn.replies

@@ -19,6 +19,7 @@ from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
 from ..model.titles import NEW_CHAT_TITLE, title_from
+from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
 from ..settings import KINDS, MODES, ChatSettings
@@ -194,9 +195,9 @@ class TerminalChat:
             tool, text = forced_tool(argument)
             if self.loop is None:
                 raise ValueError("this chat has no tools: start precis chat with --workspace DIR or --mcp NAME")
-            names = {spec.name for spec in self.loop.tools.specs()}
-            if tool not in names:
-                raise ValueError(f"there is no tool called {tool!r} here; the tools are: {', '.join(sorted(names))}")
+            unknown = unknown_tool(tool, self.loop.tools.specs())
+            if unknown:
+                raise ValueError(unknown)
         except ValueError as exc:
             print(exc, file=self.asides)
             return 2

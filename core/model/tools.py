@@ -40,6 +40,14 @@ class ToolOutcome:
     cut: bool = False
 
 
+def unknown_tool(name: str, specs: Sequence[ToolSpec]) -> str | None:
+    """Why a call of `name` cannot be asked for (/use): no tool of that name among `specs`, named; or None."""
+    names = [spec.name for spec in specs]
+    if name in names:
+        return None
+    return f"there is no tool called {name!r} here; the tools are: {', '.join(names) or 'none'}"
+
+
 def specs_json(specs: Sequence[ToolSpec]) -> str:
     """What the tool definitions add to a prompt, as the text a token counter reads: each tool's name, description and
     parameter schema in JSON (every backend sends these three, in its own wrapping)."""

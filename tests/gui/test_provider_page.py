@@ -40,6 +40,18 @@ def test_the_provider_page_is_the_provider_schema(qtbot, make_window):
     assert dialog.test_button.isEnabled()
 
 
+def test_switching_back_to_the_local_model_needs_no_emptying_of_the_server_boxes(qtbot, make_window):
+    dialog = provider_dialog(qtbot, make_window, "http://127.0.0.1:9/v1", "gpt-x")
+    ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
+    assert ok.isEnabled() and dialog.base_url.isEnabled()
+    dialog.kind.setCurrentText("local")
+    assert ok.isEnabled() and not dialog.provider_error.text()
+    assert not dialog.base_url.isEnabled() and not dialog.model.isEnabled()  # not used by the local model
+    assert dialog.provider_choice() == ProviderChoice(kind="local")
+    dialog.kind.setCurrentText("openai")  # and back: what was typed is still there
+    assert (dialog.base_url.text(), dialog.model.text()) == ("http://127.0.0.1:9/v1", "gpt-x")
+
+
 @pytest.mark.model
 @pytest.mark.slow
 def test_test_connection_says_what_a_real_server_serves(qtbot, make_window, llama_server):

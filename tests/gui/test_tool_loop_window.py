@@ -240,6 +240,21 @@ def test_use_sends_the_message_with_the_tool_it_must_call(qtbot, make_window, st
     assert window.composer.hint.text().startswith("/use needs a tool and a message") and len(server.requests) == 2
 
 
+def test_use_of_a_tool_the_chat_has_not_is_refused_before_anything_is_saved(qtbot, make_window, store, server,
+                                                                            workspace):
+    # It stored the message, left it unanswered, emptied the box and said why only in the status bar.
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    qtbot.waitUntil(lambda: bool(window.chat.session.tools), timeout=WAIT_MS)  # offered as the chat opened
+    window.composer.edit.setFocus()
+    qtbot.keyClicks(window.composer.edit, "/use grep where is deploy mentioned?")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    hint = window.composer.hint.text()
+    assert hint.startswith("There is no tool called 'grep' here; the tools are: ") and "search_files" in hint
+    assert window.composer.text() == "/use grep where is deploy mentioned?"  # to be mended, not typed again
+    assert store.load_messages(chat_id) == [] and shown_rows(window) == [] and server.requests == []
+
+
 def test_allow_in_this_chat_lasts_past_the_window_until_taken_back_in_settings(qtbot, make_window, store, server,
                                                                               workspace):
     def make(name: str):
