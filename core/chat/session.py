@@ -19,7 +19,6 @@ from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, Too
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..model.bulk import collector_paused
 from ..model.messages import Message, ToolCall
-from ..model.tokens import TokenCounter
 from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
     DEFAULT_TEMPERATURE,
@@ -115,10 +114,6 @@ class ChatSession:
         return self.engine
 
     # ---- loading (worker thread) ------------------------------------------------------------------------
-    def _restore(self, counter: TokenCounter) -> tuple[ContextEngine, ChatSettings]:
-        return restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
-                              counter=counter, provider=self.provider, overrides=self.overrides)
-
     def load_rows(self) -> Snapshot:
         """What the window paints first: the chat's last FIRST_ROWS messages with the summaries that archived
         them, read straight from the store (no engine, nothing counted). `partial`: the whole chat comes with the
@@ -147,7 +142,9 @@ class ChatSession:
         return snapshot
 
     def _build_engine(self, estimate: bool) -> Snapshot:
-        engine, self.settings = self._restore(counter_for(self.provider, self.store))
+        engine, self.settings = restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
+                                               counter=counter_for(self.provider, self.store), provider=self.provider,
+                                               overrides=self.overrides)
         self.max_reply_tokens = max(16, self.settings.reserve_output)
         if self._detach is not None:
             self._detach()
