@@ -116,8 +116,8 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         if kind == "summary":
             record = row.record
             text = record.text
-            if row.expanded and record.key_points:
-                text += "\n\n" + "\n".join(f"- {point}" for point in record.key_points)
+            if row.expanded and (points := record.key_points_beside_text()):
+                text += "\n\n" + "\n".join(f"- {point}" for point in points)
             if not row.expanded:
                 text, total = first_lines(text, SUMMARY_PREVIEW_LINES)
                 return summary_markdown(text), False, max(0, total - SUMMARY_PREVIEW_LINES)

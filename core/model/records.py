@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -130,6 +131,9 @@ class SummaryResult:
         return f"{messages} · {tokens} ({verdict})"
 
 
+_WORD = re.compile(r"\w+")
+
+
 class SummaryRecord(BaseModel):
     id: str = Field(default_factory=new_id)
     created_at: float = Field(default_factory=time.time)
@@ -205,6 +209,12 @@ class SummaryRecord(BaseModel):
                   (sum(c.count for c in facets.commands), "command run", "commands run"),
                   (len(facets.decisions), "decision", "decisions")]
         return " · ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in counts)
+
+    def key_points_beside_text(self) -> list[str]:
+        """The key points its text does not already say, in order: a digest's key points are its lines, a trail's
+        its newest points, so shown under the text they said it twice."""
+        said = " " + " ".join(_WORD.findall(self.text.lower())) + " "
+        return [p for p in self.key_points if f" {' '.join(_WORD.findall(p.lower()))} " not in said]
 
     @property
     def covered_ids(self) -> list[str]:

@@ -31,7 +31,12 @@ MIN_WORDS = 4
 # sentence kept whole keeps its names whole.
 SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr)\.)(?<!\bMrs\.)\s+|\n+")
 HEADERS = ("Conversation digest", "Merged conversation digest")
-SPEAKER = re.compile(r"^([A-Z][\w .'-]{0,30}):\s+")
+# A message that starts with its speaker's name ("Caroline: ...", "Dr. Lee: ...", as imported group chats and
+# LoCoMo's conversations are): one to three capitalized words, not a label ("Note:", "Update:").
+SPEAKER = re.compile(r"^(?!(?:Note|Notes|Update|Edit|Error|Warning|Question|Answer|Summary|Example|Output|Input|"
+                     r"Result|Step|Task|Todo|TODO|Tip|Hint|Important|Reminder|Context|Goal|Problem|Solution|Fix|"
+                     r"Reason|Response|Reply|User|Assistant|System|Human|AI|PS|P\.S\.):)"
+                     r"([A-Z][\w.'-]*(?: [A-Z][\w.'-]*){0,2}):\s+")
 SESSION_DATE = re.compile(r"\b(?:on|at)\s+(.{4,40})$|^.{0,40}?[-–]\s*(.{4,60})$")
 TIME_OF_DAY = re.compile(r",\s*\d{1,2}:\d{2}\s*[ap]m$", re.IGNORECASE)
 # Words that say what someone likes, owns, plans or did: the answers people later ask about follow them.
@@ -310,8 +315,9 @@ def sentences_of(messages: list[Message], date: str = "") -> list[Sentence]:
     before_speaker, before_asked = "", False
     for m in messages:
         if m.role == "system":
-            date = day_of(session_label(m.content))
-            before, before_speaker, before_asked = frozenset(), "", False  # a new session answers nothing said in the last one
+            if marker := session_date(m.content):  # a system prompt dates nothing
+                date = day_of(marker)
+                before, before_speaker, before_asked = frozenset(), "", False  # a new session answers nothing said in the last one
             continue
         if m.role not in ("user", "assistant") or not m.content.strip():
             continue

@@ -477,3 +477,23 @@ def test_a_messages_text_counts_the_same_from_its_saved_count_as_tokenized_again
     fresh = counter.text_tokens(message)
     counter.raw_message_tokens(message)  # counted, as when the chat opened
     assert counter.text_tokens(message) == fresh == counter.count_text(text)
+
+
+def test_a_digest_is_dated_by_session_markers_and_names_speakers_not_labels():
+    """An imported chat's system prompt is no date, and "Note:" or a clause before a colon is no one's name; a
+    session marker dates what follows, and "Dr. Lee:" names who spoke."""
+    messages = [Message(role="system", content="You are a helpful assistant who answers briefly and kindly.")]
+    for n in range(2, 5):
+        messages += [Message(role="user", content=f"Note: I planted {n} tomato seedlings in the Kew greenhouse."),
+                     Message(role="assistant", content=f"Then {n} seedlings of tomato need watering twice a week.")]
+    messages += [Message(role="user", content="The files I have here are: notes.txt and a log from the Kew trip."),
+                 Message(role="system", content="Session 2 - 6:10 pm on 22 December, 2022"),
+                 Message(role="user", content="Dr. Lee: The greenhouse at Kew needs a new heater before January.")]
+
+    text, _ = conversation_digest(messages, 400, COUNTER)
+
+    assert text.splitlines()[0].endswith("(user, assistant, Dr. Lee)")
+    assert "[You are" not in text and "- user: Note: I planted 2 tomato" in text
+    after = text.split("[22 December, 2022]\n", 1)[1]
+    assert after.startswith("- Dr. Lee: The greenhouse at Kew needs a new heater")
+

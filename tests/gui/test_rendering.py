@@ -89,3 +89,24 @@ def test_closing_fences_only_appends_and_leaves_nothing_open(lines):
     text = "\n".join(lines)
     closed = closed_fences(text)
     assert closed.startswith(text.rstrip("\n")) and closed_fences(closed) == closed
+
+
+def test_an_expanded_summary_says_each_of_its_points_once(qtbot):
+    """A conversation digest's key points are its lines: the expanded card showed them all again under it."""
+    from precis.core.model.records import SummaryRecord
+    from precis.core.model.tokens import TokenCounter
+    from precis.core.summary.summarizers import RuleSummarizer, SummaryRequest
+
+    talk = [Message(role="user" if n % 2 else "assistant",
+                    content=f"{'Caroline' if n % 2 else 'Melanie'}: I painted {n} lighthouses at Lake Tahoe in May.")
+            for n in range(1, 9)]
+    draft = RuleSummarizer().summarize(SummaryRequest(talk, max_tokens=400, counter=TokenCounter()))
+    digest = SummaryRecord(text=draft.text, key_points=draft.key_points)
+    beside = SummaryRecord(text="Merged summary of 8 earlier messages.", key_points=["Caroline painted lighthouses."])
+    view = ConversationView()
+    qtbot.addWidget(view)
+    view.rows_model.set_rows([Row(record=digest, expanded=True), Row(record=beside, expanded=True)])
+
+    shown = view.delegate.body(view.rows_model.row_at(0))[0]
+    assert digest.key_points and all(shown.count(point.split(": ", 1)[1]) == 1 for point in digest.key_points)
+    assert "Caroline painted lighthouses." in view.delegate.body(view.rows_model.row_at(1))[0]
