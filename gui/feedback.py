@@ -83,6 +83,8 @@ class Feedback:
                 f"than the {event.tokens_before:,} there are. The messages stay as they are.")
             return
         automatic = record.trigger not in ("manual",)
+        if not automatic and record.instructions and self.inspector.instructions.text().strip() == record.instructions:
+            self.inspector.instructions.clear()  # used, as the message box is once sent
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
         messages = snapshot.archived_counts.get(record.id, 0) if record.merged_ids and snapshot is not None else None
         self.inspector.result_card.show_record(record, automatic, messages)

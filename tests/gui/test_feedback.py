@@ -165,6 +165,19 @@ def test_summary_instructions_typed_in_one_chat_are_not_left_for_the_next(qtbot,
     assert window.inspector.instructions.text() == ""
 
 
+def test_summary_instructions_are_cleared_once_used(qtbot, make_window, store):
+    """Summarize now with instructions left them in the box, as if not yet used."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    store.import_chat("Sailing", dialogue(30, "Reefing the mainsail, step"))
+    window = make_window()
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.instructions.isEnabled(), timeout=WAIT_MS)
+    qtbot.keyClicks(window.inspector.instructions, "keep every boat name")
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and bool(window.chat.snapshot.chain), timeout=WAIT_MS)
+    assert window.chat.snapshot.chain[-1].instructions == "keep every boat name"
+    assert window.inspector.instructions.text() == ""
+
+
 def test_a_new_chat_left_empty_is_not_kept_and_one_with_a_draft_is(qtbot, make_window, store):
     """Each click on New chat left an empty "New chat" in the list for good."""
     garden = store.import_chat("Garden", dialogue(6, "Planting tomatoes, week"))
