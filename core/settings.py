@@ -27,6 +27,8 @@ ThemeChoice = Literal["system", "light", "dark"]
 # A model summary's time limit; 6 s leaves room for the rules' summary after it (1-3 s on two cores busy with
 # other work) within the design documents' 10 s.
 SUMMARY_SECONDS = 6.0
+# The fewest tokens a reply may be given (its limit, `precis chat --max-tokens`): fewer say nothing.
+MIN_REPLY_TOKENS = 16
 RUN_TIMEOUT_SECONDS = 60
 # Each process of a /run command may allocate this much (RLIMIT_DATA), and this many may run at once.
 RUN_MEMORY_MB = 1024

@@ -100,7 +100,7 @@ def _writable_target(_ctx, _param, file: str) -> str:
     return file
 
 
-@cli.command()
+@cli.command(short_help="Render the window offscreen to a PNG file.")
 @click.argument("file", callback=_writable_target)
 @click.option("--chat", help="chat id (or unique prefix, or title) to show; default: the most recent")
 @click.option("--size", default="1500x950", show_default=True, callback=_parse_size, help="window size WxH")

@@ -106,3 +106,12 @@ def test_a_documented_form_runs_with_help(form):
     result = CliRunner().invoke(load_commands(), [*words, "--help"], prog_name="precis")
     assert result.exit_code == 0, f"{form!r} --help: {result.output}"
     assert result.output.startswith("Usage: precis")
+
+
+def test_the_list_of_commands_says_what_each_does_in_whole_words():
+    """`precis --help` cut most commands' descriptions mid-sentence ("Send MESSAGE and stream the reply to
+    stdout; without...") in an 80-column terminal."""
+    listing = CliRunner().invoke(load_commands(), ["--help"], terminal_width=80).output
+    lines = listing.split("Commands:\n", 1)[1].splitlines()
+    assert len(lines) == len(load_commands().commands)
+    assert not [line for line in lines if line.rstrip().endswith("...")]

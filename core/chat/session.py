@@ -27,7 +27,7 @@ from ..providers.base import (
     Provider,
     ProviderError,
 )
-from ..settings import CALIBRATION_KEY, ChatSettings
+from ..settings import CALIBRATION_KEY, MIN_REPLY_TOKENS, ChatSettings
 from ..storage.chats import (
     calibration_name,
     counter_for,
@@ -145,7 +145,7 @@ class ChatSession:
         engine, self.settings = restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
                                                counter=counter_for(self.provider, self.store), provider=self.provider,
                                                overrides=self.overrides)
-        self.max_reply_tokens = max(16, self.settings.reserve_output)
+        self.max_reply_tokens = max(MIN_REPLY_TOKENS, self.settings.reserve_output)
         if self._detach is not None:
             self._detach()
         self._not_saved = None

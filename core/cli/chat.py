@@ -22,7 +22,7 @@ from ..model.titles import NEW_CHAT_TITLE, title_from
 from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
-from ..settings import KINDS, MODES, ChatSettings
+from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
 from ..storage.store import StoreError, open_store
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
@@ -332,14 +332,15 @@ def setting_range(name: str, low: int | None = None) -> click.IntRange:
     return click.IntRange(min=max(int(field.low), low or 0), max=int(field.high))
 
 
-@cli.command()
+@cli.command(short_help="Chat with the model in the terminal, or send one message.")
 @click.argument("message", required=False)
 @click.option("--provider", type=click.Choice(KINDS), help="the backend (default: the one chosen in Settings, at "
               "first the embedded local model)")
 @click.option("--base-url", help="the server's base URL (OpenAI-compatible: …/v1)")
 @click.option("--model", help="the model name on that server")
-@click.option("--max-tokens", type=setting_range("reserve_output", low=1), help="longest reply in tokens (default: the chat's "
-              f"'Tokens reserved for the reply', {ChatSettings().reserve_output})")
+@click.option("--max-tokens", type=setting_range("reserve_output", low=MIN_REPLY_TOKENS),
+              help=f"longest reply in tokens (default: the chat's 'Tokens reserved for the reply', "
+                   f"{ChatSettings().reserve_output})")
 # The widest range a provider takes (OpenAI-compatible servers: 0 to 2; Anthropic's 0 to 1 is its own check).
 @click.option("--temperature", type=click.FloatRange(min=0, max=2), default=DEFAULT_TEMPERATURE, show_default=True)
 @click.option("--context-tokens", type=setting_range("context_window"),

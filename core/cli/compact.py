@@ -143,15 +143,15 @@ def print_report(result: ReplayResult, out) -> None:
         covered = engine.archive.covered_count(record)
         coverage = f" | trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         fallback = f" ({record.fallback})" if record.fallback_used else ""
-        print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {covered} messages, "
-              f"{record.tokens_before} -> {record.tokens_after} tokens, trigger {record.trigger}{coverage}",
-              file=out)
+        print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {covered} messages in "
+              f"{record.tokens} tokens; context {record.tokens_before} -> {record.tokens_after} tokens, "
+              f"trigger {record.trigger}{coverage}", file=out)
     print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
     for cut in cut_messages(engine, prompt):
         print(f"cut to fit: {cut.describe()}", file=out)
 
 
-@cli.command()
+@cli.command(short_help="Replay a transcript through the context engine; report.")
 @click.argument("transcript")
 @click.option("--context-tokens", type=click.IntRange(min=1), default=8192, show_default=True,
               help="the model's context window")

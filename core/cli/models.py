@@ -26,7 +26,7 @@ from .group import cli, data_dir_option
 BAD_INPUT, FAILED = 2, 1
 
 
-@cli.group("models", invoke_without_command=True)
+@cli.group("models", invoke_without_command=True, short_help="The recommended local models, and those on disk.")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts")
 @data_dir_option
 @click.pass_context

@@ -15,7 +15,7 @@ from .group import cli, data_dir_option
 from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
 
 
-@cli.command()
+@cli.command(short_help="The prompt CHAT's next reply would be sent, as sent.")
 @click.argument("chat", callback=unicode_text)
 @click.option("--reply", "reply", metavar="MESSAGE", callback=unicode_text,
               help="what this reply was written from instead (its id, or its number in `precis history`)")

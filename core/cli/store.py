@@ -79,7 +79,7 @@ def _fail(command: str, message: object, code: int | None = None) -> int:
     return exit_code(message) if code is None else code
 
 
-@cli.command("import")
+@cli.command("import", short_help="Import a chat file and print the new chat's id.")
 @click.argument("file")
 @click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True)
 @click.option("--title", callback=unicode_text, help="the chat's title (default: from the file)")
@@ -117,7 +117,7 @@ def chats(data_dir: str | None) -> int:
     return 0
 
 
-@cli.command()
+@cli.command(short_help="Write CHAT to a file: Markdown, OpenAI JSON or JSONL.")
 @click.argument("chat", callback=unicode_text)
 @click.option("--format", "format_", type=click.Choice(EXPORT_FORMATS), default="jsonl", show_default=True)
 @click.option("-o", "--output", help="file to write (default: standard output)")
@@ -144,7 +144,7 @@ def _bar(share: float) -> str:
     return "#" * filled + "." * (BAR_WIDTH - filled)
 
 
-@cli.command()
+@cli.command(short_help="What the model sees of CHAT, by kind, against its window.")
 @click.argument("chat", callback=unicode_text)
 @data_dir_option
 def context(chat: str, data_dir: str | None) -> int:

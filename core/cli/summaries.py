@@ -16,7 +16,7 @@ from .group import cli, data_dir_option
 from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
 
 
-@cli.command()
+@cli.command(short_help="Summarize CHAT now, as the inspector's button does.")
 @click.argument("chat", callback=unicode_text)
 @click.option("--instructions", callback=unicode_text, help="what the summary should keep or stress")
 @click.option("--up-to", "up_to", metavar="MESSAGE", callback=unicode_text,
@@ -57,7 +57,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
     return 0
 
 
-@cli.command("undo-summary")
+@cli.command("undo-summary", short_help="Undo CHAT's newest summary.")
 @click.argument("chat", callback=unicode_text)
 @data_dir_option
 def undo_summary(chat: str, data_dir: str | None) -> int:
@@ -77,7 +77,7 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
     return 0
 
 
-@cli.command()
+@cli.command(short_help="Every summary of CHAT, oldest first.")
 @click.argument("chat", callback=unicode_text)
 @click.option("--full", is_flag=True, help="also the first and last message of each range, and the summary text")
 @data_dir_option

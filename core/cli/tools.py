@@ -21,7 +21,7 @@ BAD_INPUT, SERVER_FAILED = 2, 1
 DESCRIPTION_CHARS = 90
 
 
-@cli.command("tools")
+@cli.command("tools", short_help="List the tools the model can call.")
 @click.option("--workspace", help="a folder: also list the workspace tools, which work in it")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts")
 @data_dir_option

@@ -77,6 +77,10 @@ class ChatInfo:
     deleted_at: float | None
 
 
+# The fewest characters of a chat's id that name it (as git's shortest abbreviation): fewer are a number typed.
+MIN_ID_PREFIX = 4
+
+
 def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
     """Open (creating or migrating) the store in `data_dir` (default: PRECIS_HOME or the user data folder).
 
@@ -208,20 +212,23 @@ class Store(MessageTable, SummaryTable, VersionTable):
             return self._chat_info(row, count)
 
     def find_chat(self, ref: str) -> ChatInfo:
-        """A chat by id, unique id prefix, or exact title (how the command line names chats)."""
+        """A chat by id, exact title, or unique id prefix of MIN_ID_PREFIX characters or more (how the command line
+        names chats: `precis history 0` took the one chat whose id began with 0)."""
         if not ref.strip():
             raise ChatNotFound("no chat given: name one by its id, the start of its id, or its title "
                                "(see `precis chats`)")
         chats = self.list_chats()
-        for match in ([c for c in chats if c.id == ref], [c for c in chats if c.id.startswith(ref)],
-                      [c for c in chats if c.title == ref]):
+        started = [c for c in chats if c.id.startswith(ref)] if len(ref) >= MIN_ID_PREFIX else []
+        for match in ([c for c in chats if c.id == ref], [c for c in chats if c.title == ref], started):
             if len(match) == 1:
                 return match[0]
             if len(match) > 1:
                 shown = ", ".join(f"{c.id[:12]} ({c.title})" for c in match[:5])
                 more = f" and {len(match) - 5} more" if len(match) > 5 else ""
                 raise ChatNotFound(f"{ref!r} matches {len(match)} chats: {shown}{more}; give more of the id")
-        raise ChatNotFound(f"no chat with id or title {ref!r} (see `precis chats`)")
+        short = (f"; the start of an id names a chat from {MIN_ID_PREFIX} characters on"
+                 if len(ref) < MIN_ID_PREFIX and any(c.id.startswith(ref) for c in chats) else "")
+        raise ChatNotFound(f"no chat with id or title {ref!r}{short} (see `precis chats`)")
 
     def rename_chat(self, chat_id: str, title: str) -> None:
         with self._write("rename the chat") as session:

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.model
 
 @pytest.mark.slow
 def test_one_message_streams_the_reply_to_stdout(capsys, local_provider):
-    assert main(["chat", "--max-tokens", "12", "--temperature", "0", "Name a fruit."]) == 0
+    assert main(["chat", "--max-tokens", "16", "--temperature", "0", "Name a fruit."]) == 0
     out = capsys.readouterr().out
     assert out.strip() and out.endswith("\n")
 
@@ -20,7 +20,7 @@ def test_one_message_streams_the_reply_to_stdout(capsys, local_provider):
 @pytest.mark.slow
 def test_one_message_through_an_openai_compatible_server(capsys, llama_server):
     code = main(["chat", "--provider", "openai", "--base-url", llama_server, "--model", "smollm2",
-                 "--max-tokens", "12", "Name a fruit."])
+                 "--max-tokens", "16", "Name a fruit."])
     assert code == 0
     assert capsys.readouterr().out.strip()
 
@@ -36,7 +36,7 @@ def test_terminal_chat_summarizes_when_the_window_fills(capsys, monkeypatch, loc
     turns = [f"Turn {n}: please remember that the parcel number {n} goes to warehouse {n * 7} on the "
              f"north side, next to the loading dock, before noon on day {n}." for n in range(10)]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(turns) + "\n/quit\n"))
-    code = main(["chat", "--context-tokens", "400", "--max-tokens", "8", "--temperature", "0"])
+    code = main(["chat", "--context-tokens", "400", "--max-tokens", "16", "--temperature", "0"])
     out = capsys.readouterr().out
     assert code == 0
     assert out.count("model> ") == 10

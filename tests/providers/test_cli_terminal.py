@@ -173,11 +173,11 @@ def test_a_reply_stopped_by_its_token_limit_says_so(server, monkeypatch, capsys)
     cut = "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
     server.steps = [stream([delta("The three reasons are: first, the"), cut, "data: [DONE]"])]
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    code = main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--max-tokens", "8",
+    code = main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--max-tokens", "16",
                  "Why?"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "The three reasons are: first, the\n"
-    assert "[the reply reached its limit of 8 tokens and stopped there; --max-tokens sets it]" in err
+    assert "[the reply reached its limit of 16 tokens and stopped there; --max-tokens sets it]" in err
     server.steps = [stream([delta("Done."), FINISH, "data: [DONE]"])]
     assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "Hi"]) == 0
     assert "limit" not in capsys.readouterr().err

@@ -81,5 +81,5 @@ def test_precis_chat_reports_the_killed_model_and_the_next_chat_restarts_it(caps
     assert "killed by SIGKILL" in err and "partial reply was kept" in err
     assert out.getvalue().strip()
     monkeypatch.undo()
-    assert main(["chat", "--max-tokens", "8", "--temperature", "0", "Name a fruit."]) == 0
+    assert main(["chat", "--max-tokens", "16", "--temperature", "0", "Name a fruit."]) == 0
     assert capsys.readouterr().out.strip()

@@ -122,10 +122,11 @@ def test_bad_input_exits_with_2_and_says_what(tmp_path, capsys):
         code, _, err = run(capsys, "search", "x", "--limit", limit)
         assert code == 2 and f"Invalid value for '--limit': {limit} is not in the range 1<=x<=10000" in err
     # --max-tokens 0 or -3 gave replies of any length (and a chat stored with a negative reserve was refused with a
-    # pydantic dump); --context-tokens 0 was taken as unset, 50 refused with a pydantic dump, as were values past
-    # the chat settings' ranges.
-    replies, windows = "1<=x<=1000000", "256<=x<=10000000"
+    # pydantic dump), 5 gave replies of 16 tokens; --context-tokens 0 was taken as unset, 50 refused with a pydantic
+    # dump, as were values past the chat settings' ranges.
+    replies, windows = "16<=x<=1000000", "256<=x<=10000000"
     for option, value, allowed in (("--max-tokens", "0", replies), ("--max-tokens", "-3", replies),
+                                   ("--max-tokens", "5", replies),
                                    ("--max-tokens", "1000001", replies),
                                    ("--context-tokens", "0", windows), ("--context-tokens", "50", windows),
                                    ("--context-tokens", "99999999999999999999999", windows),

@@ -235,6 +235,18 @@ def test_chats_crud_with_delete_undo_and_purge(tmp_path):
         assert [c.id for c in store.list_chats(include_deleted=True)] == [a]
 
 
+def test_a_chat_is_named_by_its_title_before_the_start_of_an_id_and_never_by_a_digit_or_two(tmp_path):
+    """`precis history 0` showed the one chat whose id began with 0; a chat titled like the start of another's id
+    was taken for that one."""
+    with open_store(tmp_path) as store:
+        chat = store.create_chat("Garden")
+        titled = store.create_chat(chat[:5])  # a title that is also the start of the first chat's id
+        assert store.find_chat(chat[:5]).id == titled
+        assert store.find_chat(chat[:6]).id == chat
+        with pytest.raises(ChatNotFound, match="from 4 characters on"):
+            store.find_chat(chat[:2])
+
+
 def test_only_a_chat_nobody_did_anything_in_is_removed_as_left_empty(tmp_path):
     """What the window's New chat left is removed; a chat someone began to use meanwhile (another Precis: a first
     line in a terminal chat, a draft, a title, a setting) is kept."""
