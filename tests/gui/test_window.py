@@ -195,9 +195,10 @@ def test_bad_settings_are_refused_with_the_reason_next_to_the_field(qtbot, make_
     assert not ok.isEnabled()
     assert dialog.provider_fields.error_labels["base_url"].text().startswith("names no server after http://")
     dialog.base_url.setText("http://localhost:11434/v1")
-    dialog.kind.setCurrentText("local")  # a server's address for the local model: said under the form
-    assert not ok.isEnabled() and "the local model has no base URL" in dialog.provider_error.text()
+    dialog.kind.setCurrentText("local")  # the server's address stays, unused, for a switch back
+    assert ok.isEnabled() and not dialog.base_url.isEnabled()
     dialog.kind.setCurrentText("openai")
+    assert dialog.base_url.text() == "http://localhost:11434/v1"
 
     dialog.base_url.setText("")
     assert dialog.errors() == {}
