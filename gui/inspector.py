@@ -280,6 +280,7 @@ class Inspector(QFrame):
         count = len(chain)
         self.chain_section.set_title(f"Summary chain · {count} summar{'ies' if count != 1 else 'y'}" if count
                                      else "Summary chain · none yet")
+        self.chain.setVisible(bool(count))  # an empty list under "none yet" was an empty box
         # The shown record is gone (undone, merged): show none rather than text the model no longer sees.
         current = self.chain.selected_record()
         if current != self._shown:

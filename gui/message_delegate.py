@@ -352,7 +352,7 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         painter.drawText(line_rect, Qt.AlignmentFlag.AlignLeft, "▾" if row.expanded else "▸")
         if not row.expanded:
             if calling:
-                mark, name, subject = "", message.tool_calls[0].name, tool_call_line(message).partition("  ")[2]
+                mark, name, subject = "", message.tool_calls[0].name, message_text.call_subject(message.tool_calls[0])
                 label = f"{len(message.tool_calls)} calls" if len(message.tool_calls) > 1 else ""
             else:
                 mark = message_text.outcome_mark(message)

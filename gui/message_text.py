@@ -6,8 +6,8 @@ import functools
 import json
 import re
 
-from ..core.model.messages import Message
-from ..core.summary.text_rules import without_harness_head
+from ..core.model.messages import Message, ToolCall
+from ..core.summary.text_rules import is_progress_meter, without_harness_head
 from ..core.summary.tool_output import result_mark
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -20,13 +20,16 @@ def _call_subject(arguments: dict) -> str:
     return str(shown)
 
 
+def call_subject(call: ToolCall) -> str:
+    """A call's main argument on one line, without the tool's name where a command starts with it (imported
+    SWE-agent calls are named for their program: "curl" running "curl -X POST ...")."""
+    subject = _call_subject(call.arguments).strip().replace("\n", " ⏎ ")
+    return subject[len(call.name):].lstrip() if subject.split(" ", 1)[0] == call.name else subject
+
+
 def tool_call_line(message: Message) -> str:
     """One line per call: tool name and its main argument."""
-    lines = []
-    for call in message.tool_calls:
-        subject = _call_subject(call.arguments).strip().replace("\n", " ⏎ ")
-        lines.append(f"{call.name}  {subject}".rstrip())
-    return "\n".join(lines)
+    return "\n".join(f"{call.name}  {call_subject(call)}".rstrip() for call in message.tool_calls)
 
 
 FAILED_MARK = "✗"  # the one-line summary's ❌, which monospace fonts lack (it needs an emoji font)
@@ -64,7 +67,8 @@ def first_line_and_count(text: str) -> tuple[str, int]:
     total = stripped.count("\n") + 1 if stripped else 0
     head = without_harness_head(stripped[:2000])
     lines = [line for line in (_CONTROL.sub("", raw).strip() for raw in head.splitlines()) if line]
-    return next((line for line in lines if any(c.isalnum() for c in line)), lines[0] if lines else "(no output)"), total
+    return next((line for line in lines if any(c.isalnum() for c in line) and not is_progress_meter(line)),
+                lines[0] if lines else "(no output)"), total
 
 
 def first_lines(text: str, count: int) -> tuple[str, int]:

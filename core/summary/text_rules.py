@@ -170,6 +170,18 @@ def without_harness_head(output: str) -> str:
     return f"{tags['exception']}\n{body}" if tags["exception"] else body
 
 
+# What a download tool prints while it works (curl's table: "% Total % Received % Xferd ...", "Dload Upload ...",
+# then rows of numbers and times): the first lines of its output, and none says what was fetched.
+_PROGRESS_HEAD = re.compile(r"^\s*(?:%\s+Total\s+%\s+Received|Dload\s+Upload)\b")
+_PROGRESS_FIELD = re.compile(r"[\d.:]+[kMG]?|-+(?::-+)*|--:--:--")
+
+
+def is_progress_meter(line: str) -> bool:
+    """Whether a line of output is a progress meter's: its header, or a row of six or more numbers and times."""
+    fields = line.split()
+    return bool(_PROGRESS_HEAD.match(line)) or (len(fields) >= 6 and all(_PROGRESS_FIELD.fullmatch(f) for f in fields))
+
+
 def clip(text: str, limit: int) -> str:
     """Text cut to at most `limit` characters, the last one an ellipsis when anything was cut. The kept start is
     exact (not stripped), so a check that looks for a command's first characters still finds them."""

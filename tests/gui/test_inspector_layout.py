@@ -252,3 +252,16 @@ def test_the_summary_chain_is_in_view_beside_the_buttons_without_scrolling(qtbot
     for widget, rect in ((chain.viewport(), newest), (inspector.chain_section.header, None),
                          (inspector.summarize_button, None), (inspector.undo_button, None)):
         qtbot.waitUntil(lambda w=widget, r=rect: in_view(w, r))
+
+
+def test_a_chat_with_no_summary_shows_no_empty_chain_box(qtbot, make_window, store):
+    """Under "Summary chain · none yet" an empty list was drawn, a box with nothing in it."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    store.import_chat("short", dialogue(20, "We compared the tide tables, point"))
+    window = make_window()
+    inspector = window.inspector
+    qtbot.waitUntil(lambda: idle(window) and inspector.chain_section.header.text().endswith("none yet"), timeout=WAIT_MS)
+    assert inspector.chain_section.expanded and not inspector.chain.isVisible()
+    qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and inspector.chain.isVisible(), timeout=WAIT_MS)
+    assert inspector.chain_section.header.text() == "Summary chain · 1 summary"

@@ -36,3 +36,19 @@ def test_the_line_shown_is_one_of_the_outputs_and_has_a_word_when_any_has(lines)
     assert shown in kept if kept else shown == "(no output)"
     if any(any(c.isalnum() for c in line) for line in kept):
         assert any(c.isalnum() for c in shown)
+
+
+def test_a_downloads_progress_meter_is_not_its_line_and_a_command_named_for_its_program_reads_once():
+    """Imported SWE-agent rows read "← ✓ curl  % Total % Received % Xferd ..." under "→ curl  curl -X POST ..."."""
+    from precis.core.model.messages import Message, ToolCall
+    from precis.gui.message_text import tool_call_line
+
+    output = ("  % Total    % Received % Xferd  Average Speed   Time    Time     Time  Current\n"
+              "                                 Dload  Upload   Total   Spent    Left  Speed\n"
+              "100    38  100    38    0     0   1900      0 --:--:-- --:--:-- --:--:--  1900\n"
+              "flag{not_here}\n")
+    assert first_line_and_count(output) == ("flag{not_here}", 4)
+    assert first_line_and_count("1 file changed, 2 insertions(+)\n") == ("1 file changed, 2 insertions(+)", 1)
+    call = Message(role="assistant", tool_calls=(ToolCall("c1", "curl", {"command": "curl -X POST http://h/f"}),
+                                                ToolCall("c2", "bash", {"command": "ls -la"})))
+    assert tool_call_line(call) == "curl  -X POST http://h/f\nbash  ls -la"
