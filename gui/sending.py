@@ -24,9 +24,9 @@ from .controller import ChatController
 from .conversation import ConversationView
 from .feedback import Feedback
 from .inspector import Inspector
-from .status import StatusLine
+from .status import NOT_ANSWERING, StatusLine
 from .tool_turn import ToolTurns
-from .wording import failure_text, reply_stopped_text, waiting_text
+from .wording import brief, failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
 
@@ -307,11 +307,14 @@ class Sender(QObject):
     def _model_answered(self, result: ReplyResult) -> None:
         """The model's state as a reply ended shows it: ready, or the local model's process stopped."""
         stopped_because = getattr(self.chat.model.provider, "stopped_because", None)  # the local model's process died
-        if result.problem:
+        if result.failure:
             if stopped_because:
                 self.chat.model.set_state(f"stopped ({stopped_because})", "The model process stopped; the next "
                                           "message restarts it. The part of the reply that arrived is kept.")
-        elif self.chat.model.state in ("configured", "not loaded yet") or self.chat.model.state.startswith("stopped"):
+            else:  # a server that is not there, refuses the key, or the model: "configured" said nothing of it
+                self.chat.model.set_state(NOT_ANSWERING, f"The last reply failed: {brief(result.failure)}")
+        elif not result.stopped and (self.chat.model.state in ("configured", "not loaded yet", NOT_ANSWERING)
+                                     or self.chat.model.state.startswith("stopped")):
             self.chat.model.set_state("ready")  # a reply came back, however the model got loaded
 
     def _turn_finished(self, result: ReplyResult | None) -> None:

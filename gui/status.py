@@ -15,6 +15,8 @@ UNDO_OFFER_MS = 15_000
 # How long a result ("Reply regenerated.", "Summary undone: …") stays readable in the status bar.
 NOTICE_MS = 8_000
 
+# The model's state after a reply failed (the server is not there, refused the key, ...): until one comes back.
+NOT_ANSWERING = "not answering"
 MODEL_STATE_HELP = {
     "configured": "Replies come from this hosted model; it is contacted when you send a message",
     "ready": "The model is loaded and answers offline",
@@ -115,7 +117,7 @@ class StatusLine:
 
     def show_model(self, name: str, model: str, state: str, reason: str = "") -> None:
         self.model.setText(f"{name} · {model} · {state}")
-        self.model.setStyleSheet(f"color: {theme.current.error_text};" if state == "unavailable" else "")
+        self.model.setStyleSheet(f"color: {theme.current.error_text};" if state in ("unavailable", NOT_ANSWERING) else "")
         self.model.setToolTip(reason or MODEL_STATE_HELP.get(state, ""))
 
     def show_counting(self, exact: bool | None, left: int = 0) -> None:

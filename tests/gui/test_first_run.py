@@ -201,6 +201,9 @@ def test_a_model_that_cannot_load_is_explained_and_hosted_providers_still_work(q
     problem = finished.args[0].problem
     assert problem and "127.0.0.1:9" in problem  # says where it could not connect
     assert len(window.statusBar().currentMessage()) <= 200
+    # The model's state says so too: it read "configured" after the failure as before it.
+    assert window.status.model.text().endswith("· not answering")
+    assert "127.0.0.1:9" in window.status.model.toolTip()
 
 
 @pytest.mark.slow
