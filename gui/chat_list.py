@@ -10,6 +10,7 @@ import re
 import time
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -39,6 +40,10 @@ def _snippet_line(snippet: str) -> str:
 def _opens_something(item: QListWidgetItem | None) -> bool:
     """A chat or a search hit; not the "No matches" line."""
     return item is not None and (item.data(HitRole) is not None or bool(item.data(ChatIdRole)))
+
+
+RENAME_KEY = QKeySequence(Qt.Key.Key_F2)
+DELETE_KEY = QKeySequence(QKeySequence.StandardKey.Delete)
 
 
 class ChatList(QFrame):
@@ -89,6 +94,10 @@ class ChatList(QFrame):
         self.list.itemClicked.connect(self._chosen)
         self.list.itemActivated.connect(self._chosen)
         self.list.customContextMenuRequested.connect(self._menu)
+        # The menu's actions from the keyboard too, on the chat the list has current (F2 and Delete, as file lists).
+        for key, act in ((RENAME_KEY, self._rename), (DELETE_KEY, self._delete)):
+            shortcut = QShortcut(key, self.list, context=Qt.ShortcutContext.WidgetShortcut)
+            shortcut.activated.connect(lambda act=act: self._on_current(act))
         self.chats: list[ChatInfo] = []
         self.current: str | None = None  # the open chat's id
         self._showing_hits = False
@@ -203,9 +212,14 @@ class ChatList(QFrame):
         chat_id = item.data(ChatIdRole)
         title = item.toolTip()
         menu = QMenu(self)
-        menu.addAction("Rename…", lambda: self._rename(chat_id, title))
-        menu.addAction("Delete…", lambda: self._delete(chat_id, title))
+        menu.addAction("Rename…", RENAME_KEY, lambda: self._rename(chat_id, title))
+        menu.addAction("Delete…", DELETE_KEY, lambda: self._delete(chat_id, title))
         menu.exec(self.list.viewport().mapToGlobal(point))
+
+    def _on_current(self, act) -> None:
+        item = self.list.currentItem()
+        if item is not None and item.data(ChatIdRole):
+            act(item.data(ChatIdRole), item.toolTip())
 
     def _rename(self, chat_id: str, title: str) -> None:
         new, ok = QInputDialog.getText(self, "Rename chat", "Title:", text=title)

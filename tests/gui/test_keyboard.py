@@ -81,3 +81,26 @@ def test_tab_goes_round_the_window_in_reading_order(qtbot, make_window, store):
                 chat_list.new_button, chat_list.import_button, chat_list.search, chat_list.list, window.conversation]
     assert [widget for widget in reached if widget in in_order] == in_order
     assert window.inspector.chain not in reached  # no summary yet: no empty list to stop in
+
+
+def test_f2_renames_and_delete_deletes_the_chat_current_in_the_list(qtbot, make_window, store, monkeypatch):
+    """Rename and Delete were only in the chat list's right-click menu."""
+    from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+    garden = store.import_chat("Garden", dialogue(4, "Tomato beds, part"))
+    store.import_chat("Tides", dialogue(4, "Tide tables, part"))
+    window = make_window()
+    chats = window.chat_list.list
+    chats.setFocus()
+    chats.setCurrentRow(next(n for n in range(chats.count()) if chats.item(n).toolTip() == "Garden"))
+    asked: list[str] = []
+    monkeypatch.setattr(QInputDialog, "getText", lambda *args, text="", **_: (asked.append(text), ("Vegetables", True))[1])
+    qtbot.keyClick(chats, Qt.Key.Key_F2)
+    qtbot.waitUntil(lambda: store.get_chat(garden).title == "Vegetables", timeout=WAIT_MS)
+    assert asked == ["Garden"]
+
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    chats.setCurrentRow(next(n for n in range(chats.count()) if chats.item(n).toolTip() == "Vegetables"))
+    monkeypatch.setattr(QMessageBox, "question", lambda *args, **_: QMessageBox.StandardButton.Yes)
+    qtbot.keyClick(chats, Qt.Key.Key_Delete)
+    qtbot.waitUntil(lambda: garden not in [c.id for c in store.list_chats()], timeout=WAIT_MS)
