@@ -50,6 +50,7 @@ class ChatList(QFrame):
     chat_selected = Signal(str)
     new_requested = Signal()
     import_requested = Signal()
+    files_dropped = Signal(list)  # chat files dropped on the list: each to import
     rename_requested = Signal(str, str)
     delete_requested = Signal(str)
     search_changed = Signal(str)  # what to search for, once typing paused; "" when the search is cleared
@@ -72,6 +73,8 @@ class ChatList(QFrame):
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.setWordWrap(True)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setAcceptDrops(True)
+        self.import_button.setToolTip(self.import_button.toolTip() + " (or drop the file on the chat list)")
         buttons = QHBoxLayout()
         buttons.addWidget(self.new_button, 1)
         buttons.addWidget(self.import_button)
@@ -156,6 +159,17 @@ class ChatList(QFrame):
 
     def clear_search(self) -> None:
         self.search.clear()
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        """Chat files dropped on the list are imported, as Import… does (on the message box they are attached)."""
+        files = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if files:
+            event.acceptProposedAction()
+            self.files_dropped.emit(files)
 
     def eventFilter(self, watched, event) -> bool:  # noqa: N802
         if watched is not self.search or event.type() != QEvent.Type.KeyPress:

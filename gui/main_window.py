@@ -229,6 +229,7 @@ class MainWindow(QMainWindow):
         chat.model.failed.connect(self.feedback.model_failed)
         chat.model.switch_failed.connect(self.feedback.switch_failed)
         self.chat_list.import_requested.connect(self.choose_import)
+        self.chat_list.files_dropped.connect(lambda files: [self.import_transcript(path) for path in files])
         self.chat_list.chosen.connect(self.focus_message_box)
         self.inspector.summarize_requested.connect(self.summarize_now)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_failure))

@@ -104,3 +104,23 @@ def test_f2_renames_and_delete_deletes_the_chat_current_in_the_list(qtbot, make_
     monkeypatch.setattr(QMessageBox, "question", lambda *args, **_: QMessageBox.StandardButton.Yes)
     qtbot.keyClick(chats, Qt.Key.Key_Delete)
     qtbot.waitUntil(lambda: garden not in [c.id for c in store.list_chats()], timeout=WAIT_MS)
+
+
+def test_a_chat_file_dropped_on_the_chat_list_is_imported_and_opened(qtbot, make_window, store):
+    """Dropped on the message box a transcript is attached to the open chat; the chat list took no drops at all."""
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDropEvent
+
+    from tests.conftest import TRANSCRIPTS_DIR
+
+    store.import_chat("Tides", dialogue(4, "Tide tables, part"))
+    window = make_window()
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(TRANSCRIPTS_DIR / "sweagent_2.jsonl"))])
+    drop = QDropEvent(QPointF(20, 20), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    window.chat_list.dropEvent(drop)  # as Qt delivers a drop (offscreen, no drag can start)
+    qtbot.waitUntil(lambda: len(store.list_chats()) == 2 and idle(window), timeout=WAIT_MS)
+    imported = next(c for c in store.list_chats() if c.title != "Tides")
+    qtbot.waitUntil(lambda: window.chat.is_open(imported.id), timeout=WAIT_MS)
+    assert imported.message_count == len((TRANSCRIPTS_DIR / "sweagent_2.jsonl").read_text().splitlines())
