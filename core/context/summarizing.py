@@ -69,6 +69,9 @@ class Summarization:
         # The hysteresis: armed until a summary fires, re-armed below reset_ratio or after rearm_messages.
         self.armed = True
         self.since_summary = 0
+        # The message whose tool calls are being run: appended live (ContextEngine.append with auto) and still the
+        # newest, its results due next. None in a chat opened or imported: no call of it is running any more.
+        self.running_calls: str | None = None
         self._facts: dict[str, TrailFacts] = {}
         self._listeners: list[Callable[[EngineEvent], None]] = []
 
@@ -102,9 +105,10 @@ class Summarization:
             return None, self.armed
         armed = self.armed or ratio < policy.reset_ratio or self.since_summary >= policy.rearm_messages
         messages = self.archive.messages
-        if messages and messages[-1].tool_calls and not next_message:
+        if messages and messages[-1].id == self.running_calls and not next_message:
             # The call's results come next, before the model is asked anything: summarizing now could only take
             # what precedes the call (a call is never parted from its results), a stretch of two or three messages.
+            # Only while the call runs: an imported chat ending on a call (sweagent_1) waited for ever at 219%.
             return None, armed
         if ratio >= 1.0 and not self.assembler.fits_by_shrinking_old_outputs():
             # Over the budget the tail may shrink to min_recent, so fewer messages still leave something to take.

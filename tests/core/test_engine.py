@@ -908,12 +908,14 @@ def test_no_summary_while_a_tool_call_awaits_its_result():
 
 
 def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summarizes_and_says_so():
-    """sweagent_1 ends with a call to `submit` and no result. Opened at 8k (219%) nothing is summarized while the call
-    waits, and the inspector said 'No summary can make room: the next message is sent cut like this' beside
+    """A call being run at 219% (sweagent_1 at 8k, its last call appended live): nothing is summarized until its
+    result comes, and the inspector said 'No summary can make room: the next message is sent cut like this' beside
     'Summarize now to make room yourself'; the next message does summarize."""
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
-    for message in read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl"):
+    *history, call = read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl")
+    for message in history:
         engine.append(message, auto=False)
+    engine.append(call)
     assert engine.messages[-1].tool_calls and engine.usage().ratio > 1
     assert engine.maybe_summarize() is None  # not while the call waits for its result
     note = over_budget(engine)
