@@ -925,16 +925,17 @@ def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summa
 
 
 def test_the_over_budget_note_names_a_few_messages_cut_short_and_counts_the_rest():
-    """A long LoCoMo-like chat (a session marker every few messages) at a small window cuts every marker short: the
-    note named each one, 70 kB in one line of `precis context` and in the inspector's label."""
+    """A long LoCoMo-like chat (a session marker every few messages) at a small window, its messages pinned (so
+    neither they nor the markers dating them are left out), cuts every one short: the note named each one, 70 kB in
+    one line of `precis context` and in the inspector's label."""
     engine = ContextEngine(Budget(window=1024, reserve_output=64), SummarizationPolicy(mode="rule"), TokenCounter())
     for n in range(40):
         engine.append(Message("system", f"Session {n} - 1:14 pm on {n} May, 2023. " + "the weather was mild and " * 10),
                       auto=False)
-        engine.append(user(f"hello {n} " + "words " * 20), auto=False)
+        engine.append(user(f"hello {n} " + "words " * 20, pinned=True), auto=False)
     note = over_budget(engine)
     assert note is not None
-    named = re.findall(r"message \d+ \(system\) cut from", note.cut)
+    named = re.findall(r"message \d+ \((?:system|user)\) cut from", note.cut)
     unnamed = int(re.search(r"; (\d+) more messages cut short\.$", note.cut).group(1))
     assert len(named) == 3 and unnamed > 10
     assert len(note.cut) < 300
