@@ -54,8 +54,10 @@ class PromptAssembler:
         With `recall`, archived originals matching the pending user message fill free room up to the recall
         budget. Order of sacrifice when over budget (then nothing is recalled): old tool outputs shrink to their
         one-line summary (oldest first, outside the recent tail); then any tool output; then the oldest
-        unprotected messages are left out (a tool call together with its result); last, the longest remaining
-        texts are cut.
+        unprotected messages are left out (a tool call together with its results, a session marker with the
+        messages it dates); then the longest remaining texts are cut; last, if even that is over (hundreds of
+        pinned messages or markers, each at its few tokens of overhead), the oldest items are left out, but the
+        system prompt and the newest message.
         """
         counter, budget = self.setup.counter, self.setup.budget
         items, left_out_at = self._items()
