@@ -138,9 +138,12 @@ class ContextEngine:
     # ----- changing the conversation ------------------------------------------------------------------------
 
     def append(self, message: Message, *, auto: bool = True) -> SummaryRecord | None:
-        """Add a message; with `auto`, summarize if the policy says so and return the new record."""
+        """Add a message; with `auto`, summarize if the policy says so and return the new record. A message with
+        tool calls added with `auto` is a call being run: no summary is made until its results come (or another
+        message does); added without, it is history (a version shown again, a probe), awaiting nothing."""
         self.archive.append(message)
         self.summarization.since_summary += 1
+        self.summarization.running_calls = message.id if auto and message.tool_calls else None
         return self.summarization.maybe_summarize() if auto else None
 
     def set_tools(self, specs: Sequence[ToolSpec]) -> None:
@@ -169,6 +172,7 @@ class ContextEngine:
         """Remove the newest message (edit-and-resend, regenerate). Older ones are never deleted."""
         message = self.archive.remove_last(message_id)
         self.counter.forget(message_id)
+        self.summarization.running_calls = None
         self.summarization.since_summary = max(self.summarization.since_summary - 1, 0)
         return message
 

@@ -12,7 +12,7 @@ from ..model.tokens import MESSAGE_OVERHEAD, TokenCounter
 from ..summary.summarizers import fit_text
 from ..summary.tool_output import one_line
 from .recalling import Recaller
-from .usage import Budget, ContextItem, ContextSetup, UsageMeter
+from .usage import SYSTEM_PROMPT_ID, Budget, ContextItem, ContextSetup, UsageMeter
 
 
 @dataclass
@@ -54,8 +54,10 @@ class PromptAssembler:
         With `recall`, archived originals matching the pending user message fill free room up to the recall
         budget. Order of sacrifice when over budget (then nothing is recalled): old tool outputs shrink to their
         one-line summary (oldest first, outside the recent tail); then any tool output; then the oldest
-        unprotected messages are left out (a tool call together with its result); last, the longest remaining
-        texts are cut.
+        unprotected messages are left out (a tool call together with its results, a session marker with the
+        messages it dates); then the longest remaining texts are cut; last, if even that is over (hundreds of
+        pinned messages or markers, each at its few tokens of overhead), the oldest items are left out, but the
+        system prompt and the newest message.
         """
         counter, budget = self.setup.counter, self.setup.budget
         items, left_out_at = self._items()
@@ -75,6 +77,8 @@ class PromptAssembler:
             total = self._drop_oldest(items, total, left_out_at)
         if over():
             total = self._cut_longest(items, total)
+        if over():
+            total = self._leave_out_any(items, total)
         return Prompt(items, counter.calibrated(total), budget)
 
     def _items(self) -> tuple[list[ContextItem], int | None]:
@@ -105,11 +109,22 @@ class PromptAssembler:
         first = next((n for n, m in enumerate(older) if not m.pinned and m.role != "system"), None)
         if first is None:  # nothing there can be left out
             return self.meter.items(), None
-        # A call left out takes its results, even pinned ones.
+        # A call left out takes its results, even pinned ones. A session marker stays only while it dates a message
+        # that does (or the messages kept after the cut): as _drop_oldest leaves them, so the prompts are the same.
         leaving = {c.id for m in older if not m.pinned for c in m.tool_calls}
-        protected = [m for m in older if m.role == "system" or (m.pinned and m.tool_call_id not in leaving)]
+        protected: list[tuple[int, Message]] = []
+        waiting: tuple[int, Message] | None = None
+        for n, message in enumerate(older):
+            if message.role == "system" and not message.pinned:
+                waiting = (n, message)
+            elif message.pinned and message.tool_call_id not in leaving:
+                protected += [waiting, (n, message)] if waiting is not None else [(n, message)]
+                waiting = None
+        if waiting is not None:
+            protected.append(waiting)
         head = len(self.meter.head())
-        return self.meter.items(protected + conversation[cut:]), head + first
+        return (self.meter.items([m for _, m in protected] + conversation[cut:]),
+                head + sum(n < first for n, _ in protected))
 
     def fits_by_shrinking_old_outputs(self) -> bool:
         """Whether the prompt fits once tool outputs before the last min_recent messages shrink to one line (the
@@ -176,37 +191,58 @@ class PromptAssembler:
         return trim.message, tokens
 
     def _drop_oldest(self, items: list[ContextItem], total: int, left_out_at: int | None = None) -> int:
-        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits;
-        `left_out_at`: older ones are left out already (_items), and the note saying so goes there."""
+        """Leave out the oldest unprotected messages, each tool call with its results, until the prompt fits, and the
+        session markers that date only messages left out, or none (1,922 markers of a 41,700-message chat, every one
+        kept, passed the budget on their own); `left_out_at`: older ones are left out already (_items), and the note
+        saying so goes there."""
         counter = self.setup.counter
         available = self.setup.budget.available
-        conversation = [i for i in items if i.kind in ("message", "tool_output", "trimmed")]
-        droppable = [i for i in conversation[:max(len(conversation) - self.setup.policy.min_recent, 0)]
-                     if not i.message.pinned]
-        if not droppable and left_out_at is None:
-            return total
-        results_of: dict[str, list[ContextItem]] = defaultdict(list)
-        for item in conversation:
-            if item.message.tool_call_id:
-                results_of[item.message.tool_call_id].append(item)
+        min_recent = self.setup.policy.min_recent
         note = Message(role="system", content="[earlier messages left out to fit the context window]",
                        id="left-out-marker")
-        note_tokens = counter.raw_message_tokens(note)
+        note_item = ContextItem("trimmed", note, note.id, counter.raw_message_tokens(note))
+        if left_out_at is not None:
+            items.insert(left_out_at, note_item)
+            total += note_item.tokens
+        conversation = [i for i in items if i.kind in ("message", "tool_output", "trimmed") and i is not note_item]
+        kept_tail = {id(i) for i in conversation[len(conversation) - min_recent:]} if min_recent else set()
+        results_of = _results_of(conversation)
+        # The note counts while it is still to come: leaving out messages adds it.
+        note_due = note_item.tokens if left_out_at is None else 0
         dropped: set[int] = set()
-        for item in droppable:
-            if counter.calibrated(total + note_tokens) <= available:
+        first_dropped: ContextItem | None = None
+        waiting: list[ContextItem] = []  # markers dating nothing but messages left out so far
+        for item in items:
+            if (item.kind not in ("message", "tool_output", "trimmed", "system") or id(item) in dropped
+                    or item is note_item or (item.kind == "system" and not item.message.pinned
+                                             and not self._is_marker(item))):
+                continue  # the system prompt, the chat's opening, summaries, recalled messages
+            if id(item) in kept_tail or counter.calibrated(total + note_due) <= available:
                 break
-            # A result never appears without its call, so a call leaves with all its results.
-            calls = item.message.tool_calls
-            group = [item, *(r for call in calls for r in results_of[call.id])] if calls else (item,)
-            for member in group:
-                if id(member) not in dropped:
-                    dropped.add(id(member))
-                    total -= member.tokens
-        position = items.index(droppable[0]) if left_out_at is None else left_out_at
+            if self._is_marker(item):
+                for marker in waiting:  # they dated nothing, or only messages left out
+                    dropped.add(id(marker))
+                    total -= marker.tokens
+                waiting = [item]
+            elif item.message.pinned:
+                waiting = []  # the markers before it date a message that stays
+            else:
+                # A result never appears without its call, so a call leaves with all its results.
+                first_dropped = first_dropped or item
+                for member in (item, *results_of.get(id(item), ())):
+                    if id(member) not in dropped:
+                        dropped.add(id(member))
+                        total -= member.tokens
+        if first_dropped is not None and left_out_at is None:
+            items.insert(items.index(first_dropped), note_item)
+            total += note_item.tokens
         items[:] = [i for i in items if id(i) not in dropped]
-        items.insert(position, ContextItem("trimmed", note, note.id, note_tokens))
-        return total + note_tokens
+        return total
+
+    def _is_marker(self, item: ContextItem) -> bool:
+        """Whether the item is a session or date marker: a system message of the chat after its opening, unpinned."""
+        return (item.kind == "system" and not item.message.pinned
+                and self.meter.archive.position.get(item.source_id, 0) > 0)
 
     def _cut_longest(self, items: list[ContextItem], total: int) -> int:
         """Last resort: cut the longest texts until the prompt fits.
@@ -222,6 +258,27 @@ class PromptAssembler:
             total = self._cut(newest, min(newest.tokens - half, calibrated(total) - available), total)
         for item in sorted(items[:-1], key=lambda i: -i.tokens) + [newest]:
             total = self._cut(item, calibrated(total) - available, total)
+        return total
+
+    def _leave_out_any(self, items: list[ContextItem], total: int) -> int:
+        """Past the last resort: what no stage removes is over the budget even cut to its messages' overheads
+        (hundreds of pinned messages, or of session markers among the newest). Leave out the oldest items, each
+        call with its results, but the system prompt and the newest message, until the prompt fits."""
+        counter, available = self.setup.counter, self.setup.budget.available
+        newest = items[-1]
+        results_of = _results_of(items)
+        dropped: set[int] = set()
+        for item in items[:-1]:
+            if counter.calibrated(total) <= available:
+                break
+            group = [item, *results_of.get(id(item), ())]
+            if item.source_id == SYSTEM_PROMPT_ID or newest in group or id(item) in dropped:
+                continue
+            for member in group:
+                if id(member) not in dropped:
+                    dropped.add(id(member))
+                    total -= member.tokens
+        items[:] = [i for i in items if id(i) not in dropped]
         return total
 
     def _cut(self, item: ContextItem, excess: int, total: int) -> int:
@@ -240,6 +297,20 @@ class PromptAssembler:
             if item.kind in ("tool_output", "message"):
                 item.kind = "trimmed"
         return total
+
+
+def _results_of(items: list[ContextItem]) -> dict[int, list[ContextItem]]:
+    """The results of each item's tool calls, by the calling item's id(): a result answers the nearest call before it
+    with its id (ids repeat in some chats, "call_0": leaving out the first call took a later call's results too)."""
+    latest: dict[str, ContextItem] = {}
+    results: dict[int, list[ContextItem]] = defaultdict(list)
+    for item in items:
+        call_item = latest.get(item.message.tool_call_id or "")
+        if item.message.role == "tool" and call_item is not None:
+            results[id(call_item)].append(item)
+        for call in item.message.tool_calls:
+            latest[call.id] = item
+    return results
 
 
 def shrink_message(message: Message, target_tokens: int, counter: TokenCounter) -> Message:

@@ -908,12 +908,14 @@ def test_no_summary_while_a_tool_call_awaits_its_result():
 
 
 def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summarizes_and_says_so():
-    """sweagent_1 ends with a call to `submit` and no result. Opened at 8k (219%) nothing is summarized while the call
-    waits, and the inspector said 'No summary can make room: the next message is sent cut like this' beside
+    """A call being run at 219% (sweagent_1 at 8k, its last call appended live): nothing is summarized until its
+    result comes, and the inspector said 'No summary can make room: the next message is sent cut like this' beside
     'Summarize now to make room yourself'; the next message does summarize."""
     engine = ContextEngine(Budget(window=8192, reserve_output=512), SummarizationPolicy(mode="rule"), TokenCounter())
-    for message in read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl"):
+    *history, call = read_transcript(TRANSCRIPTS[0].parent / "sweagent_1.jsonl")
+    for message in history:
         engine.append(message, auto=False)
+    engine.append(call)
     assert engine.messages[-1].tool_calls and engine.usage().ratio > 1
     assert engine.maybe_summarize() is None  # not while the call waits for its result
     note = over_budget(engine)
@@ -923,16 +925,17 @@ def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summa
 
 
 def test_the_over_budget_note_names_a_few_messages_cut_short_and_counts_the_rest():
-    """A long LoCoMo-like chat (a session marker every few messages) at a small window cuts every marker short: the
-    note named each one, 70 kB in one line of `precis context` and in the inspector's label."""
+    """A long LoCoMo-like chat (a session marker every few messages) at a small window, its messages pinned (so
+    neither they nor the markers dating them are left out), cuts every one short: the note named each one, 70 kB in
+    one line of `precis context` and in the inspector's label."""
     engine = ContextEngine(Budget(window=1024, reserve_output=64), SummarizationPolicy(mode="rule"), TokenCounter())
     for n in range(40):
         engine.append(Message("system", f"Session {n} - 1:14 pm on {n} May, 2023. " + "the weather was mild and " * 10),
                       auto=False)
-        engine.append(user(f"hello {n} " + "words " * 20), auto=False)
+        engine.append(user(f"hello {n} " + "words " * 20, pinned=True), auto=False)
     note = over_budget(engine)
     assert note is not None
-    named = re.findall(r"message \d+ \(system\) cut from", note.cut)
+    named = re.findall(r"message \d+ \((?:system|user)\) cut from", note.cut)
     unnamed = int(re.search(r"; (\d+) more messages cut short\.$", note.cut).group(1))
     assert len(named) == 3 and unnamed > 10
     assert len(note.cut) < 300
