@@ -42,8 +42,8 @@ def _opens_something(item: QListWidgetItem | None) -> bool:
     return item is not None and (item.data(HitRole) is not None or bool(item.data(ChatIdRole)))
 
 
-RENAME_KEY = QKeySequence(Qt.Key.Key_F2)
-DELETE_KEY = QKeySequence(QKeySequence.StandardKey.Delete)
+# Made with the application: a standard key's sequence is the platform's, asked of it.
+RENAME_KEY, DELETE_KEY = Qt.Key.Key_F2, QKeySequence.StandardKey.Delete
 
 
 class ChatList(QFrame):
@@ -98,7 +98,7 @@ class ChatList(QFrame):
         self.list.itemActivated.connect(self._chosen)
         self.list.customContextMenuRequested.connect(self._menu)
         # The menu's actions from the keyboard too, on the chat the list has current (F2 and Delete, as file lists).
-        for key, act in ((RENAME_KEY, self._rename), (DELETE_KEY, self._delete)):
+        for key, act in ((QKeySequence(RENAME_KEY), self._rename), (QKeySequence(DELETE_KEY), self._delete)):
             shortcut = QShortcut(key, self.list, context=Qt.ShortcutContext.WidgetShortcut)
             shortcut.activated.connect(lambda act=act: self._on_current(act))
         self.chats: list[ChatInfo] = []
@@ -226,8 +226,8 @@ class ChatList(QFrame):
         chat_id = item.data(ChatIdRole)
         title = item.toolTip()
         menu = QMenu(self)
-        menu.addAction("Rename…", RENAME_KEY, lambda: self._rename(chat_id, title))
-        menu.addAction("Delete…", DELETE_KEY, lambda: self._delete(chat_id, title))
+        menu.addAction("Rename…", QKeySequence(RENAME_KEY), lambda: self._rename(chat_id, title))
+        menu.addAction("Delete…", QKeySequence(DELETE_KEY), lambda: self._delete(chat_id, title))
         menu.exec(self.list.viewport().mapToGlobal(point))
 
     def _on_current(self, act) -> None:
