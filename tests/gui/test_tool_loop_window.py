@@ -297,3 +297,16 @@ def test_allow_in_this_chat_lasts_past_the_window_until_taken_back_in_settings(q
     qtbot.mouseClick(again.consent_card.deny, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(again) and again.chat.reply_job is None, timeout=WAIT_MS)
     assert not (workspace / "c.txt").exists()
+
+
+def test_run_and_grep_work_in_the_chats_workspace_folder(qtbot, make_window, store, server, workspace):
+    """/run and /grep in a chat with a workspace folder work there, as its model's tools do, not in the folder
+    Precis was started from."""
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("/run pwd")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
+    assert store.load_messages(chat_id)[1].content == f"{workspace}\n[exit code: 0]"
+    window.submit("/grep getcwd")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=WAIT_MS)
+    assert store.load_messages(chat_id)[3].content == "main.py:2: print(os.getcwd())\n1 match in 1 file"
+    assert server.requests == []  # neither went to the model
