@@ -197,9 +197,11 @@ register("pin", "Pin the message", "pin the selected (or last) message so it is 
          menu="Chat", handler=_pinning(True))
 register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat",
          handler=_pinning(False))
-register("run", "Run a shell command", "run a shell command and add its output and exit code as a tool message",
+register("run", "Run a shell command", "run a shell command (in the chat's workspace folder, if it names one) and "
+         "add its output and exit code as a tool message",
          argument="CMD", handler=_tool("run"), tool=True)
-register("grep", "Search files", "search files for a regular expression and add the matches as a tool message",
+register("grep", "Search files", "search files (under the chat's workspace folder, if it names one) for a regular "
+         "expression and add the matches as a tool message",
          argument="PATTERN [PATH]", handler=_tool("grep"), tool=True)
 register("inspector", "Context inspector", "show or hide the context inspector", shortcut="Ctrl+Shift+I",
          menu="View", slash=False)

@@ -373,8 +373,8 @@ def setting_range(name: str, low: int | None = None) -> click.IntRange:
               "setting, else Settings → Summarization's)")
 @click.option("--chat", "chat_ref", help="continue a stored chat (id, unique id prefix or exact title) with its "
               "settings; with MESSAGE, one turn of it")
-@click.option("--workspace", type=click.Path(file_okay=False), help="a folder: the model may read, search and "
-              "change files in it and run commands there (docs/tools.md)")
+@click.option("--workspace", type=click.Path(file_okay=False), help="a folder, kept as the chat's workspace folder: "
+              "the model may read, search and change files in it and run commands there (docs/tools.md)")
 @click.option("--allow", type=click.Choice(ALLOW_CHOICES), default="read", show_default=True,
               help="which tool calls run without asking y/n: read (reading and searching), all, or ask (none)")
 @click.option("--mcp", multiple=True, metavar="NAME", help="an MCP server of mcp.json in the data folder whose tools "
