@@ -266,8 +266,8 @@ class ChatSettings(BaseModel):
                                json_schema_extra={"unit": "processes"},
                                description="A /run command with more processes running at once is stopped")
     workspace: str = Field("", title="Workspace folder", json_schema_extra={"line": True},
-                           description="The folder the model's file and command tools work in (its whole path); "
-                                       "empty: no workspace tools")
+                           description="The folder the model's file and command tools, /run and /grep work in (its "
+                                       "whole path); empty: no workspace tools")
     tool_steps: int = Field(25, ge=1, le=1000, title="Tool calls per message", json_schema_extra={"unit": "calls"},
                             description="The most tool calls the model makes to answer one message; past it, it "
                                         "answers with what it has")

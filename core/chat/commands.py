@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.messages import Message
@@ -16,6 +17,7 @@ from ..providers.base import CancelToken
 from ..settings import ChatSettings
 from ..storage.store import StoreError
 from ..tools.bounded import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
+from ..tools.workspace import workspace_problem
 from .history import history_lines, one_line
 from .session import ChatSession
 from .snapshot import Snapshot
@@ -115,13 +117,31 @@ def _help(_session: ChatSession | None, _argument: str, _cancel: CancelToken) ->
 
 
 def tool_messages(name: str, argument: str, cancel: CancelToken, settings: ChatSettings) -> tuple[Message, ...]:
-    """What a tool command gives the chat: its call and result as messages, /run within the chat's limits. Touches
-    no chat (run beside it)."""
+    """What a tool command gives the chat: its call and result as messages, /run within the chat's limits. Both work
+    in the chat's workspace folder when it names one (as the model's tools do), else where Precis runs. Touches no
+    chat (run beside it)."""
+    folder = _workspace_folder(name, settings)
     if name == "run":
-        return run_command_messages(argument, cancel, timeout=settings.run_timeout, memory_mb=settings.run_memory_mb,
-                                    processes=settings.run_processes)
+        return run_command_messages(argument, cancel, cwd=folder, timeout=settings.run_timeout,
+                                    memory_mb=settings.run_memory_mb, processes=settings.run_processes)
     pattern, path = grep_argument(argument)
-    return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
+    if folder is None:
+        return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
+    searched = (folder / Path(path).expanduser()).resolve()
+    shown_under = folder if searched.is_relative_to(folder) else None  # named from the folder, as typed
+    return tool_exchange("grep", {"pattern": pattern, "path": path},
+                         grep(pattern, searched, cancel, shown_under=shown_under))
+
+
+def _workspace_folder(name: str, settings: ChatSettings) -> Path | None:
+    """The chat's workspace folder, resolved; None when it names none. ToolInputError when it is not there."""
+    if not settings.workspace.strip():
+        return None
+    problem = workspace_problem(settings.workspace)
+    if problem:
+        raise ToolInputError(f"/{name} works in the chat's workspace folder, but {problem} "
+                             "(Settings → This chat names it)")
+    return Path(settings.workspace).expanduser().resolve()
 
 
 def _tool(name: str) -> Handler:
@@ -177,9 +197,11 @@ register("pin", "Pin the message", "pin the selected (or last) message so it is 
          menu="Chat", handler=_pinning(True))
 register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat",
          handler=_pinning(False))
-register("run", "Run a shell command", "run a shell command and add its output and exit code as a tool message",
+register("run", "Run a shell command", "run a shell command (in the chat's workspace folder, if it names one) and "
+         "add its output and exit code as a tool message",
          argument="CMD", handler=_tool("run"), tool=True)
-register("grep", "Search files", "search files for a regular expression and add the matches as a tool message",
+register("grep", "Search files", "search files (under the chat's workspace folder, if it names one) for a regular "
+         "expression and add the matches as a tool message",
          argument="PATTERN [PATH]", handler=_tool("grep"), tool=True)
 register("inspector", "Context inspector", "show or hide the context inspector", shortcut="Ctrl+Shift+I",
          menu="View", slash=False)

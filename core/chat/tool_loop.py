@@ -1,6 +1,8 @@
 """The model using tools, written once for the window and the terminal: the model replies; each tool call it makes
 is asked about (when it writes or runs), run, and its result stored as a message; the model is called again with
-them, until it answers without a call, the user stops it, or the step limit is reached.
+them, until it answers without a call, the user stops it, or the step limit is reached. A call that cannot run (an
+unknown tool, arguments that are not JSON or do not fit the schema, a path outside the workspace) is answered with
+why at once: the user is not asked about it.
 
 Every call is answered with a result (a denied, skipped or stopped one says so), as every provider requires; the
 results go through the chat's engine like any message, so old outputs shrink and summaries are made between steps.
@@ -33,6 +35,8 @@ class Tools(Protocol):
     """What the loop needs of a chat's tools (core.tools.toolbox.Toolbox)."""
 
     def specs(self) -> list[ToolSpec]: ...
+
+    def problem(self, call: ToolCall) -> str: ...
 
     def needs_consent(self, name: str) -> bool: ...
 
@@ -132,6 +136,8 @@ class ToolLoop:
         elif over:
             outcome = ToolOutcome(f"not run: the limit of {self.max_steps} tool calls for one message was reached; "
                                   "answer with what you have", ok=False)
+        elif problem := self.tools.problem(call):  # it cannot run: nothing to ask the user about
+            outcome = ToolOutcome(problem, ok=False)
         else:
             decision: Decision = ALLOW_ONCE
             allowed = call.name in self.session.settings.allowed_tools

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
 import click
@@ -24,7 +25,8 @@ from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, Provide
 from ..providers.registry import make_provider
 from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
-from ..storage.store import StoreError, open_store
+from ..storage.store import Store, StoreError, open_store
+from ..tools.workspace import workspace_problem
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
 from .store import exit_code
@@ -250,40 +252,63 @@ class TerminalChat:
 def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: TextIO, err: TextIO,
                   message: str | None = None) -> int:
     """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID; with
-    `message` (and --chat), that one turn of the stored chat, its reply alone on `out`. With a workspace or MCP
-    servers, the model calls tools."""
+    `message` (and --chat), that one turn of the stored chat, its reply alone on `out`. With a workspace (given, or
+    the chat's own) or MCP servers, the model calls tools."""
     # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
     asides = out if message is None else err
-    with terminal_toolbox(options.workspace, options.mcp, options.data_dir, err) as toolbox, \
-            open_store(options.data_dir) as store:
+    folder = _whole_folder(options.workspace) if options.workspace is not None else None
+    with open_store(options.data_dir) as store:
         if options.chat:
             chat_id, overrides = store.find_chat(options.chat).id, options.settings()
         else:
             chat_id = store.create_chat(NEW_CHAT_TITLE, options.settings())
             overrides = {}
-        session = ChatSession(store, chat_id, provider, overrides)
-        session.temperature = options.temperature
-        chat = TerminalChat(session, out, err, asides)
-        if toolbox is not None:
-            ask = (terminal_ask(stdin, asides, chat.stopped) if options.allow != "all"
-                   else (lambda _call, _preview: ALLOW_ONCE))
-            chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
+        session: ChatSession | None = None
         try:
-            chat.tell(session.build_engine(estimate=False))
-            if chat.loop is not None:
-                chat.loop.max_steps = session.settings.tool_steps
-            if message is not None:
-                return chat.line(message, label="")
-            window = session.built_engine.budget.window
-            print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
-                  f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat {chat_id[:8]}` "
-                  "resumes.", file=out)
-            return _turns(chat, stdin, out)
+            if folder is not None:
+                _keep_workspace(store, chat_id, folder)
+            session = ChatSession(store, chat_id, provider, overrides)
+            session.temperature = options.temperature
+            chat = TerminalChat(session, out, err, asides)
+            workspace = store.get_chat(chat_id).settings.workspace or None
+            with terminal_toolbox(workspace, options.mcp, options.data_dir, err) as toolbox:
+                if toolbox is not None:
+                    ask = (terminal_ask(stdin, asides, chat.stopped) if options.allow != "all"
+                           else (lambda _call, _preview: ALLOW_ONCE))
+                    chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
+                chat.tell(session.build_engine(estimate=False))
+                if chat.loop is not None:
+                    chat.loop.max_steps = session.settings.tool_steps
+                if message is not None:
+                    return chat.line(message, label="")
+                window = session.built_engine.budget.window
+                print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
+                      f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat "
+                      f"{chat_id[:8]}` resumes.", file=out)
+                return _turns(chat, stdin, out)
         finally:
-            session.close()
+            if session is not None:
+                session.close()
             # Nothing was said (or the chat never opened: Ctrl-C meanwhile): no empty chat left behind.
-            if not options.chat and (session.engine is None or not session.engine.messages):
+            if not options.chat and (session is None or session.engine is None or not session.engine.messages):
                 store.delete_chat(chat_id)
+
+
+def _whole_folder(given: str) -> str:
+    """--workspace as the chat keeps it: a whole path to a folder that is there (ValueError naming it if not)."""
+    folder = str(Path(given).expanduser().resolve())
+    problem = workspace_problem(folder)
+    if problem:
+        raise ValueError(f"--workspace: {problem}")
+    return folder
+
+
+def _keep_workspace(store: Store, chat_id: str, folder: str) -> None:
+    """--workspace becomes the chat's workspace folder, as Settings → This chat → Workspace folder sets it in the
+    window: the chat continued later (here with --chat, or in the window) has the same tools without it."""
+    stored = store.get_chat(chat_id).settings
+    if stored.workspace != folder:
+        store.update_chat_settings(chat_id, stored.model_copy(update={"workspace": folder}))
 
 
 def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
@@ -349,8 +374,8 @@ def setting_range(name: str, low: int | None = None) -> click.IntRange:
               "setting, else Settings → Summarization's)")
 @click.option("--chat", "chat_ref", help="continue a stored chat (id, unique id prefix or exact title) with its "
               "settings; with MESSAGE, one turn of it")
-@click.option("--workspace", type=click.Path(file_okay=False), help="a folder: the model may read, search and "
-              "change files in it and run commands there (docs/tools.md)")
+@click.option("--workspace", type=click.Path(file_okay=False), help="a folder, kept as the chat's workspace folder: "
+              "the model may read, search and change files in it and run commands there (docs/tools.md)")
 @click.option("--allow", type=click.Choice(ALLOW_CHOICES), default="read", show_default=True,
               help="which tool calls run without asking y/n: read (reading and searching), all, or ask (none)")
 @click.option("--mcp", multiple=True, metavar="NAME", help="an MCP server of mcp.json in the data folder whose tools "

@@ -1,7 +1,8 @@
 """One toolbox over a chat's tools: the workspace's (when the chat has a workspace folder) and the enabled MCP
-servers'. The chat's loop asks it for the specs to send, whether a call needs the user's consent, what the consent
-card shows, and runs the calls. The model's mistakes (an unknown tool, arguments that are not JSON or do not fit the
-schema, a path outside the folder) are outcomes with ok=False saying what to change, never exceptions.
+servers'. The chat's loop asks it for the specs to send, whether a call can run at all, whether it needs the user's
+consent, what the consent card shows, and runs the calls. The model's mistakes (an unknown tool, arguments that are
+not JSON or do not fit the schema, a path outside the folder) are outcomes with ok=False saying what to change,
+never exceptions.
 """
 
 from __future__ import annotations
@@ -65,21 +66,34 @@ class Toolbox:
         entry = self._entries().get(name)
         return entry.server if entry is not None else None
 
-    def preview(self, call: ToolCall) -> str:
-        """What the consent card shows: the command for execute_bash, the diff for create_file and edit_file (made
-        without writing), else the tool and its arguments. A call that would fail says why."""
+    def problem(self, call: ToolCall) -> str:
+        """Why the call cannot run as sent ('' when it can): an unknown (or switched-off) tool, arguments that are not
+        JSON or do not fit the tool's schema, a path outside the workspace folder, a change that cannot be made. Such
+        a call is answered with this at once, without asking the user."""
         entry = self._entries().get(call.name)
         problem = self._problem(entry, call)
-        if problem:
+        if problem or entry is None or entry.server is not None or self.workspace is None:
             return problem
-        assert entry is not None
+        try:
+            if call.name in ("create_file", "edit_file"):
+                editing.plan(self.workspace, call.name, call.arguments)
+            elif isinstance(path := call.arguments.get("path"), str):
+                self.workspace.resolve(call.name, path)
+        except (ToolInputError, OSError) as exc:
+            return str(exc)
+        return ""
+
+    def preview(self, call: ToolCall) -> str:
+        """What the consent card shows for a call that can run (see `problem`): the command for execute_bash, the
+        diff for create_file and edit_file (made without writing), else the tool and its arguments."""
+        entry = self._entries()[call.name]
         if entry.server is None and self.workspace is not None:
             if call.name == "execute_bash":
                 return f"$ {call.arguments['command']}\n(in {self.workspace.root})"
             if call.name in ("create_file", "edit_file"):
                 try:
                     change = editing.plan(self.workspace, call.name, call.arguments)
-                except (ToolInputError, OSError) as exc:
+                except (ToolInputError, OSError) as exc:  # the file changed since `problem` looked
                     return str(exc)
                 return cap_output(change.diff() or f"{change.shown}: no change")
         server = f"{entry.server}: " if entry.server else ""
@@ -112,8 +126,8 @@ class Toolbox:
             return ToolOutcome(str(exc), ok=False)
 
     def _problem(self, entry: _Entry | None, call: ToolCall) -> str:
-        """Why the call cannot run as sent ('' when it can): an unknown tool, arguments that are not JSON or do not
-        fit the tool's schema."""
+        """Why no tool could take the call: an unknown tool, arguments that are not JSON or do not fit the tool's
+        schema ('' when they do)."""
         if entry is None:
             known = ", ".join(self._entries()) or "none"
             return f"there is no tool called {call.name!r}; the tools are: {known}"

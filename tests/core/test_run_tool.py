@@ -10,6 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+from precis.core.chat.commands import tool_messages
+from precis.core.providers.base import CancelToken
+from precis.core.settings import ChatSettings
 from precis.core.tools import bounded as tools
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +132,13 @@ def test_a_capped_run_message_still_says_why_it_stopped():
     assert result.content.startswith("0123456789abcdefghij\n")
     assert "[output passed 200,000 bytes; the command was stopped]" in result.content[-300:]
     assert "characters not kept" in result.content
+
+
+def test_run_in_a_chat_whose_workspace_folder_is_gone_says_so_and_runs_nothing(tmp_path):
+    gone = tmp_path / "gone"
+    settings = ChatSettings(workspace=str(gone))
+    for name, argument in (("run", f"touch {tmp_path / 'ran'}"), ("grep", "x")):
+        with pytest.raises(tools.ToolInputError, match=f"/{name} works in the chat's workspace folder, but there is "
+                                                       f"no folder {gone}"):
+            tool_messages(name, argument, CancelToken(), settings)
+    assert not (tmp_path / "ran").exists()

@@ -297,3 +297,35 @@ def test_allow_in_this_chat_lasts_past_the_window_until_taken_back_in_settings(q
     qtbot.mouseClick(again.consent_card.deny, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(again) and again.chat.reply_job is None, timeout=WAIT_MS)
     assert not (workspace / "c.txt").exists()
+
+
+def test_run_and_grep_work_in_the_chats_workspace_folder(qtbot, make_window, store, server, workspace):
+    """/run and /grep in a chat with a workspace folder work there, as its model's tools do, not in the folder
+    Precis was started from."""
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    window.submit("/run pwd")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
+    assert store.load_messages(chat_id)[1].content == f"{workspace}\n[exit code: 0]"
+    window.submit("/grep getcwd")
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 4, timeout=WAIT_MS)
+    assert store.load_messages(chat_id)[3].content == "main.py:2: print(os.getcwd())\n1 match in 1 file"
+    assert server.requests == []  # neither went to the model
+
+
+def test_a_call_that_cannot_run_shows_no_card_and_the_model_reads_its_error(qtbot, make_window, store, server,
+                                                                            workspace, tmp_path):
+    outside = tmp_path / "elsewhere.py"
+    server.steps = [stream(calls(("c1", "create_file", {"path": str(outside), "content": "x"}))),
+                    stream(answer("That folder is not mine."))]
+    window, chat_id = tool_window(qtbot, make_window, store, server, workspace)
+    asked = []
+    ask = window.consent_card.ask
+    window.consent_card.ask = lambda request: (asked.append(request.call.name), ask(request))
+    window.submit("Write elsewhere.py.")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert asked == [] and not window.consent_card.isVisible()
+    kind, result = shown_rows(window)[2]
+    assert kind == "tool_result" and f"{outside} is outside the workspace folder" in result
+    assert outcome_mark(window.conversation.rows_model.rows()[2].message) == "✗"
+    assert server.requests[1][2]["messages"][-1]["content"] == result and not outside.exists()
+    assert stored_calls_answered(store, chat_id)

@@ -3,15 +3,21 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import jsonschema
 import pytest
 from precis.core.chat.session import ChatSession
 from precis.core.chat.tool_loop import DENY, ToolLoop, tool_result
 from precis.core.model.messages import Message
 from precis.core.model.tools import AUTO, NONE, ToolSpec
-from precis.core.providers.base import CancelToken
+from precis.core.providers.base import CancelToken, MalformedResponse
 from precis.core.providers.openai_compat import OpenAICompatProvider
+from precis.core.providers.tool_calls import UNPARSED
 from precis.core.storage.store import open_store
+from precis.core.tools.mcp_config import ServerConfig
+from precis.core.tools.mcp_servers import McpServers
 from precis.core.tools.toolbox import Toolbox
 from precis.core.tools.workspace import Workspace
 
@@ -22,6 +28,7 @@ WEATHER = ToolSpec("get_weather", "The current weather in a city.",
 READ = ToolSpec("read_file", "Read a text file.",
                 {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}, read_only=True)
 ASK = [Message("user", "What is the weather in Paris?")]
+BIN = Path(sys.executable).parent  # the MCP servers from PyPI, installed beside this Python
 
 
 def test_forced_call_from_the_embedded_model(local_provider):
@@ -110,3 +117,51 @@ def test_the_local_models_request_is_the_prompt_text_it_reads(local_provider):
     # Its tokens are exactly the ones the model is given.
     assert load_vocabulary(local_provider.path).tokenize(body["prompt"], special=True) == \
         local_provider.prompt_tokens(messages, [WEATHER])
+
+
+MCP_ASKS = {"get_current_time": "What time is it in New York?",
+            "git_status": "What changed in the repository in /tmp/repo?",
+            "git_log": "Show the last commits of the repository in /tmp/repo.",
+            "git_create_branch": "Make a branch called feature in /tmp/repo."}
+
+
+def test_forced_calls_on_the_embedded_model_fit_the_tools_own_schema_and_end_in_time(local_provider):
+    """/use of mcp-server-time's and mcp-server-git's tools on SmolLM2 came back with keys it made up and never
+    closed, or newline after newline, up to the reply's limit: JSON cut off, which no tool runs. Held to compact JSON
+    of the schema's own properties, each string a share of the reply, every call parses, fits the tool's schema and
+    ends well before the limit (greedy decoding, so the same each run)."""
+    with McpServers([ServerConfig("time", command=str(BIN / "mcp-server-time")),
+                     ServerConfig("git", command=str(BIN / "mcp-server-git"))]) as servers:
+        assert servers.wait_started(60)
+        offered = {status.name: list(status.tools) for status in servers.statuses()}
+    for server, specs in offered.items():
+        for spec in specs:
+            if spec.name not in MCP_ASKS:
+                continue
+            final = list(local_provider.stream_chat([Message("user", MCP_ASKS[spec.name])], max_tokens=64,
+                                                    temperature=0, tools=specs, tool_choice=spec.name))[-1]
+            (call,) = final.tool_calls
+            assert UNPARSED not in call.arguments, f"{server}/{spec.name}: {call.arguments[UNPARSED]!r}"
+            jsonschema.validate(call.arguments, spec.parameters)
+            assert final.usage.completion_tokens < 64
+
+
+def test_a_schema_llama_cpp_cannot_make_a_grammar_of_is_an_error_not_free_text(local_provider):
+    """llama.cpp generates unconstrained when llguidance cannot compile the schema (it only logs why): the forced
+    reply would be prose up to the limit, taken for arguments. It is stopped at its first piece and said instead."""
+    remote = ToolSpec("fetch_record", "A record by its id.", {
+        "type": "object", "properties": {"id": {"$ref": "https://schemas.example.com/id.json"}}, "required": ["id"]})
+    with pytest.raises(MalformedResponse, match="could not be held to the input schema of fetch_record"):
+        list(local_provider.stream_chat(ASK, max_tokens=64, temperature=0, tools=[remote], tool_choice=remote.name))
+
+
+def test_a_keyword_llama_cpp_does_not_know_is_passed_over_and_the_rest_still_holds(local_provider):
+    """A server's schema may use a string format llguidance lacks; refusing the whole schema would leave the reply
+    free. The format is ignored, the object still constrained (the toolbox checks the arguments against it all the
+    same)."""
+    fetch = ToolSpec("fetch", "Fetch a web page.", {
+        "type": "object", "properties": {"url": {"type": "string", "format": "iri-reference"}}, "required": ["url"]})
+    final = list(local_provider.stream_chat([Message("user", "Open https://example.com")], max_tokens=64,
+                                            temperature=0, tools=[fetch], tool_choice=fetch.name))[-1]
+    (call,) = final.tool_calls
+    assert list(call.arguments) == ["url"] and isinstance(call.arguments["url"], str)

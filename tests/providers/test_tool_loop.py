@@ -239,3 +239,96 @@ def test_parallel_calls_run_up_to_the_limit_and_the_rest_are_answered(tmp_path, 
         turn, _ = run(loop)
     assert [s.outcome.ok for s in turn.steps] == [True, True, False] and turn.ended.startswith("the step limit")
     assert len(server.requests) == 1
+
+
+def raw_call(call_id: str, name: str, arguments: str) -> list[str]:
+    """A reply making one call whose arguments are this text, JSON or not."""
+    return [call_delta(0, call_id=call_id, name=name, arguments=arguments), CALLS_FINISH, "data: [DONE]"]
+
+
+def test_a_call_that_cannot_run_is_answered_with_its_error_without_asking(tmp_path, server, workspace):
+    outside = tmp_path / "outside.py"
+    server.steps = [
+        stream(raw_call("c1", "create_file", '{"path": "note.txt", "content": ')),  # cut off: not JSON
+        stream(calls(("c2", "execute_bash", {"command": 3}))),  # not the schema's type
+        stream(calls(("c3", "create_file", {"path": str(outside), "content": "x"}))),  # outside the folder
+        stream(calls(("c4", "edit_file", {"path": "main.py", "old_text": "absent", "new_text": "x"}))),
+        stream(calls(("c5", "delete_file", {"path": "main.py"}))),  # no such tool
+        stream(calls(("c6", "execute_bash", {"command": "echo ran > ran.txt"}))),  # this one can run: it asks
+        stream(answer("I could not do it.")),
+    ]
+    asked: list = []
+    with open_store(tmp_path / "data") as store:
+        _session, loop = chat(store, server, workspace, asked, [DENY])
+        turn, _ = run(loop)
+    assert [name for name, _preview in asked] == ["execute_bash"]  # only the call that could run was asked about
+    assert [(s.call.name, s.asked, s.outcome.ok) for s in turn.steps] == [
+        ("create_file", False, False), ("execute_bash", False, False), ("create_file", False, False),
+        ("edit_file", False, False), ("delete_file", False, False), ("execute_bash", True, False)]
+    errors = [s.result.content for s in turn.steps[:5]]
+    assert errors[0].startswith("Error: the arguments for create_file were not valid JSON")
+    assert errors[1].startswith("Error: bad arguments for execute_bash: command: 3 is not of type 'string'")
+    assert errors[2] == f"Error: create_file: {outside} is outside the workspace folder {workspace} (paths, and the " \
+                        "symbolic links in them, must stay inside it)"
+    assert "old_text was not found in main.py" in errors[3]
+    assert errors[4].startswith("Error: there is no tool called 'delete_file'")
+    # Each error went back to the model as its call's result, and nothing was written.
+    assert [body["messages"][-1]["content"] for _t, _p, body in server.requests[1:6]] == errors
+    assert not outside.exists() and not (workspace / "note.txt").exists() and not (workspace / "ran.txt").exists()
+
+
+def test_the_terminal_chat_does_not_ask_about_a_call_outside_the_workspace(tmp_path, server, workspace):
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    outside = tmp_path / "elsewhere.py"
+    server.steps = [stream(calls(("c1", "create_file", {"path": str(outside), "content": "x"}))),
+                    stream(answer("That folder is not mine."))]
+    options = TurnOptions(context_tokens=8192, data_dir=str(tmp_path / "data"), workspace=str(workspace))
+    out = io.StringIO()
+    # No answer is typed for a question: one asked would read the next line ("/quit") and deny.
+    assert terminal_chat(OpenAICompatProvider(server.base_url, "test-model", "sk-test"), options,
+                         io.StringIO("Write elsewhere.py.\n/quit\n"), out, io.StringIO()) == 0
+    text = out.getvalue()
+    assert "Allow it?" not in text and "That folder is not mine." in text
+    assert f"{outside} is outside the workspace folder" in server.requests[1][2]["messages"][-1]["content"]
+    assert not outside.exists()
+
+
+def test_the_workspace_given_to_precis_chat_stays_with_the_chat(tmp_path, server, workspace, monkeypatch):
+    """`precis chat --workspace DIR`, then `precis chat --chat ID` without it: the model still has DIR's tools, and
+    /run and /grep work there, as a window's chat with a workspace folder does (Settings → This chat)."""
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(workspace.parent)  # given relative, as typed in a shell; kept whole
+    data = str(tmp_path / "data")
+    provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
+    server.steps = [stream(answer("Noted."))]
+    first = TurnOptions(context_tokens=8192, data_dir=data, workspace=workspace.name)
+    assert terminal_chat(provider, first, io.StringIO("Hello.\n"), io.StringIO(), io.StringIO()) == 0
+    with open_store(data) as store:
+        [kept] = store.list_chats()
+        assert store.get_chat(kept.id).settings.workspace == str(workspace)  # as the window's settings hold it
+    monkeypatch.chdir(elsewhere)
+    server.steps = [stream(calls(("c1", "read_file", {"path": "main.py"}))), stream(answer("It prints the folder."))]
+    out = io.StringIO()
+    again = TurnOptions(context_tokens=8192, data_dir=data, chat=kept.id)
+    assert terminal_chat(provider, again, io.StringIO("/run pwd\n/grep getcwd\nWhat does main.py do?\n"), out,
+                         io.StringIO()) == 0
+    text = out.getvalue()
+    assert f"{workspace}\n[exit code: 0]" in text  # /run ran in the chat's folder, not where precis was started
+    assert "main.py:2: print(os.getcwd())" in text
+    assert {t["function"]["name"] for t in server.requests[1][2]["tools"]} >= {"read_file", "execute_bash"}
+    assert "print(os.getcwd())" in server.requests[2][2]["messages"][-1]["content"]  # read_file ran in it too
+
+
+def test_a_workspace_that_is_not_there_is_refused_before_any_chat_is_made(tmp_path, server):
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    options = TurnOptions(data_dir=str(tmp_path / "data"), workspace=str(tmp_path / "gone"))
+    with pytest.raises(ValueError, match=f"--workspace: there is no folder {tmp_path / 'gone'}"):
+        terminal_chat(OpenAICompatProvider(server.base_url, "m", "sk-test"), options, io.StringIO("Hi.\n"),
+                      io.StringIO(), io.StringIO())
+    with open_store(tmp_path / "data") as store:
+        assert store.list_chats() == []

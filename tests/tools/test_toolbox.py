@@ -37,8 +37,12 @@ def test_the_models_mistakes_are_outcomes_saying_what_to_change(box):
     assert not extra.ok and "bad arguments for edit_file" in extra.output
     gone = box.run(ToolCall(id="6", name="read_file", arguments={"path": "nowhere.txt"}))
     assert not gone.ok and gone.output == "read_file: nowhere.txt: no such file"
-    assert box.preview(ToolCall(id="7", name="edit_file", arguments={"_unparsed": "{"})).startswith(
+    # Each of these is known before the call runs: the loop answers it without asking the user.
+    assert box.problem(ToolCall(id="7", name="edit_file", arguments={"_unparsed": "{"})).startswith(
         "the arguments for edit_file were not valid JSON")
+    assert box.problem(ToolCall(id="8", name="list_files", arguments={"path": "/"})).startswith(
+        "list_files: / is outside the workspace folder")
+    assert box.problem(ToolCall(id="9", name="read_file", arguments={"path": "notes.txt"})) == ""
     assert box.needs_consent("delete_everything")
 
 

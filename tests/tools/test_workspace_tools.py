@@ -172,4 +172,4 @@ def test_a_workspace_that_is_missing_or_a_file_is_refused_saying_which(tmp_path,
     # The server is never reached: the workspace is refused first.
     assert main(["chat", "--data-dir", str(tmp_path / "data"), "--provider", "openai", "--base-url",
                  "http://127.0.0.1:9/v1", "--model", "m", "--workspace", str(missing), "hi"]) == 2
-    assert f"precis chat: workspace folder {missing}: there is no such folder" in capsys.readouterr().err
+    assert f"precis chat: --workspace: there is no folder {missing}" in capsys.readouterr().err
