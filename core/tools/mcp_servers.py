@@ -19,16 +19,18 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import anyio
-import mcp_types
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
+from typing import TYPE_CHECKING, Any
 
 from ..model.tools import ToolOutcome, ToolSpec
 from ..providers.base import CancelToken
 from .mcp_config import ServerConfig
+
+# The SDK (about half a second to import) is imported where a server is started or answers: every `precis` command
+# and the window's start imported it, for the few chats that use MCP.
+if TYPE_CHECKING:
+    import anyio
+    import mcp_types
+    from mcp import ClientSession
 
 STARTING, RUNNING, FAILED, EXITED, STOPPED = "starting", "running", "failed", "exited", "stopped"
 START_SECONDS = 30.0  # from starting a server to its tools listed
@@ -162,6 +164,8 @@ class McpServers:
     @asynccontextmanager
     async def _connect(self, config: ServerConfig) -> AsyncIterator[tuple[Any, Any]]:
         """The SDK's transport: the command started with only its entry's environment, or the HTTP endpoint."""
+        from mcp import StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
         if config.url is not None:
             async with streamable_http_client(config.url) as streams:
                 yield streams
@@ -175,6 +179,8 @@ class McpServers:
 
     async def _serve(self, config: ServerConfig) -> None:
         """Start one server, list its tools, keep its session until it ends or Precis closes."""
+        import anyio
+        from mcp import ClientSession
         name = config.name
         began = time.monotonic()
         wake = asyncio.Event()
@@ -211,6 +217,7 @@ class McpServers:
                        began: float) -> None:
         """Initialize and list the tools within the time limit, then serve calls until woken: by the server's end
         or by close(). A failure is reported here, at once; the SDK's stopping of the server takes seconds more."""
+        import anyio
         try:
             with start_scope, anyio.fail_after(self.start_seconds):
                 await session.initialize()
@@ -234,6 +241,8 @@ class McpServers:
 
     async def _call(self, server: str, session: ClientSession, tool: str, arguments: dict[str, Any],
                     timeout: float) -> ToolOutcome:
+        import mcp_types
+        from mcp import MCPError
         try:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
@@ -253,6 +262,7 @@ class McpServers:
 
 async def _forward(read: Any, to_session: Any, ended: asyncio.Event) -> None:
     """Pass the server's messages on; at its end, close the session's side and say so."""
+    import anyio
     try:
         async with to_session:
             async for message in read:
@@ -264,6 +274,7 @@ async def _forward(read: Any, to_session: Any, ended: asyncio.Event) -> None:
 
 
 async def _list_tools(server: str, session: ClientSession) -> tuple[ToolSpec, ...]:
+    import mcp_types
     found: list[ToolSpec] = []
     cursor = None
     for _ in range(TOOL_PAGES):
@@ -281,6 +292,7 @@ async def _list_tools(server: str, session: ClientSession) -> tuple[ToolSpec, ..
 
 def result_text(result: mcp_types.CallToolResult) -> str:
     """A tool's result as the text the model reads: its text blocks; other blocks named, not shown."""
+    import mcp_types
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):
@@ -300,6 +312,7 @@ def result_text(result: mcp_types.CallToolResult) -> str:
 
 def _reason(exc: BaseException) -> str:
     """The first real error inside the task groups' exception groups, in words."""
+    from mcp import MCPError
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
