@@ -276,11 +276,12 @@ class Inspector(QFrame):
         self._fill_chain(snapshot.chain)
 
     def _fill_chain(self, chain: list[SummaryRecord]) -> None:
-        self.chain.set_records(list(reversed(chain)), self._messages, self._made)  # newest first
         count = len(chain)
+        # An empty list under "none yet" was an empty box. Shown before it is filled: its rows take its width.
+        self.chain.setVisible(bool(count))
+        self.chain.set_records(list(reversed(chain)), self._messages, self._made)  # newest first
         self.chain_section.set_title(f"Summary chain · {count} summar{'ies' if count != 1 else 'y'}" if count
                                      else "Summary chain · none yet")
-        self.chain.setVisible(bool(count))  # an empty list under "none yet" was an empty box
         # The shown record is gone (undone, merged): show none rather than text the model no longer sees.
         current = self.chain.selected_record()
         if current != self._shown:
