@@ -193,9 +193,11 @@ register("undo-summary", "Undo the latest summary", "undo the latest summary and
          menu="Chat", handler=_undo_summary)
 register("history", "History", "list the summaries, then the recent messages (--full: what each covers and says)",
          argument="[--full]", menu="Chat", handler=_history)
-register("pin", "Pin the message", "pin the selected (or last) message so it is never summarized",
+register("pin", "Pin the message", "pin a message so it is never summarized: the one selected (in the terminal, "
+         "given by its id), else the last",
          menu="Chat", handler=_pinning(True))
-register("unpin", "Unpin the message", "unpin the selected (or last) message", menu="Chat",
+register("unpin", "Unpin the message", "unpin a message: the one selected (in the terminal, given by its id), "
+         "else the last", menu="Chat",
          handler=_pinning(False))
 register("run", "Run a shell command", "run a shell command (in the chat's workspace folder, if it names one) and "
          "add its output and exit code as a tool message",

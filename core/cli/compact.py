@@ -157,12 +157,13 @@ def print_report(result: ReplayResult, out) -> None:
               help="the model's context window")
 @click.option("--reserve-output", type=click.IntRange(min=0), default=512, show_default=True,
               help="tokens reserved for the reply")
-@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True)
+@click.option("--mode", type=click.Choice(("rule", "llm", "hybrid")), default="rule", show_default=True,
+              help="who writes the summaries: the rules, the model, or the rules with the model's narrative")
 @click.option("--provider", type=click.Choice(KINDS), default="local", show_default=True,
               help="the model the prompt is for: its own vocabulary counts the tokens where it is at hand (the "
                    "embedded model's), else they are estimated; it writes llm/hybrid summaries")
-@click.option("--base-url")
-@click.option("--model")
+@click.option("--base-url", help="the server's base URL, for --provider openai (…/v1) or anthropic")
+@click.option("--model", help="the model name on that server")
 @click.option("--summary-seconds", type=click.FloatRange(min=0, min_open=True), default=SUMMARY_SECONDS,
               show_default=True,
               help="time limit of one llm/hybrid summary; past it the rules write that summary")

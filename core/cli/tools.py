@@ -22,7 +22,8 @@ DESCRIPTION_CHARS = 90
 
 
 @cli.command("tools", short_help="List the tools the model can call.")
-@click.option("--workspace", help="a folder: also list the workspace tools, which work in it")
+@click.option("--workspace", type=click.Path(file_okay=False), help="a folder: also list the workspace tools, which "
+              "work in it")
 @click.option("--json", "as_json", is_flag=True, help="print JSON, for scripts")
 @data_dir_option
 def tools_command(workspace: str | None, as_json: bool, data_dir: str | None) -> int:
