@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 from precis.core.context.prompt_parts import PRIMING
@@ -53,20 +54,34 @@ def test_a_message_pinned_in_the_terminal_is_kept_out_of_the_open_windows_summar
     assert first.id in {m.id for m in window.chat.session.engine.assemble().messages}  # still sent
 
 
-def test_the_chats_settings_changed_in_another_window_are_used_by_the_open_chat(qtbot, make_window, store,
-                                                                                isolated_home):
-    """Two windows on one data folder, each with its own store: Settings → This chat in one gives the chat a system
-    prompt; the other, with the chat open, sends it from its next reply on (it did only once the chat was reopened)."""
+@contextmanager
+def two_windows_on(qtbot, make_window, store, home):
+    """(window, other): two windows on one data folder, each with its own store, both with the chat "Sailing" open.
+    The other's store closes here, after its window (make_window's closes after the test)."""
     from precis.core.storage.store import open_store
 
     chat_id = store.import_chat("Sailing", [Message(role="user", content="Where do we moor tonight?")])
-    other_store = open_store(isolated_home)
+    other_store = open_store(home)
     try:
         window = make_window()
         other = make_window(on_store=other_store)
         qtbot.waitUntil(lambda: idle(window) and idle(other) and window.chat.is_open(chat_id)
                         and other.chat.is_open(chat_id), timeout=WAIT_MS)
+        try:
+            yield window, other
+        finally:
+            other.close()
+            other.chat.finish_background_work()
+    finally:
+        other_store.close()
 
+
+def test_the_chats_settings_changed_in_another_window_are_used_by_the_open_chat(qtbot, make_window, store,
+                                                                                isolated_home):
+    """Settings → This chat in one window gives the chat a system prompt; the other, with the chat open, sends it
+    from its next reply on (it did only once the chat was reopened)."""
+    with two_windows_on(qtbot, make_window, store, isolated_home) as (window, other):
+        chat_id = window.chat.session.chat_id
         dialog = open_settings(qtbot, other)
         dialog.chat_fields.editors["system_prompt"].setPlainText("Answer as a sailor.")
         assert dialog.validate()
@@ -78,28 +93,14 @@ def test_the_chats_settings_changed_in_another_window_are_used_by_the_open_chat(
         qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
         prompt = window.chat.session.engine.assemble().messages
         assert (prompt[0].role, prompt[0].content) == ("system", "Answer as a sailor.")
-    finally:
-        if "other" in locals():  # its store closes here, after its window: make_window's closes after the test
-            other.close()
-            other.chat.finish_background_work()
-        other_store.close()
 
 
 def test_the_summarization_settings_changed_in_another_window_are_used_by_the_open_chat(qtbot, make_window, store,
                                                                                         isolated_home):
     """Settings → Summarization saved in one window: the chat open in the other summarizes by them from then on (it
     did only once the chat was reopened, or Precis restarted)."""
-    from precis.core.storage.store import open_store
-
-    chat_id = store.import_chat("Sailing", [Message(role="user", content="Where do we moor tonight?")])
-    other_store = open_store(isolated_home)
-    try:
-        window = make_window()
-        other = make_window(on_store=other_store)
-        qtbot.waitUntil(lambda: idle(window) and idle(other) and window.chat.is_open(chat_id)
-                        and other.chat.is_open(chat_id), timeout=WAIT_MS)
+    with two_windows_on(qtbot, make_window, store, isolated_home) as (window, other):
         assert window.chat.session.engine.policy.trigger_ratio == 0.8
-
         dialog = open_settings(qtbot, other)
         dialog.policy_fields.editors["trigger_ratio"].setText("85")
         assert dialog.validate()
@@ -107,11 +108,6 @@ def test_the_summarization_settings_changed_in_another_window_are_used_by_the_op
 
         qtbot.waitUntil(lambda: window.chat.session.engine.policy.trigger_ratio == 0.85, timeout=WAIT_MS)
         qtbot.waitUntil(lambda: window.inspector.gauge.policy.trigger_ratio == 0.85, timeout=WAIT_MS)
-    finally:
-        if "other" in locals():
-            other.close()
-            other.chat.finish_background_work()
-        other_store.close()
 
 
 def empty_turns(messages: list[dict]) -> list[dict]:
