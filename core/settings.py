@@ -297,6 +297,18 @@ class ChatSettings(BaseModel):
         return self
 
 
+# A chat's settings that belong to this computer and its user rather than to the chat: the folder its tools work in,
+# the tools allowed to run without asking (a chat file from elsewhere must not grant them) and a server's address
+# (which may hold a key). An exported chat carries its other settings.
+LOCAL_CHAT_SETTINGS = frozenset({"workspace", "allowed_tools", "base_url"})
+
+
+def portable_chat_settings(settings: ChatSettings) -> dict[str, Any]:
+    """The chat's settings an export carries: those set to other than their defaults, less LOCAL_CHAT_SETTINGS."""
+    return {name: value for name, value in settings.model_dump(mode="json", exclude_defaults=True).items()
+            if name not in LOCAL_CHAT_SETTINGS}
+
+
 class Appearance(BaseModel):
     """The window's look, saved in the store's settings under APPEARANCE_KEY."""
 
