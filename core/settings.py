@@ -8,6 +8,7 @@ titles, units and ranges), and the store keeps each under its key below.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -41,6 +42,7 @@ APPEARANCE_KEY = "appearance"
 WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the dialog shows
 TOOLS_KEY = "tools"  # which tools the model may call, and when the user is asked (ToolSettings)
 INSPECTOR_KEY = "inspector"  # the inspector's sections the user folded away (InspectorFolds): not in the dialog
+OPEN_CHAT_KEY = "open_chat"  # the id of the chat the window showed last: it opens there at the next start
 # Whether the suggestion of a model from the catalogue was dismissed (ModelSuggestion): not in the dialog either.
 MODEL_SUGGESTION_KEY = "model_suggestion"
 # Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.
@@ -295,6 +297,18 @@ class ChatSettings(BaseModel):
         return self
 
 
+# A chat's settings that belong to this computer and its user rather than to the chat: the folder its tools work in,
+# the tools allowed to run without asking (a chat file from elsewhere must not grant them) and a server's address
+# (which may hold a key). An exported chat carries its other settings.
+LOCAL_CHAT_SETTINGS = frozenset({"workspace", "allowed_tools", "base_url"})
+
+
+def portable_chat_settings(settings: ChatSettings) -> dict[str, Any]:
+    """The chat's settings an export carries: those set to other than their defaults, less LOCAL_CHAT_SETTINGS."""
+    return {name: value for name, value in settings.model_dump(mode="json", exclude_defaults=True).items()
+            if name not in LOCAL_CHAT_SETTINGS}
+
+
 class Appearance(BaseModel):
     """The window's look, saved in the store's settings under APPEARANCE_KEY."""
 
@@ -311,6 +325,14 @@ class WindowSize(BaseModel):
     width: int = Field(1400, ge=1)
     height: int = Field(900, ge=1)
     maximized: bool = False
+
+
+def chat_at_start(listed: Sequence[str], last_open: object) -> str | None:
+    """The chat the window opens at start: the one it showed last (saved under OPEN_CHAT_KEY) while it is still
+    listed, else the first listed (the one changed last); None when there are no chats."""
+    if isinstance(last_open, str) and last_open in listed:
+        return last_open
+    return listed[0] if listed else None
 
 
 class ToolSettings(BaseModel):

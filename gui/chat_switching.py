@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
 from ..core.model.titles import NEW_CHAT_TITLE, title_from
+from ..core.settings import OPEN_CHAT_KEY, chat_at_start
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
 from .composer import Composer
@@ -45,6 +46,7 @@ class ChatSwitcher(QObject):
         self.waiting_for_creation: list[Callable[[str], Any]] = []
         self.made_by_new_chat: str | None = None  # the chat New chat made last, known before the list shows it
         self.deleted_elsewhere: str | None = None  # the open chat, deleted by another Precis (told once)
+        self.last_open: object = chat.store.get_setting(OPEN_CHAT_KEY)  # the chat the window showed last
 
     @property
     def creating(self) -> bool:
@@ -74,7 +76,7 @@ class ChatSwitcher(QObject):
         self.chat_list.set_chats(chats, current)
         self.update_title()
         if self.chat.session is None and chats:
-            self.open_chat(chats[0].id)
+            self.open_chat(chat_at_start([chat.id for chat in chats], self.last_open))
         elif current is not None and current not in {chat.id for chat in chats}:
             self._tell_deleted_elsewhere(current)
         else:
@@ -159,9 +161,16 @@ class ChatSwitcher(QObject):
         self.composer.set_text("")  # its draft comes with its first rows, read off this thread
         self.chat.open(chat_id)
         self.update_title()
+        self._remember_open(chat_id)
         if left_empty is not None:  # "New chat" clicked and left as it was: not kept, nothing in it is lost
             self.chat.store_calls.write("remove the empty chat", lambda store: store.delete_untouched_chat(left_empty),
                                         lambda _removed: self.refresh_chats())
+
+    def _remember_open(self, chat_id: str) -> None:
+        """Saved as each chat opens, so the next start opens it again (a read-only folder keeps the last one)."""
+        if chat_id != self.last_open and not self.chat.store.read_only:
+            self.last_open = chat_id
+            self.chat.store_calls.set_setting(OPEN_CHAT_KEY, chat_id)
 
     def _untouched_open_chat(self) -> str | None:
         """The open chat's id if this window's New chat made it and nothing shows in it; the store removes it only

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
 )
 
@@ -133,8 +134,8 @@ class Composer(QFrame):
         self.token_count.setObjectName("muted")
 
         buttons = QHBoxLayout()
-        buttons.addWidget(self.hint, 1)
         buttons.addWidget(self.token_count)
+        buttons.addStretch(1)
         buttons.addWidget(self.attach_button)
         buttons.addWidget(self.stop_button)
         buttons.addWidget(self.send_button)
@@ -142,6 +143,10 @@ class Composer(QFrame):
         layout.setContentsMargins(10, 8, 10, 8)
         layout.setSpacing(6)
         layout.addWidget(self.edit)
+        # Under the box across its width, not beside the buttons: there a failure stood in a column a word wide.
+        layout.addWidget(self.hint)
+        self.hint.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)  # as tall as its lines
+        self.hint.hide()
         layout.addLayout(buttons)
 
         self.edit.submitted.connect(self._submit)
@@ -186,6 +191,7 @@ class Composer(QFrame):
         self.hint.setStyleSheet("")
         shown = brief(text)
         self.hint.setText(shown)
+        self.hint.setVisible(bool(shown))
         tip = details or (text if shown != text.strip() else "")
         self.hint.setToolTip(Qt.convertFromPlainText(tip) if tip else "")
 

@@ -157,8 +157,8 @@ def write_error(what: str, err: DBAPIError, path: Path) -> StoreError:
         return StoreLocked(f"could not {what}: {path} is busy (another program kept it locked for over "
                            f"{BUSY_TIMEOUT_MS // 1000} s). Nothing was changed; try again.")
     if "malformed" in reason or "not a database" in reason:
-        return StoreCorrupt(f"could not {what}: the database is damaged ({reason}); nothing was changed")
-    return StoreWriteError(f"could not {what}: {reason}. Nothing was changed; earlier data is safe.")
+        return StoreCorrupt(f"could not {what}: {path} is damaged ({reason}); nothing was changed")
+    return StoreWriteError(f"could not {what}: {reason} (writing {path}). Nothing was changed; earlier data is safe.")
 
 
 def sqlite_connection(connection: Connection) -> sqlite3.Connection:

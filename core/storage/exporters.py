@@ -15,10 +15,11 @@ import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..model.messages import Message
 from ..model.records import SummaryRecord, local_time, record_spans
+from ..settings import portable_chat_settings
 from .interchange import jsonl_lines
 
 if TYPE_CHECKING:
@@ -39,7 +40,8 @@ def export_chat(store: Store, chat_id: str, format_: str) -> Iterator[str]:
     found = store.get_chat(chat_id)
     messages = store.load_messages(found.id)
     if format_ == "jsonl":
-        return export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id))
+        return export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id),
+                            {"title": found.title, "settings": portable_chat_settings(found.settings)})
     if format_ == "openai":
         return export_openai(messages, found.settings.system_prompt)
     return export_markdown(found.title, messages, store.load_records(found.id))
@@ -102,10 +104,11 @@ def _running(pid: int) -> bool:
 
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
-                 archived_by: Mapping[str, str] | None = None) -> Iterator[str]:
-    """The whole chat: every original message, archived ones included, with ids, the summary records and which
-    summary archived each message, so an import gives back the same chat."""
-    return jsonl_lines(messages, records, archived_by)
+                 archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None,
+                 ) -> Iterator[str]:
+    """The whole chat: every original message, archived ones included, with ids, the summary records, which
+    summary archived each message and the chat's title and settings, so an import gives back the same chat."""
+    return jsonl_lines(messages, records, archived_by, chat)
 
 
 def export_openai(messages: Sequence[Message], system_prompt: str = "") -> Iterator[str]:

@@ -18,9 +18,11 @@ from ..model.messages import Message, Role, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.titles import title_from
 from ..model.tokens import TokenCounter
+from ..settings import ChatSettings
 from .interchange import (
     NESTED_TOO_DEEP,
     TranscriptError,
+    chat_header,
     not_a_message,
     pair_tool_results,
     parse_jsonl_line,
@@ -73,6 +75,7 @@ def find_undecodable(data: bytes) -> Undecodable | None:
 class ParsedChat:
     title: str
     messages: list[Message]
+    settings: ChatSettings | None = None  # the chat's own, from an export of Precis's
     records: list[SummaryRecord] = field(default_factory=list)
     # message id -> id of the record that archived it
     archived_by: dict[str, str] = field(default_factory=dict)
@@ -137,8 +140,12 @@ def detect_format(path: Path, data: bytes) -> str:
 # ------------------------------------------------------------------------------------------- interchange
 
 def parse_interchange(path: Path, data: bytes) -> ParsedChat:
-    messages, records, archived_by = read_interchange_chat(data.splitlines(), str(path))
-    return ParsedChat(title=path.stem, messages=messages, records=records, archived_by=archived_by)
+    lines = data.splitlines()
+    messages, records, archived_by = read_interchange_chat(lines, str(path))
+    number, first = next(((n, line) for n, line in enumerate(lines, start=1) if line.strip()), (1, b""))
+    header = chat_header(parse_jsonl_line(first, str(path), number), str(path), number)
+    return ParsedChat(title=header.title or path.stem, messages=messages, settings=header.settings, records=records,
+                      archived_by=archived_by)
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI
@@ -466,6 +473,6 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
         parsed = parse_file(path, fmt)
         # A blank --title is no title: the file's, not a chat listed without a name.
         chat_id = store.import_chat((title or "").strip() or parsed.title, parsed.messages, parsed.records,
-                                    parsed.archived_by)
+                                    parsed.archived_by, parsed.settings)
     return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
                         notices=tuple(parsed.notices()))

@@ -2,8 +2,9 @@
 
 An assistant line with `name` + `tool_args` is one tool call; the next `tool` line with that `name` is its result.
 The whole chat travels in extra keys, which plain readers ignore: `archived_by` on a message a summary hides (the
-summary's id), and `summaries` (summary records, each with the messages it covers) on the line of the last
-message a record covers.
+summary's id), `summaries` (summary records, each with the messages it covers) on the line of the last
+message a record covers, and `chat` (its title and its own settings, as portable_chat_settings gives them) on the
+first line.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from pydantic import ValidationError
 
 from ..model.messages import ROLES, Message, ToolCall, new_id
 from ..model.records import SummaryRecord
+from ..settings import LOCAL_CHAT_SETTINGS, ChatSettings, choice_problems
 
 
 class TranscriptError(ValueError):
@@ -181,6 +184,35 @@ def _summaries_of(record: dict[str, Any], source: str, line: int) -> list[Summar
         raise TranscriptError(source, line, f"field 'summaries' has a bad record ({where}: {first['msg']})") from None
 
 
+@dataclass(frozen=True)
+class ChatHeader:
+    """What an exported chat's first line says of the chat itself."""
+
+    title: str | None = None
+    settings: ChatSettings | None = None
+
+
+def chat_header(record: Any, source: str, line: int) -> ChatHeader:
+    """The `chat` field of a line (its title and settings); TranscriptError names a bad one. Settings that belong
+    to the computer the file came from (LOCAL_CHAT_SETTINGS) are left out."""
+    raw = record.get("chat") if isinstance(record, dict) else None
+    if raw is None:
+        return ChatHeader()
+    if not isinstance(raw, dict):
+        raise TranscriptError(source, line, f"field 'chat' must be an object, got {type(raw).__name__}")
+    title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise TranscriptError(source, line, f"field 'chat.title' must be a string, got {type(title).__name__}")
+    settings = raw.get("settings", {})
+    if not isinstance(settings, dict):
+        raise TranscriptError(source, line, f"field 'chat.settings' must be an object, got {type(settings).__name__}")
+    try:
+        valid = ChatSettings.model_validate({k: v for k, v in settings.items() if k not in LOCAL_CHAT_SETTINGS})
+    except ValidationError as exc:
+        raise TranscriptError(source, line, f"field 'chat.settings': {choice_problems(exc, ChatSettings)}") from None
+    return ChatHeader(title=(title or "").strip() or None, settings=valid)
+
+
 def read_interchange_chat(lines: Iterable[bytes | str], source: str,
                           ) -> tuple[list[Message], list[SummaryRecord], dict[str, str]]:
     """Messages, summary records and {message id: id of the summary that archived it} of an interchange file."""
@@ -237,9 +269,9 @@ _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
-                archived_by: Mapping[str, str] | None = None) -> Iterator[str]:
-    """Messages as interchange lines (each ending in a newline), made one at a time; with their summary records
-    and archive marks, the whole chat."""
+                archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None) -> Iterator[str]:
+    """Messages as interchange lines (each ending in a newline), made one at a time; with their summary records,
+    archive marks and `chat` (title and settings, on the first line), the whole chat."""
     archived_by = archived_by or {}
     position = {m.id: i for i, m in enumerate(messages)}
     anchored: dict[int, list[SummaryRecord]] = defaultdict(list)
@@ -250,6 +282,8 @@ def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = 
         parts = split_multi_calls(message)
         for n, part in enumerate(parts):
             line = message_to_record(part)
+            if chat and i == n == 0:
+                line["chat"] = dict(chat)
             if message.id in archived_by:
                 line["archived_by"] = archived_by[message.id]
             if n == len(parts) - 1 and anchored.get(i):

@@ -207,8 +207,9 @@ def test_full_disk_reports_the_failed_write_and_keeps_earlier_data(tmp_path):
 
     store.engine.dispose()
     huge = [Message(role="user", content="x" * 100_000) for _ in range(5)]
-    with pytest.raises(StoreWriteError, match="full.*Nothing was changed"):
+    with pytest.raises(StoreWriteError, match="full.*Nothing was changed") as refused:
         store.import_chat("too big", huge)
+    assert str(tmp_path / "precis.db") in str(refused.value)  # which disk filled up: the file's folder says
     with pytest.raises(StoreWriteError):
         store.add_messages(chat, huge)
     assert [c.title for c in store.list_chats()] == ["kept"]
