@@ -253,18 +253,21 @@ class ToolTurns(QObject):
     # ---- the end of the turn --------------------------------------------------------------------------------
     def _done(self, turn: Turn, edited: bool, regenerated: bool) -> None:
         last = turn.replies[-1] if turn.replies else None
+        # Said together: a reply cut at its limit that also made no call /use asked for had its "no call" hidden.
+        notices = []
         if turn.ended == "stopped":
-            self.status.tell("Stopped: the model was told which calls did not run.", 10_000)
+            notices.append("Stopped: the model was told which calls did not run.")
         elif turn.ended and last is not None and not last.problem:  # a reply's own problem was said as it ended
-            self.status.tell(f"Tool calls ended: {turn.ended}.", 15_000)
+            notices.append(f"Tool calls ended: {turn.ended}.")
         elif edited and last is not None and not last.problem:
-            self.status.tell("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.",
-                             15_000)
+            notices.append("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.")
         elif regenerated and last is not None and not last.problem:
-            self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 15_000)
+            notices.append("Reply regenerated; ‹ › on it switches back to the earlier one.")
         if last is not None and last.cut_at is not None:
-            self.status.tell(f"The reply reached its limit of {last.cut_at:,} tokens and stopped there; Continue on "
-                             "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)", 15_000)
+            notices.append(f"The reply reached its limit of {last.cut_at:,} tokens and stopped there; Continue on "
+                           "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)")
+        if notices:
+            self.status.tell(" ".join(notices), 15_000)
         self.finished.emit(last)
 
     def _failed(self, error: BaseException) -> None:
