@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from ..core.chat.rows import Row
 from ..core.chat.session import ChatSession
@@ -19,6 +19,7 @@ from ..core.context.engine import ToolsTooLarge
 from ..core.model.messages import Message, ToolCall
 from ..core.providers.base import CancelToken
 from ..core.tools.bounded import ToolInputError
+from ..core.tools.mcp_servers import server_news
 from .composer import Composer
 from .consent_card import ConsentCard, ConsentRequest
 from .controller import ChatController
@@ -29,6 +30,8 @@ from .tool_service import ToolService
 from .wording import failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
 
+SERVER_WATCH_MS = 500
+SERVER_NEWS_MS = 30_000
 LOCAL_MODEL_TOOLS = ("The local 135M model rarely calls a tool by itself: expect answers in text. A hosted model "
                      "(File → Settings → Provider) uses the chat's tools.")
 
@@ -137,12 +140,29 @@ class ToolTurns(QObject):
         card.decided.connect(lambda request, decision: request.decide(decision))
         chat.chat_opened.connect(self._offer_tools)
         composer.stop_requested.connect(card.withdraw)
+        # A server that fails or ends, or an mcp.json that cannot be read, is said in the status bar as it happens.
+        self._told_states: dict[str, str] = {}
+        self._told_problem = ""
+        self._server_watch = QTimer(self)
+        self._server_watch.timeout.connect(self._tell_server_news)
+        self._server_watch.start(SERVER_WATCH_MS)
 
     def may_have_tools(self) -> bool:
         """Whether the open chat may have tools (a workspace folder named, or MCP servers started): then it is
         answered here, where the worker finds out."""
         session = self.chat.session
         return session is not None and (bool(session.settings.workspace.strip()) or self.service.servers is not None)
+
+    def _tell_server_news(self) -> None:
+        statuses = self.service.statuses()  # a copy of each state: cheap enough twice a second
+        news = server_news(self._told_states, statuses)
+        problem = self.service.problem
+        if problem and problem != self._told_problem:
+            news = f"MCP servers not started: {problem}"
+        self._told_states = {status.name: status.state for status in statuses}
+        self._told_problem = problem
+        if news:
+            self.status.tell(news, SERVER_NEWS_MS)
 
     def _offer_tools(self, chat_id: str) -> None:
         session, service = self.chat.session, self.service
@@ -233,18 +253,21 @@ class ToolTurns(QObject):
     # ---- the end of the turn --------------------------------------------------------------------------------
     def _done(self, turn: Turn, edited: bool, regenerated: bool) -> None:
         last = turn.replies[-1] if turn.replies else None
+        # Said together: a reply cut at its limit that also made no call /use asked for had its "no call" hidden.
+        notices = []
         if turn.ended == "stopped":
-            self.status.tell("Stopped: the model was told which calls did not run.", 10_000)
+            notices.append("Stopped: the model was told which calls did not run.")
         elif turn.ended and last is not None and not last.problem:  # a reply's own problem was said as it ended
-            self.status.tell(f"Tool calls ended: {turn.ended}.", 15_000)
+            notices.append(f"Tool calls ended: {turn.ended}.")
         elif edited and last is not None and not last.problem:
-            self.status.tell("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.",
-                             15_000)
+            notices.append("Message edited and resent; ‹ › on it pages back to the earlier one and its reply.")
         elif regenerated and last is not None and not last.problem:
-            self.status.tell("Reply regenerated; ‹ › on it switches back to the earlier one.", 15_000)
+            notices.append("Reply regenerated; ‹ › on it switches back to the earlier one.")
         if last is not None and last.cut_at is not None:
-            self.status.tell(f"The reply reached its limit of {last.cut_at:,} tokens and stopped there; Continue on "
-                             "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)", 15_000)
+            notices.append(f"The reply reached its limit of {last.cut_at:,} tokens and stopped there; Continue on "
+                           "it goes on (the chat's setting 'Tokens reserved for the reply' sets the limit)")
+        if notices:
+            self.status.tell(" ".join(notices), 15_000)
         self.finished.emit(last)
 
     def _failed(self, error: BaseException) -> None:

@@ -12,17 +12,19 @@ from ..chat.tool_loop import ALLOW_IN_CHAT, ALLOW_ONCE, DENY, Ask, Decision, Ste
 from ..storage.paths import data_dir as data_folder
 from ..summary.tool_output import one_line
 from ..tools.mcp_config import MCP_CONFIG_NAME, read_mcp_config
-from ..tools.mcp_servers import FAILED, START_SECONDS, McpServers
+from ..tools.mcp_servers import RUNNING, START_SECONDS, STARTING, McpServers
 from ..tools.toolbox import Toolbox
 from ..tools.workspace import Workspace
 
 # --allow: ask before every call, before those that write or run (the default), or never.
 ALLOW_CHOICES = ("ask", "read", "all")
+START_NOTICE_SECONDS = 1.0  # a start slower than this is said while it is waited for
+START_SETTLE_SECONDS = 5.0  # past the start limit, for a server's own limit (counted from its start) to end it
 
 
 @contextmanager
-def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | None,
-                     err: TextIO) -> Iterator[Toolbox | None]:
+def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | None, err: TextIO,
+                     start_seconds: float = START_SECONDS) -> Iterator[Toolbox | None]:
     """The tools of this run: the workspace's, and the named servers of mcp.json (started here, stopped at the
     end); None without either. ValueError names a folder or server that is not there."""
     if workspace is None and not mcp:
@@ -37,12 +39,17 @@ def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | 
         if missing:
             raise ValueError(f"no MCP server {', '.join(map(repr, missing))} in {path} "
                              f"(it names: {', '.join(configs) or 'none'})")
-        servers = McpServers([configs[name] for name in mcp])
+        servers = McpServers([configs[name] for name in mcp], start_seconds)
         servers.start()
-        servers.wait_started(START_SECONDS)
+        if not servers.wait_started(START_NOTICE_SECONDS):  # say what the wait is for: it may be the whole limit
+            slow = [repr(status.name) for status in servers.statuses() if status.state == STARTING]
+            print(f"[precis: waiting for MCP server{'s' if len(slow) > 1 else ''} {', '.join(slow)} to start (up to "
+                  f"{start_seconds:g} s)]", file=err, flush=True)
+            servers.wait_started(start_seconds + START_SETTLE_SECONDS)  # its own limit, counted from its start, ends it
         for status in servers.statuses():
-            if status.state == FAILED:  # the chat goes on without it
-                print(f"[precis: MCP server {status.name!r} did not start: {status.detail}]", file=err)
+            if status.state != RUNNING:  # the chat goes on without it
+                why = status.detail or f"still {status.state} after {start_seconds:g} s"
+                print(f"[precis: MCP server {status.name!r} did not start: {why}]", file=err)
     try:
         yield Toolbox(folder, servers)
     finally:

@@ -4,8 +4,10 @@ total when nothing is cut)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass
 
+from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING
 from .engine import ContextEngine, Prompt
 from .recall_index import content_words
@@ -29,6 +31,14 @@ class PromptPart:
 
     def as_json(self) -> dict:
         return asdict(self)
+
+
+def sent_text(message: Message) -> str:
+    """A message's text as sent: its content, then each tool call it makes as the model wrote it, one a line
+    (`{"name": "read_file", "arguments": {"path": "main.py"}}`): a reply that only calls a tool has no content."""
+    calls = [json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+             for call in message.tool_calls]
+    return "\n".join(part for part in (message.content, *calls) if part)
 
 
 def prompt_parts(engine: ContextEngine, prompt: Prompt | None = None) -> tuple[list[PromptPart], int]:
@@ -68,7 +78,7 @@ def prompt_parts(engine: ContextEngine, prompt: Prompt | None = None) -> tuple[l
             kind = TOOL_OUTPUT
         elif message.pinned:
             kind = PINNED
-        raw.append((kind, message.role, message.content, item.tokens, source, detail))
+        raw.append((kind, message.role, sent_text(message), item.tokens, source, detail))
     raw.append((PRIMING, "assistant", "", REPLY_PRIMING, "", "the header the model's reply starts with"))
     # Calibrated as running sums, as the gauge's kinds are: the parts add up to the prompt's total.
     parts, running, shown = [], 0, 0

@@ -5,6 +5,7 @@ one-line summary shows, one rule per tool kind: `File: /app.ts | Lines: 100 | Ty
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 import shlex
@@ -19,6 +20,8 @@ from .text_rules import FILE_ARGUMENT_KEYS, one_line_field
 
 _COMMAND_KEYS = ("command", "cmd", "script", "code", "commands", "input")
 _PATTERN_KEYS = ("pattern", "query", "regex", "search_term", "search", "file_name", "name", "q", "glob")
+_WORD = re.compile(r"\w")
+_JSON_CHARS = 200_000  # a tool's output is cut to this (bounded.MAX_TOOL_OUTPUT_CHARS); longer is not parsed
 FILE_HEADER = re.compile(r"^\[File: (.+?) \((\d+) lines total\)\]", re.MULTILINE)
 
 
@@ -215,8 +218,14 @@ def _search_fields(use: ToolUse) -> list[str]:
 
 
 def _first_line(text: str) -> str:
+    """The output's first line that has a word in it; a JSON answer made one line (its first line alone is `{`)."""
+    if text.lstrip()[:1] in ("{", "[") and len(text) <= _JSON_CHARS:
+        try:
+            return json.dumps(json.loads(text), ensure_ascii=False)
+        except ValueError:
+            pass
     for line in text.split("\n", 50)[:50]:
-        if line.strip():
+        if _WORD.search(line):
             return line.strip()
     return ""
 
@@ -297,7 +306,8 @@ def _describe_args(args: dict[str, Any]) -> str:
             return value
     if "todos" in args and isinstance(args["todos"], list):
         return f"{len(args['todos'])} todos"
-    return ""
+    # A tool whose arguments have names of its own (an MCP server's `timezone`, `repo_path`): what it was asked.
+    return ", ".join(f"{key}={value}" for key, value in args.items() if isinstance(value, (str, int, float)))
 
 
 def _size(text: str) -> str:

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -38,6 +38,7 @@ CALL_SECONDS = 120.0
 STDERR_TAIL_CHARS = 1500  # of what a server wrote to stderr, the end shown with its failure
 CLOSE_SECONDS = 10.0  # for all servers to stop (the SDK gives each 2 s to exit, then 2 s after SIGTERM)
 TOOL_PAGES = 50  # of a tools/list that goes on page after page
+NEWS_DETAIL_CHARS = 240  # of why a server failed, in the window's status bar (Settings → Tools has all of it)
 
 
 @dataclass(frozen=True)
@@ -258,6 +259,22 @@ class McpServers:
         if not isinstance(result, mcp_types.CallToolResult):
             return ToolOutcome(f"{server!r} asked for input during {tool}, which Precis does not give", ok=False)
         return ToolOutcome(result_text(result), ok=not result.is_error)
+
+
+def server_news(told: Mapping[str, str], statuses: Sequence[ServerStatus]) -> str:
+    """One sentence for the servers that failed or ended since the user was last told (`told`: each server's state
+    then), naming each and why; "" when none did. The window says it wherever the user is: a server's failure
+    otherwise showed only in Settings → Tools, and the chat went on without its tools unexplained."""
+    news = [f"{status.name!r} {status.state}: {_clipped(status.detail or 'no reason given')}" for status in statuses
+            if status.state in (FAILED, EXITED) and told.get(status.name) != status.state]
+    if not news:
+        return ""
+    return f"MCP server{'s' if len(news) > 1 else ''} {'; '.join(news)} (Settings → Tools shows them)"
+
+
+def _clipped(text: str, chars: int = NEWS_DETAIL_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= chars else f"{text[:chars - 1]}…"
 
 
 async def _forward(read: Any, to_session: Any, ended: asyncio.Event) -> None:

@@ -19,6 +19,7 @@ from precis.core.context.prompt_parts import (
     SYSTEM_PROMPT,
     TOOLS,
     prompt_parts,
+    sent_text,
 )
 from precis.core.context.summarizing import SummaryNotSmaller
 from precis.core.model.messages import Message
@@ -63,7 +64,7 @@ def test_the_parts_are_the_prompt_sent_and_add_up_to_it(steps, tools, system_pro
     assert total == prompt.tokens == sum(part.tokens for part in parts)
     assert parts[-1].kind == PRIMING and (parts[0].kind == TOOLS) == tools
     sent = [part for part in parts if part.kind not in (TOOLS, PRIMING)]
-    assert [(p.role, p.text) for p in sent] == [(m.role, m.content) for m in prompt.messages]
+    assert [(p.role, p.text) for p in sent] == [(m.role, sent_text(m)) for m in prompt.messages]
     for part in sent:  # each part leads to what it came from
         if part.kind == SUMMARY:
             assert engine.archive.by_record[part.source].status == "active"
@@ -98,6 +99,22 @@ def test_precis_prompt_prints_each_part_with_its_source(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "1. system prompt · system · " in text and "   Answer briefly." in text
     assert main(["--data-dir", data, "prompt", "no such chat"]) == 2
+
+
+def test_a_reply_that_calls_a_tool_shows_the_call_it_sends(tmp_path, capsys):
+    """The model's call was sent (its tokens counted) but its part showed no text: the prompt view hid which tool
+    was called with which arguments."""
+    data = str(tmp_path / "data")
+    with open_store(data) as store:
+        chat_id = store.create_chat("clock")
+        store.add_messages(chat_id, [Message(role="user", content="What time is it in Tokyo?"),
+                                     *tool_pair("get_current_time", {"timezone": "Asia/Tokyo"}, '{"hour": 2}')])
+    assert main(["--data-dir", data, "prompt", "clock", "--json"]) == 0
+    call = json.loads(capsys.readouterr().out)["parts"][1]
+    assert call["role"] == "assistant" and call["tokens"] > 0
+    assert call["text"] == '{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}'
+    assert main(["--data-dir", data, "prompt", "clock"]) == 0
+    assert '   {"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}' in capsys.readouterr().out
 
 
 def test_a_chat_far_over_its_window_starts_with_the_note_of_what_was_left_out():

@@ -547,3 +547,18 @@ def test_short_of_room_a_dropped_commands_files_stay_named():
     assert all(f"test_module_{i}.py" in trail for i in range(30))
     assert "Files named:\n- tests/unit/: test_module_0.py, test_module_1.py, " in trail
     assert check_coverage(messages, trail).missing["files"] == []
+
+
+def test_an_mcp_tool_with_a_json_answer_keeps_what_it_was_asked_and_what_it_answered():
+    """mcp-server-time's answer shrank to `[✓ get_current_time: First: { | Size: 119 chars]`: neither the time zone
+    asked about nor the time answered was left for the model."""
+    answer = ('{\n  "timezone": "Asia/Tokyo",\n  "datetime": "2026-11-29T01:49:26+09:00",\n'
+              '  "day_of_week": "Sunday",\n  "is_dst": false\n}')
+    line = one_line(*tool("get_current_time", answer, timezone="Asia/Tokyo"))
+    assert line == document_line("get_current_time", [
+        "Input: timezone=Asia/Tokyo",
+        'First: {"timezone": "Asia/Tokyo", "datetime": "2026-11-29T01:49:26+09:00", "day_of_week": "Sunday", "is_ds…',
+        "Size: 119 chars"])
+    # Output that is not JSON: its first line with a word in it.
+    line = one_line(*tool("git_log", "---\nCommit: 1a2b3c\nAuthor: Ada", repo_path="/src", max_count=1))
+    assert "Input: repo_path=/src, max_count=1 | First: Commit: 1a2b3c |" in line

@@ -4,6 +4,8 @@ does not call execute_bash, then read_file, then answer, on demand."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import TOOLS_KEY
@@ -14,7 +16,7 @@ from PySide6.QtWidgets import QApplication, QDialogButtonBox, QPushButton
 
 from tests.gui.conftest import open_settings
 from tests.gui.test_window import idle, open_new_chat
-from tests.providers.scripted_server import stream
+from tests.providers.scripted_server import delta, stream
 from tests.providers.test_tool_loop import answer, calls
 from tests.timing import WAIT_MS
 
@@ -222,6 +224,20 @@ def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_wind
     assert stored_calls_answered(store, chat_id)
     regenerated = window.conversation.rows_model.rows()[1].message
     assert window.chat.snapshot.versions[regenerated.id].texts[0] == "From memory: it prints something."
+
+
+def test_use_answered_without_the_call_and_cut_at_the_limit_says_both(qtbot, make_window, store, server, workspace):
+    """llama.cpp's server let SmolLM2 write text instead of the call /use asked for, up to the reply's limit: the
+    window said only that the reply reached its limit, so the missing call went unsaid."""
+    cut = "data: " + json.dumps({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+    server.steps = [stream([delta("<tool_response> <error-detail>"), cut, "data: [DONE]"])]
+    window, _chat_id = tool_window(qtbot, make_window, store, server, workspace, reserve_output=64)
+    window.submit("/use read_file What does main.py print?")
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+    assert window.statusBar().currentMessage() == (
+        "Tool calls ended: the model answered without calling read_file, which /use asked for. The reply reached "
+        "its limit of 64 tokens and stopped there; Continue on it goes on (the chat's setting 'Tokens reserved for "
+        "the reply' sets the limit)")
 
 
 def test_use_sends_the_message_with_the_tool_it_must_call(qtbot, make_window, store, server, workspace):

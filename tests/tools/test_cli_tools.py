@@ -77,3 +77,24 @@ def test_claude_desktops_form_is_read(tmp_path):
     git, remote = read_mcp_config(path)
     assert (git.name, git.command, git.args, git.env) == ("git", "uvx", ("mcp-server-git",), {"GIT_AUTHOR_NAME": "me"})
     assert (remote.name, remote.url, remote.command) == ("remote", "https://example.com/mcp", None)
+
+
+def test_the_terminal_chat_says_what_it_waits_for_and_names_a_server_that_never_answered(tmp_path):
+    """`precis chat --mcp` with a server that hangs at start showed nothing for 30 s, then the chat began without
+    naming it: the wait ended a moment before the server's own start limit marked it failed."""
+    import io
+
+    from precis.core.cli.chat_tools import terminal_toolbox
+
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text("import time\ntime.sleep(600)\n")
+    (tmp_path / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "hangs": {"command": sys.executable, "args": [str(hangs)]},
+        "time": {"command": str(Path(sys.executable).parent / "mcp-server-time")}}}))
+    err = io.StringIO()
+    with terminal_toolbox(None, ["hangs", "time"], str(tmp_path), err, start_seconds=3) as toolbox:
+        assert toolbox is not None and {spec.source for spec in toolbox.specs()} == {"time"}
+    waiting, failed = err.getvalue().splitlines()  # time may start within the first second, or not
+    assert waiting.startswith("[precis: waiting for MCP server") and waiting.endswith(" to start (up to 3 s)]")
+    assert "'hangs'" in waiting
+    assert failed == "[precis: MCP server 'hangs' did not start: no answer to initialize within 3 s]"
