@@ -417,6 +417,7 @@ class MainWindow(QMainWindow):
         self.switcher.closing = True
         if self.remembers_size:
             remember_size(self, self.chat.store_calls.set_setting)
+        self.switcher.remember_place()
         self.composer.flush_draft()
         self.chat.shutdown()
         self.tools.stop()
