@@ -79,13 +79,14 @@ def _fail(command: str, message: object, code: int | None = None) -> int:
     return exit_code(message) if code is None else code
 
 
-@cli.command("import", short_help="Import a chat file and print the new chat's id.")
+@cli.command("import", short_help="Import a chat file; print the new chat's id, and what it holds.")
 @click.argument("file")
 @click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True)
 @click.option("--title", callback=unicode_text, help="the chat's title (default: from the file)")
 @data_dir_option
 def import_command(file: str, format_: str, title: str | None, data_dir: str | None) -> int:
-    """Import a chat file and print the new chat's id."""
+    """Import a chat file. The new chat's id is printed alone on standard output, for scripts; its title, how
+    many messages and summaries it holds, and anything changed to read the file go to standard error."""
     try:
         with open_store(data_dir) as store:
             result = import_file(store, file, format_, title)
@@ -95,6 +96,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
         return _fail("import", exc, BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
+    print(f"precis import: imported {result.described()}", file=sys.stderr)
     if result.notice():
         print(f"precis import: {result.notice()}", file=sys.stderr)
     print(result.chat_id)
