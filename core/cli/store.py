@@ -12,7 +12,7 @@ from ..context.engine import ContextEngine
 from ..model.records import local_time
 from ..providers.base import Provider, ProviderError
 from ..storage.chats import chosen_provider, counter_for, restore_engine, save_token_counts
-from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
+from ..storage.exporters import EXPORT_FORMATS, export_chat, redacted_words, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.message_table import search_words
 from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError, open_store
@@ -128,16 +128,18 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
         with open_store(data_dir) as store:
-            pieces = export_chat(store, store.find_chat(chat).id, format_)
+            exported = export_chat(store, store.find_chat(chat).id, format_)
     except StoreError as exc:
         return _fail("export", exc)
     if output:
         try:
-            write_export(pieces, output)
+            write_export(exported.pieces, output)
         except OSError as exc:
             return _fail("export", exc)
     else:
-        sys.stdout.writelines(pieces)
+        sys.stdout.writelines(exported.pieces)
+    if exported.redacted:
+        print(f"precis export: {redacted_words(exported.redacted)}", file=sys.stderr)
     return 0
 
 
