@@ -58,8 +58,8 @@ class ConversationView(QListView):
         self.editable = editable
         # While `following`, the view stays at the end as rows are laid out (in batches) or grow (a streamed reply).
         self.following = False
-        # Else a reader's place it holds until they scroll: as rows are laid out, grow or are rebuilt, the same row
-        # stays at the top (a pixel offset would drift as the rows above it change height).
+        # Else the reader's place it holds (where they scrolled to, or one restored): as rows are laid out, grow or
+        # are rebuilt, the same row stays at the top (a pixel offset would drift as the rows above change height).
         self.held: ReadingPlace | None = None
         self.verticalScrollBar().rangeChanged.connect(self._follow)
         self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
@@ -169,11 +169,17 @@ class ConversationView(QListView):
 
     def _user_scrolled(self, _action: int) -> None:
         self.held = None
-        QTimer.singleShot(0, lambda: setattr(self, "following", self.is_at_bottom()))
+        QTimer.singleShot(0, self._hold_where_scrolled)  # once the scroll bar has moved
 
     def wheelEvent(self, event) -> None:  # noqa: N802
         super().wheelEvent(event)
-        self.following, self.held = self.is_at_bottom(), None
+        self.held = None
+        self._hold_where_scrolled()
+
+    def _hold_where_scrolled(self) -> None:
+        """After the user scrolled: at the bottom, follow the end; else hold the row now at the top."""
+        self.following = self.is_at_bottom()
+        self.held = self.reading_place()
 
     def scrollTo(self, index, hint=QAbstractItemView.ScrollHint.EnsureVisible) -> None:  # noqa: N802
         self.following, self.held = False, None
