@@ -20,8 +20,11 @@ def send(qtbot, window, text: str) -> None:
 
 
 def waiting_said(window, store) -> bool:
+    """Whether the status bar says a save waits for another program, naming the file (the message's save, or the
+    draft's, which the same lock holds up meanwhile)."""
     shown = window.statusBar().currentMessage()
-    return shown.startswith("Waiting to save the message: another program is writing") and str(store.path) in shown
+    return (shown.startswith(("Waiting to save the message: ", "Waiting to save the draft: "))
+            and f"another program is writing to the database {store.path} " in shown)
 
 
 def test_a_message_waiting_for_the_lock_says_so_and_is_saved_once_it_is_free(qtbot, make_window, store):
