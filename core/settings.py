@@ -43,6 +43,7 @@ WINDOW_KEY = "window"  # the window's last size (WindowSize): not a setting the 
 TOOLS_KEY = "tools"  # which tools the model may call, and when the user is asked (ToolSettings)
 INSPECTOR_KEY = "inspector"  # the inspector's sections the user folded away (InspectorFolds): not in the dialog
 OPEN_CHAT_KEY = "open_chat"  # the id of the chat the window showed last: it opens there at the next start
+READING_PLACES_KEY = "reading_places"  # where the reader left each chat (core.chat.reading_place): not in the dialog
 # Whether the suggestion of a model from the catalogue was dismissed (ModelSuggestion): not in the dialog either.
 MODEL_SUGGESTION_KEY = "model_suggestion"
 # Each model's token-count correction learned from its replies ({model: [factor, prompts]}): not a setting either.

@@ -29,6 +29,7 @@ from ..core.storage.store import ChatInfo, SearchHit
 ChatIdRole = Qt.ItemDataRole.UserRole + 1
 HitRole = Qt.ItemDataRole.UserRole + 2
 SEARCH_DELAY_MS = 200
+NO_BREAK = "\u00a0"  # a space the text is never wrapped at
 _MARKS = re.compile(r"\*\*|__|`")
 
 
@@ -115,8 +116,9 @@ class ChatList(QFrame):
         self.list.blockSignals(True)
         self.list.clear()
         for chat in chats:
-            when = time.strftime("%d %b %H:%M", time.localtime(chat.updated_at))
-            count = f"{chat.message_count} message" + ("" if chat.message_count == 1 else "s")
+            # Non-breaking spaces: the narrow list wrapped "28 / Nov 16:46"; the line breaks before the date instead.
+            when = time.strftime("%d %b %H:%M", time.localtime(chat.updated_at)).replace(" ", NO_BREAK)
+            count = f"{chat.message_count}{NO_BREAK}message" + ("" if chat.message_count == 1 else "s")
             item = QListWidgetItem(f"{chat.title}\n{count} · {when}")
             item.setData(ChatIdRole, chat.id)
             item.setToolTip(chat.title)

@@ -7,15 +7,18 @@ is told in the status bar and leaves the list as it was."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
 from PySide6.QtCore import QObject, Signal
 
+from ..core.chat.reading_place import ReadingPlace, ReadingPlaces, place_to_hold
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
 from ..core.model.titles import NEW_CHAT_TITLE, title_from
-from ..core.settings import OPEN_CHAT_KEY, chat_at_start
+from ..core.settings import OPEN_CHAT_KEY, READING_PLACES_KEY, chat_at_start
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
 from .composer import Composer
@@ -25,6 +28,8 @@ from .feedback import Feedback
 from .inspector import Inspector
 from .status import StatusLine
 from .workers import Job
+
+log = logging.getLogger("precis.gui")
 
 
 class ChatSwitcher(QObject):
@@ -47,6 +52,7 @@ class ChatSwitcher(QObject):
         self.made_by_new_chat: str | None = None  # the chat New chat made last, known before the list shows it
         self.deleted_elsewhere: str | None = None  # the open chat, deleted by another Precis (told once)
         self.last_open: object = chat.store.get_setting(OPEN_CHAT_KEY)  # the chat the window showed last
+        self.places = saved_places(chat)
 
     @property
     def creating(self) -> bool:
@@ -147,7 +153,7 @@ class ChatSwitcher(QObject):
                                                                           self.open_chat(chat_id)))
 
     def _first_rows(self, snapshot: Snapshot) -> None:
-        self.show_rows(snapshot, scroll_to_end=True)
+        self.show_rows(snapshot, self.places.of(snapshot.chat_id))
         if snapshot.draft and not self.composer.text():  # what was typed meanwhile is kept
             self.composer.set_text(snapshot.draft)
 
@@ -184,6 +190,7 @@ class ChatSwitcher(QObject):
     def close_chat(self) -> None:
         if self.chat.session is None:
             return
+        self.remember_place()
         self.composer.flush_draft()
         self.chat.close()
         self.closed.emit()
@@ -204,20 +211,30 @@ class ChatSwitcher(QObject):
         if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.rows_model.rowCount() == 0:
             self.rename_chat(chat.id, title_from(text))
 
-    def show_rows(self, snapshot: Snapshot, scroll_to_end: bool = False) -> None:
+    def remember_place(self) -> None:
+        """Save where the reader is in the open chat (as it closes, or the window does), for its next opening."""
+        session = self.chat.session
+        if session is None or self.chat.store.read_only or self.chat.snapshot is None:
+            return
+        places = self.places.left_at(session.chat_id, self.conversation.reading_place())
+        if places != self.places:
+            self.places = places
+            self.chat.store_calls.set_setting(READING_PLACES_KEY, places.model_dump())
+
+    def show_rows(self, snapshot: Snapshot, place: ReadingPlace | None) -> None:
+        """Show the snapshot's rows at the reader's `place` (None: the end) or what stands for it now."""
         conversation = self.conversation
-        keep_bottom = scroll_to_end or conversation.is_at_bottom()
         if snapshot.rows is not None:  # built on the worker
             conversation.rows_model.set_rows(snapshot.rows, snapshot.row_index)
         else:  # rows asked for again (a pin, a failed change): built here
             conversation.rows_model.set_rows(build_rows(snapshot.messages, snapshot.chain, snapshot.hidden))
         conversation.rows_model.set_versions(snapshot.versions)
-        if keep_bottom:
-            conversation.scroll_to_end()
+        conversation.hold(place_to_hold(place, conversation.rows_model.row_index(), snapshot.hidden,
+                                        whole_chat=not snapshot.partial))
 
     def show_snapshot(self, snapshot: Snapshot, rebuild_rows: bool) -> None:
         if rebuild_rows:
-            self.show_rows(snapshot)
+            self.show_rows(snapshot, self.conversation.reading_place())
         self.conversation.rows_model.set_versions(snapshot.versions)
         self.inspector.show_snapshot(snapshot)
         self.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
@@ -258,3 +275,11 @@ class ChatSwitcher(QObject):
                 reveal(hit.chat_id)
         else:
             self.open_chat(hit.chat_id)
+
+
+def saved_places(chat: ChatController) -> ReadingPlaces:
+    try:
+        return ReadingPlaces.model_validate(chat.store.get_setting(READING_PLACES_KEY, {}) or {})
+    except ValidationError as error:  # only a convenience: every chat opens at its end
+        log.warning("the saved reading places are not valid, chats open at their end: %s", error)
+        return ReadingPlaces()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from ..core.chat.commands import REGISTRY, CommandResult, SlashCommand, run_command, tool_messages
 from ..core.chat.session import ChatSession
@@ -44,6 +44,9 @@ class ChatController(QObject):
     work_started = Signal(str)  # a job began; the text says what it does
     work_finished = Signal()  # a job ended; `busy` says whether others still run
     failed = Signal(object)  # a job whose caller does not report its own failure failed: the exception
+    # A write found another program writing to the database and waits for it: what it waits for, naming the file.
+    store_waiting = Signal(str)
+    _store_waiting = Signal(str)  # the same, from the writing thread
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -61,6 +64,8 @@ class ChatController(QObject):
         self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
         self.model = ModelControl(store, self.runner, self.track, provider, parent=self)
         self.store.chats_changed()  # starts watching before the window first lists the chats
+        self._store_waiting.connect(self.store_waiting, Qt.ConnectionType.QueuedConnection)
+        store.on_wait = self._store_waiting.emit
         self._watch = QTimer(self)
         self._watch.setInterval(WATCH_INTERVAL_MS)
         self._watch.timeout.connect(self._pick_up_changes)
@@ -183,6 +188,7 @@ class ChatController(QObject):
     def shutdown(self) -> None:
         """Close the chat and cancel shared work without waiting (see finish_background_work)."""
         self._watch.stop()
+        self.store.on_wait = None  # this window no longer says what the store waits for (the store may outlive it)
         self.close()
         self.runner.cancel_all()
 

@@ -5,10 +5,11 @@ mouse is over it, and the same actions in its context menu (right click, the Men
 
 from __future__ import annotations
 
-from PySide6.QtCore import QModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu
 
+from ..core.chat.reading_place import ReadingPlace
 from ..core.chat.rows import Row
 from .conversation_model import ConversationModel
 from .message_delegate import READING_WIDTH, MessageDelegate
@@ -57,6 +58,9 @@ class ConversationView(QListView):
         self.editable = editable
         # While `following`, the view stays at the end as rows are laid out (in batches) or grow (a streamed reply).
         self.following = False
+        # Else the reader's place it holds (where they scrolled to, or one restored): as rows are laid out, grow or
+        # are rebuilt, the same row stays at the top (a pixel offset would drift as the rows above change height).
+        self.held: ReadingPlace | None = None
         self.verticalScrollBar().rangeChanged.connect(self._follow)
         self.verticalScrollBar().actionTriggered.connect(self._user_scrolled)
         self.rows_model.row_streamed.connect(self._repaint_row)
@@ -122,22 +126,63 @@ class ConversationView(QListView):
         return bar.value() >= bar.maximum() - 40
 
     def scroll_to_end(self) -> None:
-        self.following = True
+        self.following, self.held = True, None
         self.scrollToBottom()
+
+    def reading_place(self) -> ReadingPlace | None:
+        """Where the reader is: the place held (not scrolled from since); None at the end; else the top row's."""
+        if self.held is not None:
+            return self.held
+        if self.following or self.is_at_bottom():
+            return None
+        for y in range(0, self.viewport().height(), 4):  # the first row under the top edge (not the gap between)
+            index = self.indexAt(QPoint(self.viewport().width() // 2, y))
+            if index.isValid():
+                rect = self.visualRect(index)
+                into = min(1.0, max(0.0, -rect.top() / rect.height())) if rect.height() else 0.0
+                return ReadingPlace(key=self.rows_model.row_at(index.row()).key, into=into)
+        return None
+
+    def hold(self, place: ReadingPlace | None) -> None:
+        """Show the reader's place and keep it as the rows change until they scroll; None: the end, following it."""
+        if place is None:
+            self.scroll_to_end()
+            return
+        self.following, self.held = False, place
+        self._go_to(place)
+
+    def _go_to(self, place: ReadingPlace) -> None:
+        number = self.rows_model.row_of(place.key)
+        if number is None:  # its row comes with the whole chat (place_to_hold): the end meanwhile
+            self.scrollToBottom()
+            return
+        rect = self.visualRect(self.rows_model.index(number))
+        if rect.isValid():  # else not laid out yet: placed as the next batch changes the range
+            bar = self.verticalScrollBar()
+            bar.setValue(bar.value() + rect.top() + round(place.into * rect.height()))
 
     def _follow(self, _minimum: int, maximum: int) -> None:
         if self.following:
             self.verticalScrollBar().setValue(maximum)
+        elif self.held is not None:
+            self._go_to(self.held)
 
     def _user_scrolled(self, _action: int) -> None:
-        QTimer.singleShot(0, lambda: setattr(self, "following", self.is_at_bottom()))
+        self.held = None
+        QTimer.singleShot(0, self._hold_where_scrolled)  # once the scroll bar has moved
 
     def wheelEvent(self, event) -> None:  # noqa: N802
         super().wheelEvent(event)
+        self.held = None
+        self._hold_where_scrolled()
+
+    def _hold_where_scrolled(self) -> None:
+        """After the user scrolled: at the bottom, follow the end; else hold the row now at the top."""
         self.following = self.is_at_bottom()
+        self.held = self.reading_place()
 
     def scrollTo(self, index, hint=QAbstractItemView.ScrollHint.EnsureVisible) -> None:  # noqa: N802
-        self.following = False
+        self.following, self.held = False, None
         super().scrollTo(index, hint)
 
     # ---- actions on a message: hover chips, the context menu (mouse or keyboard), Ctrl+C ------------------------

@@ -62,6 +62,10 @@ class ConversationModel(QAbstractListModel):
     def row_of(self, key: str) -> int | None:
         return self._index.get(key)
 
+    def row_index(self) -> dict[str, int]:
+        """Each row's key -> its position."""
+        return self._index
+
     def update_message(self, message: Message, *, streaming: bool | None = None, error: str | None = None) -> None:
         """Replace one message's row in place (streamed text, pin, edit): only that row is repainted."""
         number = self._index.get(message.id)

@@ -8,7 +8,14 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QWidget
 
-from ..core.storage.exporters import EXPORT_FORMATS, EXPORT_SUFFIXES, EXPORT_TITLES, export_chat, write_export
+from ..core.storage.exporters import (
+    EXPORT_FORMATS,
+    EXPORT_SUFFIXES,
+    EXPORT_TITLES,
+    export_chat,
+    redacted_words,
+    write_export,
+)
 from .controller import ChatController
 from .feedback import Feedback
 from .status import StatusLine
@@ -56,13 +63,17 @@ def choose_export(parent: QWidget, chat: ChatController, title: str, feedback: F
 
 def export_to(chat: ChatController, chat_id: str, path: str, fmt: str, feedback: Feedback, status: StatusLine) -> Job:
     """Write the chat to `path` off the GUI thread: whole or not at all; the status bar says where it went, and a
-    failure says why in the composer's hint line."""
+    failure says why in the composer's hint line. It says how many secrets were redacted, if any."""
     store = chat.store
 
-    def write(_job: Job) -> str:
-        write_export(export_chat(store, chat_id, fmt), path)
-        return path
+    def write(_job: Job) -> int:
+        exported = export_chat(store, chat_id, fmt)
+        write_export(exported.pieces, path)
+        return exported.redacted
 
-    return chat.run("export", write, f"Exporting to {path}…",
-                    lambda written: status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {written}.", 15_000),
+    def written(redacted: int) -> None:
+        told = f"; {redacted_words(redacted)}" if redacted else ""
+        status.tell(f"Exported as {EXPORT_TITLES[fmt]} to {path}{told}.", 15_000)
+
+    return chat.run("export", write, f"Exporting to {path}…", written,
                     lambda error: feedback.hint_error(f"Export failed: {failure_text(error)}"))

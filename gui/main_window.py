@@ -220,6 +220,8 @@ class MainWindow(QMainWindow):
                                                                                                chat.model.provider))
         self.model_suggestion.choose_requested.connect(lambda: self.open_settings(at_catalogue=True))
         chat.work_started.connect(self.status.working)
+        chat.store_waiting.connect(self.status.working)  # until the write ends, as the work it holds up
+        chat.store_calls.write_ended.connect(lambda: chat.busy or self.status.idle())
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self.feedback.job_failed)
         chat.model.notice.connect(self.status.tell)
@@ -417,6 +419,7 @@ class MainWindow(QMainWindow):
         self.switcher.closing = True
         if self.remembers_size:
             remember_size(self, self.chat.store_calls.set_setting)
+        self.switcher.remember_place()
         self.composer.flush_draft()
         self.chat.shutdown()
         self.tools.stop()

@@ -20,6 +20,7 @@ from .workers import Job, Runner
 
 class StoreCalls(QObject):
     failed = Signal(object, str)  # a call without its own failure handler failed: (the exception, what it did)
+    write_ended = Signal()  # a write succeeded or failed (what was said about its wait for the lock can go)
 
     def __init__(self, store: Store, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -37,6 +38,7 @@ class StoreCalls(QObject):
         if done is not None:
             job.succeeded.connect(done)
         job.failed.connect(failed if failed is not None else lambda error: self.failed.emit(error, label))
+        job.finished.connect(self.write_ended)
         return job
 
     def newest(self, topic: str, fn: Callable[[Store], Any], done: Callable[[Any], Any]) -> Job:

@@ -12,7 +12,7 @@ from ..context.engine import ContextEngine
 from ..model.records import local_time
 from ..providers.base import Provider, ProviderError
 from ..storage.chats import chosen_provider, counter_for, restore_engine, save_token_counts
-from ..storage.exporters import EXPORT_FORMATS, export_chat, write_export
+from ..storage.exporters import EXPORT_FORMATS, export_chat, redacted_words, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.message_table import search_words
 from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError, open_store
@@ -79,13 +79,14 @@ def _fail(command: str, message: object, code: int | None = None) -> int:
     return exit_code(message) if code is None else code
 
 
-@cli.command("import", short_help="Import a chat file and print the new chat's id.")
+@cli.command("import", short_help="Import a chat file; print the new chat's id, and what it holds.")
 @click.argument("file")
 @click.option("--format", "format_", type=click.Choice(FORMATS), default="auto", show_default=True)
 @click.option("--title", callback=unicode_text, help="the chat's title (default: from the file)")
 @data_dir_option
 def import_command(file: str, format_: str, title: str | None, data_dir: str | None) -> int:
-    """Import a chat file and print the new chat's id."""
+    """Import a chat file. The new chat's id is printed alone on standard output, for scripts; its title, how
+    many messages and summaries it holds, and anything changed to read the file go to standard error."""
     try:
         with open_store(data_dir) as store:
             result = import_file(store, file, format_, title)
@@ -95,6 +96,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
         return _fail("import", exc, BAD_INPUT)
     except StoreError as exc:
         return _fail("import", exc)
+    print(f"precis import: imported {result.described()}", file=sys.stderr)
     if result.notice():
         print(f"precis import: {result.notice()}", file=sys.stderr)
     print(result.chat_id)
@@ -126,16 +128,18 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
         with open_store(data_dir) as store:
-            pieces = export_chat(store, store.find_chat(chat).id, format_)
+            exported = export_chat(store, store.find_chat(chat).id, format_)
     except StoreError as exc:
         return _fail("export", exc)
     if output:
         try:
-            write_export(pieces, output)
+            write_export(exported.pieces, output)
         except OSError as exc:
             return _fail("export", exc)
     else:
-        sys.stdout.writelines(pieces)
+        sys.stdout.writelines(exported.pieces)
+    if exported.redacted:
+        print(f"precis export: {redacted_words(exported.redacted)}", file=sys.stderr)
     return 0
 
 

@@ -4,6 +4,7 @@ the bulk page cache, the watch on other processes' changes, and what every part 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -116,21 +117,39 @@ class ChangeWatch:
         self._conn.close()
 
 
+def waiting_words(what: str, path: Path) -> str:
+    """What a write waiting for another program's write lock tells the user, naming the file."""
+    return f"Waiting to {what}: another program is writing to the database {path} (up to {BUSY_TIMEOUT_MS // 1000} s)…"
+
+
 class WriteSession:
     """One write transaction. A failed write (disk full, I/O error) rolls back and becomes a StoreWriteError. It
-    waits for another writer up to the busy timeout, or not at all (`wait=False`, for what is only a cache)."""
+    waits for another writer up to the busy timeout, or not at all (`wait=False`, for what is only a cache).
+    `on_wait` is told (waiting_words, on the writing thread) when another writer holds the lock, before waiting."""
 
-    def __init__(self, engine: Engine, what: str, path: Path, *, wait: bool = True):
+    def __init__(self, engine: Engine, what: str, path: Path, *, wait: bool = True,
+                 on_wait: Callable[[str], object] | None = None):
+        self._engine = engine
         self._session = Session(engine, expire_on_commit=False)
         self._what = what
         self._path = path
         self._wait = wait
+        self._on_wait = on_wait
 
     def __enter__(self) -> Session:
+        if self._wait and self._on_wait is not None:
+            try:
+                return self._begin(wait=False)
+            except StoreLocked:  # another program is writing: say so, then wait for it as any write does
+                self._on_wait(waiting_words(self._what, self._path))
+                self._session = Session(self._engine, expire_on_commit=False)
+        return self._begin(wait=self._wait)
+
+    def _begin(self, *, wait: bool) -> Session:
         try:
             self._session.begin()
-            self._session.connection(execution_options={WRITE_OPTION: True, NO_WAIT_OPTION: not self._wait})
-        except DBAPIError as err:  # another writer kept the write lock past the busy timeout
+            self._session.connection(execution_options={WRITE_OPTION: True, NO_WAIT_OPTION: not wait})
+        except DBAPIError as err:  # another writer kept the write lock past the busy timeout (or held it: no wait)
             self._session.close()
             raise write_error(self._what, err, self._path) from None
         return self._session
@@ -176,11 +195,14 @@ class StoreBase:
         self.path = path
         self.read_only = read_only
         self.engine = make_engine(path, read_only)
+        # Told when a write finds another program writing, before it waits for it (see WriteSession): the window
+        # says so at once rather than after the busy timeout.
+        self.on_wait: Callable[[str], object] | None = None
 
     def _write(self, what: str, *, wait: bool = True) -> WriteSession:
         if self.read_only:
             raise StoreWriteError(f"could not {what}: {self.path} is read-only. Nothing was changed.")
-        return WriteSession(self.engine, what, self.path, wait=wait)
+        return WriteSession(self.engine, what, self.path, wait=wait, on_wait=self.on_wait)
 
     def _read(self) -> Session:
         return Session(self.engine)

@@ -1,11 +1,16 @@
 """Exporting a chat: interchange JSONL (re-importable as the same messages), OpenAI chat JSON, and Markdown.
 
 Each format is made piece by piece (a message or a line at a time) and written as it is made, so exporting a long
-chat never holds its whole text, nor a second copy of it, in memory."""
+chat never holds its whole text, nor a second copy of it, in memory.
+
+An export holds no secret: what summaries' redaction finds (API keys, tokens, passwords, private keys:
+core.summary.redact) is replaced by `[REDACTED:<kind>]`, in the messages, tool calls, summaries, title and settings;
+the store keeps the messages as written."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import itertools
 import json
@@ -18,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..model.messages import Message
-from ..model.records import SummaryRecord, local_time, record_spans
+from ..model.records import CoveredMessage, SummaryRecord, local_time, record_spans
 from ..settings import portable_chat_settings
+from ..summary.redact import redact_obj, secrets_in
 from .interchange import jsonl_lines
 
 if TYPE_CHECKING:
@@ -32,19 +38,78 @@ EXPORT_TITLES = {"jsonl": "Precis JSONL, re-importable, with the summaries", "op
                  "md": "Markdown, with the summaries"}
 
 
-def export_chat(store: Store, chat_id: str, format_: str) -> Iterator[str]:
-    """The stored chat in one of EXPORT_FORMATS, as pieces of text to write one after another; JSONL and Markdown
-    carry its summary chain too. Everything is read from the store before this returns."""
+@dataclasses.dataclass(frozen=True)
+class ChatExport:
+    """A stored chat ready to write: its pieces of text, made as they are written, and how many secrets in it were
+    replaced by `[REDACTED:<kind>]`."""
+
+    pieces: Iterator[str]
+    redacted: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Redacted:
+    title: str
+    messages: list[Message]
+    records: list[SummaryRecord]
+    settings: dict[str, Any]
+    count: int
+
+
+def export_chat(store: Store, chat_id: str, format_: str) -> ChatExport:
+    """The stored chat in one of EXPORT_FORMATS without its secrets; JSONL and Markdown carry its summary chain too.
+    Everything is read from the store before this returns."""
     if format_ not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
     found = store.get_chat(chat_id)
-    messages = store.load_messages(found.id)
+    chat = without_secrets(found.title, store.load_messages(found.id), store.load_records(found.id),
+                           portable_chat_settings(found.settings))
     if format_ == "jsonl":
-        return export_jsonl(messages, store.load_records(found.id), store.archived_by(found.id),
-                            {"title": found.title, "settings": portable_chat_settings(found.settings)})
-    if format_ == "openai":
-        return export_openai(messages, found.settings.system_prompt)
-    return export_markdown(found.title, messages, store.load_records(found.id))
+        pieces = export_jsonl(chat.messages, chat.records, store.archived_by(found.id),
+                              {"title": chat.title, "settings": chat.settings})
+    elif format_ == "openai":
+        pieces = export_openai(chat.messages, chat.settings.get("system_prompt", ""))
+    else:
+        pieces = export_markdown(chat.title, chat.messages, chat.records)
+    return ChatExport(pieces, chat.count)
+
+
+def redacted_words(count: int) -> str:
+    """How many secrets an export left out, in words: '2 secrets redacted (written [REDACTED:<kind>])'."""
+    return f"{count} secret{'s' * (count != 1)} redacted (written [REDACTED:<kind>])"
+
+
+def without_secrets(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],
+                    settings: dict[str, Any]) -> _Redacted:
+    """The chat with its secrets redacted as summaries' are; a value found once (`API key: sk-...`) is hidden
+    wherever else it appears (pasted bare later). A summary's fingerprint of a message it covers follows the
+    message's redacted text, so an import of the export finds each covered message as the summary knew it."""
+    found = [title, settings, [m.content for m in messages], [c.arguments for m in messages for c in m.tool_calls],
+             [[r.text, r.key_points, r.instructions, r.facets.model_dump()] for r in records]]
+    known = secrets_in(found)[1]
+    count = 0
+
+    def hidden(value: Any) -> Any:
+        nonlocal count
+        cleaned, replaced = redact_obj(value, known)
+        count += replaced
+        return cleaned
+
+    kept, changed = [], {}
+    for message in messages:
+        before = count
+        content = hidden(message.content)
+        calls = tuple(dataclasses.replace(call, arguments=hidden(call.arguments)) for call in message.tool_calls)
+        if count > before:
+            message = message.with_changes(content=content, tool_calls=calls)
+            changed[message.id] = message.sha256()
+        kept.append(message)
+    records = [r.model_copy(update={
+        "text": hidden(r.text), "key_points": hidden(r.key_points), "instructions": hidden(r.instructions),
+        "facets": hidden(r.facets),
+        "covered": [CoveredMessage(c.id, changed[c.id]) if c.id in changed else c for c in r.covered]})
+        for r in records]
+    return _Redacted(hidden(title), kept, records, hidden(settings), count)
 
 
 def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None:
@@ -52,8 +117,8 @@ def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None
     temporary file beside it, then renamed over it, so a failure (a read-only folder, a full disk) leaves no
     half-written file. Raises OSError naming the path.
 
-    A new file is readable by its owner alone (0600): messages are exported as written, so a key or password pasted
-    into one is in the export. A file written over keeps its mode (the user chose it)."""
+    A new file is readable by its owner alone (0600): it holds the chat's whole text, and a password written in a way
+    redaction cannot tell from prose stays in it. A file written over keeps its mode (the user chose it)."""
     target = Path(path)
     try:
         mode = stat.S_IMODE(target.stat().st_mode)

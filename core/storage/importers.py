@@ -96,9 +96,17 @@ class ImportResult:
     """What an import stored, and what it had to change to read the file."""
 
     chat_id: str
+    title: str
     messages: int
     summaries: int
     notices: tuple[str, ...] = ()
+
+    def described(self) -> str:
+        """What was imported, for people: '"locomo_1": 438 messages, 3 summaries' (summaries only when there are)."""
+        said = f"{self.messages} message" + "s" * (self.messages != 1)
+        if self.summaries:
+            said += f", {self.summaries} summar" + ("ies" if self.summaries != 1 else "y")
+        return f"{json.dumps(self.title, ensure_ascii=False)}: {said}"
 
     def notice(self) -> str:
         """What the user should know about the import beyond its success ('' when nothing)."""
@@ -472,7 +480,7 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
     with collector_paused():  # the parsed chat is one long-lived object per message
         parsed = parse_file(path, fmt)
         # A blank --title is no title: the file's, not a chat listed without a name.
-        chat_id = store.import_chat((title or "").strip() or parsed.title, parsed.messages, parsed.records,
-                                    parsed.archived_by, parsed.settings)
-    return ImportResult(chat_id=chat_id, messages=len(parsed.messages), summaries=len(parsed.records),
+        title = (title or "").strip() or parsed.title
+        chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings)
+    return ImportResult(chat_id=chat_id, title=title, messages=len(parsed.messages), summaries=len(parsed.records),
                         notices=tuple(parsed.notices()))

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from precis.core.model.messages import Message
 from precis.core.settings import SUMMARIZATION_KEY
 from precis.core.storage.interchange import read_interchange_chat
 from PySide6.QtWidgets import QFileDialog
@@ -83,3 +84,16 @@ def test_an_export_that_cannot_be_written_says_why_and_leaves_no_file(qtbot, mak
     assert f"cannot write {target}" in full and "ermission denied" in full
     assert heartbeat == [f"Exporting to {target}…"]  # it ran as background work, with its own status line
     assert not target.exists() and not [p for p in folder.iterdir() if p.name.startswith(".gyms.md")]
+
+
+def test_the_window_says_how_many_secrets_the_export_left_out(qtbot, make_window, store, tmp_path):
+    window = make_window()
+    key = "sk-proj-4fJ9xQ2mZ8rT1vW6yB3nK7pL0sD5hG2aC9eU"
+    open_imported_chat(qtbot, window, store, [Message(role="user", content=f"The staging key is {key}, keep it."),
+                                              Message(role="assistant", content="Kept.")])
+    target = tmp_path / "staging.md"
+    export_through_the_dialog(qtbot, window, target, "Markdown, with the summaries (*.md)")
+    qtbot.waitUntil(lambda: "Exported" in window.statusBar().currentMessage(), timeout=WAIT_MS)
+    assert "1 secret redacted" in window.statusBar().currentMessage()
+    text = target.read_text(encoding="utf-8")
+    assert key not in text and "The staging key is [REDACTED:openai_key], keep it." in text

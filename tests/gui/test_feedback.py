@@ -41,7 +41,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     qtbot.waitUntil(lambda: window.composer.stop_button.isVisible(), timeout=WAIT_MS)
     # While the reply is written: the list counts the sent message (and the reply, once its first save lands
     # before the list is read), and Enter says why nothing is sent.
-    listed = re.compile(re.escape(title_from(first)) + r"\n(1 message|2 messages) ·")
+    listed = re.compile(re.escape(title_from(first)) + r"\n(1\u00a0message|2\u00a0messages) ·")  # never wrapped
     qtbot.waitUntil(lambda: listed.search(list_text(window)) is not None, timeout=WAIT_MS)  # listed off the GUI thread
     assert window.composer.stop_button.isVisible()
     qtbot.keyClicks(window.composer.edit, "and boxing?")
@@ -52,7 +52,7 @@ def test_a_new_chat_is_titled_from_its_first_message_and_results_stay_with_a_lab
     qtbot.waitUntil(lambda: idle(window) and not window.composer.stop_button.isVisible(), timeout=120_000)
     assert store.get_chat(chat_id).title == title_from(first)
     assert window.windowTitle() == f"{title_from(first)} — Precis"
-    assert "2 messages" in list_text(window)
+    assert "2\u00a0messages" in list_text(window)
     assert window.composer.hint.text() == ""  # the wait is over
 
     window.actions["edit-last"].trigger()

@@ -183,9 +183,10 @@ def test_json_nested_too_deep_is_a_clear_error_naming_file_and_line(tmp_path, ca
     assert code == 2 and f"{jsonl}, line 2" in err and "nested too deeply" in err
 
 
-def test_an_export_is_private_to_its_owner_as_it_may_hold_a_pasted_key(tmp_path, capsys):
-    """Messages are exported as written, a key pasted into one included: a new export is readable by its owner
-    alone, whatever the umask; an export written over a file keeps the mode the user gave that file."""
+def test_an_export_is_private_to_its_owner_as_it_holds_the_whole_chat(tmp_path, capsys):
+    """An export holds the chat's whole text (a key pasted into a message is redacted, but a password in prose
+    redaction cannot tell may stay): a new export is readable by its owner alone, whatever the umask; an export
+    written over a file keeps the mode the user gave that file."""
     data = str(tmp_path / "data")
     key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
     source = tmp_path / "pasted.jsonl"
@@ -199,12 +200,12 @@ def test_an_export_is_private_to_its_owner_as_it_may_hold_a_pasted_key(tmp_path,
         assert run(capsys, "--data-dir", data, "export", chat_id.strip(), "--format", "md", "-o", str(target))[0] == 0
     finally:
         os.umask(old_umask)
-    assert key in target.read_text()
+    assert key not in target.read_text() and "my key is [REDACTED:openai_key]" in target.read_text()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     target.chmod(0o644)  # the user means to share it
     target.write_text("an older export")
     assert run(capsys, "--data-dir", data, "export", chat_id.strip(), "--format", "md", "-o", str(target))[0] == 0
-    assert stat.S_IMODE(target.stat().st_mode) == 0o644 and key in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644 and "[REDACTED:openai_key]" in target.read_text()
     assert [p.name for p in target.parent.iterdir()] == ["chat.md"]  # no temporary file left beside it
 
 

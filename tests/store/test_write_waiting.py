@@ -1,0 +1,33 @@
+"""A write that finds another program writing says so before it waits (the window tells the user at once, naming the
+file, instead of after the 30 s busy timeout); a write that finds the lock free says nothing."""
+
+from __future__ import annotations
+
+import threading
+
+from precis.core.model.messages import Message
+from precis.core.storage.store import open_store
+
+from tests.lock_holder import locked_by_another_process, release
+
+
+def test_a_write_tells_it_waits_for_another_programs_lock_then_goes_on(tmp_path):
+    with open_store(tmp_path / "data") as store:
+        chat_id = store.create_chat("Ferry")
+        told: list[str] = []
+        store.on_wait = told.append
+        store.add_messages(chat_id, [Message(role="user", content="no one else is writing")])
+        assert told == []
+        with locked_by_another_process(store.path) as locker:
+            said = threading.Event()
+            store.on_wait = lambda text: (told.append(text), said.set())
+            writer = threading.Thread(target=store.add_messages,
+                                      args=(chat_id, [Message(role="user", content="saved once the lock is free")]))
+            writer.start()
+            assert said.wait(30)
+            assert writer.is_alive()  # told while it waits, not after
+            release(locker)
+            writer.join(30)
+        assert told == [f"Waiting to save the message: another program is writing to the database {store.path} "
+                        "(up to 30 s)…"]
+        assert [m.content for m in store.load_messages(chat_id)][-1] == "saved once the lock is free"
