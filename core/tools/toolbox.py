@@ -19,6 +19,7 @@ from jsonschema.exceptions import SchemaError
 from ..model.messages import ToolCall
 from ..model.tools import ToolOutcome, ToolSpec
 from ..providers.base import CancelToken
+from ..settings import RUN_TIMEOUT_SECONDS
 from . import editing
 from .bounded import MAX_TOOL_OUTPUT_CHARS, ToolInputError, cap_output
 from .mcp_servers import CALL_SECONDS, RUNNING, McpServers
@@ -89,7 +90,10 @@ class Toolbox:
         entry = self._entries()[call.name]
         if entry.server is None and self.workspace is not None:
             if call.name == "execute_bash":
-                return f"$ {call.arguments['command']}\n(in {self.workspace.root})"
+                timeout = call.arguments.get("timeout", RUN_TIMEOUT_SECONDS)
+                limit = f"; stopped after {timeout:g} s, not the usual {RUN_TIMEOUT_SECONDS:g}" \
+                    if timeout != RUN_TIMEOUT_SECONDS else ""
+                return f"$ {call.arguments['command']}\n(in {self.workspace.root}{limit})"
             if call.name in ("create_file", "edit_file"):
                 try:
                     change = editing.plan(self.workspace, call.name, call.arguments)
