@@ -87,7 +87,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
             signals.local_model_has_tools.emit()
 
         def ask(call: ToolCall, preview: str) -> Decision:
-            request = ConsentRequest(call, preview, toolbox.server_of(call.name),
+            request = ConsentRequest(call, preview, toolbox.server_of(call.name), toolbox.intent(call),
                                      str(toolbox.workspace.root) if toolbox.workspace is not None else "")
             signals.consent_asked.emit(request)
             return request.wait(cancel)
@@ -180,7 +180,7 @@ class ToolTurns(QObject):
     def _offer_tools(self, chat_id: str) -> None:
         session, service = self.chat.session, self.service
         # Also when it had tools and may have none now (its servers were removed): they are taken back.
-        if (self.may_have_tools() or session.tools) and session.chat_id == chat_id:
+        if session is not None and session.chat_id == chat_id and (self.may_have_tools() or session.tools):
             self.chat.run_on_chat("offer the chat's tools", lambda _job: offer_tools(session, service),
                                   lambda snapshot: snapshot is not None and self.chat.apply(snapshot))
 

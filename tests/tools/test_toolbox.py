@@ -121,3 +121,15 @@ def test_a_commands_timeout_is_whole_seconds_within_bounds_and_shown_on_the_card
     assert "stopped after 120 s" in box.preview(bash(timeout=120))
     assert "stopped after 1 s" in box.preview(bash(timeout=1))
     assert "stopped after" not in box.preview(bash()) + box.preview(bash(timeout=RUN_TIMEOUT_SECONDS))
+
+
+def test_creating_over_a_file_that_is_there_says_it_replaces_it_on_the_card_and_in_the_one_liner(box):
+    """The card said "wants to run create_file", and the one-liner "Lines written: 1", of a call that replaced a
+    file whole."""
+    over = ToolCall(id="r", name="create_file", arguments={"path": "notes.txt", "content": "two\nthree\n"})
+    new = ToolCall(id="n", name="create_file", arguments={"path": "new.txt", "content": "one\n"})
+    assert box.intent(over) == "replace notes.txt (2 lines)" and box.intent(new) == "create new.txt (1 line)"
+    assert box.intent(ToolCall(id="b", name="execute_bash", arguments={"command": "ls"})) == "run execute_bash"
+    replaced, created = tool_result(over, box.run(over)), tool_result(new, box.run(new))
+    assert "Replaced: notes.txt" in one_line(over, replaced) and "Lines written: 2" in one_line(over, replaced)
+    assert "File: new.txt" in one_line(new, created) and "Replaced" not in one_line(new, created)
