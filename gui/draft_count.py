@@ -24,12 +24,12 @@ def describe(fit: DraftFit, trigger_ratio: float) -> tuple[str, str, str]:
     line = f"{fit.tokens:,} tokens · "
     if fit.overflows:
         return (line + f"{-fit.left:,} over the window", "error",
-                "Sent as it is, this message does not fit the model's window: older messages are summarized or "
-                "cut to make room. Shorten it, or start a new chat.")
+                "Sent as it is, this message does not fit the model's window: old tool outputs are shrunk, older "
+                "messages summarized or cut to make room. Shorten it, or start a new chat.")
     if fit.summarizes:
         return (line + f"{fit.left:,} left", "warning",
-                f"Sending this takes the context past {trigger_ratio:.0%} of the window: older messages are "
-                "summarized first (the originals are kept).")
+                f"The context is past {trigger_ratio:.0%} of the window with this: older messages are summarized "
+                "first (the originals are kept).")
     return line + f"{fit.left:,} left", "muted", "Tokens of this message, and what is left of the window after it"
 
 
@@ -53,7 +53,7 @@ class DraftCount(QObject):
         session, snapshot = self.chat.session, self.chat.snapshot
         engine = session.engine if session is not None else None
         if not text.strip() or commands.is_command(text) or engine is None or snapshot is None \
-                or snapshot.usage is None:
+                or snapshot.draft_room is None:
             self._latest = None
             self.composer.show_token_count("")
             return
@@ -72,7 +72,6 @@ class DraftCount(QObject):
 
     def _show(self, tokens: int) -> None:
         snapshot = self.chat.snapshot
-        if snapshot is None or snapshot.usage is None:
+        if snapshot is None or snapshot.draft_room is None:
             return
-        self.composer.show_token_count(*describe(draft_fit(snapshot.usage, snapshot.policy, tokens),
-                                                 snapshot.policy.trigger_ratio))
+        self.composer.show_token_count(*describe(draft_fit(snapshot.draft_room, tokens), snapshot.policy.trigger_ratio))

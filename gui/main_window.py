@@ -383,8 +383,9 @@ class MainWindow(QMainWindow):
                                      lambda values: self._show_settings(values, at_catalogue))
 
     def _show_settings(self, values: tuple, at_catalogue: bool) -> None:
-        dialog = SettingsDialog(*values, self, tools_page=ToolsPage(self.tools, self.chat.store_calls),
-                                models_dir=self.store.path.parent / MODELS_FOLDER)
+        tools_page = ToolsPage(self.tools, self.chat.store_calls)
+        tools_page.settings_saved.connect(self.tool_turns.offer_again)  # a tool switched off is no longer counted
+        dialog = SettingsDialog(*values, self, tools_page=tools_page, models_dir=self.store.path.parent / MODELS_FOLDER)
         if at_catalogue:
             dialog.show_catalogue()
         dialog.accepted.connect(lambda: self.apply_settings(dialog))

@@ -87,7 +87,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
             signals.local_model_has_tools.emit()
 
         def ask(call: ToolCall, preview: str) -> Decision:
-            request = ConsentRequest(call, preview, toolbox.server_of(call.name),
+            request = ConsentRequest(call, preview, toolbox.server_of(call.name), toolbox.intent(call),
                                      str(toolbox.workspace.root) if toolbox.workspace is not None else "")
             signals.consent_asked.emit(request)
             return request.wait(cancel)
@@ -143,6 +143,9 @@ class ToolTurns(QObject):
         # A server that fails or ends, or an mcp.json that cannot be read, is said in the status bar as it happens.
         self._told_states: dict[str, str] = {}
         self._told_problem = ""
+        # The servers' tools when the open chat was last offered them: Settings → Tools restarting the servers left
+        # the inspector without their definitions until the next message.
+        self._offered: tuple = ()
         self._server_watch = QTimer(self)
         self._server_watch.timeout.connect(self._tell_server_news)
         self._server_watch.start(SERVER_WATCH_MS)
@@ -155,6 +158,10 @@ class ToolTurns(QObject):
 
     def _tell_server_news(self) -> None:
         statuses = self.service.statuses()  # a copy of each state: cheap enough twice a second
+        offered = tuple((status.name, status.state, status.tools) for status in statuses)
+        if offered != self._offered:  # a server came up, ended or was restarted: the next prompt's tools changed
+            self._offered = offered
+            self.offer_again()
         news = server_news(self._told_states, statuses)
         problem = self.service.problem
         if problem and problem != self._told_problem:
@@ -164,9 +171,16 @@ class ToolTurns(QObject):
         if news:
             self.status.tell(news, SERVER_NEWS_MS)
 
+    def offer_again(self) -> None:
+        """Offer the open chat its tools as they are now (servers restarted, tools switched off or on), so the
+        inspector counts their definitions at once; queued after any answer being written."""
+        if self.chat.session is not None:
+            self._offer_tools(self.chat.session.chat_id)
+
     def _offer_tools(self, chat_id: str) -> None:
         session, service = self.chat.session, self.service
-        if self.may_have_tools() and session.chat_id == chat_id:
+        # Also when it had tools and may have none now (its servers were removed): they are taken back.
+        if session is not None and session.chat_id == chat_id and (self.may_have_tools() or session.tools):
             self.chat.run_on_chat("offer the chat's tools", lambda _job: offer_tools(session, service),
                                   lambda snapshot: snapshot is not None and self.chat.apply(snapshot))
 

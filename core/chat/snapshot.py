@@ -6,7 +6,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from ..context.budget import OverBudget
+from ..context.budget import DraftRoom, OverBudget
 from ..context.engine import EngineEvent, UsageReport
 from ..context.prompt_parts import PromptPart
 from ..model.messages import Message
@@ -38,6 +38,8 @@ class Snapshot:
     recalled: list[tuple[str, str]] = field(default_factory=list)
     # Over the budget: what is sent, cut, what the next message does and what to do (None while it fits).
     over_budget: OverBudget | None = None
+    # What the composer measures a draft against: the prompt as sent, and when the policy summarizes.
+    draft_room: DraftRoom | None = None
     # message id -> the versions of a regenerated reply or an edited message (the message holds the one shown)
     versions: dict[str, Versions] = field(default_factory=dict)
     # fold id -> the kinds of the summaries it folds, oldest first (for the inspector's Mode column)

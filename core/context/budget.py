@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..settings import SummarizationPolicy
 from .engine import ContextEngine, Prompt
-from .usage import UsageReport
 
 
 @dataclass(frozen=True)
@@ -109,18 +107,43 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
 
 
 @dataclass(frozen=True)
+class DraftRoom:
+    """What a message not yet sent is measured against, read off the engine when a snapshot is made: the prompt as
+    it is sent (the inspector's headline), not the chat's full text. (The composer once said "31,352 over the
+    window" of a chat whose old tool output, shrunk to its line, left 252 tokens sent.)"""
+
+    available: int
+    sent: int  # calibrated tokens of the next prompt as sent, recall left out (it gives its room to a new message)
+    used: int  # calibrated tokens the summary policy acts on: the full text, without recall
+    trigger: int | None  # `used` at which the policy summarizes; None while automatic summaries are off
+    summary_due: bool  # the next message, whatever its size, is preceded by a summary (the engine's rule)
+
+
+def draft_room(engine: ContextEngine, note: OverBudget | None) -> DraftRoom:
+    """The room for the next message; `note` is over_budget(engine), whose prompt gives what is sent."""
+    usage = engine.usage()
+    policy = engine.policy
+    # Over the budget nothing is recalled (recall only fills free room), so the note's prompt holds no recall.
+    sent = note.sent_tokens if note is not None else usage.total - usage.by_kind.get("recalled", 0)
+    used = engine.usage(recall=False).total
+    return DraftRoom(usage.available, sent, used,
+                     int(policy.trigger_ratio * usage.available) if policy.enabled else None,
+                     engine.summary_due(next_message=True) is not None)
+
+
+@dataclass(frozen=True)
 class DraftFit:
     """A message not yet sent against the window: its tokens and what sending it would do."""
 
     tokens: int
     left: int  # of the budget once it is sent; negative when it would not fit
-    summarizes: bool  # it takes the context to the policy's trigger: older messages are summarized first
-    overflows: bool  # the context would exceed the budget (what no summary makes room for is cut)
+    summarizes: bool  # older messages are summarized first (the policy's trigger, or a summary due anyway)
+    overflows: bool  # the prompt would exceed the budget: more of it is shrunk, left out or cut
 
 
-def draft_fit(usage: UsageReport, policy: SummarizationPolicy, tokens: int) -> DraftFit:
-    """Recalled messages are left out: they only fill room that is free, and give it back to a new message."""
-    after = usage.total - usage.by_kind.get("recalled", 0) + tokens
-    return DraftFit(tokens, usage.available - after,
-                    summarizes=policy.enabled and after >= policy.trigger_ratio * usage.available,
-                    overflows=after > usage.available)
+def draft_fit(room: DraftRoom, tokens: int) -> DraftFit:
+    """The draft of `tokens` (TokenCounter.draft_tokens) added to the prompt as it is sent now."""
+    after = room.sent + tokens
+    crosses = room.trigger is not None and room.used < room.trigger <= room.used + tokens
+    return DraftFit(tokens, room.available - after, summarizes=room.summary_due or crosses,
+                    overflows=after > room.available)

@@ -251,7 +251,8 @@ def _first_difference(old: str, new: str) -> tuple[str, str]:
 
 def _edit_fields(use: ToolUse) -> list[str]:
     args, output, path = use.args, use.output, use.path
-    fields = [f"File: {one_line_field(path or '?', 150)}"]
+    # A whole file written over one that was there (create_file's "replaced FILE"): said, as the card says it.
+    fields = [f"{'Replaced' if output.startswith('replaced ') else 'File'}: {one_line_field(path or '?', 150)}"]
     old = args.get("old_string", args.get("old_str", args.get("search")))
     new = args.get("new_string", args.get("new_str", args.get("replace", args.get("new_source"))))
     edits = args.get("edits")
@@ -285,7 +286,8 @@ def _edit_fields(use: ToolUse) -> list[str]:
 
 def _write_fields(use: ToolUse) -> list[str]:
     args, output, path = use.args, use.output, use.path
-    fields = [f"File: {one_line_field(path or '?', 150)}"]
+    # A whole file written over one that was there (create_file's "replaced FILE"): said, as the card says it.
+    fields = [f"{'Replaced' if output.startswith('replaced ') else 'File'}: {one_line_field(path or '?', 150)}"]
     content = args.get("content", args.get("file_text", args.get("contents")))
     if isinstance(content, str):
         fields.append(f"Lines written: {_line_count(content)}")

@@ -19,6 +19,7 @@ from jsonschema.exceptions import SchemaError
 from ..model.messages import ToolCall
 from ..model.tools import ToolOutcome, ToolSpec
 from ..providers.base import CancelToken
+from ..settings import RUN_TIMEOUT_SECONDS
 from . import editing
 from .bounded import MAX_TOOL_OUTPUT_CHARS, ToolInputError, cap_output
 from .mcp_servers import CALL_SECONDS, RUNNING, McpServers
@@ -83,13 +84,29 @@ class Toolbox:
             return str(exc)
         return ""
 
+    def intent(self, call: ToolCall) -> str:
+        """What the call would do, as the consent card's title says it: "replace notes.txt (3 lines)" for create_file
+        over a file that is there (it is replaced whole), "create notes.txt (3 lines)", else "run TOOL"."""
+        if call.name == "create_file" and self.workspace is not None and self._entries()[call.name].server is None:
+            try:
+                change = editing.plan(self.workspace, call.name, call.arguments)
+            except (ToolInputError, OSError):  # the file changed since `problem` looked: the preview says how
+                return f"run {call.name}"
+            lines = len(change.after.splitlines())
+            verb = "create" if change.before is None else "replace"
+            return f"{verb} {change.shown} ({lines} line{'' if lines == 1 else 's'})"
+        return f"run {call.name}"
+
     def preview(self, call: ToolCall) -> str:
         """What the consent card shows for a call that can run (see `problem`): the command for execute_bash, the
         diff for create_file and edit_file (made without writing), else the tool and its arguments."""
         entry = self._entries()[call.name]
         if entry.server is None and self.workspace is not None:
             if call.name == "execute_bash":
-                return f"$ {call.arguments['command']}\n(in {self.workspace.root})"
+                timeout = call.arguments.get("timeout", RUN_TIMEOUT_SECONDS)
+                limit = f"; stopped after {timeout:g} s, not the usual {RUN_TIMEOUT_SECONDS:g}" \
+                    if timeout != RUN_TIMEOUT_SECONDS else ""
+                return f"$ {call.arguments['command']}\n(in {self.workspace.root}{limit})"
             if call.name in ("create_file", "edit_file"):
                 try:
                     change = editing.plan(self.workspace, call.name, call.arguments)

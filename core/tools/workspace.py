@@ -33,7 +33,8 @@ LIST_ENTRIES = 1000
 NEAR_NAMES = 3  # names like a missing file's, offered in its error
 LIST_SECONDS = 5.0
 SEARCH_LIMITS = GrepLimits(seconds=10.0, matches=200)
-COMMAND_SECONDS_MOST = 600  # the longest timeout a call may ask for
+COMMAND_SECONDS_LEAST = 1  # the shortest timeout a call may ask for
+COMMAND_SECONDS_MOST = 600  # the longest
 BINARY_PROBE_BYTES = 4096  # a NUL in these and the file is taken for binary
 
 _PATH = {"type": "string", "description": "a path relative to the workspace folder (or absolute, inside it)"}
@@ -61,7 +62,10 @@ WORKSPACE_TOOLS = (
              f"exit code. Stopped after `timeout` seconds (default {RUN_TIMEOUT_SECONDS:g}); no input is given to it.",
              {"type": "object", "properties": {
                  "command": {"type": "string", "description": "the command, as typed in a shell"},
-                 "timeout": {"type": "number", "exclusiveMinimum": 0, "maximum": COMMAND_SECONDS_MOST}},
+                 # Whole seconds, bounded: as a free number SmolLM2 wrote `1.0000000122000000183514237…` until the
+                 # reply's limit, and 0.001 s stopped a command before it could start.
+                 "timeout": {"type": "integer", "minimum": COMMAND_SECONDS_LEAST, "maximum": COMMAND_SECONDS_MOST,
+                             "description": "seconds"}},
               "required": ["command"], "additionalProperties": False}),
 )
 

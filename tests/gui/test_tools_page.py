@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from precis.core.model.tools import specs_json
 from precis.core.settings import TOOLS_KEY, ChatSettings, ProviderChoice
 from precis.core.tools.mcp_servers import RUNNING
 from precis.gui.settings_dialog import SettingsDialog
@@ -218,3 +219,37 @@ def test_the_workspace_folder_is_picked_or_refused_naming_it(qtbot, tmp_path):
     assert dialog.workspace.text() == str(project)
     assert error.isHidden() and ok.isEnabled()
     assert dialog.chat_settings().workspace == str(project)
+
+
+def test_the_inspector_counts_the_new_servers_tools_once_they_run_not_at_the_next_message(qtbot, make_window, store):
+    """Saving mcp.json restarts the servers: the open chat's next prompt is offered their tools as soon as they run
+    (and none once they are gone), without a message sent; "Tool definitions" went missing until then."""
+    window = make_window()
+    chat_id = store.create_chat("times", settings={"context_window": 8192})
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    tools_value = window.inspector.legend_values["tools"]
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None and window.chat.session.chat_id == chat_id,
+                    timeout=WAIT_MS)
+    assert window.chat.snapshot.usage.by_kind["tools"] == 0 and tools_value.isHidden()
+
+    def tools_counted() -> int:
+        return window.chat.snapshot.usage.by_kind["tools"]
+
+    for config, counted in (({"mcpServers": {"time": {"command": TIME_SERVER}}}, True), ({"mcpServers": {}}, False)):
+        dialog = open_settings(qtbot, window)
+        page = dialog.tools_page
+        dialog.tabs.setCurrentWidget(dialog.tools_tab)
+        qtbot.waitUntil(lambda p=page: p.editor.isEnabled(), timeout=WAIT_MS)
+        page.editor.setPlainText(json.dumps(config))
+        with qtbot.waitSignal(page.config_saved, timeout=WAIT_MS):
+            click(qtbot, page.save_button)
+        dialog.reject()
+        qtbot.waitUntil(lambda c=counted: (tools_counted() > 0) == c and tools_value.isHidden() != c, timeout=WAIT_MS)
+        specs = window.chat.session.tools
+        assert [spec.name for spec in specs] == (["get_current_time", "convert_time"] if counted else [])
+        if counted:  # what the inspector says is what the chat's prompt offers: these tools' definitions
+            engine = window.chat.session.engine
+            assert engine.setup.tool_tokens == engine.counter.count_text(specs_json(specs))
+            assert tools_value.text() == f"{tools_counted():,}"
+    assert store.load_messages(chat_id) == []

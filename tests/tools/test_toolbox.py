@@ -98,3 +98,38 @@ def test_a_wrong_file_name_comes_back_with_the_names_like_it(box, tmp_path):
     call = ToolCall(id="4", name="read_file", arguments={"path": "notes"})
     line = one_line(call, tool_result(call, box.run(call)))
     assert line == "[❌ read_file: File: notes | Error: read_file: notes: no such file; in that folder: notes.txt]"
+
+
+def test_a_commands_timeout_is_whole_seconds_within_bounds_and_shown_on_the_card_when_not_the_usual(box):
+    """As a free number the embedded model wrote `1.0000000122000000183514237…` until its reply's limit, or asked
+    for 0.001 s, which the card did not show."""
+    from precis.core.providers.call_schema import forced_call_schema
+    from precis.core.settings import RUN_TIMEOUT_SECONDS
+
+    def bash(**arguments) -> ToolCall:
+        return ToolCall(id="t", name="execute_bash", arguments={"command": "make test", **arguments})
+
+    for odd in (0.001, 1.5, 0, 601):
+        assert box.problem(bash(timeout=odd)).startswith("bad arguments for execute_bash"), odd
+    for fine in (1, 120, 600, 30.0):  # 30.0 is a whole number, as JSON has it
+        assert box.problem(bash(timeout=fine)) == "", fine
+    # The grammar the embedded model is held to writes only those: an integer of at most 3 digits.
+    grammar = forced_call_schema(next(s for s in box.specs() if s.name == "execute_bash").parameters, 512)
+    assert {key: grammar["properties"]["timeout"][key] for key in ("type", "minimum", "maximum")} == {
+        "type": "integer", "minimum": 1, "maximum": 600}
+    # The card says a timeout that is not the usual one; the usual one goes without saying.
+    assert "stopped after 120 s" in box.preview(bash(timeout=120))
+    assert "stopped after 1 s" in box.preview(bash(timeout=1))
+    assert "stopped after" not in box.preview(bash()) + box.preview(bash(timeout=RUN_TIMEOUT_SECONDS))
+
+
+def test_creating_over_a_file_that_is_there_says_it_replaces_it_on_the_card_and_in_the_one_liner(box):
+    """The card said "wants to run create_file", and the one-liner "Lines written: 1", of a call that replaced a
+    file whole."""
+    over = ToolCall(id="r", name="create_file", arguments={"path": "notes.txt", "content": "two\nthree\n"})
+    new = ToolCall(id="n", name="create_file", arguments={"path": "new.txt", "content": "one\n"})
+    assert box.intent(over) == "replace notes.txt (2 lines)" and box.intent(new) == "create new.txt (1 line)"
+    assert box.intent(ToolCall(id="b", name="execute_bash", arguments={"command": "ls"})) == "run execute_bash"
+    replaced, created = tool_result(over, box.run(over)), tool_result(new, box.run(new))
+    assert "Replaced: notes.txt" in one_line(over, replaced) and "Lines written: 2" in one_line(over, replaced)
+    assert "File: new.txt" in one_line(new, created) and "Replaced" not in one_line(new, created)
