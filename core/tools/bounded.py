@@ -246,7 +246,7 @@ def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None
 
     Only regular files are read (a FIFO would wait for a writer forever, a device such as /dev/zero never ends), no
     symbolic link is followed out of `path`, and the search stops at `limits` (time, bytes read) saying so.
-    `include` is a glob the files' names (or paths under `path`) must match; with `shown_under` (a resolved folder
+    `include` is a glob the files' names (or paths under `path`) must match when `path` is a folder; with `shown_under` (a resolved folder
     holding `path`) files are named relative to it; `who` names the tool in errors."""
     try:
         regex = re.compile(pattern)
@@ -259,14 +259,15 @@ def grep(pattern: str, path: str | Path = ".", cancel: CancelToken | None = None
     if not (root.is_dir() or root.is_file()):
         raise ToolInputError(f"{who}: {named} is not a file or folder (a device, a FIFO or a socket)")
     if root.is_file():
+        # A file named outright is searched whatever `include` says: the glob picks files out of a folder.
         files: Iterable[tuple[str, Path]] = [(str(root.relative_to(shown_under) if shown_under else named), root)]
     else:
         files = _walk(root)
         if shown_under is not None:
             files = ((str((root / shown).relative_to(shown_under)), file) for shown, file in files)
-    if include:
-        files = ((shown, file) for shown, file in files
-                 if fnmatch.fnmatch(Path(shown).name, include) or fnmatch.fnmatch(shown, include))
+        if include:
+            files = ((shown, file) for shown, file in files
+                     if fnmatch.fnmatch(Path(shown).name, include) or fnmatch.fnmatch(shown, include))
     deadline = time.monotonic() + limits.seconds
     lines: list[str] = []
     matched_files = total = read = 0

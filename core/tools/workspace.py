@@ -56,7 +56,7 @@ WORKSPACE_TOOLS = (
              {"type": "object", "properties": {
                  "pattern": {"type": "string", "description": "a regular expression"},
                  "path": {**_PATH, "description": "a folder or file to search (default: the workspace)"},
-                 "glob": {"type": "string", "description": "only files whose name or path matches, e.g. `*.py`"}},
+                 "glob": {"type": "string", "description": "in a folder, only files whose name or path matches, e.g. `*.py`"}},
               "required": ["pattern"], "additionalProperties": False}, read_only=True),
     ToolSpec("execute_bash", "Run a shell command in the workspace folder; returns its output (stdout and stderr) and "
              f"exit code. Stopped after `timeout` seconds (default {RUN_TIMEOUT_SECONDS:g}); no input is given to it.",

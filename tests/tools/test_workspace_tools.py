@@ -105,6 +105,14 @@ def test_search_files_takes_a_glob_and_names_files_from_the_workspace(folder):
     assert not bad.ok and "search_files: bad pattern" in bad.output
 
 
+def test_search_files_given_a_file_searches_it_whatever_the_glob(folder):
+    """The model names a file and adds a glob that the file's name does not match (it reported "0 matches in 0 files")."""
+    box = Toolbox(Workspace(folder))
+    for glob in ["*.md", "*.py", "src/*"]:
+        found = run(box, "search_files", pattern="return", path="src/app.py", glob=glob)
+        assert found.output.splitlines() == ["src/app.py:2:     return 1", "1 match in 1 file"], glob
+
+
 def test_edit_file_replaces_text_that_matches_exactly_once_and_shows_the_diff(folder):
     app = folder / "src" / "app.py"
     app.write_text("def main():\n    return 1\n\ndef other():\n    return 1\n")
