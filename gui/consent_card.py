@@ -26,9 +26,7 @@ class ConsentRequest:
 
     call: ToolCall
     preview: str
-    server: str | None  # the MCP server the tool runs on; None for a workspace tool
-    intent: str  # what it would do (Toolbox.intent): "replace notes.txt (3 lines)", "run execute_bash"
-    workspace: str = ""  # the chat's workspace folder, for a workspace tool
+    question: str  # what it would do, and where (Toolbox.question)
     decision: Decision = DENY
     _answered: threading.Event = field(default_factory=threading.Event)
 
@@ -95,8 +93,7 @@ class ConsentCard(QFrame):
         """Show the request and take the focus to its preview: keys scroll it, Tab reaches the buttons (Alt+A,
         Alt+H, Alt+D press them). Not to a button: Enter typed for the message box must not allow a call."""
         self.request = request
-        where = f"from the MCP server {request.server!r}" if request.server else f"in {request.workspace}"
-        self.title.setText(f"The model wants to {request.intent}, {where}. Allow it?")
+        self.title.setText(f"{request.question} Allow it?")
         self.preview.setPlainText(request.preview)
         lines = min(max(request.preview.count("\n") + 1, 2), PREVIEW_LINES)
         line_height = self.preview.fontMetrics().lineSpacing()

@@ -87,8 +87,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
             signals.local_model_has_tools.emit()
 
         def ask(call: ToolCall, preview: str) -> Decision:
-            request = ConsentRequest(call, preview, toolbox.server_of(call.name), toolbox.intent(call),
-                                     str(toolbox.workspace.root) if toolbox.workspace is not None else "")
+            request = ConsentRequest(call, preview, toolbox.question(call))
             signals.consent_asked.emit(request)
             return request.wait(cancel)
 

@@ -273,7 +273,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
             workspace = store.get_chat(chat_id).settings.workspace or None
             with terminal_toolbox(workspace, options.mcp, options.data_dir, err) as toolbox:
                 if toolbox is not None:
-                    ask = (terminal_ask(stdin, asides, chat.stopped) if options.allow != "all"
+                    ask = (terminal_ask(toolbox, stdin, asides, chat.stopped) if options.allow != "all"
                            else (lambda _call, _preview: ALLOW_ONCE))
                     chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
                 chat.tell(session.build_engine(estimate=False))

@@ -57,12 +57,12 @@ def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | 
             servers.close()
 
 
-def terminal_ask(stdin: TextIO, out: TextIO, stopped: Callable[[], bool]) -> Ask:
-    """Ask y/n on the terminal before a call that writes or runs, showing what it would do. `stopped`: whether the
-    user stopped the answer meanwhile (Ctrl-C), which denies the call."""
+def terminal_ask(toolbox: Toolbox, stdin: TextIO, out: TextIO, stopped: Callable[[], bool]) -> Ask:
+    """Ask y/n on the terminal before a call that writes or runs, in the consent card's words, showing what it would
+    do. `stopped`: whether the user stopped the answer meanwhile (Ctrl-C), which denies the call."""
 
     def ask(call, preview: str) -> Decision:
-        out.write(f"\n[the model wants to run {call.name}]\n{preview}\n"
+        out.write(f"\n[{toolbox.question(call)}]\n{preview}\n"
                   "Allow it? y: this once, a: always in this chat, n: no [y/a/N] ")
         out.flush()
         answer = _typed_line(stdin, stopped).strip().lower()

@@ -62,11 +62,6 @@ class Toolbox:
         entry = self._entries().get(name)
         return entry is None or not entry.spec.read_only
 
-    def server_of(self, name: str) -> str | None:
-        """The MCP server a tool of this name runs on; None for a workspace tool (or a name not known)."""
-        entry = self._entries().get(name)
-        return entry.server if entry is not None else None
-
     def problem(self, call: ToolCall) -> str:
         """Why the call cannot run as sent ('' when it can): an unknown (or switched-off) tool, arguments that are not
         JSON or do not fit the tool's schema, a path outside the workspace folder, a change that cannot be made. Such
@@ -84,10 +79,20 @@ class Toolbox:
             return str(exc)
         return ""
 
-    def intent(self, call: ToolCall) -> str:
-        """What the call would do, as the consent card's title says it: "replace notes.txt (3 lines)" for create_file
-        over a file that is there (it is replaced whole), "create notes.txt (3 lines)", else "run TOOL"."""
-        if call.name == "create_file" and self.workspace is not None and self._entries()[call.name].server is None:
+    def question(self, call: ToolCall) -> str:
+        """What the user is asked before the call, in the window and the terminal alike: "The model wants to replace
+        notes.txt (3 lines), in /folder." (create_file over a file that is there replaces it whole), "… create
+        notes.txt (3 lines), …", else "… run TOOL, …", ending "from the MCP server 'NAME'." for a server's tool."""
+        entry = self._entries()[call.name]
+        if entry.server:
+            where = f"from the MCP server {entry.server!r}"
+        else:
+            assert self.workspace is not None  # a tool not from a server is the workspace's
+            where = f"in {self.workspace.root}"
+        return f"The model wants to {self._intent(entry, call)}, {where}."
+
+    def _intent(self, entry: _Entry, call: ToolCall) -> str:
+        if call.name == "create_file" and self.workspace is not None and entry.server is None:
             try:
                 change = editing.plan(self.workspace, call.name, call.arguments)
             except (ToolInputError, OSError):  # the file changed since `problem` looked: the preview says how

@@ -184,11 +184,28 @@ def test_the_terminal_chat_asks_y_n_and_prints_each_step(tmp_path, server, works
     provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
     assert terminal_chat(provider, options, stdin, out, io.StringIO()) == 0
     text = out.getvalue()
-    assert f"[the model wants to run execute_bash]\n$ echo hi > note.txt\n(in {workspace})\nAllow it?" in text
+    assert f"[The model wants to run execute_bash, in {workspace}.]\n$ echo hi > note.txt\n(in {workspace})\nAllow it?" in text
     assert (workspace / "note.txt").exists() == made
     step = next(line for line in text.splitlines() if "[✓ execute_bash" in line or "[❌ execute_bash" in line)
     assert ("✓" in step) == made and step.endswith(" s")
     assert "Done, as far as I was let." in text
+
+
+def test_the_terminal_asks_in_the_consent_cards_words(tmp_path, server, workspace):
+    """It said "wants to run create_file" of a call replacing a file, where the window's card said so."""
+    from precis.core.cli.chat import TurnOptions, terminal_chat
+
+    server.steps = [stream(calls(("c1", "create_file", {"path": "main.py", "content": "print(1)\nprint(2)\n"}),
+                                 ("c2", "create_file", {"path": "new.py", "content": "print(3)\n"}))),
+                    stream(answer("Written."))]
+    options = TurnOptions(temperature=0.0, context_tokens=8192, data_dir=str(tmp_path / "data"),
+                          workspace=str(workspace))
+    stdin, out = io.StringIO("Rewrite main.py and add new.py.\nn\nn\n"), io.StringIO()
+    provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
+    assert terminal_chat(provider, options, stdin, out, io.StringIO()) == 0
+    asked = [line for line in out.getvalue().splitlines() if "wants to" in line]
+    assert asked == [f"[The model wants to replace main.py (2 lines), in {workspace}.]",
+                     f"[The model wants to create new.py (1 line), in {workspace}.]"]
 
 
 def test_use_makes_the_first_reply_call_the_tool_named(tmp_path, server, workspace):

@@ -66,6 +66,7 @@ def test_mcp_tools_join_the_workspace_tools_under_unique_names(tmp_path):
         assert not box.needs_consent("clock_get_current_time")
         call = ToolCall(id="1", name="clock_get_current_time", arguments={"timezone": "Europe/Paris"})
         assert box.preview(call) == "clock: get_current_time(timezone='Europe/Paris')"
+        assert box.question(call) == "The model wants to run clock_get_current_time, from the MCP server 'clock'."
         outcome = box.run(call)
         assert outcome.ok and '"timezone": "Europe/Paris"' in outcome.output and outcome.seconds > 0
         refused = box.run(ToolCall(id="2", name="time_get_current_time", arguments={"zone": "UTC"}))
@@ -128,8 +129,11 @@ def test_creating_over_a_file_that_is_there_says_it_replaces_it_on_the_card_and_
     file whole."""
     over = ToolCall(id="r", name="create_file", arguments={"path": "notes.txt", "content": "two\nthree\n"})
     new = ToolCall(id="n", name="create_file", arguments={"path": "new.txt", "content": "one\n"})
-    assert box.intent(over) == "replace notes.txt (2 lines)" and box.intent(new) == "create new.txt (1 line)"
-    assert box.intent(ToolCall(id="b", name="execute_bash", arguments={"command": "ls"})) == "run execute_bash"
+    folder = box.workspace.root
+    assert box.question(over) == f"The model wants to replace notes.txt (2 lines), in {folder}."
+    assert box.question(new) == f"The model wants to create new.txt (1 line), in {folder}."
+    bash = ToolCall(id="b", name="execute_bash", arguments={"command": "ls"})
+    assert box.question(bash) == f"The model wants to run execute_bash, in {folder}."
     replaced, created = tool_result(over, box.run(over)), tool_result(new, box.run(new))
     assert "Replaced: notes.txt" in one_line(over, replaced) and "Lines written: 2" in one_line(over, replaced)
     assert "File: new.txt" in one_line(new, created) and "Replaced" not in one_line(new, created)
