@@ -12,6 +12,7 @@ import asyncio
 import concurrent.futures
 import json
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -38,6 +39,7 @@ CALL_SECONDS = 120.0
 STDERR_TAIL_CHARS = 1500  # of what a server wrote to stderr, the end shown with its failure
 CLOSE_SECONDS = 10.0  # for all servers to stop (the SDK gives each 2 s to exit, then 2 s after SIGTERM)
 TOOL_PAGES = 50  # of a tools/list that goes on page after page
+EXIT_CODE_SECONDS = 1.0  # for a server whose output ended to be seen to exit, and its code read
 NEWS_DETAIL_CHARS = 240  # of why a server failed, in the window's status bar (Settings → Tools has all of it)
 
 
@@ -66,6 +68,7 @@ class McpServers:
         self._changed = threading.Condition()
         self._statuses = {name: ServerStatus(name, STARTING) for name in self.configs}
         self._sessions: dict[str, ClientSession] = {}
+        self._processes: dict[str, Any] = {}  # name: its process (anyio's), for its exit code
         self._stoppers: dict[str, Any] = {}  # name: what ends its serving, called on the loop
         self._serving: list[concurrent.futures.Future] = []
         self._stderr_folder = Path(tempfile.mkdtemp(suffix="-precis-mcp"))
@@ -175,7 +178,11 @@ class McpServers:
                                            cwd=config.cwd)
         # Appended to, never read through this handle: its offset is the server's.
         with open(self._stderr_path(config.name), "a", encoding="utf-8") as errlog:
-            async with stdio_client(parameters, errlog=errlog) as streams:
+            client = stdio_client(parameters, errlog=errlog)
+            async with client as streams:
+                # The SDK keeps the process to itself; its exit code says why a server ended ("Connection closed"
+                # alone did not). Read from the suspended generator's frame: None if a later SDK names it otherwise.
+                self._processes[config.name] = client.gen.ag_frame.f_locals.get("process")  # type: ignore[attr-defined]
                 yield streams
 
     async def _serve(self, config: ServerConfig) -> None:
@@ -228,7 +235,10 @@ class McpServers:
                                            f"{self._stderr_tail(name)}")
             return
         except Exception as exc:  # noqa: BLE001 - reported, as in _serve
-            self._set(name, FAILED, detail=f"{_reason(exc)}{self._stderr_tail(name)}")
+            why = _reason(exc)
+            if _connection_closed(exc):
+                why = f"the server {_ending(await self._exit_code(name))} before it was ready"
+            self._set(name, FAILED, detail=f"{why}{self._stderr_tail(name)}")
             return
         if start_scope.cancelled_caught:
             return
@@ -238,7 +248,10 @@ class McpServers:
         await wake.wait()
         with self._changed:
             self._sessions.pop(name, None)
-        self._set(name, EXITED, detail=f"the server ended{self._stderr_tail(name)}")
+            closing = self._closing
+        if not closing:  # it ended by itself
+            self._set(name, EXITED, detail=f"the server {_ending(await self._exit_code(name))}"
+                                           f"{self._stderr_tail(name)}")
 
     async def _call(self, server: str, session: ClientSession, tool: str, arguments: dict[str, Any],
                     timeout: float) -> ToolOutcome:
@@ -251,14 +264,47 @@ class McpServers:
                 return ToolOutcome(f"[timed out after {timeout:g} s: {server!r} did not answer {tool}]", ok=False,
                                    cut=True)
             if exc.code == mcp_types.CONNECTION_CLOSED:
-                return ToolOutcome(f"the MCP server {server!r} ended during the call to {tool} (it exited or was "
-                                   f"killed){self._stderr_tail(server)}", ok=False)
+                return ToolOutcome(f"the MCP server {server!r} ended during the call to {tool} (it "
+                                   f"{_ending(await self._exit_code(server))}){self._stderr_tail(server)}", ok=False)
             return ToolOutcome(f"{server!r} refused {tool}: {exc.error.message}", ok=False)
         except Exception as exc:  # noqa: BLE001 - an answer the SDK cannot read is the server's fault: reported
             return ToolOutcome(f"{server!r} gave {tool} an answer that cannot be read: {_reason(exc)}", ok=False)
         if not isinstance(result, mcp_types.CallToolResult):
             return ToolOutcome(f"{server!r} asked for input during {tool}, which Precis does not give", ok=False)
         return ToolOutcome(result_text(result), ok=not result.is_error)
+
+
+    async def _exit_code(self, name: str) -> int | None:
+        """The exit code of a server whose output has ended (a signal's as its negative), waited for a little; None
+        when it is still running, or not known (a server over HTTP)."""
+        import anyio
+        process = self._processes.get(name)
+        if process is None:
+            return None
+        with anyio.move_on_after(EXIT_CODE_SECONDS):
+            while process.returncode is None:
+                await anyio.sleep(0.01)
+        return process.returncode
+
+
+def _ending(code: int | None) -> str:
+    """How a server ended, from its exit code: "exited with code 3", "was killed (SIGKILL)"."""
+    if code is None:
+        return "exited or was killed"
+    if code < 0:
+        try:
+            return f"was killed ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"was killed (signal {-code})"
+    return f"exited with code {code}"
+
+
+def _connection_closed(exc: BaseException) -> bool:
+    import mcp_types
+    from mcp import MCPError
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED
 
 
 def server_news(told: Mapping[str, str], statuses: Sequence[ServerStatus]) -> str:

@@ -36,7 +36,7 @@ def test_a_server_that_ends_while_running_is_said_once(qtbot, make_window, store
     assert "slow" not in window.statusBar().currentMessage()  # running is no news
     os.kill(int(pid_file.read_text()), signal.SIGKILL)
     qtbot.waitUntil(lambda: "slow" in window.statusBar().currentMessage(), timeout=WAIT_MS)
-    assert window.statusBar().currentMessage().startswith("MCP server 'slow' exited: the server ended")
+    assert window.statusBar().currentMessage().startswith("MCP server 'slow' exited: the server was killed (SIGKILL)")
     window.statusBar().clearMessage()
     qtbot.wait(1500)  # three looks at the servers: the same end is not said again
     assert window.statusBar().currentMessage() == ""

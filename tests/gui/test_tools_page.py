@@ -189,7 +189,7 @@ def test_a_server_that_cannot_start_or_dies_is_shown_with_why_and_the_others_go_
 
     os.kill(int(pid_file.read_text()), signal.SIGKILL)  # a server that crashes while the page is open
     qtbot.waitUntil(lambda: slow.state.text() == "exited", timeout=WAIT_MS)
-    assert slow.detail.text().startswith("the server ended") and slow.detail.isVisible()
+    assert slow.detail.text().startswith("the server was killed (SIGKILL)") and slow.detail.isVisible()
     offered = {spec.name for spec in page.tools.toolbox_for(ChatSettings()).specs()}
     assert offered == {"get_current_time", "convert_time"}  # the chat goes on with the others
 

@@ -62,14 +62,17 @@ def test_real_servers_list_their_tools_and_answer(tmp_path):
 
 def test_servers_that_fail_at_start_are_reported_with_their_stderr(tmp_path):
     missing = ServerConfig("missing", command=str(tmp_path / "no-such-server"))
-    quits = ServerConfig("quits", command=sys.executable, args=("-c", "import sys; sys.exit('no API token given')"))
+    quits = ServerConfig("quits", command=sys.executable,
+                         args=("-c", "import sys; print('no API token given', file=sys.stderr); sys.exit(3)"))
     with McpServers([missing, quits, TIME_SERVER]) as servers:
         assert servers.wait_started(STARTED_WITHIN)
         assert servers.status("missing").state == FAILED
         assert "could not start" in servers.status("missing").detail
         assert "no-such-server" in servers.status("missing").detail
         assert servers.status("quits").state == FAILED
-        assert "no API token given" in servers.status("quits").detail
+        # Its code said, not the SDK's "Connection closed".
+        assert servers.status("quits").detail == "the server exited with code 3 before it was ready; its stderr " \
+                                                 "ends: no API token given"
         assert servers.status("time").state == RUNNING
         assert servers.call("time", "get_current_time", {"timezone": "UTC"}).ok
         refused = servers.call("quits", "anything", {})
@@ -111,8 +114,10 @@ def test_a_call_past_its_time_cancelled_or_cut_by_a_kill_is_reported_and_the_oth
         os.kill(int(pid_file.read_text()), signal.SIGKILL)
         caller.join(60)
         assert not caller.is_alive()
-        assert not outcomes[0].ok and "'slow'" in outcomes[0].output, outcomes[0].output
+        assert outcomes[0].output.startswith("the MCP server 'slow' ended during the call to wait (it was killed "
+                                             "(SIGKILL))"), outcomes[0].output
         assert wait_for(lambda: servers.status("slow").state == EXITED)
+        assert servers.status("slow").detail.startswith("the server was killed (SIGKILL)")
         assert servers.status("time").state == RUNNING
         assert servers.call("time", "get_current_time", {"timezone": "UTC"}).ok
 
