@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..model.messages import Message, ToolCall
-from ..model.tools import AUTO, ToolOutcome, ToolSpec, unknown_tool
+from ..model.tools import AUTO, SAYS_ERROR, ToolOutcome, ToolSpec, not_run, unknown_tool
 from ..providers.base import CancelToken
 from .session import ChatSession
 from .snapshot import ReplyResult
@@ -132,10 +132,10 @@ class ToolLoop:
     def _step(self, call: ToolCall, cancel: CancelToken, over: bool) -> Step:
         asked = False
         if cancel.cancelled:
-            outcome = ToolOutcome("not run: the user stopped the answer", ok=False)
+            outcome = not_run("the user stopped the answer")
         elif over:
-            outcome = ToolOutcome(f"not run: the limit of {self.max_steps} tool calls for one message was reached; "
-                                  "answer with what you have", ok=False)
+            outcome = not_run(f"the limit of {self.max_steps} tool calls for one message was reached; "
+                              "answer with what you have")
         elif problem := self.tools.problem(call):  # it cannot run: nothing to ask the user about
             outcome = ToolOutcome(problem, ok=False)
         else:
@@ -146,7 +146,7 @@ class ToolLoop:
                 decision = self.ask(call, self.tools.preview(call))
                 if decision == ALLOW_IN_CHAT:
                     self.session.allow_tool(call.name)
-            outcome = (ToolOutcome("not run: the user denied this call", ok=False) if decision == DENY
+            outcome = (not_run("the user denied this call") if decision == DENY
                        else self.tools.run(call, cancel))
         return Step(call, tool_result(call, outcome), outcome, asked)
 
@@ -154,7 +154,7 @@ class ToolLoop:
 def tool_result(call: ToolCall, outcome: ToolOutcome) -> Message:
     """The message the model reads for a call: the tool's output, marked when the tool failed or was cut short (the
     bounded tools end such output with a bracketed note of why; others get one)."""
-    text = outcome.output if outcome.ok else f"Error: {outcome.output}"
+    text = outcome.output if outcome.ok or SAYS_ERROR.match(outcome.output) else f"Error: {outcome.output}"
     if outcome.cut and not text.rstrip().endswith("]"):
         text += "\n[output cut short: a time or size limit, or Stop]"
     return Message(role="tool", content=text, name=call.name, tool_call_id=call.id, incomplete=outcome.cut,

@@ -8,6 +8,7 @@ them. Plain data: no I/O here.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,18 @@ class ToolOutcome:
     ok: bool
     seconds: float = 0.0
     cut: bool = False
+
+
+# A failed tool's output that says so itself, "Error executing tool x" (mcp-server-git's): it is not labelled again.
+SAYS_ERROR = re.compile(r"\s*Error\b")
+# How the result of a call Precis did not run begins (denied, stopped, past the step limit), then why: its one-line
+# summary says so in place of an exit code and output.
+NOT_RUN = "not run: "
+
+
+def not_run(why: str) -> ToolOutcome:
+    """The outcome of a call that was not run, for `why`."""
+    return ToolOutcome(NOT_RUN + why, ok=False)
 
 
 def unknown_tool(name: str, specs: Sequence[ToolSpec]) -> str | None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, replace
 
 from ..model.messages import Message, ToolCall
+from ..model.tools import NOT_RUN, SAYS_ERROR
 from .redact import redact
 from .text_rules import exit_code_in, one_line_field
 from .tool_fields import KIND_RULES, Subject, ToolUse, call_arguments, lines_of, typed_command
@@ -30,6 +31,7 @@ _ERROR_LINE = re.compile(
     r"|[\w.]*[A-Z]\w*(?:Error|Exception)(?::|$)"                     # Python / JS exception line
     r"|(?:error|fatal|panic|ERROR|FATAL|Error)(?:\[\w+\])?:"         # error: / fatal: / error[E0432]:
     r"|npm ERR!|FAILED\b|FAIL\b|<tool_use_error>"
+    r"|Error executing tool\b"                                       # the MCP SDK's servers' failed call
     r"|EXECUTION TIMED OUT|Pre-commit validation failed|Segmentation fault"
     r").*$"
     r"|^.*(?:: command not found|No such file or directory|[Pp]ermission denied"
@@ -57,6 +59,8 @@ _NOT_RUN = re.compile(
     r"|The command '.*?' was (?P<cancelled>cancelled because it took more than \d+ seconds)\."
     r"|The last command <command>.*?</command> (?P<killed>timed out and has been killed)\.)"
     r"(?P<rest>.*)\Z", re.DOTALL)
+# A call Precis's own tool loop did not run (denied, stopped, past the step limit): no exit code, no output.
+_PRECIS_NOT_RUN = re.compile(rf"\A(?:Error: )?{re.escape(NOT_RUN)}(?P<why>[^\n]+)\Z")
 _KILLED_OUTPUT = re.compile(r"<(output|output_head|output_tail)>\n?(.*?)\n?</\1>", re.DOTALL)
 
 LINE_LIMIT = 300
@@ -178,6 +182,11 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
         outcome = _NO_RESULT
         fields = [one_line_field(subject.target, 120) if subject.target else "", "no result"]
         mark = "⋯"
+    elif not_run := _PRECIS_NOT_RUN.match(output):
+        outcome = Outcome(True, None, not_run["why"], not_run["why"])
+        fields = [f"{rule.label}: {one_line_field(subject.target, 150)}" if subject.target else "",
+                  f"Not run: {one_line_field(not_run['why'], 150)}"]
+        mark = "❌"
     else:
         if rule.runs_commands:
             outcome, output = _shell_outcome(output, process_exit)
@@ -192,10 +201,10 @@ def analyze(call: ToolCall | None, result: Message | None, preserve_error_detail
             fields = rule.fields(ToolUse(tool, args, output, subject, outcome.exit_code, outcome.failed))
         if outcome.failed:
             if preserve_error_details and outcome.error_text:
-                fields.append(f"Error: {error_detail(ERROR_LABEL.sub('', outcome.error_text))}")
+                error = error_detail(ERROR_LABEL.sub('', outcome.error_text))
             else:
-                error = ERROR_LABEL.sub("", ERROR_TAG.sub("", outcome.error))
-                fields.append(f"Error: {one_line_field(error or 'failed', 150)}")
+                error = one_line_field(ERROR_LABEL.sub("", ERROR_TAG.sub("", outcome.error)) or "failed", 150)
+            fields.append(error if SAYS_ERROR.match(error) else f"Error: {error}")
     body = " | ".join(f for f in fields if f)
     line = f"[{mark} {one_line_field(tool, 40)}: {body}]"
     limit = LINE_LIMIT + (ERROR_DETAIL_LIMIT if preserve_error_details and outcome.failed else 0)

@@ -16,6 +16,7 @@ from precis.core.model.messages import Message
 from precis.core.providers.base import CancelToken
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.storage.store import open_store
+from precis.core.summary.tool_output import one_line
 from precis.core.tools.toolbox import Toolbox
 from precis.core.tools.workspace import Workspace
 
@@ -72,6 +73,9 @@ def test_reads_run_at_once_writes_ask_and_a_denied_call_never_runs(tmp_path, ser
         assert second[-1] == {"role": "tool", "tool_call_id": "c1", "content": turn.steps[0].result.content}
         assert "print(os.getcwd())" in second[-1]["content"]
         assert third[-1]["content"] == "Error: not run: the user denied this call"
+        # Its one-liner says so, without the "Exit: ? | Output: 1 line" of a command that ran.
+        assert one_line(turn.steps[1].call, turn.steps[1].result) == \
+            "[❌ execute_bash: Command: echo done > note.txt | Not run: the user denied this call]"
         assert {t["function"]["name"] for t in server.requests[0][2]["tools"]} >= {"read_file", "execute_bash"}
         # Stored as messages, in order: the chat reopened holds the whole turn.
         stored = store.load_messages(session.chat_id)

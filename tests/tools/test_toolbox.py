@@ -71,6 +71,12 @@ def test_mcp_tools_join_the_workspace_tools_under_unique_names(tmp_path):
         assert outcome.ok and '"timezone": "Europe/Paris"' in outcome.output and outcome.seconds > 0
         refused = box.run(ToolCall(id="2", name="time_get_current_time", arguments={"zone": "UTC"}))
         assert not refused.ok and "'timezone' is a required property" in refused.output
+        # A server's error that says "Error executing tool …" itself is not labelled "Error: " again.
+        nowhere = ToolCall(id="4", name="clock_get_current_time", arguments={"timezone": "Nowhere/Nope"})
+        failed = tool_result(nowhere, box.run(nowhere))
+        assert failed.content.startswith("Error executing tool get_current_time: Invalid timezone")
+        assert one_line(nowhere, failed).startswith("[❌ clock_get_current_time: Input: timezone=Nowhere/Nope | "
+                                                    "Error executing tool get_current_time: Invalid timezone")
 
         only_clock = Toolbox(None, running, enabled_servers={"clock"})
         assert {spec.name for spec in only_clock.specs()} == {"get_current_time", "convert_time"}
