@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QFontDatabase, QTextOption
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout
 
@@ -18,6 +18,30 @@ from ..core.providers.base import CancelToken
 # How often the waiting worker looks whether the answer was stopped meanwhile (Stop, the chat closed).
 CANCEL_POLL_SECONDS = 0.1
 PREVIEW_LINES = 12  # the preview's most visible lines; a longer one scrolls
+PREVIEW_LEAST_LINES = 2  # in a short window the preview shrinks down to these, scrolling, rather than grow the window
+
+
+class _Preview(QPlainTextEdit):
+    """The preview, as tall as its lines (up to PREVIEW_LINES) where the window has room, down to
+    PREVIEW_LEAST_LINES where it has not: fixed to its lines' height, it grew the window past the screen's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wanted = self.least = 0
+
+    def fit(self, lines: int) -> None:
+        line_height = self.fontMetrics().lineSpacing()
+        frame = 2 * int(self.document().documentMargin()) + self.horizontalScrollBar().sizeHint().height() + 4
+        self.wanted = min(max(lines, PREVIEW_LEAST_LINES), PREVIEW_LINES) * line_height + frame
+        self.least = PREVIEW_LEAST_LINES * line_height + frame
+        self.setMaximumHeight(self.wanted)
+        self.updateGeometry()
+
+    def sizeHint(self) -> QSize:
+        return QSize(super().sizeHint().width(), self.wanted)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(super().minimumSizeHint().width(), self.least)
 
 
 @dataclass
@@ -55,7 +79,7 @@ class ConsentCard(QFrame):
         self.title.setObjectName("consentTitle")
         self.title.setTextFormat(Qt.TextFormat.PlainText)  # a tool's name comes from a server: shown, never rendered
         self.title.setWordWrap(True)
-        self.preview = QPlainTextEdit()
+        self.preview = _Preview()
         self.preview.setObjectName("consentPreview")
         self.preview.setReadOnly(True)
         self.preview.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
@@ -95,10 +119,7 @@ class ConsentCard(QFrame):
         self.request = request
         self.title.setText(f"{request.question} Allow it?")
         self.preview.setPlainText(request.preview)
-        lines = min(max(request.preview.count("\n") + 1, 2), PREVIEW_LINES)
-        line_height = self.preview.fontMetrics().lineSpacing()
-        scroll = self.preview.horizontalScrollBar().sizeHint().height()
-        self.preview.setFixedHeight(lines * line_height + 2 * int(self.preview.document().documentMargin()) + scroll + 4)
+        self.preview.fit(request.preview.count("\n") + 1)
         self.show()
         self.preview.setFocus()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QWidget
 
 from . import theme
 
@@ -42,20 +42,25 @@ def welcome_html(provider_name: str, model: str) -> str:
     )
 
 
-class WelcomePanel(QWidget):
-    """A readable column in the middle of the empty centre."""
+class WelcomePanel(QScrollArea):
+    """A readable column in the middle of the empty centre. It scrolls when the window is short: as the centre's page,
+    its height was the least the centre could have, and cards shown above the message box grew the window."""
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("welcome")
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        column = QWidget()
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setMaximumWidth(MAX_WIDTH)
         self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        layout = QHBoxLayout(self)
+        layout = QHBoxLayout(column)
         layout.setContentsMargins(32, 24, 32, 24)
         layout.addWidget(self.label, 0, Qt.AlignmentFlag.AlignCenter)
+        self.setWidget(column)
 
     def set_provider(self, provider_name: str, model: str) -> None:
         self.label.setText(welcome_html(provider_name, model))

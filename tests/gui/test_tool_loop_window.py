@@ -37,6 +37,29 @@ def stored_calls_answered(store, chat_id) -> bool:
     return {c.id for m in messages for c in m.tool_calls} == {m.tool_call_id for m in messages if m.role == "tool"}
 
 
+@pytest.mark.parametrize("height", [900, 640])
+def test_the_cards_fit_in_the_window_without_growing_it(qtbot, make_window, store, server, workspace, height):
+    """With the larger-model card up, a consent card's 12-line diff grew the window from 900 to 968 px tall."""
+    content = "".join(f"line {n}\n" for n in range(40))
+    server.steps = [stream(calls(("c1", "create_file", {"path": "long.txt", "content": content}))),
+                    stream(answer("Not written."))]
+    window, _ = tool_window(qtbot, make_window, store, server, workspace)
+    window.resize(1400, height)
+    window.model_suggestion.show()  # as after a reply of the built-in model
+    window.submit("Write a long file.")
+    card = window.consent_card
+    qtbot.waitUntil(card.isVisible, timeout=WAIT_MS)
+    qtbot.wait(100)  # the layout settles
+    assert window.height() == height
+    centre = window.centralWidget()
+    for part in (window.model_suggestion, card, card.deny, window.composer):
+        top = part.mapTo(centre, part.rect().topLeft()).y()
+        assert top >= 0 and top + part.height() <= centre.height(), part
+    assert card.preview.verticalScrollBar().maximum() > 0  # the diff scrolls in what room there is
+    card.deny.click()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
+
+
 @pytest.mark.parametrize("button, tabs, runs", [("allow_once", 1, True), ("deny", 3, False)])
 def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_window, store, server, workspace,
                                                                button, tabs, runs):
