@@ -167,6 +167,8 @@ class Archive:
         first = self.first_position(record)
         index = next((n for n, r in enumerate(self.chain) if self.first_position(r) > first), len(self.chain))
         self.chain.insert(index, record)
+        # Before a summary of later messages (an unpinned message summarized after them): the depths behind it move.
+        self.renumber()
         if self._visible_cache is not None:
             for message in was_visible:
                 if not self.is_visible(message):
@@ -218,12 +220,15 @@ class Archive:
         del self.by_record[record.id]
         self._counts.pop(record.id, None)
         self._first_positions.pop(record.id, None)
+        self.renumber()
 
     def renumber(self, *, new_texts: bool = False) -> None:
-        """Depth is the position in the chain; with `new_texts` the summary messages are rebuilt too (a merge
-        changes what every header says)."""
+        """Depth is the position in the chain; a summary whose depth changes has its message rebuilt (its header
+        says its depth), and with `new_texts` every one is (a merge changes what every header says)."""
         for position, record in enumerate(self.chain, start=1):
-            record.depth = position
+            if record.depth != position:
+                record.depth = position
+                self._summary_messages.pop(record.id, None)
         if new_texts:
             self._summary_messages = {}
 

@@ -33,11 +33,15 @@ STEPS = ["user", "reply", "tool", "pin", "unpin", "ask", "summarize", "undo", "c
 MERGES = ["user", "reply", "user", "reply", "user", "reply", "summarize"] * 7
 PINS = ["user", "reply", "tool", "pin", "reply", "tool", "reply", "tool", "reply", "tool", "reply", "tool", "reply",
         "unpin", "user", "reply"]
+# The first message pinned while later ones are summarized, then unpinned and summarized itself: its summary goes
+# before theirs in the chain, and every summary's header says its new depth.
+UNPINNED_FIRST = ["user", "pin", *["user"] * 11, "calibrate", *["user"] * 4, "unpin", "user", "reply"]
 
 
 @settings(deadline=None)
 @example(steps=MERGES, tools=False, max_depth=3)
 @example(steps=PINS, tools=True, max_depth=5)
+@example(steps=UNPINNED_FIRST, tools=False, max_depth=2)
 @given(steps=st.lists(st.sampled_from(STEPS), min_size=1, max_size=50), tools=st.booleans(),
        max_depth=st.sampled_from([2, 3, 5]))
 def test_every_replys_record_rebuilds_what_it_was_sent(steps, tools, max_depth):
