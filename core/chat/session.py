@@ -18,6 +18,7 @@ from ..context.budget import draft_room, over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..model.bulk import collector_paused
+from ..model.lean_tools import lean_spec
 from ..model.messages import Message, ToolCall
 from ..model.tools import AUTO, ToolSpec
 from ..providers.base import (
@@ -193,11 +194,11 @@ class ChatSession:
         return snapshot
 
     def use_tools(self, specs: Sequence[ToolSpec]) -> None:
-        """Offer these tools to the model with each reply from now on (none: no tools). ToolsTooLarge, and none are
-        offered, when their definitions would take more than half the budget."""
+        """Offer these tools, made lean (lean_spec: counted as sent), to the model with each reply from now on (none: no
+        tools). ToolsTooLarge, and none are offered, when their definitions would take more than half the budget."""
         self.tools = []
-        self.built_engine.set_tools(specs)
-        self.tools = list(specs)
+        self.built_engine.set_tools(lean := [lean_spec(spec) for spec in specs])
+        self.tools = lean
 
     def allow_tool(self, name: str) -> None:
         """Run tool `name` without asking for the rest of this chat ("Allow in this chat"): kept in the chat's

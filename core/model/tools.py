@@ -61,10 +61,16 @@ def unknown_tool(name: str, specs: Sequence[ToolSpec]) -> str | None:
     return f"there is no tool called {name!r} here; the tools are: {', '.join(names) or 'none'}"
 
 
+def compact_json(value: Any) -> str:
+    """JSON without spaces after `,` and `:`, the way tool definitions are written into a prompt: each space is a
+    token more in every prompt (a seventh of mcp-server-git's definitions)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def specs_json(specs: Sequence[ToolSpec]) -> str:
     """What the tool definitions add to a prompt, as the text a token counter reads: each tool's name, description and
     parameter schema in JSON (every backend sends these three, in its own wrapping)."""
     if not specs:
         return ""
-    return json.dumps([{"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-                       for spec in specs], ensure_ascii=False)
+    return compact_json([{"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+                         for spec in specs])

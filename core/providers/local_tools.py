@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 
 from ..model.messages import ToolCall
-from ..model.tools import ToolSpec
+from ..model.tools import ToolSpec, compact_json
 from .tool_calls import UNPARSED, new_call_id, parse_arguments
 
 CALL_START, CALL_END = "<tool_call>", "</tool_call>"
@@ -22,7 +22,7 @@ def tools_prompt(tools: Sequence[ToolSpec], forced: ToolSpec | None) -> str:
     """The system message's account of the tools and of how to call one (or that `forced` is called now)."""
     lines = ["You can call functions. Each is given by its name, what it does, and the JSON schema of its arguments:", ""]
     for spec in tools:
-        lines += [f"functions.{spec.name}:", spec.description, json.dumps(spec.parameters, ensure_ascii=False), ""]
+        lines += [f"functions.{spec.name}:", spec.description, compact_json(spec.parameters), ""]
     if forced is not None:
         lines.append(f"Call functions.{forced.name} now: reply with its arguments, one JSON object.")
     else:
