@@ -15,11 +15,13 @@ from ..core.cli.store import BAD_INPUT
 
 def _open_store(data_dir: str | None, *, in_a_box: bool = False):
     """The store, or None once the reason was told: on stderr, and with `in_a_box` in a message box too (someone
-    who started the app from a menu has no terminal to read it in)."""
-    from ..core.storage.store import StoreError, open_store
+    who started the app from a menu has no terminal to read it in). What opening found is said on stderr (and by the
+    window's status bar)."""
+    from ..core.cli.opening import open_cli_store
+    from ..core.storage.store import StoreError
 
     try:
-        return open_store(data_dir)
+        return open_cli_store(data_dir)
     except StoreError as exc:
         print(f"precis: {exc}", file=sys.stderr)
         if in_a_box:

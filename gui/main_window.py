@@ -49,7 +49,7 @@ from .model_suggestion import ModelSuggestionCard
 from .sending import Sender
 from .sent_window import SentWindow
 from .settings_dialog import SettingsDialog
-from .status import StatusLine
+from .status import OPENING_NOTICE_MS, StatusLine
 from .text_window import show_text
 from .tool_service import ToolService
 from .tool_turn import ToolTurns
@@ -122,6 +122,8 @@ class MainWindow(QMainWindow):
         self.status = StatusLine(self.statusBar())
         if store.read_only:
             self.status.show_read_only(str(store.path))
+        if store.opening_notice:
+            self.status.tell(store.opening_notice, OPENING_NOTICE_MS)
         restore_size(self, store)
         remember_folds(self.inspector, store, self.chat.store_calls.set_setting)
 

@@ -14,6 +14,8 @@ from .wording import brief
 UNDO_OFFER_MS = 15_000
 # How long a result ("Reply regenerated.", "Summary undone: …") stays readable in the status bar.
 NOTICE_MS = 8_000
+# What opening the store found (an empty database file started anew): said once, for long enough to be read.
+OPENING_NOTICE_MS = 60_000
 
 # The model's state after a reply failed (the server is not there, refused the key, ...): until one comes back.
 NOT_ANSWERING = "not answering"

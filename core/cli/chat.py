@@ -25,10 +25,11 @@ from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, Provide
 from ..providers.registry import make_provider
 from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
-from ..storage.store import Store, StoreError, open_store
+from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
+from .opening import open_cli_store
 from .store import exit_code
 from .terminal import TerminalText
 
@@ -257,7 +258,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
     # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
     asides = out if message is None else err
     folder = _whole_folder(options.workspace) if options.workspace is not None else None
-    with open_store(options.data_dir) as store:
+    with open_cli_store(options.data_dir, err) as store:
         if options.chat:
             chat_id, overrides = store.find_chat(options.chat).id, options.settings()
         else:
@@ -389,7 +390,7 @@ def chat(message: str | None, provider: str | None, base_url: str | None, model:
     try:
         if provider is None:  # the window's: Settings → Provider, with what was given here over it
             given = {name: value for name, value in (("base_url", base_url), ("model", model)) if value}
-            with open_store(data_dir) as store:
+            with open_cli_store(data_dir) as store:
                 backend = chosen_provider(store, **given)
         else:
             backend = make_provider(provider, base_url=base_url, model=model)

@@ -10,8 +10,9 @@ from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_settings
 from ..context.engine import ContextEngine
 from ..context.prompt_parts import PromptPart, prompt_parts
 from ..providers.local import counter_named
-from ..storage.store import Store, StoreError, open_store
+from ..storage.store import Store, StoreError
 from .group import cli, data_dir_option
+from .opening import open_cli_store
 from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
 
 
@@ -26,7 +27,7 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
     its tokens, and where each part came from (a message, a summary, an archived original). With --reply, the
     prompt that reply was written from, as it was sent."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             engine = chat_engine(store, found.id, known_model(store))
             if reply is None:

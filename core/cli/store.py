@@ -15,8 +15,9 @@ from ..storage.chats import chosen_provider, counter_for, restore_engine, save_t
 from ..storage.exporters import EXPORT_FORMATS, export_chat, redacted_words, write_export
 from ..storage.importers import FORMATS, ImportFailed, import_file
 from ..storage.message_table import search_words
-from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError, open_store
+from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError
 from .group import cli, data_dir_option
+from .opening import open_cli_store
 
 log = logging.getLogger("precis.cli")
 
@@ -88,7 +89,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
     """Import a chat file. The new chat's id is printed alone on standard output, for scripts; its title, how
     many messages and summaries it holds, and anything changed to read the file go to standard error."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             result = import_file(store, file, format_, title)
     except ImportFailed as exc:
         return _fail("import", exc, BAD_INPUT)
@@ -108,7 +109,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
 def chats(data_dir: str | None) -> int:
     """List stored chats."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             stored = store.list_chats()
     except StoreError as exc:
         return _fail("chats", exc)
@@ -127,7 +128,7 @@ def chats(data_dir: str | None) -> int:
 def export(chat: str, format_: str, output: str | None, data_dir: str | None) -> int:
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             exported = export_chat(store, store.find_chat(chat).id, format_)
     except StoreError as exc:
         return _fail("export", exc)
@@ -154,7 +155,7 @@ def _bar(share: float) -> str:
 def context(chat: str, data_dir: str | None) -> int:
     """What the model sees of CHAT (id, unique prefix or title): window use by kind, the summary chain."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             engine = chat_engine(store, found.id, known_model(store))
             usage = engine.usage()
@@ -200,7 +201,7 @@ def search(text: str, limit: int, data_dir: str | None) -> int:
     if not search_words(text):
         return _fail("search", f"no word to search for in {text!r}", BAD_INPUT)
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             hits = store.search(text, limit)
     except StoreError as exc:
         return _fail("search", exc)

@@ -10,9 +10,10 @@ from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.records import SummaryMode, local_time
 from ..providers.base import ProviderError
 from ..storage.chats import chosen_provider, effective_policy, summarizer_for
-from ..storage.store import StoreError, attach_engine, open_store
+from ..storage.store import StoreError, attach_engine
 from ..summary.summarizers import make_summarizer
 from .group import cli, data_dir_option
+from .opening import open_cli_store
 from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
 
 
@@ -30,7 +31,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
               data_dir: str | None) -> int:
     """Summarize CHAT now (id, unique prefix or title), as /summarize does in the window."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             # Who writes it, how and its time limit as Settings → Summarization say for this chat (the window's
             # rule); --mode for this summary only.
@@ -63,7 +64,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
 def undo_summary(chat: str, data_dir: str | None) -> int:
     """Undo CHAT's newest summary: its messages are sent to the model again, exactly as they were."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             engine = chat_engine(store, found.id, known_model(store))
             attach_engine(store, found.id, engine)  # a failed save is raised from undo_last
@@ -84,7 +85,7 @@ def undo_summary(chat: str, data_dir: str | None) -> int:
 def history(chat: str, full: bool, data_dir: str | None) -> int:
     """Every summary of CHAT, oldest first: its range, size before and after, reduction, how it was made."""
     try:
-        with open_store(data_dir) as store:
+        with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             messages = store.load_messages(found.id)
             records = store.load_records(found.id)

@@ -81,6 +81,53 @@ def _copy_aside(path: Path) -> Path:
     return aside
 
 
+def empty_file_notice(path: Path) -> str | None:
+    """What to tell the user about a database file of 0 bytes (a failed copy, a full disk), said once as the store
+    opens; None for any other. SQLite takes such a file for a new database, and deletes a write-ahead log beside it
+    unread: when the folder shows the file held chats (that log, the mark of a sound non-empty file, a backup or a
+    damaged file's copy), the empty file and its log are moved aside first, where nothing deletes them."""
+    try:
+        if path.stat().st_size:
+            return None
+    except OSError:
+        return None
+    said = f"{path} is empty (0 bytes): starting a new database"
+    signs = _signs_of_chats(path)
+    if not signs:
+        return f"{said}."
+    aside = path.with_name(f"{path.name}.empty-{time.strftime('%Y%m%d-%H%M%S')}")
+    kept = []
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.replace(f"{path}{suffix}", f"{aside}{suffix}")  # a rename: it needs no room on a full disk
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise StoreWriteError(f"{path} is empty (0 bytes) but the folder shows it held chats "
+                                  f"({'; '.join(signs)}); it could not be moved aside ({exc.strerror or exc}), "
+                                  "so nothing was changed. Restore a backup, or move it away yourself.") from None
+        kept.append(f"{aside}{suffix}")
+    return (f"{said}, though the folder shows it held chats ({'; '.join(signs)}). What was there is kept as "
+            f"{' and '.join(kept)}: restore a backup of the data folder to get the chats back.")
+
+
+def _signs_of_chats(path: Path) -> list[str]:
+    """What beside an empty database file says it once held chats."""
+    signs = []
+    with contextlib.suppress(OSError):
+        if Path(f"{path}-wal").stat().st_size:
+            signs.append(f"its write-ahead log {path.name}-wal holds {Path(f'{path}-wal').stat().st_size:,} bytes")
+    with contextlib.suppress(OSError, UnicodeDecodeError, ValueError, IndexError):
+        size = int(_checked_mark(path).read_text().split()[2])
+        if size:
+            signs.append(f"Precis last saw it at {size:,} bytes")
+    copies = sorted(p.name for pattern in (f"{path.name}.v*-backup", f"{path.name}.corrupt-*", f"{path.name}.empty-*")
+                    for p in path.parent.glob(pattern))
+    if copies:
+        signs.append(f"earlier copies: {', '.join(copies)}")
+    return signs
+
+
 def check_existing(path: Path) -> int:
     """Schema version of an existing file, read without changing it. A corrupt file is copied aside first.
 

@@ -43,7 +43,16 @@ from .errors import (  # the Store's API names them too
     StoreWriteError,
 )
 from .message_table import MessageTable, SearchHit, bulk_insert, insert_messages
-from .opening import LOCK_NAME, check_existing, create_database_file, file_identity, mark_checked, migrate, migration_lock
+from .opening import (
+    LOCK_NAME,
+    check_existing,
+    create_database_file,
+    empty_file_notice,
+    file_identity,
+    mark_checked,
+    migrate,
+    migration_lock,
+)
 from .paths import DB_NAME
 from .paths import data_dir as resolve_data_dir
 from .schema import CHAT, SCHEMA_VERSION, ChatRow, MessageRow, SettingRow, SummaryRow
@@ -104,11 +113,14 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
     with migration_lock(folder / LOCK_NAME):
         if exists:
             check_existing(path)
+        notice = empty_file_notice(path)  # under the lock: another Precis may have just made it a database
         try:
             migrate(path)
         except sqlite3.DatabaseError as exc:
             raise StoreWriteError(f"could not prepare {path}: {exc}; the file was left as it was") from None
-    return Store(path)
+    store = Store(path)
+    store.opening_notice = notice
+    return store
 
 
 # -------------------------------------------------------------------------------------------------- store
@@ -120,6 +132,9 @@ class Store(MessageTable, SummaryTable, VersionTable):
         super().__init__(path, read_only=read_only)
         self._watch: ChangeWatch | None = None
         self._file = file_identity(path)
+        # What opening found that the user should hear once (open_store: an empty file): the window's status bar,
+        # the commands' stderr.
+        self.opening_notice: str | None = None
 
     # ---- lifecycle
     def close(self) -> None:
