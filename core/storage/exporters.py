@@ -4,8 +4,8 @@ Each format is made piece by piece (a message or a line at a time) and written a
 chat never holds its whole text, nor a second copy of it, in memory.
 
 An export holds no secret: what summaries' redaction finds (API keys, tokens, passwords, private keys:
-core.summary.redact) is replaced by `[REDACTED:<kind>]`, in the messages, tool calls, summaries, title and settings;
-the store keeps the messages as written."""
+core.summary.redact) is replaced by `[REDACTED:<kind>]`, in the messages (every version of one), tool calls, summaries,
+title and settings; the store keeps the messages as written."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from ..model.records import CoveredMessage, SummaryRecord, local_time, record_sp
 from ..settings import portable_chat_settings
 from ..summary.redact import redact_obj, secrets_in
 from .interchange import jsonl_lines
+from .version_table import Versions
 
 if TYPE_CHECKING:
     from .store import Store
@@ -53,6 +54,7 @@ class _Redacted:
     messages: list[Message]
     records: list[SummaryRecord]
     settings: dict[str, Any]
+    versions: dict[str, Versions]
     count: int
 
 
@@ -63,14 +65,14 @@ def export_chat(store: Store, chat_id: str, format_: str) -> ChatExport:
         raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
     found = store.get_chat(chat_id)
     chat = without_secrets(found.title, store.load_messages(found.id), store.load_records(found.id),
-                           portable_chat_settings(found.settings))
+                           portable_chat_settings(found.settings), store.versions(found.id))
     if format_ == "jsonl":
         pieces = export_jsonl(chat.messages, chat.records, store.archived_by(found.id),
-                              {"title": chat.title, "settings": chat.settings})
-    elif format_ == "openai":
+                              {"title": chat.title, "settings": chat.settings}, chat.versions)
+    elif format_ == "openai":  # the format has no place for versions: the ones shown
         pieces = export_openai(chat.messages, chat.settings.get("system_prompt", ""))
     else:
-        pieces = export_markdown(chat.title, chat.messages, chat.records)
+        pieces = export_markdown(chat.title, chat.messages, chat.records, chat.versions)
     return ChatExport(pieces, chat.count)
 
 
@@ -80,12 +82,15 @@ def redacted_words(count: int) -> str:
 
 
 def without_secrets(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],
-                    settings: dict[str, Any]) -> _Redacted:
-    """The chat with its secrets redacted as summaries' are; a value found once (`API key: sk-...`) is hidden
-    wherever else it appears (pasted bare later). A summary's fingerprint of a message it covers follows the
-    message's redacted text, so an import of the export finds each covered message as the summary knew it."""
+                    settings: dict[str, Any], versions: Mapping[str, Versions] | None = None) -> _Redacted:
+    """The chat with its secrets redacted as summaries' are, in every version of a message too; a value found once
+    (`API key: sk-...`, in a version since edited away) is hidden wherever else it appears (pasted bare later). A
+    summary's fingerprint of a message it covers follows the message's redacted text, so an import of the export
+    finds each covered message as the summary knew it."""
+    versions = versions or {}
     found = [title, settings, [m.content for m in messages], [c.arguments for m in messages for c in m.tool_calls],
-             [[r.text, r.key_points, r.instructions, r.facets.model_dump()] for r in records]]
+             [[r.text, r.key_points, r.instructions, r.facets.model_dump()] for r in records],
+             [list(kept.texts) for kept in versions.values()]]
     known = secrets_in(found)[1]
     count = 0
 
@@ -109,7 +114,9 @@ def without_secrets(title: str, messages: Sequence[Message], records: Sequence[S
         "facets": hidden(r.facets),
         "covered": [CoveredMessage(c.id, changed[c.id]) if c.id in changed else c for c in r.covered]})
         for r in records]
-    return _Redacted(hidden(title), kept, records, hidden(settings), count)
+    kept_versions = {message_id: Versions(tuple(hidden(list(kept.texts))), kept.shown)
+                     for message_id, kept in versions.items()}
+    return _Redacted(hidden(title), kept, records, hidden(settings), kept_versions, count)
 
 
 def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None:
@@ -170,10 +177,11 @@ def _running(pid: int) -> bool:
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
                  archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None,
-                 ) -> Iterator[str]:
+                 versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
     """The whole chat: every original message, archived ones included, with ids, the summary records, which
-    summary archived each message and the chat's title and settings, so an import gives back the same chat."""
-    return jsonl_lines(messages, records, archived_by, chat)
+    summary archived each message, the chat's title and settings, and every version of a message regenerated or
+    edited (which one shown), so an import gives back the same chat."""
+    return jsonl_lines(messages, records, archived_by, chat, versions)
 
 
 def export_openai(messages: Sequence[Message], system_prompt: str = "") -> Iterator[str]:
@@ -217,11 +225,13 @@ def _summary_md(record: SummaryRecord, covered: int) -> str:
     return f"{head}\n>\n{body}" if body else head
 
 
-def _message_md(m: Message) -> str:
+def _message_md(m: Message, kept: Versions | None) -> str:
     title = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool result"}[m.role]
     if m.role == "tool" and m.name:
         title += f" · {m.name}"
     flags = [flag for flag, on in (("pinned", m.pinned), ("incomplete", m.incomplete)) if on]
+    if kept is not None and len(kept.texts) > 1:  # the others are in the JSONL export
+        flags.append(f"version {kept.shown + 1} of {len(kept.texts)}")
     parts = [f"### {title}" + (f" ({', '.join(flags)})" if flags else "")]
     if m.role == "tool":
         parts.append(_fence(m.content))
@@ -233,8 +243,11 @@ def _message_md(m: Message) -> str:
     return "\n\n".join(parts)
 
 
-def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord]) -> Iterator[str]:
-    """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers."""
+def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],
+                    versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
+    """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers;
+    a message with versions shows the one shown, saying which of how many ("version 2 of 3")."""
+    versions = versions or {}
     after: dict[str, list[tuple[SummaryRecord, int]]] = {}
     position = {m.id: i for i, m in enumerate(messages)}
     spans = record_spans(records, position)  # a fold covers no message itself: its summaries' ones
@@ -246,7 +259,7 @@ def export_markdown(title: str, messages: Sequence[Message], records: Sequence[S
         after.setdefault(anchor, []).append((record, count))
     yield f"# {title}"
     for m in messages:
-        yield "\n\n" + _message_md(m)
+        yield "\n\n" + _message_md(m, versions.get(m.id))
         for record, count in after.get(m.id, []):
             yield "\n\n" + _summary_md(record, count)
     if not messages:

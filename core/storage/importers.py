@@ -31,6 +31,7 @@ from .interchange import (
 )
 from .store import Store
 from .text_files import as_utf8
+from .version_table import Versions
 
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
 
@@ -79,6 +80,7 @@ class ParsedChat:
     records: list[SummaryRecord] = field(default_factory=list)
     # message id -> id of the record that archived it
     archived_by: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, Versions] = field(default_factory=dict)  # message id -> its versions, from Precis's export
     undecodable: Undecodable | None = None
     unfinished_line: int | None = None  # a session still being written: its last line, cut short, left out
 
@@ -149,11 +151,11 @@ def detect_format(path: Path, data: bytes) -> str:
 
 def parse_interchange(path: Path, data: bytes) -> ParsedChat:
     lines = data.splitlines()
-    messages, records, archived_by = read_interchange_chat(lines, str(path))
+    messages, records, archived_by, versions = read_interchange_chat(lines, str(path))
     number, first = next(((n, line) for n, line in enumerate(lines, start=1) if line.strip()), (1, b""))
     header = chat_header(parse_jsonl_line(first, str(path), number), str(path), number)
     return ParsedChat(title=header.title or path.stem, messages=messages, settings=header.settings, records=records,
-                      archived_by=archived_by)
+                      archived_by=archived_by, versions=versions)
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI
@@ -481,6 +483,7 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
         parsed = parse_file(path, fmt)
         # A blank --title is no title: the file's, not a chat listed without a name.
         title = (title or "").strip() or parsed.title
-        chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings)
+        chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings,
+                                    parsed.versions)
     return ImportResult(chat_id=chat_id, title=title, messages=len(parsed.messages), summaries=len(parsed.records),
                         notices=tuple(parsed.notices()))

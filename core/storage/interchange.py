@@ -15,13 +15,14 @@ from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
 from ..model.messages import ROLES, Message, ToolCall, new_id
 from ..model.records import SummaryRecord
 from ..settings import LOCAL_CHAT_SETTINGS, ChatSettings, choice_problems
+from .version_table import Versions
 
 
 class TranscriptError(ValueError):
@@ -213,12 +214,39 @@ def chat_header(record: Any, source: str, line: int) -> ChatHeader:
     return ChatHeader(title=(title or "").strip() or None, settings=valid)
 
 
-def read_interchange_chat(lines: Iterable[bytes | str], source: str,
-                          ) -> tuple[list[Message], list[SummaryRecord], dict[str, str]]:
-    """Messages, summary records and {message id: id of the summary that archived it} of an interchange file."""
+class InterchangeChat(NamedTuple):
+    """What an interchange file holds of a chat."""
+
+    messages: list[Message]
+    records: list[SummaryRecord]
+    archived_by: dict[str, str]  # message id -> id of the summary that archived it
+    versions: dict[str, Versions]  # message id -> its versions (a reply regenerated, a message edited)
+
+
+def _versions_of(record: dict[str, Any], message: Message, source: str, line: int) -> Versions | None:
+    """A line's `versions` (every text the message had, in the order written) and `version_shown` (which of them is
+    the message's content), or None; TranscriptError names a bad one."""
+    texts = record.get("versions")
+    if texts is None:
+        return None
+    if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
+        raise TranscriptError(source, line, "field 'versions' must be a list of the message's texts (strings)")
+    shown = record.get("version_shown")
+    if not isinstance(shown, int) or isinstance(shown, bool) or not 0 <= shown < len(texts):
+        raise TranscriptError(source, line, f"field 'version_shown' must be the place of a text in 'versions' "
+                                            f"(0 to {len(texts) - 1}), got {shown!r}")
+    if texts[shown] != message.content:
+        raise TranscriptError(source, line, f"field 'versions': the version shown ({shown}) is not the message's "
+                                            "'content'")
+    return Versions(tuple(texts), shown)
+
+
+def read_interchange_chat(lines: Iterable[bytes | str], source: str) -> InterchangeChat:
+    """The messages, summary records, archive marks and message versions of an interchange file."""
     messages: list[Message] = []
     records: list[SummaryRecord] = []
     archived_by: dict[str, str] = {}
+    versions: dict[str, Versions] = {}
     for number, raw in enumerate(lines, start=1):
         record = parse_jsonl_line(raw, source, number)
         if record is None:
@@ -227,6 +255,8 @@ def read_interchange_chat(lines: Iterable[bytes | str], source: str,
         messages.append(message)
         if isinstance(record.get("archived_by"), str):
             archived_by[message.id] = record["archived_by"]
+        if (kept := _versions_of(record, message, source, number)) is not None:
+            versions[message.id] = kept
         records.extend(_summaries_of(record, source, number))
     known = {r.id for r in records}
     unknown = next((rid for rid in archived_by.values() if rid not in known), None)
@@ -234,7 +264,7 @@ def read_interchange_chat(lines: Iterable[bytes | str], source: str,
         line = 1 + next(i for i, m in enumerate(messages) if archived_by.get(m.id) == unknown)
         raise TranscriptError(source, line, f"field 'archived_by' names summary {unknown!r}, which the file lacks")
     records.sort(key=lambda r: r.created_at)
-    return pair_tool_results(messages), records, archived_by
+    return InterchangeChat(pair_tool_results(messages), records, archived_by, versions)
 
 
 def message_to_record(message: Message) -> dict[str, Any]:
@@ -269,10 +299,11 @@ _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 
 def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
-                archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None) -> Iterator[str]:
+                archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None,
+                versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
     """Messages as interchange lines (each ending in a newline), made one at a time; with their summary records,
-    archive marks and `chat` (title and settings, on the first line), the whole chat."""
-    archived_by = archived_by or {}
+    archive marks, `chat` (title and settings, on the first line) and versions, the whole chat."""
+    archived_by, versions = archived_by or {}, versions or {}
     position = {m.id: i for i, m in enumerate(messages)}
     anchored: dict[int, list[SummaryRecord]] = defaultdict(list)
     for record in records:
@@ -286,6 +317,8 @@ def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = 
                 line["chat"] = dict(chat)
             if message.id in archived_by:
                 line["archived_by"] = archived_by[message.id]
+            if n == 0 and message.id in versions:
+                line["versions"], line["version_shown"] = list(versions[message.id].texts), versions[message.id].shown
             if n == len(parts) - 1 and anchored.get(i):
                 line["summaries"] = [r.model_dump(mode="json") for r in anchored[i]]
             yield _LINE_ENCODER.encode(line) + "\n"

@@ -324,8 +324,10 @@ class Store(MessageTable, SummaryTable, VersionTable):
     # ---- messages
     def import_chat(self, title: str, messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
                     archived_by: Mapping[str, str] | None = None,
-                    settings: ChatSettings | Mapping[str, Any] | None = None) -> str:
-        """A new chat with its messages and summary records, in one transaction: all of it or nothing."""
+                    settings: ChatSettings | Mapping[str, Any] | None = None,
+                    versions: Mapping[str, Versions] | None = None) -> str:
+        """A new chat with its messages, summary records and the versions of its messages that have them (by message
+        id; the message's content is the version shown), in one transaction: all of it or nothing."""
         valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
         now = time.time()
         chat_id = Message(role="user").id
@@ -334,6 +336,8 @@ class Store(MessageTable, SummaryTable, VersionTable):
                                 settings=valid.model_dump_json()))
             session.flush()
             insert_messages(session, chat_id, messages, 0, archived_by)
+            if versions:
+                self._insert_versions(session, chat_id, [m for m in messages if m.id in versions], versions)
             for record in records:
                 self._upsert_record(session, chat_id, record)
         return chat_id

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sqlalchemy import text
@@ -138,6 +139,18 @@ class VersionTable(StoreBase):
                     f"SELECT pk, {placeholders} FROM message WHERE chat_id = ? AND id = ?",
                     (*version, chat_id, message.id))
         return messages
+
+    @staticmethod
+    def _insert_versions(session, chat_id: str, messages: list[Message], versions: Mapping[str, Versions]) -> None:
+        """The versions of newly inserted messages (an import), no branch kept: the messages after each are those
+        that answered its version shown."""
+        for message in messages:
+            kept = versions[message.id]
+            session.connection().exec_driver_sql(
+                "INSERT INTO message_version (message_pk, position, content, incomplete, created_at, shown) "
+                "SELECT pk, ?, ?, ?, ?, ? FROM message WHERE chat_id = ? AND id = ?",
+                [(position, text_, message.incomplete and position == kept.shown, message.created_at,
+                  position == kept.shown, chat_id, message.id) for position, text_ in enumerate(kept.texts)])
 
     @staticmethod
     def _message_pk(session, chat_id: str, message_id: str) -> tuple[int, int]:
