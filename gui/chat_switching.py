@@ -17,7 +17,7 @@ from PySide6.QtCore import QObject, Signal
 from ..core.chat.reading_place import ReadingPlace, ReadingPlaces, place_to_hold
 from ..core.chat.rows import build_rows
 from ..core.chat.snapshot import Snapshot
-from ..core.model.titles import NEW_CHAT_TITLE, title_from
+from ..core.model.titles import NEW_CHAT_TITLE, first_message_title
 from ..core.settings import OPEN_CHAT_KEY, READING_PLACES_KEY, chat_at_start
 from ..core.storage.store import ChatInfo
 from .chat_list import ChatList
@@ -208,8 +208,9 @@ class ChatSwitcher(QObject):
     def title_untitled_chat(self, text: str) -> None:
         """A chat made with "New chat" takes its title from its first message."""
         chat = next((c for c in self.chat_list.chats if c.id == self.chat.session.chat_id), None)
-        if chat is not None and chat.title == NEW_CHAT_TITLE and self.conversation.rows_model.rowCount() == 0:
-            self.rename_chat(chat.id, title_from(text))
+        if chat is not None and (title := first_message_title(chat.title, self.conversation.rows_model.rowCount(),
+                                                               text)):
+            self.rename_chat(chat.id, title)
 
     def remember_place(self) -> None:
         """Save where the reader is in the open chat (as it closes, or the window does), for its next opening."""

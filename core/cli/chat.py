@@ -19,7 +19,7 @@ from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
-from ..model.titles import NEW_CHAT_TITLE, title_from
+from ..model.titles import NEW_CHAT_TITLE, first_message_title
 from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
@@ -181,9 +181,9 @@ class TerminalChat:
     def said(self, text: str) -> None:
         """The user's message added; a chat's first names it, as in the window."""
         session = self.session
-        if session.engine is not None and not session.engine.messages \
-                and session.store.get_chat(session.chat_id).title == NEW_CHAT_TITLE:
-            session.store.rename_chat(session.chat_id, title_from(text))
+        if session.engine is not None and (title := first_message_title(
+                session.store.get_chat(session.chat_id).title, len(session.engine.messages), text)):
+            session.store.rename_chat(session.chat_id, title)
         self.tell(session.add_messages([Message("user", text)]))
 
     def reply(self, label: str) -> int:
