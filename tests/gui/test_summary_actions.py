@@ -36,3 +36,57 @@ def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_
     qtbot.waitUntil(lambda: idle(window) and inspector.summarize_button.isEnabled(), timeout=WAIT_MS)
     assert window.chat.snapshot.chain == []
     assert window.composer.hint.text() == ""  # no "No summary to undo" for the second click
+
+
+def summarize_up_to(qtbot, window, message_id: str) -> None:
+    """Summarize up to here (a message's context menu), then wait for it."""
+    window.summarize_now(up_to=message_id)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+
+
+def test_the_notice_beside_undo_speaks_of_the_summary_undo_undoes(qtbot, make_window, store):
+    """At the chain's maximum depth Summarize now first folds the chain. The notice then said "Older messages were
+    summarized automatically (merge at maximum depth)" beside an Undo that undid the user's own summary, and a notice
+    of an automatic summary stayed beside the Undo of a later summary of the user's."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False, "max_depth": 2})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    inspector = window.inspector
+    summarize_up_to(qtbot, window, messages[9].id)
+    summarize_up_to(qtbot, window, messages[19].id)
+    assert not inspector.notice_box.isVisible()  # the result card tells of the user's own summaries
+    assert [bool(r.merged_ids) for r in window.chat.snapshot.chain] == [False, False]
+
+    summarize_up_to(qtbot, window, messages[29].id)
+    fold, latest = window.chat.snapshot.chain
+    assert fold.merged_ids and latest.trigger == "manual"
+    notice = inspector.notice.text()
+    assert inspector.notice_box.isVisible()
+    assert "automatically" not in notice
+    assert ("folded into one (the chain had reached its maximum depth). Undo undoes this summary, then the fold."
+            in notice)
+    qtbot.mouseClick(inspector.notice_undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
+    assert window.chat.snapshot.chain[0].id == fold.id  # that Undo undid this summary, as said; the fold is next
+    assert not inspector.notice_box.isVisible()
+
+
+def test_a_summary_of_the_users_own_takes_the_place_of_an_automatic_ones_notice(qtbot, make_window, store):
+    """Opened between the trigger and the window (88%), the chat is summarized automatically and the notice says so;
+    a summary the user makes next hides it, as its Undo now undoes the user's summary."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    window = make_window()
+    messages = long_dialogue(120, "walk")
+    chat_id = store.import_chat("imported chat", messages, settings={"context_window": 9000})
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
+    inspector = window.inspector
+    assert "summarized automatically" in inspector.notice.text() and inspector.notice_box.isVisible()
+
+    visible = [m for m in window.chat.snapshot.messages if m.id not in window.chat.snapshot.hidden]
+    summarize_up_to(qtbot, window, visible[2].id)
+    assert len(window.chat.snapshot.chain) == 2
+    assert not inspector.notice_box.isVisible()  # its Undo would undo this summary, not the automatic one
+    assert inspector.result_card.isVisible()
