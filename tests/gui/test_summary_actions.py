@@ -90,3 +90,23 @@ def test_a_summary_of_the_users_own_takes_the_place_of_an_automatic_ones_notice(
     assert len(window.chat.snapshot.chain) == 2
     assert not inspector.notice_box.isVisible()  # its Undo would undo this summary, not the automatic one
     assert inspector.result_card.isVisible()
+
+
+def test_a_model_summary_stopped_by_its_setting_is_told_as_a_refusal_not_a_fault(qtbot, make_window, store):
+    """With "Stop if the model's summary fails" on and the summarizer out of reach (a closed port on this computer),
+    Summarize now said "An error inside Precis (SummarizationFailed: ...); please report it"."""
+    from tests.conftest import free_port
+
+    address = f"http://127.0.0.1:{free_port()}/v1"
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "enabled": False, "summarizer": "other",
+                                          "summarizer_provider": "openai", "summarizer_base_url": address,
+                                          "abort_on_failure": True})
+    window = make_window()
+    open_imported_chat(qtbot, window, store, long_dialogue(40, "walk"))
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    hint = window.composer.hint
+    qtbot.waitUntil(lambda: idle(window) and hint.text() != "", timeout=WAIT_MS)
+    assert hint.text().startswith("not summarized: the model's summary failed and “Stop if the model's summary "
+                                  "fails” is on, so the rules did not write it")
+    assert f"(summarizer unavailable: cannot connect to {address}" in hint.toolTip().replace("\xa0", " ")  # on hover
+    assert window.chat.snapshot.chain == []
