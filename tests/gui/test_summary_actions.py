@@ -110,3 +110,35 @@ def test_a_model_summary_stopped_by_its_setting_is_told_as_a_refusal_not_a_fault
                                   "fails” is on, so the rules did not write it")
     assert f"(summarizer unavailable: cannot connect to {address}" in hint.toolTip().replace("\xa0", " ")  # on hover
     assert window.chat.snapshot.chain == []
+
+
+def test_the_summarization_settings_say_when_they_apply_and_do_as_they_say(qtbot, make_window, store):
+    """Settings → Summarization did not say when a change applies: lowering "Summarize at" summarized the open chat
+    the moment OK was pressed, with nothing in the dialog saying it would. Its note says so now, and this is what
+    happens: at OK the open chat over the new trigger is summarized, and what was summarized stays so."""
+    from precis.gui.settings_dialog import WHEN_APPLIED
+
+    from tests.gui.conftest import open_settings
+
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    window = make_window()
+    messages = long_dialogue(120, "walk")
+    chat_id = store.import_chat("imported chat", messages, settings={"context_window": 14_000})  # at 55%
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    summarize_up_to(qtbot, window, messages[9].id)
+    hidden_before = set(window.chat.snapshot.hidden)
+
+    dialog = open_settings(qtbot, window)
+    for note in (dialog.policy_note.text(), WHEN_APPLIED):
+        assert "Applied at OK" in note and "the open chat at OK, the others when next opened" in note
+    assert WHEN_APPLIED in dialog.policy_note.text()
+    fields = dialog.policy_fields.editors
+    for name, value in (("trigger_ratio", "40"), ("reset_ratio", "30"), ("target_ratio", "20")):
+        fields[name].setText(value)
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: idle(window) and any(r.trigger == "threshold" for r in window.chat.snapshot.chain),
+                    timeout=WAIT_MS)
+    assert hidden_before <= set(window.chat.snapshot.hidden)  # summarized before, summarized still
+    assert "summarized automatically (the context reached the trigger)" in window.inspector.notice.text()
