@@ -32,6 +32,10 @@ Done = Callable[[Any], Any] | None
 Failed = Callable[[BaseException], Any] | None  # given the exception that ended the job
 
 
+# What the status bar says while a summary or an undo runs (a job's label: "Summarize…" read as a menu item).
+SUMMARY_WORK = {"summarize": "summarizing older messages", "undo-summary": "undoing the summary"}
+
+
 class ChatController(QObject):
     """Owns the runners, the open chat's session and its latest snapshot, and the model (`model`; a `provider`
     given here fixes it, for tests)."""
@@ -289,9 +293,9 @@ class ChatController(QObject):
                 self.apply(result.snapshot)
             done(result)
 
-        job = self.run_on_chat(command.title[0].lower() + command.title[1:],
+        job = self.run_on_chat(SUMMARY_WORK.get(name, command.title[0].lower() + command.title[1:]),
                                lambda job: run_command(session, SlashCommand(name, argument), job.cancel_token), ran)
-        return self._changing_summaries(job) if name in ("summarize", "undo-summary") else job
+        return self._changing_summaries(job) if name in SUMMARY_WORK else job
 
     def tool_messages(self, name: str, argument: str) -> Callable[[Job], tuple[Message, ...]]:
         """What a tool command gives the open chat, to run with run_tool (its handler's, core.chat.commands)."""
@@ -303,14 +307,14 @@ class ChatController(QObject):
         if self.session is not None:
             session = self.session
             self._changing_summaries(self.run_on_chat(
-                "summarize", lambda _job: session.summarize_now(instructions, up_to), self.apply,
+                SUMMARY_WORK["summarize"], lambda _job: session.summarize_now(instructions, up_to), self.apply,
                 self._reloading(failed)))
 
     def undo_summary(self, failed: Failed = None) -> None:
         if self.session is not None:
             session = self.session
             self._changing_summaries(self.run_on_chat(
-                "undo the summary", lambda _job: session.undo_last(), self.apply, self._reloading(failed)))
+                SUMMARY_WORK["undo-summary"], lambda _job: session.undo_last(), self.apply, self._reloading(failed)))
 
     def _changing_summaries(self, job: Job) -> Job:
         """Say `summarizing` from now until the job (a summary or an undo) and any other queued with it ends."""

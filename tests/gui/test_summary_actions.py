@@ -22,6 +22,8 @@ def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_
     assert inspector.summarize_button.isEnabled()
 
     qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)
+    # What the window is doing, in words (it said "Summarize…", read as a menu item's name).
+    assert window.statusBar().currentMessage() == "Summarizing older messages…"
     for button in (inspector.summarize_button, inspector.undo_button):
         assert not button.isEnabled()
         assert button.toolTip() == "Wait for the summary to finish"
@@ -31,6 +33,7 @@ def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_
     assert window.composer.hint.text() == ""  # no refusal of a second summary
 
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
+    assert window.statusBar().currentMessage() == "Undoing the summary…"
     assert not inspector.undo_button.isEnabled() and not inspector.summarize_button.isEnabled()
     qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: idle(window) and inspector.summarize_button.isEnabled(), timeout=WAIT_MS)
