@@ -239,8 +239,7 @@ class ChatSwitcher(QObject):
         self.conversation.rows_model.set_versions(snapshot.versions)
         self.inspector.show_snapshot(snapshot)
         self.status.show_counting(None if snapshot.usage is None else snapshot.usage.exact, snapshot.counting)
-        for event in snapshot.events:
-            self.feedback.announce(event)
+        self.feedback.announce(snapshot.events)
         self.shown.emit()
 
     def search(self, text: str) -> None:

@@ -32,6 +32,10 @@ Done = Callable[[Any], Any] | None
 Failed = Callable[[BaseException], Any] | None  # given the exception that ended the job
 
 
+# What the status bar says while a summary or an undo runs (a job's label: "Summarize…" read as a menu item).
+SUMMARY_WORK = {"summarize": "summarizing older messages", "undo-summary": "undoing the summary"}
+
+
 class ChatController(QObject):
     """Owns the runners, the open chat's session and its latest snapshot, and the model (`model`; a `provider`
     given here fixes it, for tests)."""
@@ -47,6 +51,7 @@ class ChatController(QObject):
     # A write found another program writing to the database and waits for it: what it waits for, naming the file.
     store_waiting = Signal(str)
     _store_waiting = Signal(str)  # the same, from the writing thread
+    summarizing = Signal(bool)  # a summary or an undo of one is being made on the open chat (True), or no longer
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -62,6 +67,7 @@ class ChatController(QObject):
         self.reply_job: Job | None = None
         self.command_job: Job | None = None
         self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
+        self._summary_jobs = 0  # summaries and undos queued or running (see `summarizing`)
         self.model = ModelControl(store, self.runner, self.track, provider, parent=self)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._store_waiting.connect(self.store_waiting, Qt.ConnectionType.QueuedConnection)
@@ -287,8 +293,9 @@ class ChatController(QObject):
                 self.apply(result.snapshot)
             done(result)
 
-        return self.run_on_chat(command.title[0].lower() + command.title[1:],
-                                lambda job: run_command(session, SlashCommand(name, argument), job.cancel_token), ran)
+        job = self.run_on_chat(SUMMARY_WORK.get(name, command.title[0].lower() + command.title[1:]),
+                               lambda job: run_command(session, SlashCommand(name, argument), job.cancel_token), ran)
+        return self._changing_summaries(job) if name in SUMMARY_WORK else job
 
     def tool_messages(self, name: str, argument: str) -> Callable[[Job], tuple[Message, ...]]:
         """What a tool command gives the open chat, to run with run_tool (its handler's, core.chat.commands)."""
@@ -299,13 +306,28 @@ class ChatController(QObject):
     def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:
         if self.session is not None:
             session = self.session
-            self.run_on_chat("summarize", lambda _job: session.summarize_now(instructions, up_to), self.apply,
-                             self._reloading(failed))
+            self._changing_summaries(self.run_on_chat(
+                SUMMARY_WORK["summarize"], lambda _job: session.summarize_now(instructions, up_to), self.apply,
+                self._reloading(failed)))
 
     def undo_summary(self, failed: Failed = None) -> None:
         if self.session is not None:
             session = self.session
-            self.run_on_chat("undo the summary", lambda _job: session.undo_last(), self.apply, self._reloading(failed))
+            self._changing_summaries(self.run_on_chat(
+                SUMMARY_WORK["undo-summary"], lambda _job: session.undo_last(), self.apply, self._reloading(failed)))
+
+    def _changing_summaries(self, job: Job) -> Job:
+        """Say `summarizing` from now until the job (a summary or an undo) and any other queued with it ends."""
+        self._summary_jobs += 1
+        if self._summary_jobs == 1:
+            self.summarizing.emit(True)
+
+        def ended() -> None:
+            self._summary_jobs -= 1
+            if not self._summary_jobs:
+                self.summarizing.emit(False)
+        job.finished.connect(ended)
+        return job
 
     def _reloading(self, failed: Failed) -> Callable[[BaseException], None]:
         """A summary or undo that failed (the store refused it: another Precis summarized meanwhile) leaves the

@@ -100,6 +100,9 @@ class ConversationView(QListView):
         if event.key() == Qt.Key.Key_Menu or shift_f10:  # accepted here, so Qt sends no context menu event as well
             self._menu_at_current()
             return
+        expand = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
+        if expand and self.currentIndex().isValid() and self._expand(self.currentIndex().row()):
+            return
         if event.matches(QKeySequence.StandardKey.Copy) and self.currentIndex().isValid():
             if "copy" in self.row_actions(self.currentIndex().row()):
                 self.trigger("copy", self.currentIndex().row())
@@ -111,6 +114,18 @@ class ConversationView(QListView):
 
     def _toggle(self, number: int) -> None:
         self.rows_model.toggle_expanded(number)
+
+    def _expand(self, number: int) -> bool:
+        """Enter or Space on a row: a summary shown whole (and in the inspector, as a click shows it) or a tool line
+        opened, or folded again; False where there is nothing more to show. Without it only the mouse could."""
+        row = self.rows_model.row_at(number)
+        if not self.delegate.expandable(row):
+            return False
+        self._toggle(number)
+        self.scrollTo(self.rows_model.index(number))
+        if row.record is not None:
+            self.summary_selected.emit(row.record.id)
+        return True
 
     def _clicked(self, index: QModelIndex) -> None:
         row = self.rows_model.row_at(index.row())

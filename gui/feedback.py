@@ -15,6 +15,13 @@ from .wording import failure_text
 AUTOMATIC_REASONS = {
     "overflow": "the chat no longer fit the model's window",
     "threshold": "the context reached the trigger",
+    "second pass": "one summary had left the context above the trigger",
+}
+# Why the engine folded the chain (core/context/summarizing.py's reasons), in the user's words.
+FOLD_REASONS = {
+    "merge at maximum depth": "the chain had reached its maximum depth",
+    "merge: the summaries used their share": "the summaries had used their share of the budget",
+    "merge: what no summary removes is above the trigger": "what no summary removes was above the trigger",
 }
 
 
@@ -69,8 +76,19 @@ class Feedback:
         self.inspector.result_card.hide()
         self.inspector.prompt.clear()
 
-    def announce(self, event) -> None:
-        """A summary made, undone or not kept (an event of a snapshot)."""
+    def announce(self, events: list) -> None:
+        """Summaries made, folded, undone or not kept (a snapshot's events, in order). The notice, beside its Undo,
+        speaks of the newest summary, the one Undo undoes: a fold made to make room for the user's own summary is
+        told with it (it was told as a summary made automatically, its Undo undoing the user's summary instead)."""
+        folded = None
+        for event in events:
+            if event.kind == "merged":
+                folded = event
+            self._announce(event, folded)
+            if event.kind != "merged":
+                folded = None
+
+    def _announce(self, event, folded) -> None:
         record = event.record
         if event.kind == "undone":
             self.inspector.hide_notice()
@@ -82,14 +100,28 @@ class Feedback:
                 f"An automatic summary was not kept: it would have left {event.tokens_after:,} tokens, not fewer "
                 f"than the {event.tokens_before:,} there are. The messages stay as they are.")
             return
+        if event.kind == "merged":
+            why = FOLD_REASONS.get(event.reason, event.reason)
+            self.inspector.show_notice(
+                f"The summaries were folded into one to make room ({why}): {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens. Undo brings them back.")
+            return
         automatic = record.trigger not in ("manual",)
         if not automatic and record.instructions and self.inspector.instructions.text().strip() == record.instructions:
             self.inspector.instructions.clear()  # used, as the message box is once sent
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
         messages = snapshot.archived_counts.get(record.id, 0) if record.merged_ids and snapshot is not None else None
         self.inspector.result_card.show_record(record, automatic, messages)
+        first = (f"To make room for it, the summaries before it were first folded into one "
+                 f"({FOLD_REASONS.get(folded.reason, folded.reason)}). Undo undoes this summary, then the fold."
+                 if folded is not None else "")
         if automatic:
             why = AUTOMATIC_REASONS.get(event.reason, event.reason)
             self.inspector.show_notice(
                 f"Older messages were summarized automatically ({why}): "
-                f"{event.tokens_before:,} → {event.tokens_after:,} tokens. The originals are kept.")
+                f"{event.tokens_before:,} → {event.tokens_after:,} tokens. The originals are kept." +
+                (" " + first if first else ""))
+        elif first:
+            self.inspector.show_notice(f"Your summary is made. {first}")
+        else:  # the result card tells of it; a notice of an earlier summary would sit beside an Undo of this one
+            self.inspector.hide_notice()

@@ -66,6 +66,7 @@ class Inspector(QFrame):
         self._shown: SummaryRecord | None = None  # the record the details show
         self._reveal_pending: str | None = None  # an archived message to show once its summary's rows are made
         self._busy = False
+        self._summarizing = False  # a summary or an undo of one is being made
         self._actions = ActionState()
 
         # The headline, always in view: the next prompt's tokens and the gauge.
@@ -213,14 +214,20 @@ class Inspector(QFrame):
         self._busy = busy
         self._update_buttons()
 
+    def set_summarizing(self, summarizing: bool) -> None:
+        """While a summary or an undo is being made, Summarize now and Undo wait for it: a second click made a second
+        summary of what was left, or was refused as saving nothing."""
+        self._summarizing = summarizing
+        self._update_buttons()
+
     def set_actions(self, state: ActionState) -> None:
         self._actions = state
         self._update_buttons()
 
     def _update_buttons(self) -> None:
         """Each button is enabled only when it can act; its tooltip says what it does, or why it cannot."""
-        state, busy = self._actions, self._busy
-        waiting = "Wait for the reply to finish"
+        state, busy = self._actions, self._busy or self._summarizing
+        waiting = "Wait for the summary to finish" if self._summarizing else "Wait for the reply to finish"
         if not state.chat_open:
             summarize = undo = pin = "No chat is open"
         else:

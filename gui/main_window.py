@@ -236,6 +236,7 @@ class MainWindow(QMainWindow):
         self.chat_list.files_dropped.connect(lambda files: [self.import_transcript(path) for path in files])
         self.chat_list.chosen.connect(self.focus_message_box)
         self.inspector.summarize_requested.connect(self.summarize_now)
+        chat.summarizing.connect(self.inspector.set_summarizing)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_failure))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)

@@ -138,6 +138,11 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
             text = "…"
         return text, False, 0
 
+    def expandable(self, row: Row) -> bool:
+        """Whether showing the row whole (or folding it again) changes it: a summary with lines hidden, a tool line."""
+        return row.kind in ("tool_call", "tool_result") or (
+            row.kind == "summary" and (row.expanded or self.body(row)[2] > 0))
+
     def _estimate(self, text: str, mono: bool, width: int) -> int:
         char_w = self._mono_char_w if mono else self._char_w
         line_h = self._mono_line_h if mono else self._line_h

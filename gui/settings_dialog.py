@@ -44,6 +44,10 @@ from .wording import failure_text
 from .workers import Runner
 
 LOCAL_PAGE = "Local model"
+# When summarization settings (and a chat's window) take effect: the window reopens the open chat on them at OK.
+WHEN_APPLIED = ("Applied at OK. Messages already summarized stay so (Undo last brings them back); the next summary "
+                "follows the new values, and a chat over the new “Summarize at” is summarized at once: the open chat "
+                "at OK, the others when next opened.")
 
 
 class _FieldSet:
@@ -266,6 +270,11 @@ class SettingsDialog(QDialog):
         # Summarization
         policy_page = QWidget()
         policy_form = QFormLayout(policy_page)
+        self.policy_note = QLabel("For every chat, but where a chat has its own value (This chat: summarization). "
+                                  + WHEN_APPLIED)
+        self.policy_note.setObjectName("muted")
+        self.policy_note.setWordWrap(True)
+        policy_form.addRow(self.policy_note)
         defaults = self.policy_model().model_dump()
         self.policy_fields = _FieldSet(setting_fields(self.policy_model), {**defaults, **policy}, policy_form, self.validate)
         # A rule across fields ("Re-arm below" under "Summarize at") is told at the dialog's foot, beside OK: at
@@ -299,7 +308,8 @@ class SettingsDialog(QDialog):
             tabs.addTab(chat_page, "This chat")
             overrides_page = QWidget()
             overrides_form = QFormLayout(overrides_page)
-            note = QLabel("Tick Override to give this chat its own value; the others follow the Summarization tab.")
+            note = QLabel("Tick Override to give this chat its own value; the others follow the Summarization tab. "
+                          + WHEN_APPLIED)
             note.setObjectName("muted")
             note.setWordWrap(True)
             overrides_form.addRow(note)

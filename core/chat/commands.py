@@ -16,6 +16,7 @@ from ..model.messages import Message
 from ..providers.base import CancelToken
 from ..settings import ChatSettings
 from ..storage.store import StoreError
+from ..summary.summarizers import SummarizationFailed
 from ..tools.bounded import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from ..tools.workspace import workspace_problem
 from .history import history_lines, one_line
@@ -152,7 +153,7 @@ def _tool(name: str) -> Handler:
 
 
 # What a refused command raises: said to the user, nothing changed.
-REFUSALS = (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError, StoreError)
+REFUSALS = (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError, StoreError, SummarizationFailed)
 
 
 def run_command(session: ChatSession, command: SlashCommand, cancel: CancelToken | None = None) -> CommandResult:

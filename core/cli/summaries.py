@@ -11,7 +11,7 @@ from ..model.records import SummaryMode, local_time
 from ..providers.base import ProviderError
 from ..storage.chats import chosen_provider, effective_policy, summarizer_for
 from ..storage.store import StoreError, attach_engine
-from ..summary.summarizers import make_summarizer
+from ..summary.summarizers import SummarizationFailed, make_summarizer
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
@@ -49,7 +49,7 @@ def summarize(chat: str, instructions: str | None, up_to: str | None, mode: Summ
         return _fail("summarize", exc, BAD_INPUT)
     except KeyError as exc:  # --up-to names no message of the chat
         return _fail("summarize", exc.args[0], BAD_INPUT)
-    except (StoreError, ValueError, ProviderError, IntegrityError) as exc:
+    except (StoreError, ValueError, ProviderError, IntegrityError, SummarizationFailed) as exc:
         return _fail("summarize", exc)
     # Never "saves nothing": such a summary is not kept.
     counted = "" if engine.counter.is_exact else " (token counts estimated)"

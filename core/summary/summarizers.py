@@ -55,7 +55,12 @@ RULES = "rules"
 
 
 class SummarizationFailed(RuntimeError):
-    """Raised only with `abort_on_failure`; otherwise failures fall back to the rule-based summary."""
+    """Raised only with `abort_on_failure`; otherwise failures fall back to the rule-based summary. A refusal the
+    user asked for, not a fault: its words say what failed and which setting stopped the rules."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__("not summarized: the model's summary failed and “Stop if the model's summary fails” is on, "
+                         f"so the rules did not write it ({why}); the messages stay as they are")
 
 
 @dataclass

@@ -4,7 +4,7 @@ every part of the window in reading order."""
 
 from __future__ import annotations
 
-from precis.core.model.messages import Message
+from precis.core.model.messages import Message, ToolCall
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
@@ -124,3 +124,41 @@ def test_a_chat_file_dropped_on_the_chat_list_is_imported_and_opened(qtbot, make
     imported = next(c for c in store.list_chats() if c.title != "Tides")
     qtbot.waitUntil(lambda: window.chat.is_open(imported.id), timeout=WAIT_MS)
     assert imported.message_count == len((TRANSCRIPTS_DIR / "sweagent_2.jsonl").read_text().splitlines())
+
+
+def test_enter_shows_a_summary_whole_and_opens_a_tool_line_as_a_click_does(qtbot, make_window, store):
+    """A summary's "Show all (N more lines)" and a tool line's output opened only with the mouse: from the keyboard a
+    summary showed its first lines and no more."""
+    from precis.core.settings import SUMMARIZATION_KEY
+
+    from tests.gui.test_window import long_dialogue, open_imported_chat
+
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
+    window = make_window()
+    messages = long_dialogue(40, "keys")
+    call = Message(role="assistant", tool_calls=(ToolCall("c1", "Bash", {"command": "ls"}),))
+    result = Message(role="tool", content="a.py\nb.py", name="Bash", tool_call_id="c1")
+    open_imported_chat(qtbot, window, store, [*messages, *dialogue(3, "before"), call, result, *dialogue(1, "after")])
+    window.summarize_now()
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
+    view, rows = window.conversation, window.conversation.rows_model
+    [summary] = [n for n, row in enumerate(rows.rows()) if row.kind == "summary"]
+    assert view.delegate.body(rows.row_at(summary))[2] > 0  # lines hidden: "Show all (N more lines)"
+    view.setFocus()
+    view.setCurrentIndex(rows.index(summary))
+    window.inspector.chain.clearSelection()
+
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    assert rows.row_at(summary).expanded and view.delegate.body(rows.row_at(summary))[2] == 0
+    assert window.inspector.selected_record_id() == window.chat.snapshot.chain[0].id  # shown there too, as a click
+    qtbot.keyClick(view, Qt.Key.Key_Space)
+    assert not rows.row_at(summary).expanded
+
+    tool = next(n for n, row in enumerate(rows.rows()) if row.kind == "tool_result")
+    view.setCurrentIndex(rows.index(tool))
+    qtbot.keyClick(view, Qt.Key.Key_Enter)
+    assert rows.row_at(tool).expanded
+    plain = len(rows.rows()) - 1  # a message shows whole already: Enter leaves it as it is
+    view.setCurrentIndex(rows.index(plain))
+    qtbot.keyClick(view, Qt.Key.Key_Return)
+    assert not rows.row_at(plain).expanded

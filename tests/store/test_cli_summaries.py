@@ -220,3 +220,25 @@ def test_summarize_writes_the_summary_the_way_the_chats_settings_say(tmp_path, c
     # The model was asked for its story (on a busy machine it may run past the time limit: then the rules' is kept).
     assert first.summarizer_tokens > 0 or "the model took longer" in (first.fallback_reason or "")
     assert second.mode == "rule" and second.summarizer_tokens == 0 and not second.fallback_used
+
+
+def test_a_model_summary_that_fails_with_stop_on_failure_is_refused_in_words(tmp_path, capsys):
+    """With "Stop if the model's summary fails" on, a summarizer that cannot be reached (a closed port on this
+    computer) ended `precis summarize` in a traceback, and the window said "An error inside Precis ...; please report
+    it": a refusal the user asked for, worded as a fault."""
+    from tests.conftest import free_port
+
+    data = tmp_path / "data"
+    chat = _chat(data, mode="hybrid")
+    address = f"http://127.0.0.1:{free_port()}/v1"
+    with open_store(data) as store:
+        store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "summarizer": "other", "summarizer_provider": "openai",
+                                              "summarizer_base_url": address, "abort_on_failure": True})
+    assert main(["--data-dir", str(data), "summarize", "cache work"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith("precis summarize: not summarized: the model's summary failed and “Stop if the model's "
+                           "summary fails” is on, so the rules did not write it (summarizer unavailable: cannot "
+                           f"connect to {address}")
+    assert "Traceback" not in said
+    with open_store(data) as store:
+        assert store.load_records(chat) == []

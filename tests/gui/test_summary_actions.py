@@ -1,0 +1,147 @@
+"""Summarize now, Undo and what the inspector says of them, as someone tuning summarization uses them: one click is
+one summary, and the notice beside an Undo speaks of what that Undo undoes."""
+
+from __future__ import annotations
+
+from precis.core.settings import SUMMARIZATION_KEY
+from PySide6.QtCore import Qt
+
+from tests.gui.test_window import idle, long_dialogue, open_imported_chat
+from tests.timing import WAIT_MS
+
+
+def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_no_second_one(
+        qtbot, make_window, store):
+    """A summary takes seconds with a model (up to its time limit), and the button stayed enabled meanwhile: a second
+    click queued a second Summarize now, which summarized what the first left, or was refused as saving nothing
+    ("not summarized: a summary of 1 messages would leave ...") though the user had asked for one summary."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
+    window = make_window()
+    open_imported_chat(qtbot, window, store, long_dialogue(60, "walk"))
+    inspector = window.inspector
+    assert inspector.summarize_button.isEnabled()
+
+    qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)
+    # What the window is doing, in words (it said "Summarize…", read as a menu item's name).
+    assert window.statusBar().currentMessage() == "Summarizing older messages…"
+    for button in (inspector.summarize_button, inspector.undo_button):
+        assert not button.isEnabled()
+        assert button.toolTip() == "Wait for the summary to finish"
+    qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)  # the impatient second click
+    qtbot.waitUntil(lambda: idle(window) and inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+    assert len(window.chat.snapshot.chain) == 1
+    assert window.composer.hint.text() == ""  # no refusal of a second summary
+
+    qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
+    assert window.statusBar().currentMessage() == "Undoing the summary…"
+    assert not inspector.undo_button.isEnabled() and not inspector.summarize_button.isEnabled()
+    qtbot.mouseClick(inspector.undo_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and inspector.summarize_button.isEnabled(), timeout=WAIT_MS)
+    assert window.chat.snapshot.chain == []
+    assert window.composer.hint.text() == ""  # no "No summary to undo" for the second click
+
+
+def summarize_up_to(qtbot, window, message_id: str) -> None:
+    """Summarize up to here (a message's context menu), then wait for it."""
+    window.summarize_now(up_to=message_id)
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+
+
+def test_the_notice_beside_undo_speaks_of_the_summary_undo_undoes(qtbot, make_window, store):
+    """At the chain's maximum depth Summarize now first folds the chain. The notice then said "Older messages were
+    summarized automatically (merge at maximum depth)" beside an Undo that undid the user's own summary, and a notice
+    of an automatic summary stayed beside the Undo of a later summary of the user's."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False, "max_depth": 2})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    inspector = window.inspector
+    summarize_up_to(qtbot, window, messages[9].id)
+    summarize_up_to(qtbot, window, messages[19].id)
+    assert not inspector.notice_box.isVisible()  # the result card tells of the user's own summaries
+    assert [bool(r.merged_ids) for r in window.chat.snapshot.chain] == [False, False]
+
+    summarize_up_to(qtbot, window, messages[29].id)
+    fold, latest = window.chat.snapshot.chain
+    assert fold.merged_ids and latest.trigger == "manual"
+    notice = inspector.notice.text()
+    assert inspector.notice_box.isVisible()
+    assert "automatically" not in notice
+    assert ("folded into one (the chain had reached its maximum depth). Undo undoes this summary, then the fold."
+            in notice)
+    qtbot.mouseClick(inspector.notice_undo, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
+    assert window.chat.snapshot.chain[0].id == fold.id  # that Undo undid this summary, as said; the fold is next
+    assert not inspector.notice_box.isVisible()
+
+
+def test_a_summary_of_the_users_own_takes_the_place_of_an_automatic_ones_notice(qtbot, make_window, store):
+    """Opened between the trigger and the window (88%), the chat is summarized automatically and the notice says so;
+    a summary the user makes next hides it, as its Undo now undoes the user's summary."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    window = make_window()
+    messages = long_dialogue(120, "walk")
+    chat_id = store.import_chat("imported chat", messages, settings={"context_window": 9000})
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
+    inspector = window.inspector
+    assert "summarized automatically" in inspector.notice.text() and inspector.notice_box.isVisible()
+
+    visible = [m for m in window.chat.snapshot.messages if m.id not in window.chat.snapshot.hidden]
+    summarize_up_to(qtbot, window, visible[2].id)
+    assert len(window.chat.snapshot.chain) == 2
+    assert not inspector.notice_box.isVisible()  # its Undo would undo this summary, not the automatic one
+    assert inspector.result_card.isVisible()
+
+
+def test_a_model_summary_stopped_by_its_setting_is_told_as_a_refusal_not_a_fault(qtbot, make_window, store):
+    """With "Stop if the model's summary fails" on and the summarizer out of reach (a closed port on this computer),
+    Summarize now said "An error inside Precis (SummarizationFailed: ...); please report it"."""
+    from tests.conftest import free_port
+
+    address = f"http://127.0.0.1:{free_port()}/v1"
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "enabled": False, "summarizer": "other",
+                                          "summarizer_provider": "openai", "summarizer_base_url": address,
+                                          "abort_on_failure": True})
+    window = make_window()
+    open_imported_chat(qtbot, window, store, long_dialogue(40, "walk"))
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    hint = window.composer.hint
+    qtbot.waitUntil(lambda: idle(window) and hint.text() != "", timeout=WAIT_MS)
+    assert hint.text().startswith("not summarized: the model's summary failed and “Stop if the model's summary "
+                                  "fails” is on, so the rules did not write it")
+    assert f"(summarizer unavailable: cannot connect to {address}" in hint.toolTip().replace("\xa0", " ")  # on hover
+    assert window.chat.snapshot.chain == []
+
+
+def test_the_summarization_settings_say_when_they_apply_and_do_as_they_say(qtbot, make_window, store):
+    """Settings → Summarization did not say when a change applies: lowering "Summarize at" summarized the open chat
+    the moment OK was pressed, with nothing in the dialog saying it would. Its note says so now, and this is what
+    happens: at OK the open chat over the new trigger is summarized, and what was summarized stays so."""
+    from precis.gui.settings_dialog import WHEN_APPLIED
+
+    from tests.gui.conftest import open_settings
+
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule"})
+    window = make_window()
+    messages = long_dialogue(120, "walk")
+    chat_id = store.import_chat("imported chat", messages, settings={"context_window": 14_000})  # at 55%
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    summarize_up_to(qtbot, window, messages[9].id)
+    hidden_before = set(window.chat.snapshot.hidden)
+
+    dialog = open_settings(qtbot, window)
+    for note in (dialog.policy_note.text(), WHEN_APPLIED):
+        assert "Applied at OK" in note and "the open chat at OK, the others when next opened" in note
+    assert WHEN_APPLIED in dialog.policy_note.text()
+    fields = dialog.policy_fields.editors
+    for name, value in (("trigger_ratio", "40"), ("reset_ratio", "30"), ("target_ratio", "20")):
+        fields[name].setText(value)
+    dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: idle(window) and any(r.trigger == "threshold" for r in window.chat.snapshot.chain),
+                    timeout=WAIT_MS)
+    assert hidden_before <= set(window.chat.snapshot.hidden)  # summarized before, summarized still
+    assert "summarized automatically (the context reached the trigger)" in window.inspector.notice.text()
