@@ -26,7 +26,7 @@ TOOL_SHARE = 0.2
 # A digest takes at most this share of the tokens it replaces (the LoCoMo reference summaries: about 0.2).
 DIGEST_SHARE = 0.2
 MIN_DIGEST = 160  # tokens: a short stretch still gets its header, dates and a few lines
-MIN_WORDS = 4
+MIN_WORDS = 3  # words in a sentence that can tell a fact ("We made pizza!")
 # A sentence ends at . ! or ? before a space, but not after an initial or a title ("E. B. White", "Dr. Lee"): a
 # sentence kept whole keeps its names whole.
 SENTENCE = re.compile(r"(?<=[.!?])(?<!\b[A-Z]\.)(?<!\b(?:Mr|Ms|Dr|St|Jr|Sr)\.)(?<!\bMrs\.)\s+|\n+")

@@ -349,6 +349,19 @@ def test_a_digest_keeps_a_concrete_fact_over_praise_of_the_same_length():
     assert [s.text for s in choose(sentences_of(messages), room, COUNT)] == [fact]
 
 
+def test_a_three_word_fact_is_a_sentence_that_outranks_three_words_of_small_talk():
+    """"We made pizza!" answers what the family cooked together (LoCoMo asks it); at four words or more only, it
+    was dropped before ranking and never reached the digest or its index."""
+    messages = [Message(role="user", content="John: We made pizza! Have you made anything lately?"),
+                Message(role="assistant", content="Maria: That's so cool! Love that idea.")]
+    kept = [s.text for s in sentences_of(messages)]
+    assert "We made pizza!" in kept
+    sentences = sentences_of(messages)
+    rank(sentences, lambda s: COUNT(s.text))
+    scores = {s.text: s.score for s in sentences}
+    assert scores.pop("We made pizza!") > 3 * max(scores.values())
+
+
 def test_the_mentioned_index_names_things_before_it_says_how_they_felt():
     said = "Honestly I felt so motivated and thankful, we chatted for hours about the frisbee tournament."
     assert terms_of(said, set()) == ["motivated", "thankful", "chatted", "frisbee tournament"]
