@@ -452,6 +452,10 @@ def test_how_often_something_is_done_is_ranked_and_indexed_like_a_number():
     # Among things that did not fit, how often comes before how it felt.
     candidates = [("1 June, 2023", term) for term in ("thankful", "motivating", "three times a week")]
     assert mentioned(candidates, "", 30, COUNT)["1 June, 2023"][0] == "three times a week"
+    # And before a rare word, however many words say it: with room for one term, the index keeps how often.
+    candidates = [("1 June, 2023", term) for term in ("easel", "at least once a week")]
+    room = COUNT("Mentioned: at least once a week") + 1
+    assert mentioned(candidates, "", room, COUNT) == {"1 June, 2023": ["at least once a week"]}
 
     def score(line: str) -> float:
         sentences = sentences_of([Message(role="user", content=f"Caroline: {line}")])
