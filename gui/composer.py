@@ -40,6 +40,9 @@ class ComposerEdit(QPlainTextEdit):
         super().__init__(parent)
         self.setObjectName("composerEdit")
         self.setPlaceholderText("Message…  (Enter to send, Shift+Enter for a new line, / for commands)")
+        # A screen reader reads the name, not the placeholder, once the box holds text.
+        self.setAccessibleName("Message")
+        self.setAccessibleDescription("Enter sends, Shift+Enter starts a new line, / starts a command")
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
         # Slash-command completion from the command registry, with what each command does; which commands match

@@ -144,6 +144,7 @@ class Inspector(QFrame):
         # The one scroll of the panel: nothing in it scrolls on its own (each part is as tall as what it holds).
         self.scroll = QScrollArea()
         self.scroll.setObjectName("inspectorScroll")
+        self.scroll.setAccessibleName("Context inspector")
         self.scroll.setWidget(content)
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -152,6 +153,7 @@ class Inspector(QFrame):
         # At the foot, always in view: summarize (with its optional instructions), undo, pin.
         self.instructions = QLineEdit()
         self.instructions.setPlaceholderText("Optional instructions for the summary")
+        self.instructions.setAccessibleName("Instructions for the summary")
         self.summarize_button = QPushButton("Summarize now")
         self.summarize_button.setObjectName("primary")
         self.undo_button = QPushButton("Undo last")

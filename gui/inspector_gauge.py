@@ -162,6 +162,7 @@ class WhatIsSent(QWidget):
                                  "see it among the messages its summary replaced")
         # Each snippet on up to a few wrapped lines (when and who first): a one-line list showed only its header.
         self.recalled.setObjectName("recalled")
+        self.recalled.setAccessibleName("Recalled for your last message")
         self.recalled.setAlternatingRowColors(True)  # where one snippet ends and the next begins
         self.recalled.setWordWrap(True)
         self.recalled_title = QLabel("Recalled for your last message")
