@@ -1,8 +1,9 @@
-"""The window for a screen reader: every control it can land on is named, as Qt's accessibility interface (what
-AT-SPI, UI Automation and VoiceOver read) reports it."""
+"""The window for a screen reader: every control it can land on is named, and each conversation row says who wrote
+it, as Qt's accessibility interface (what AT-SPI, UI Automation and VoiceOver read) reports them."""
 
 from __future__ import annotations
 
+from precis.core.model.messages import Message, ToolCall
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import (
     QAbstractButton,
@@ -57,3 +58,29 @@ def test_every_control_of_the_window_and_the_settings_has_a_name(qtbot, make_win
         assert names and all(name.startswith("Override ") and name != "Override " for name in names)
     finally:
         dialog.reject()
+
+
+def spoken_rows(view) -> list[str]:
+    """What a screen reader says of each row of a list view: its cells' accessible names."""
+    interface = QAccessible.queryAccessibleInterface(view)
+    return [interface.child(number).text(QAccessible.Text.Name) for number in range(interface.childCount())]
+
+
+def test_each_conversation_row_says_who_wrote_it_and_a_call_says_what_it_runs(qtbot, make_window, store):
+    store.import_chat("Disk", [
+        Message(role="user", content="How full is the disk?"),
+        Message(role="assistant", content="", tool_calls=(ToolCall("c1", "execute_bash", {"command": "df -h /"}),)),
+        Message(role="tool", content="Filesystem Size Used\n/dev/sda1 100G 42G", name="execute_bash",
+                tool_call_id="c1"),
+        Message(role="assistant", content="It is 42% full.", pinned=True),
+    ])
+    window = make_window()
+    spoken = spoken_rows(window.conversation)
+    assert len(spoken) == 4
+    # Who speaks comes first, as the card's header shows it; the text follows.
+    assert spoken[0].startswith("You, ") and spoken[0].endswith(": How full is the disk?")
+    # A row of calls has no text of its own: it says the call.
+    assert spoken[1].startswith("Tool call, ") and "execute_bash  df -h /" in spoken[1]
+    assert spoken[2].startswith("Output of execute_bash, ") and "2 lines" in spoken[2] \
+        and spoken[2].endswith(": Filesystem Size Used")
+    assert spoken[3].startswith("Assistant, pinned, ") and spoken[3].endswith(": It is 42% full.")
