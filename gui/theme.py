@@ -103,6 +103,13 @@ QPushButton#primary {{ background: {p.accent}; color: white; border: none; }}
 QPushButton#primary:hover {{ background: {p.accent_hover}; }}
 QPushButton#primary:disabled {{ background: {p.border}; color: {p.disabled_text}; }}
 QPushButton#danger {{ background: #d93025; color: white; border: none; }}
+QPushButton:focus {{ border: 2px solid {p.accent}; padding: 4px 11px; }}
+QPushButton#primary:focus, QPushButton#danger:focus {{ border: 2px solid {p.text}; padding: 3px 10px; }}
+QCheckBox, QRadioButton {{ border: 1px solid transparent; border-radius: 4px; padding: 1px 2px; }}
+QCheckBox:focus, QRadioButton:focus {{ border-color: {p.accent}; }}
+QToolButton:focus {{ border: 2px solid {p.accent}; border-radius: 4px; }}
+QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
+    border-color: {p.accent}; }}
 QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
 QLabel#muted {{ color: {p.muted}; }}
 QLabel#error {{ color: {p.error_text}; }}
@@ -124,6 +131,7 @@ QHeaderView::section {{ background: {p.window}; color: {p.text}; border: none; b
 QTabWidget::pane {{ border: 1px solid {p.border}; border-radius: 6px; }}
 QTabBar::tab {{ background: {p.window}; color: {p.muted}; padding: 5px 10px; border: 1px solid {p.border}; }}
 QTabBar::tab:selected {{ background: {p.surface}; color: {p.text}; }}
+QTabBar::tab:focus {{ border: 2px solid {p.accent}; padding: 4px 9px; }}
 QStatusBar {{ color: {p.muted}; }}
 QToolTip {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; }}
 """
