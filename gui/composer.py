@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.chat import commands
+from . import theme
 from .wording import brief
 
 DRAFT_SAVE_MS = 400
@@ -190,8 +191,7 @@ class Composer(QFrame):
 
     def set_hint(self, text: str, error: bool = False, details: str = "") -> None:
         """One short line under the box; a long text is cut, and shown whole in the tooltip."""
-        self.hint.setObjectName("error" if error else "muted")
-        self.hint.setStyleSheet("")
+        theme.style_as(self.hint, "error" if error else "muted")
         shown = brief(text)
         self.hint.setText(shown)
         self.hint.setVisible(bool(shown))
@@ -200,8 +200,7 @@ class Composer(QFrame):
 
     def show_token_count(self, text: str, level: str = "muted", details: str = "") -> None:
         """`level`: muted, warning (sending it makes a summary) or error (it would not fit)."""
-        self.token_count.setObjectName(level)
-        self.token_count.setStyleSheet("")  # the style sheet's rule for the new object name applies
+        theme.style_as(self.token_count, level)
         self.token_count.setText(text)
         self.token_count.setToolTip(details)
 

@@ -25,8 +25,9 @@ from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
+from . import theme
 from .inspector_chain import SummaryChain
-from .inspector_gauge import LEVEL_COLOURS, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
+from .inspector_gauge import LEVEL_TEXT_STYLES, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
 from .inspector_prompt import PromptView
 from .inspector_record import ResultCard, SummaryDetails
 from .inspector_section import Section
@@ -266,7 +267,7 @@ class Inspector(QFrame):
             self.total_label.setToolTip("" if sent == usage.total else
                                         f"The chat's full text is {usage.total:,} tokens: only what fits is sent")
             cut = snapshot.over_budget is not None and bool(snapshot.over_budget.cut)  # messages left out or cut
-            self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS['over' if cut else usage_level(ratio, policy)]};")
+            theme.style_as(self.total_label, LEVEL_TEXT_STYLES["over" if cut else usage_level(ratio, policy)])
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip(
                 f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"

@@ -35,7 +35,7 @@ def usage_level(ratio: float, policy: SummarizationPolicy) -> str:
     return "ok"
 
 
-LEVEL_COLOURS = {"ok": theme.LEVEL_OK, "near": theme.LEVEL_NEAR, "over": theme.LEVEL_OVER}
+LEVEL_TEXT_STYLES = {"ok": "good", "near": "warning", "over": "error"}  # the style sheet's QLabel rules
 
 
 class TokenGauge(QWidget):
