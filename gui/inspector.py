@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -45,6 +45,7 @@ class ActionState:
 
 NO_SUMMARY_SELECTED = "Selected summary"
 CONTENT_RIGHT_MARGIN = 8
+MIN_WIDTH = 340
 
 
 class Inspector(QFrame):
@@ -59,10 +60,14 @@ class Inspector(QFrame):
     # and handed to show_archive.
     archive_wanted = Signal(object, str)
 
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        # At least MIN_WIDTH, and as wide as its buttons need in a large font (a fixed 340 px cut "Summarize now").
+        hint = super().minimumSizeHint()
+        return QSize(max(MIN_WIDTH, hint.width()), hint.height())
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("inspector")
-        self.setMinimumWidth(340)
         self._snapshot = None
         self._shown: SummaryRecord | None = None  # the record the details show
         self._reveal_pending: str | None = None  # an archived message to show once its summary's rows are made
