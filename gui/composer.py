@@ -22,7 +22,7 @@ from . import theme
 from .wording import brief
 
 DRAFT_SAVE_MS = 400
-EDIT_LINES = 3
+EDIT_LINES = 4  # at the usual font about the 78 px the box had
 WAIT_FOR_REPLY = "A reply is being written: your text stays here; send it when the reply is done (Stop ends it now)."
 # Keys the completion list handles while it is open (choose, dismiss); the box must not act on them too.
 COMPLETER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
