@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import time
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
@@ -43,6 +43,8 @@ def _opens_something(item: QListWidgetItem | None) -> bool:
     return item is not None and (item.data(HitRole) is not None or bool(item.data(ChatIdRole)))
 
 
+MIN_WIDTH = 200
+
 # Made with the application: a standard key's sequence is the platform's, asked of it.
 RENAME_KEY, DELETE_KEY = Qt.Key.Key_F2, QKeySequence.StandardKey.Delete
 
@@ -58,19 +60,25 @@ class ChatList(QFrame):
     hit_selected = Signal(object)
     chosen = Signal()  # a chat or hit was clicked or activated (Enter): the user is done with the list
 
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        # At least 200 px, and as wide as its buttons need in a large font: a fixed minimum cut "New chat" to "ew cha".
+        hint = super().minimumSizeHint()
+        return QSize(max(MIN_WIDTH, hint.width()), hint.height())
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("sidePanel")
-        self.setMinimumWidth(200)
         self.search = QLineEdit()
         self.search.setPlaceholderText("Search all chats  (Ctrl+K)")
         self.search.setClearButtonEnabled(True)
+        self.search.setAccessibleName("Search all chats")
         self.new_button = QPushButton("New chat")
         self.new_button.setObjectName("primary")
         self.import_button = QPushButton("Import…")
         self.import_button.setToolTip("Import a transcript: interchange JSONL, OpenAI chat JSON or a Claude Code session")
         self.list = QListWidget()
         self.list.setObjectName("chatList")
+        self.list.setAccessibleName("Chats")
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.setWordWrap(True)
         self.list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

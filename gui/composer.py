@@ -3,7 +3,7 @@ dropped."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QStringListModel, QTimer, Signal
+from PySide6.QtCore import QEvent, QStringListModel, QTimer, Signal
 from PySide6.QtGui import QKeyEvent, QKeySequence, QShortcut, Qt
 from PySide6.QtWidgets import (
     QCompleter,
@@ -18,9 +18,11 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.chat import commands
+from . import theme
 from .wording import brief
 
 DRAFT_SAVE_MS = 400
+EDIT_LINES = 4  # at the usual font about the 78 px the box had
 WAIT_FOR_REPLY = "A reply is being written: your text stays here; send it when the reply is done (Stop ends it now)."
 # Keys the completion list handles while it is open (choose, dismiss); the box must not act on them too.
 COMPLETER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Escape, Qt.Key.Key_Tab, Qt.Key.Key_Backtab)
@@ -40,8 +42,12 @@ class ComposerEdit(QPlainTextEdit):
         super().__init__(parent)
         self.setObjectName("composerEdit")
         self.setPlaceholderText("Message…  (Enter to send, Shift+Enter for a new line, / for commands)")
+        # A screen reader reads the name, not the placeholder, once the box holds text.
+        self.setAccessibleName("Message")
+        self.setAccessibleDescription("Enter sends, Shift+Enter starts a new line, / starts a command")
         self.setAcceptDrops(True)
         self.setTabChangesFocus(True)
+        self._fit_lines()
         # Slash-command completion from the command registry, with what each command does; which commands match
         # what is typed is the registry's rule (commands.completions), so the list shows them all, unfiltered.
         self._entries = {completion_entry(command): command for command in commands.slash_commands()}
@@ -50,6 +56,18 @@ class ComposerEdit(QPlainTextEdit):
         self.completer.setWidget(self)
         self.completer.setCompletionMode(QCompleter.CompletionMode.UnfilteredPopupCompletion)
         self.completer.activated[str].connect(self._complete)
+
+    def _fit_lines(self) -> None:
+        """As tall as EDIT_LINES lines of its font, whatever its size (View → Zoom, a large system font): at a
+        fixed 78 px a zoomed box showed one line and a half, and a large font cut its placeholder."""
+        margins = self.contentsMargins()
+        document = 2 * round(self.document().documentMargin())
+        self.setFixedHeight(EDIT_LINES * self.fontMetrics().lineSpacing() + document + margins.top() + margins.bottom())
+
+    def changeEvent(self, event) -> None:  # noqa: N802
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit_lines()
 
     def _complete(self, entry: str) -> None:
         command = self._entries.get(entry)
@@ -113,7 +131,6 @@ class Composer(QFrame):
         super().__init__(parent)
         self.setObjectName("composer")
         self.edit = ComposerEdit(self)
-        self.edit.setFixedHeight(78)
         self.attach_button = QPushButton("Attach…")
         self.attach_button.setToolTip("Add files to the chat as read_file tool messages (or drop them here)")
         self.send_button = QPushButton("Send")
@@ -187,8 +204,7 @@ class Composer(QFrame):
 
     def set_hint(self, text: str, error: bool = False, details: str = "") -> None:
         """One short line under the box; a long text is cut, and shown whole in the tooltip."""
-        self.hint.setObjectName("error" if error else "muted")
-        self.hint.setStyleSheet("")
+        theme.style_as(self.hint, "error" if error else "muted")
         shown = brief(text)
         self.hint.setText(shown)
         self.hint.setVisible(bool(shown))
@@ -197,8 +213,7 @@ class Composer(QFrame):
 
     def show_token_count(self, text: str, level: str = "muted", details: str = "") -> None:
         """`level`: muted, warning (sending it makes a summary) or error (it would not fit)."""
-        self.token_count.setObjectName(level)
-        self.token_count.setStyleSheet("")  # the style sheet's rule for the new object name applies
+        theme.style_as(self.token_count, level)
         self.token_count.setText(text)
         self.token_count.setToolTip(details)
 

@@ -81,6 +81,7 @@ class ConsentCard(QFrame):
         self.title.setWordWrap(True)
         self.preview = _Preview()
         self.preview.setObjectName("consentPreview")
+        self.preview.setAccessibleName("What the tool would do")  # until ask() names the call
         self.preview.setReadOnly(True)
         self.preview.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.preview.setWordWrapMode(QTextOption.WrapMode.NoWrap)  # a diff reads line by line; it scrolls sideways
@@ -119,6 +120,7 @@ class ConsentCard(QFrame):
         self.request = request
         self.title.setText(f"{request.question} Allow it?")
         self.preview.setPlainText(request.preview)
+        self.preview.setAccessibleName(self.title.text())  # it takes the focus: a screen reader says what is asked
         self.preview.fit(request.preview.count("\n") + 1)
         self.show()
         self.preview.setFocus()

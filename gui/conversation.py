@@ -40,6 +40,7 @@ class ConversationView(QListView):
     def __init__(self, parent=None, editable: bool = True) -> None:
         super().__init__(parent)
         self.setObjectName("conversation")
+        self.setAccessibleName("Conversation")
         self.rows_model = ConversationModel(self)
         self.setModel(self.rows_model)
         self.delegate = MessageDelegate(self)

@@ -7,7 +7,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 from ..core.chat.rows import Row, can_switch_version, row_index
 from ..core.model.messages import Message
 from ..core.storage.store import Versions
-from .wording import fallback_sentence
+from .wording import fallback_sentence, spoken_row
 
 RowRole = Qt.ItemDataRole.UserRole + 1
 
@@ -35,6 +35,8 @@ class ConversationModel(QAbstractListModel):
             return row
         if role == Qt.ItemDataRole.DisplayRole:
             return row.message.content if row.message is not None else row.record.text
+        if role == Qt.ItemDataRole.AccessibleTextRole:
+            return spoken_row(row, self.versions_of(row.key) if row.message is not None else None)
         if role == Qt.ItemDataRole.ToolTipRole and row.record is not None and row.record.fallback_used:
             return fallback_sentence(row.record)  # what the card's "fallback" badge means
         return None

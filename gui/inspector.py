@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QFrame,
@@ -25,8 +25,9 @@ from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
+from . import theme
 from .inspector_chain import SummaryChain
-from .inspector_gauge import LEVEL_COLOURS, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
+from .inspector_gauge import LEVEL_TEXT_STYLES, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
 from .inspector_prompt import PromptView
 from .inspector_record import ResultCard, SummaryDetails
 from .inspector_section import Section
@@ -44,6 +45,7 @@ class ActionState:
 
 NO_SUMMARY_SELECTED = "Selected summary"
 CONTENT_RIGHT_MARGIN = 8
+MIN_WIDTH = 340
 
 
 class Inspector(QFrame):
@@ -58,10 +60,14 @@ class Inspector(QFrame):
     # and handed to show_archive.
     archive_wanted = Signal(object, str)
 
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        # At least MIN_WIDTH, and as wide as its buttons need in a large font (a fixed 340 px cut "Summarize now").
+        hint = super().minimumSizeHint()
+        return QSize(max(MIN_WIDTH, hint.width()), hint.height())
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("inspector")
-        self.setMinimumWidth(340)
         self._snapshot = None
         self._shown: SummaryRecord | None = None  # the record the details show
         self._reveal_pending: str | None = None  # an archived message to show once its summary's rows are made
@@ -144,6 +150,7 @@ class Inspector(QFrame):
         # The one scroll of the panel: nothing in it scrolls on its own (each part is as tall as what it holds).
         self.scroll = QScrollArea()
         self.scroll.setObjectName("inspectorScroll")
+        self.scroll.setAccessibleName("Context inspector")
         self.scroll.setWidget(content)
         self.scroll.setWidgetResizable(True)
         self.scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -152,6 +159,7 @@ class Inspector(QFrame):
         # At the foot, always in view: summarize (with its optional instructions), undo, pin.
         self.instructions = QLineEdit()
         self.instructions.setPlaceholderText("Optional instructions for the summary")
+        self.instructions.setAccessibleName("Instructions for the summary")
         self.summarize_button = QPushButton("Summarize now")
         self.summarize_button.setObjectName("primary")
         self.undo_button = QPushButton("Undo last")
@@ -264,7 +272,7 @@ class Inspector(QFrame):
             self.total_label.setToolTip("" if sent == usage.total else
                                         f"The chat's full text is {usage.total:,} tokens: only what fits is sent")
             cut = snapshot.over_budget is not None and bool(snapshot.over_budget.cut)  # messages left out or cut
-            self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS['over' if cut else usage_level(ratio, policy)]};")
+            theme.style_as(self.total_label, LEVEL_TEXT_STYLES["over" if cut else usage_level(ratio, policy)])
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip(
                 f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"

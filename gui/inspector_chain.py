@@ -106,6 +106,7 @@ class SummaryChain(FittedList):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setObjectName("summaryChain")
+        self.setAccessibleName("Summary chain")
         self.setItemDelegate(ChainDelegate(self))
         self.setUniformItemSizes(True)
         self.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

@@ -35,7 +35,7 @@ def usage_level(ratio: float, policy: SummarizationPolicy) -> str:
     return "ok"
 
 
-LEVEL_COLOURS = {"ok": theme.LEVEL_OK, "near": theme.LEVEL_NEAR, "over": theme.LEVEL_OVER}
+LEVEL_TEXT_STYLES = {"ok": "good", "near": "warning", "over": "error"}  # the style sheet's QLabel rules
 
 
 class TokenGauge(QWidget):
@@ -162,6 +162,7 @@ class WhatIsSent(QWidget):
                                  "see it among the messages its summary replaced")
         # Each snippet on up to a few wrapped lines (when and who first): a one-line list showed only its header.
         self.recalled.setObjectName("recalled")
+        self.recalled.setAccessibleName("Recalled for your last message")
         self.recalled.setAlternatingRowColors(True)  # where one snippet ends and the next begins
         self.recalled.setWordWrap(True)
         self.recalled_title = QLabel("Recalled for your last message")

@@ -41,6 +41,7 @@ class PromptView(QWidget):
         head.addWidget(self.copy_request_button)
         self.list = FittedList() if fitted else QListWidget()
         self.list.setWordWrap(True)
+        self.list.setAccessibleName("Prompt parts, in the order sent")
         self.list.itemClicked.connect(self._chosen)
         self.list.itemActivated.connect(self._chosen)
         layout = QVBoxLayout(self)

@@ -86,7 +86,9 @@ class SummaryDetails(QTabWidget):
         before_after = QWidget()
         layout = QVBoxLayout(before_after)
         layout.setContentsMargins(0, 0, 0, 0)
+        self.summary_text.setAccessibleName("Summary text")
         for title, text in (("After (what the model sees)", self.after_text), ("Before (the originals)", self.before_text)):
+            text.setAccessibleName(title)
             label = QLabel(title)
             label.setObjectName("muted")
             layout.addWidget(label)

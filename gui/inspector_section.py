@@ -133,6 +133,7 @@ class FittedConversation(FitsItsRows, ConversationView):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent, editable=False)
+        self.setAccessibleName("Archived messages")
         unscrolled(self)
 
     def reveal(self, key: str) -> bool:

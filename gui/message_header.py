@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QToolTip
 from ..core.chat.rows import Row
 from . import theme
 from .conversation_model import RowRole
+from .wording import row_title
 
 PAD_X = 14
 PAD_Y = 9
@@ -110,15 +111,7 @@ class CardHeader:
         QToolTip.showText(event.globalPos(), ACTION_TIPS[action], view)
         return True
 
-    @staticmethod
-    def title(row: Row) -> str:
-        """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
-        if row.record is not None:
-            record = row.record
-            return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
-                    f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
-        return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
-            row.message.role, row.message.role.title())
+    title = staticmethod(row_title)
 
     def _badges(self, row: Row) -> str:
         parts = []

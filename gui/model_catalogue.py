@@ -82,6 +82,7 @@ class ModelCatalogue(QWidget):
         self._items: dict[str, QTreeWidgetItem] = {}
         self.buttons: dict[str, QPushButton] = {}
         self.tree = QTreeWidget()
+        self.tree.setAccessibleName("Recommended models")
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
         self.tree.setWordWrap(True)  # a long licence takes two lines rather than losing "(non-commercial)"

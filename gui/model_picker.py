@@ -62,6 +62,7 @@ class ModelPicker(QWidget):
         self._current_served = served
         self._runner = Runner(parent=self)
         self.tree = QTreeWidget()
+        self.tree.setAccessibleName("Models on this computer")
         self.tree.setHeaderLabels(list(COLUMNS))
         self.tree.setRootIsDecorated(False)
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)

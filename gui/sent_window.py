@@ -32,6 +32,7 @@ class SentWindow(QDialog):
         self.view.list.currentRowChanged.connect(self._show_part)
         self.part_text = QPlainTextEdit()
         self.part_text.setReadOnly(True)
+        self.part_text.setAccessibleName("The chosen part's text")
         self.split = QSplitter(Qt.Orientation.Vertical)
         self.split.addWidget(self.view)
         self.split.addWidget(self.part_text)

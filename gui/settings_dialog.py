@@ -69,6 +69,10 @@ class _FieldSet:
         for field in fields:
             editor = _editor(field, initial.get(field.name))
             editor.setToolTip(field.help)
+            # The row's label stands beside the box holding the editor, so a screen reader would not read it as the
+            # editor's name.
+            editor.setAccessibleName(field.title)
+            editor.setAccessibleDescription(field.help)
             self.editors[field.name] = editor
             error = QLabel("")
             error.setObjectName("error")
@@ -85,6 +89,7 @@ class _FieldSet:
             if overrides is not None:
                 tick = QCheckBox("Override")
                 tick.setToolTip("Use a value of this chat's own instead of the global setting")
+                tick.setAccessibleName(f"Override {field.title}")  # a reader hears one of many "Override"s otherwise
                 tick.setChecked(field.name in overrides)
                 editor.setEnabled(field.name in overrides)
                 tick.toggled.connect(editor.setEnabled)

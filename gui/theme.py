@@ -38,18 +38,21 @@ class Palette:
     gauge_track: str
     error_text: str
     warning_text: str  # a caution short of an error (a draft that will make a summary)
+    good_text: str  # all is well (the next prompt well inside its budget)
+    on_accent: str  # text on an accent-filled button
     search_hit: str  # the background of a searched word in the conversation
     role_colours: dict[str, str]
     kind_colours: dict[str, str]
 
 
 LIGHT = Palette(
-    dark=False, window="#f6f7f9", surface="#ffffff", border="#dfe3e8", text="#1f2328", muted="#6b7280",
-    accent="#2f6fed", accent_hover="#255ed0", code_background="#f1f3f5", selection="#dde7fb", hover="#eef2f7",
-    disabled_text="#a0a7b1", user_bubble="#e8f0fe", assistant_bubble="#ffffff", system_bubble="#fff8e1",
+    dark=False, window="#f6f7f9", surface="#ffffff", border="#dfe3e8", text="#1f2328", muted="#5f6672",
+    accent="#255ed0", accent_hover="#1f4fb0", code_background="#f1f3f5", selection="#dde7fb", hover="#eef2f7",
+    disabled_text="#80868f", user_bubble="#e8f0fe", assistant_bubble="#ffffff", system_bubble="#fff8e1",
     tool_bubble="#f3f4f6", summary_bubble="#efe9fb", card="#f5f1fd", card_border="#d7c8f5", gauge_track="#eceff3",
-    error_text="#c62828", warning_text="#b45309", search_hit="#ffe08a",
-    role_colours={"user": "#2f6fed", "assistant": "#0f9d58", "system": "#b7791f", "tool": "#6b7280",
+    error_text="#c62828", warning_text="#a44b07", good_text="#087443", on_accent="#ffffff", search_hit="#ffe08a",
+    # Text colours are at least 4.5:1 against every background they are drawn on (the bubbles, the cards).
+    role_colours={"user": "#255ed0", "assistant": "#087443", "system": "#8a5a14", "tool": "#6b7280",
                   "summary": "#7b4bd6"},
     kind_colours={"system": "#b7791f", "tools": "#c2410c", "summaries": "#7b4bd6",
                   "recalled": "#0f9d8a", "messages": "#2f6fed", "tool_outputs": "#6b7280",
@@ -58,10 +61,10 @@ LIGHT = Palette(
 
 DARK = Palette(
     dark=True, window="#17191c", surface="#202328", border="#353a42", text="#e6e8eb", muted="#9aa3ae",
-    accent="#5b8ef5", accent_hover="#7aa4f7", code_background="#2a2e35", selection="#2c3e63", hover="#2a2e35",
-    disabled_text="#5f6670", user_bubble="#1f2f4d", assistant_bubble="#23272d", system_bubble="#3a3220",
+    accent="#6f9cf7", accent_hover="#8ab0f8", code_background="#2a2e35", selection="#2c3e63", hover="#2a2e35",
+    disabled_text="#7d8590", user_bubble="#1f2f4d", assistant_bubble="#23272d", system_bubble="#3a3220",
     tool_bubble="#262a30", summary_bubble="#2e2745", card="#2a2440", card_border="#4a3f70", gauge_track="#2f343b",
-    error_text="#ff7b72", warning_text="#e3b341", search_hit="#6e5a14",
+    error_text="#ff7b72", warning_text="#e3b341", good_text="#4cc38a", on_accent="#17191c", search_hit="#6e5a14",
     role_colours={"user": "#7aa4f7", "assistant": "#4cc38a", "system": "#e0a84a", "tool": "#9aa3ae",
                   "summary": "#b195f0"},
     kind_colours={"system": "#e0a84a", "tools": "#f0883e", "summaries": "#9d7bea",
@@ -69,7 +72,8 @@ DARK = Palette(
                   "reserve_output": "#4a515b"},
 )
 
-# Gauge fill colours by level against the policy's ratios: the same in both palettes.
+# Gauge fill colours by level against the policy's ratios: the same in both palettes. Not for text: too light on
+# white (the amber 2.3:1); text says its level in the palette's good, warning and error colours.
 LEVEL_OK = "#0f9d58"
 LEVEL_NEAR = "#f29900"  # between reset and trigger ratio
 LEVEL_OVER = "#d93025"  # at or past the trigger ratio
@@ -99,14 +103,22 @@ QLineEdit, QPlainTextEdit, QTextEdit, QSpinBox, QDoubleSpinBox, QComboBox {{
 QPushButton {{ border: 1px solid {p.border}; border-radius: 6px; padding: 5px 12px; background: {p.surface}; }}
 QPushButton:hover {{ background: {p.hover}; }}
 QPushButton:disabled {{ color: {p.disabled_text}; }}
-QPushButton#primary {{ background: {p.accent}; color: white; border: none; }}
+QPushButton#primary {{ background: {p.accent}; color: {p.on_accent}; border: none; }}
 QPushButton#primary:hover {{ background: {p.accent_hover}; }}
-QPushButton#primary:disabled {{ background: {p.border}; color: {p.disabled_text}; }}
+QPushButton#primary:disabled {{ background: {p.hover}; color: {p.disabled_text}; }}
 QPushButton#danger {{ background: #d93025; color: white; border: none; }}
+QPushButton:focus {{ border: 2px solid {p.accent}; padding: 4px 11px; }}
+QPushButton#primary:focus, QPushButton#danger:focus {{ border: 2px solid {p.text}; padding: 3px 10px; }}
+QCheckBox, QRadioButton {{ border: 1px solid transparent; border-radius: 4px; padding: 1px 2px; }}
+QCheckBox:focus, QRadioButton:focus {{ border-color: {p.accent}; }}
+QToolButton:focus {{ border: 2px solid {p.accent}; border-radius: 4px; }}
+QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
+    border-color: {p.accent}; }}
 QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
 QLabel#muted {{ color: {p.muted}; }}
 QLabel#error {{ color: {p.error_text}; }}
 QLabel#warning {{ color: {p.warning_text}; }}
+QLabel#good {{ color: {p.good_text}; }}
 QLabel#notice {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 6px; padding: 6px 10px; }}
 QFrame#resultCard {{ background: {p.card}; border: 1px solid {p.card_border}; border-radius: 8px; }}
 QFrame#consentCard {{ background: {p.surface}; border: 2px solid {p.warning_text}; border-radius: 10px; }}
@@ -124,9 +136,18 @@ QHeaderView::section {{ background: {p.window}; color: {p.text}; border: none; b
 QTabWidget::pane {{ border: 1px solid {p.border}; border-radius: 6px; }}
 QTabBar::tab {{ background: {p.window}; color: {p.muted}; padding: 5px 10px; border: 1px solid {p.border}; }}
 QTabBar::tab:selected {{ background: {p.surface}; color: {p.text}; }}
+QTabBar::tab:focus {{ border: 2px solid {p.accent}; padding: 4px 9px; }}
 QStatusBar {{ color: {p.muted}; }}
 QToolTip {{ background: {p.surface}; color: {p.text}; border: 1px solid {p.border}; }}
 """
+
+
+def style_as(widget, name: str) -> None:
+    """Give `widget` the style sheet's rules for `name` (QLabel#error, #warning, ...) now: a new object name alone
+    is not looked at until the widget is polished again (setStyleSheet("") does not do it)."""
+    widget.setObjectName(name)
+    widget.style().unpolish(widget)
+    widget.style().polish(widget)
 
 
 def qt_palette(p: Palette) -> QPalette:
@@ -136,7 +157,7 @@ def qt_palette(p: Palette) -> QPalette:
     for role, colour in (
         (roles.Window, p.window), (roles.WindowText, p.text), (roles.Base, p.surface),
         (roles.AlternateBase, p.window), (roles.Text, p.text), (roles.Button, p.surface),
-        (roles.ButtonText, p.text), (roles.Highlight, p.accent), (roles.HighlightedText, "#ffffff"),
+        (roles.ButtonText, p.text), (roles.Highlight, p.accent), (roles.HighlightedText, p.on_accent),
         (roles.ToolTipBase, p.surface), (roles.ToolTipText, p.text), (roles.PlaceholderText, p.muted),
         (roles.Link, p.accent),
     ):

@@ -160,6 +160,7 @@ class ToolsPage(QWidget):
         self.editor.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.editor.setPlaceholderText(EXAMPLE)
+        self.editor.setAccessibleName("mcp.json")
         self.editor.setFixedHeight(self.editor.fontMetrics().lineSpacing() * EDITOR_LINES + 16)
         self.editor.setEnabled(False)
         self.editor.textChanged.connect(self._edited)

@@ -1,14 +1,19 @@
 """Short texts made from long ones: one-line errors, failures in the user's words, why a summary fell
-back."""
+back, a conversation row as a screen reader says it."""
 
 from __future__ import annotations
 
+import time
+
 from ..core.chat.commands import REFUSALS as COMMAND_REFUSALS
+from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.models.download import DownloadError
 from ..core.providers.base import ProviderError
+from ..core.storage.store import Versions
+from .message_text import FAILED_MARK, first_line_and_count, outcome_mark, tool_call_line
 
 # Errors in one-line places (status bar, hints) are cut to this; the whole text is in the tooltip or the log.
 BRIEF_CHARS = 160
@@ -71,3 +76,50 @@ def waiting_text(progress: tuple[int, int] | None, seconds: float) -> str:
     if read >= total:
         return f"Read the prompt ({total:,} tokens); writing… {elapsed}"
     return f"Reading the prompt: {read:,} of {total:,} tokens… {elapsed}"
+
+
+def row_title(row: Row) -> str:
+    """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
+    if row.record is not None:
+        record = row.record
+        return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
+                f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
+    return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
+        row.message.role, row.message.role.title())
+
+
+_OUTCOMES = {"✓": "succeeded", FAILED_MARK: "failed"}
+
+
+def spoken_row(row: Row, versions: Versions | None) -> str:
+    """A conversation row as a screen reader says it: who or what, its state, when, then its text. The card draws
+    the first parts in its header, and a row of tool calls only has calls, no text, so its text alone is not enough."""
+    if row.record is not None:
+        record = row.record
+        when = time.strftime("%H:%M", time.localtime(record.created_at))
+        return (f"Summary of {row.covered} earlier messages, depth {record.depth}"
+                f"{', fallback' if record.fallback_used else ''}, {when}: {record.text}")
+    message = row.message
+    when = time.strftime("%H:%M", time.localtime(message.created_at))
+    if row.kind == "tool_call":
+        return f"Tool call, {when}: {tool_call_line(message)}"
+    if row.kind == "tool_result":
+        first, total = first_line_and_count(message.content)
+        outcome = _OUTCOMES.get(outcome_mark(message), "outcome unknown")
+        return (f"Output of {message.name or 'a tool'}, {outcome}, {total} line{'s' if total != 1 else ''}, {when}: "
+                f"{first}")
+    states = [row_title(row)]
+    if message.pinned:
+        states.append("pinned")
+    if versions is not None:
+        states.append(f"version {versions.shown + 1} of {len(versions.texts)}")
+    if row.streaming:
+        states.append("being written")
+    elif mark := stop_mark(message):
+        states.append(mark.split(":", 1)[0].lower())
+    if row.error:
+        states.append(f"error: {row.error}")
+    text = message.content or row.waiting or ""
+    if message.tool_calls:
+        text = (text + " " if text else "") + "Calls " + "; ".join(tool_call_line(message).splitlines())
+    return f"{', '.join(states)}, {when}: {text}"

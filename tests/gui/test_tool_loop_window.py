@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QPushButton
 
 from tests.gui.conftest import open_settings
+from tests.gui.test_accessibility import accessible_name
 from tests.gui.test_window import idle, open_new_chat
 from tests.providers.scripted_server import delta, stream
 from tests.providers.test_tool_loop import answer, calls
@@ -72,6 +73,8 @@ def test_a_command_asks_on_the_card_and_runs_only_when_allowed(qtbot, make_windo
     # Which tool, where, and the command itself, before anything ran.
     assert "execute_bash" in card.title.text() and str(workspace) in card.title.text()
     assert card.preview.toPlainText() == f"$ echo hi > note.txt\n(in {workspace})"
+    # The preview takes the focus: a screen reader landing on it hears what is asked.
+    assert accessible_name(card.preview) == card.title.text()
     assert not (workspace / "note.txt").exists()
     assert [shown[0] for shown in shown_rows(window)] == ["user", "tool_call"]
     # From the keyboard: the card has the focus (on its preview, where Enter does nothing); Tab reaches the buttons.
