@@ -25,6 +25,7 @@ from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
+from .controller import WAIT_FOR_SUMMARY
 from .inspector_chain import SummaryChain
 from .inspector_gauge import LEVEL_COLOURS, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
 from .inspector_prompt import PromptView
@@ -227,7 +228,7 @@ class Inspector(QFrame):
     def _update_buttons(self) -> None:
         """Each button is enabled only when it can act; its tooltip says what it does, or why it cannot."""
         state, busy = self._actions, self._busy or self._summarizing
-        waiting = "Wait for the summary to finish" if self._summarizing else "Wait for the reply to finish"
+        waiting = WAIT_FOR_SUMMARY if self._summarizing else "Wait for the reply to finish"
         if not state.chat_open:
             summarize = undo = pin = "No chat is open"
         else:

@@ -41,6 +41,44 @@ def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_
     assert window.composer.hint.text() == ""  # no "No summary to undo" for the second click
 
 
+def test_every_way_to_ask_for_a_summary_waits_for_the_one_being_made(qtbot, make_window, store):
+    """Only the inspector's buttons waited: Chat → Summarize now (or its shortcut) and /summarize typed in the message
+    box queued a second summary while one was made, and Undo the latest summary a second undo. Now the menu items
+    are disabled meanwhile, and /summarize and a message's "Summarize up to here" are refused in words (the typed
+    command stays in the box, instructions and all)."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    summarize, undo = window.actions["summarize"], window.actions["undo-summary"]
+    assert summarize.isEnabled() and undo.isEnabled()
+
+    summarize.trigger()
+    assert window.statusBar().currentMessage() == "Summarizing older messages…"
+    assert not summarize.isEnabled() and not undo.isEnabled()
+    summarize.trigger()  # the impatient second choice (a disabled item's shortcut does nothing either)
+    window.composer.set_text("/summarize keep the module names")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    refusal = "Wait for the summary to finish: Precis is summarizing older messages."
+    assert window.composer.hint.text() == refusal
+    assert window.composer.text() == "/summarize keep the module names"  # to send again once it is made
+    window.composer.set_hint("")
+    window.conversation.trigger("summarize", window.conversation.rows_model.rowCount() - 3)
+    assert window.composer.hint.text() == refusal
+    qtbot.waitUntil(lambda: idle(window) and summarize.isEnabled(), timeout=WAIT_MS)
+    assert len(window.chat.snapshot.chain) == 1  # one summary for all those asks
+
+    undo.trigger()
+    assert window.statusBar().currentMessage() == "Undoing the summary…"
+    assert not summarize.isEnabled() and not undo.isEnabled()
+    window.composer.set_text("/undo-summary")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.composer.hint.text() == "Wait for the summary to finish: Precis is undoing the summary."
+    window.inspector.undo_requested.emit()  # as the notice's Undo would
+    qtbot.waitUntil(lambda: idle(window) and undo.isEnabled(), timeout=WAIT_MS)
+    assert window.chat.snapshot.chain == []  # one undo, not two (a second would have said "No summary to undo")
+
+
 def summarize_up_to(qtbot, window, message_id: str) -> None:
     """Summarize up to here (a message's context menu), then wait for it."""
     window.summarize_now(up_to=message_id)
