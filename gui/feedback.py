@@ -25,6 +25,14 @@ FOLD_REASONS = {
 }
 
 
+def folded_words(record, which: str = "", when: str = "") -> str:
+    """What the fold `record` did to the summaries it holds ("the 2 summaries{which} were{when} folded into one"),
+    true for one and for many: a single summary is condensed again, not "folded into one"."""
+    count = len(record.merged_ids)
+    return (f"the summary{which} was{when} condensed into a shorter one" if count == 1 else
+            f"the {count} summaries{which} were{when} folded into one")
+
+
 class Feedback:
     """`reported(text)` is called with the words shown once a failure has been shown (the window's job_failed
     signal). Failures come as the exceptions that ended the work and are worded by wording.failure_text."""
@@ -102,9 +110,10 @@ class Feedback:
             return
         if event.kind == "merged":
             why = FOLD_REASONS.get(event.reason, event.reason)
+            said = folded_words(record)
             self.inspector.show_notice(
-                f"The summaries were folded into one to make room ({why}): {event.tokens_before:,} → "
-                f"{event.tokens_after:,} tokens. Undo brings them back.")
+                f"{said[0].upper()}{said[1:]} to make room ({why}): {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens. Undo brings {'it' if len(record.merged_ids) == 1 else 'them'} back.")
             return
         automatic = record.trigger not in ("manual",)
         if not automatic and record.instructions and self.inspector.instructions.text().strip() == record.instructions:
@@ -112,7 +121,7 @@ class Feedback:
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
         messages = snapshot.archived_counts.get(record.id, 0) if record.merged_ids and snapshot is not None else None
         self.inspector.result_card.show_record(record, automatic, messages)
-        first = (f"To make room for it, the summaries before it were first folded into one "
+        first = (f"To make room for it, {folded_words(folded.record, ' before it', ' first')} "
                  f"({FOLD_REASONS.get(folded.reason, folded.reason)}). Undo undoes this summary, then the fold."
                  if folded is not None else "")
         if automatic:

@@ -113,6 +113,23 @@ def test_the_notice_beside_undo_speaks_of_the_summary_undo_undoes(qtbot, make_wi
     assert not inspector.notice_box.isVisible()
 
 
+def test_a_fold_of_a_single_summary_is_told_as_condensed_not_folded_into_one(qtbot, make_window, store):
+    """At a maximum depth of 1, Summarize now first re-condenses the one summary there is; the notice said "the
+    summaries before it were first folded into one", of a single summary."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False, "max_depth": 1})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    summarize_up_to(qtbot, window, messages[9].id)
+    summarize_up_to(qtbot, window, messages[19].id)
+    fold = window.chat.snapshot.chain[0]
+    assert len(fold.merged_ids) == 1
+    notice = window.inspector.notice.text()
+    assert ("To make room for it, the summary before it was first condensed into a shorter one (the chain had "
+            "reached its maximum depth)." in notice)
+    assert "summaries" not in notice
+
+
 def test_a_summary_of_the_users_own_takes_the_place_of_an_automatic_ones_notice(qtbot, make_window, store):
     """Opened between the trigger and the window (88%), the chat is summarized automatically and the notice says so;
     a summary the user makes next hides it, as its Undo now undoes the user's summary."""
