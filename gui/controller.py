@@ -351,11 +351,16 @@ class ChatController(QObject):
         if self._summary_jobs == 1:
             self._summary_doing = SUMMARY_WORK[name]
             self.summarizing.emit(True)
+            # The model's state says it writes the summary (it said "not loaded yet" meanwhile).
+            session = self.session
+            if name == "summarize" and session is not None and session.summarizes_with(self.model.provider):
+                self.model.summarizing(True)
 
         def ended() -> None:
             self._summary_jobs -= 1
             if not self._summary_jobs:
                 self.summarizing.emit(False)
+                self.model.summarizing(False)
         job.finished.connect(ended)
         return job
 

@@ -23,6 +23,7 @@ MODEL_STATE_HELP = {
     "configured": "Replies come from this hosted model; it is contacted when you send a message",
     "ready": "The model is loaded and answers offline",
     "loading…": "Loading the model in the background; the window stays usable",
+    "summarizing…": "The model is writing a summary of older messages; a reply waits until it is done",
 }
 
 

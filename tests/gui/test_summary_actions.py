@@ -3,6 +3,7 @@ one summary, and the notice beside an Undo speaks of what that Undo undoes."""
 
 from __future__ import annotations
 
+import pytest
 from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
@@ -55,6 +56,7 @@ def test_every_way_to_ask_for_a_summary_waits_for_the_one_being_made(qtbot, make
 
     summarize.trigger()
     assert window.statusBar().currentMessage() == "Summarizing older messages…"
+    assert window.chat.model.state != "summarizing…"  # the rules write it: the model is not running it
     assert not summarize.isEnabled() and not undo.isEnabled()
     summarize.trigger()  # the impatient second choice (a disabled item's shortcut does nothing either)
     window.composer.set_text("/summarize keep the module names")
@@ -200,3 +202,28 @@ def test_the_summarization_settings_say_when_they_apply_and_do_as_they_say(qtbot
                     timeout=WAIT_MS)
     assert hidden_before <= set(window.chat.snapshot.hidden)  # summarized before, summarized still
     assert "summarized automatically (the context reached the trigger)" in window.inspector.notice.text()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_status_bar_says_the_model_is_summarizing_while_the_summarizer_runs_it(qtbot, make_window, store,
+                                                                                  local_provider):
+    """In hybrid mode on the embedded model, the status bar said "not loaded yet" while the summary ran that model
+    (and loaded it): it says "summarizing…" meanwhile, then "ready"."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "enabled": False})
+    local_provider.close()  # not loaded: the summary starts it
+    window = make_window(local_provider)
+    open_imported_chat(qtbot, window, store, long_dialogue(40, "walk"))
+    model = window.status.model
+    assert model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
+
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    assert model.text() == "local · SmolLM2-135M-Instruct · summarizing…"
+    assert "writing a summary" in model.toolTip()
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+    [record] = window.chat.snapshot.chain
+    assert record.written_by != "rules"  # the model wrote it (what the state said)
+    assert model.text() == "local · SmolLM2-135M-Instruct · ready"  # the summary loaded it
+
+    qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)  # an undo runs no model
+    assert model.text().endswith("· ready")
