@@ -403,10 +403,12 @@ class ChatController(QObject):
         if chat is not None and chat_id is not None:
             self.store.update_chat_settings(chat_id, chat)
 
-    def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
-        """(provider choice, global policy, the chat's settings, whether an API key is saved): read from the store
-        and the OS keyring, off the window's thread (StoreCalls)."""
+    def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool, int | None]:
+        """(provider choice, global policy, the chat's settings, whether an API key is saved, the model's own window
+        for a chat's automatic one): read from the store, the OS keyring and the model (a server may be asked its
+        window, once), off the window's thread (StoreCalls)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         chat = self.store.get_chat(chat_id).settings if chat_id is not None else None
         key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
-        return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved
+        model_window = self.model.provider.context_window() if chat is not None else None
+        return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved, model_window
