@@ -18,6 +18,7 @@ from ..core.model.messages import Message
 from ..core.providers.base import CancelToken, Provider
 from ..core.providers.registry import api_key_for, save_api_key
 from ..core.settings import PROVIDER_KEY, SUMMARIZATION_KEY, ChatSettings, ProviderChoice
+from ..core.storage.chats import writes_summaries
 from ..core.storage.importers import import_file
 from ..core.storage.store import Store
 from .model_control import ModelControl
@@ -353,7 +354,7 @@ class ChatController(QObject):
             self.summarizing.emit(True)
             # The model's state says it writes the summary (it said "not loaded yet" meanwhile).
             session = self.session
-            if name == "summarize" and session is not None and session.summarizes_with(self.model.provider):
+            if name == "summarize" and session is not None and writes_summaries(session.engine, self.model.provider):
                 self.model.summarizing(True)
 
         def ended() -> None:
@@ -405,10 +406,14 @@ class ChatController(QObject):
 
     def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool, int | None]:
         """(provider choice, global policy, the chat's settings, whether an API key is saved, the model's own window
-        for a chat's automatic one): read from the store, the OS keyring and the model (a server may be asked its
-        window, once), off the window's thread (StoreCalls)."""
+        for a chat's automatic one, if known): read from the store, the OS keyring and the model, off the window's
+        thread (StoreCalls)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         chat = self.store.get_chat(chat_id).settings if chat_id is not None else None
         key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
-        model_window = self.model.provider.context_window() if chat is not None else None
+        # Asked only where no request is made for it: the chat's window is the model's (already asked), or the model
+        # is local (its file says it); a chat of its own window on a hosted model is not worth a request to it.
+        provider = self.model.provider
+        asks = chat is not None and (chat.context_window is None or getattr(provider, "load", None) is not None)
+        model_window = provider.context_window() if asks else None
         return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved, model_window

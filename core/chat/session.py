@@ -114,12 +114,6 @@ class ChatSession:
             raise RuntimeError("the chat's engine is not built yet (build_engine)")
         return self.engine
 
-    def summarizes_with(self, provider: Provider) -> bool:
-        """Whether this chat's summaries are written by `provider`'s model: hybrid or llm mode on it (the chat's own
-        model, or the local model when it is the chat's: their process is one). False before the engine is built."""
-        writer = getattr(self.engine.summarizer, "provider", None) if self.engine is not None else None
-        return writer is not None and (writer.name, writer.model) == (provider.name, provider.model)
-
     # ---- loading (worker thread) ------------------------------------------------------------------------
     def load_rows(self) -> Snapshot:
         """What the window paints first: the chat's last FIRST_ROWS messages with the summaries that archived

@@ -1,4 +1,4 @@
-"""Which model writes a chat's summaries (ChatSession.summarizes_with): the window's status bar says "summarizing…"
+"""Which model writes a chat's summaries (core/storage/chats.py writes_summaries): the window's status bar says "summarizing…"
 of the chat's model only while that model writes one, not while the rules or another model do."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ import pytest
 from precis.core.chat.session import ChatSession
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.storage.chats import writes_summaries
 from precis.core.storage.store import open_store
 
 from tests.gui.test_window import dialogue
@@ -27,7 +28,7 @@ def test_a_chats_summaries_are_said_to_be_written_by_its_model_only_when_they_ar
         # Never asked: the provider only gives the chat's window (nothing listens on port 9).
         provider = OpenAICompatProvider("http://127.0.0.1:9/v1", "m", "sk-test", window=4096)
         session = ChatSession(store, chat_id, provider)
-        assert not session.summarizes_with(provider)  # no engine yet: nothing is summarizing
+        assert not writes_summaries(session.engine, provider)  # no engine yet: nothing is summarizing
         session.build_engine(estimate=False)
-        assert session.summarizes_with(provider) is written_by_the_chats_model
+        assert writes_summaries(session.engine, provider) is written_by_the_chats_model
         session.close()
