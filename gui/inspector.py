@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 
 from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
+from ..core.model.counted import counted
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
 from .controller import WAIT_FOR_SUMMARY
@@ -268,7 +269,7 @@ class Inspector(QFrame):
             self.total_label.setStyleSheet(f"color: {LEVEL_COLOURS['over' if cut else usage_level(ratio, policy)]};")
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip(
-                f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"
+                f"Estimated from their lengths for {counted(snapshot.counting, 'message')} not counted yet; being counted"
                 if snapshot.counting else "Counted with the model's own tokenizer" if usage.exact else
                 "Estimated offline with tiktoken, corrected by what the provider reports")
             self.sent.show_usage(usage, policy)
@@ -288,7 +289,7 @@ class Inspector(QFrame):
         # An empty list under "none yet" was an empty box. Shown before it is filled: its rows take its width.
         self.chain.setVisible(bool(count))
         self.chain.set_records(list(reversed(chain)), self._messages, self._made)  # newest first
-        self.chain_section.set_title(f"Summary chain · {count} summar{'ies' if count != 1 else 'y'}" if count
+        self.chain_section.set_title(f"Summary chain · {counted(count, 'summary')}" if count
                                      else "Summary chain · none yet")
         # The shown record is gone (undone, merged): show none rather than text the model no longer sees.
         current = self.chain.selected_record()

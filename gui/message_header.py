@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QToolTip
 
 from ..core.chat.rows import Row
+from ..core.model.counted import counted
 from . import theme
 from .conversation_model import RowRole
 
@@ -115,7 +116,7 @@ class CardHeader:
         """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
         if row.record is not None:
             record = row.record
-            return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
+            return (f"SUMMARY · depth {record.depth} · {counted(row.covered, 'message')} · "
                     f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
         return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
             row.message.role, row.message.role.title())

@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
 
+from ..core.model.counted import counted
 from . import theme
 from .wording import brief
 
@@ -125,5 +126,5 @@ class StatusLine:
 
     def show_counting(self, exact: bool | None, left: int = 0) -> None:
         """Whether the counts are the model's own tokenizer's; `left`: messages still being counted (estimated)."""
-        self.counting.setText("" if exact is None else f"counting tokens: {left:,} messages to go" if left
+        self.counting.setText("" if exact is None else f"counting tokens: {counted(left, 'message')} to go" if left
                               else "exact token counts" if exact else "estimated token counts")
