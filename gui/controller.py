@@ -18,6 +18,7 @@ from ..core.model.messages import Message
 from ..core.providers.base import CancelToken, Provider
 from ..core.providers.registry import api_key_for, save_api_key
 from ..core.settings import PROVIDER_KEY, SUMMARIZATION_KEY, ChatSettings, ProviderChoice
+from ..core.storage.chats import writes_summaries
 from ..core.storage.importers import import_file
 from ..core.storage.store import Store
 from .model_control import ModelControl
@@ -34,6 +35,13 @@ Failed = Callable[[BaseException], Any] | None  # given the exception that ended
 
 # What the status bar says while a summary or an undo runs (a job's label: "Summarize…" read as a menu item).
 SUMMARY_WORK = {"summarize": "summarizing older messages", "undo-summary": "undoing the summary"}
+# Why Summarize now and Undo, by any way of asking (inspector, menu, /command, a message's menu), wait.
+WAIT_FOR_SUMMARY = "Wait for the summary to finish"
+
+
+class SummaryUnderWay(ValueError):
+    """A summary or an undo asked for while another is being made: refused in words (a ValueError is a refusal to
+    wording.failure_text), as a second one queued would summarize what the first left, or undo the wrong one."""
 
 
 class ChatController(QObject):
@@ -68,6 +76,7 @@ class ChatController(QObject):
         self.command_job: Job | None = None
         self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
         self._summary_jobs = 0  # summaries and undos queued or running (see `summarizing`)
+        self._summary_doing = ""  # what the first of them does, in words (SUMMARY_WORK)
         self.model = ModelControl(store, self.runner, self.track, provider, parent=self)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._store_waiting.connect(self.store_waiting, Qt.ConnectionType.QueuedConnection)
@@ -148,8 +157,9 @@ class ChatController(QObject):
             if snapshot is not None:
                 self.apply(snapshot)
             if self.session is session:  # opened past its trigger (an import, a smaller window): summarize now
-                self.run_on_chat("summarize the older messages", lambda _job: session.summarize_if_due(),
-                                 lambda snap: snap is not None and self.apply(snap))
+                self._changing_summaries(self.run_on_chat(
+                    "summarize the older messages", lambda _job: session.summarize_if_due(),
+                    lambda snap: snap is not None and self.apply(snap)), "summarize")
 
         self.run_on_chat("count the context", lambda _job: session.build_engine(), built)
         self.count_job = counting = self.run_on_chat(
@@ -280,11 +290,16 @@ class ChatController(QObject):
             if job is not None:
                 job.cancel()
 
-    def run_command(self, name: str, argument: str, done: Callable[[CommandResult], Any]) -> Job:
+    def run_command(self, name: str, argument: str, done: Callable[[CommandResult], Any]) -> Job | None:
         """A chat command of the registry through its one handler (core.chat.commands), on the chat's worker; `done`
-        presents the result. A refused summary or undo leaves the chat shown as stored. (A tool command runs beside
-        the chat instead: see tool_messages and run_tool.)"""
+        presents the result. A refused summary or undo leaves the chat shown as stored; one asked for while another
+        is being made is refused at once. (A tool command runs beside the chat instead: see tool_messages and
+        run_tool.)"""
         session, command = self.session, REGISTRY[name]
+        why = self.summary_refusal(name)
+        if why is not None:
+            done(CommandResult(why, failed=True))
+            return None
 
         def ran(result: CommandResult) -> None:
             if result.failed:
@@ -295,7 +310,7 @@ class ChatController(QObject):
 
         job = self.run_on_chat(SUMMARY_WORK.get(name, command.title[0].lower() + command.title[1:]),
                                lambda job: run_command(session, SlashCommand(name, argument), job.cancel_token), ran)
-        return self._changing_summaries(job) if name in SUMMARY_WORK else job
+        return self._changing_summaries(job, name) if name in SUMMARY_WORK else job
 
     def tool_messages(self, name: str, argument: str) -> Callable[[Job], tuple[Message, ...]]:
         """What a tool command gives the open chat, to run with run_tool (its handler's, core.chat.commands)."""
@@ -304,28 +319,49 @@ class ChatController(QObject):
 
     # ---- summaries and pins ---------------------------------------------------------------------------------------
     def summarize(self, instructions: str = "", up_to: str | None = None, failed: Failed = None) -> None:
-        if self.session is not None:
+        if self.session is not None and not self._refused("summarize", failed):
             session = self.session
             self._changing_summaries(self.run_on_chat(
                 SUMMARY_WORK["summarize"], lambda _job: session.summarize_now(instructions, up_to), self.apply,
-                self._reloading(failed)))
+                self._reloading(failed)), "summarize")
 
     def undo_summary(self, failed: Failed = None) -> None:
-        if self.session is not None:
+        if self.session is not None and not self._refused("undo-summary", failed):
             session = self.session
             self._changing_summaries(self.run_on_chat(
-                SUMMARY_WORK["undo-summary"], lambda _job: session.undo_last(), self.apply, self._reloading(failed)))
+                SUMMARY_WORK["undo-summary"], lambda _job: session.undo_last(), self.apply, self._reloading(failed)),
+                "undo-summary")
 
-    def _changing_summaries(self, job: Job) -> Job:
-        """Say `summarizing` from now until the job (a summary or an undo) and any other queued with it ends."""
+    def summary_refusal(self, name: str) -> str | None:
+        """Why the command `name` cannot start now: it makes or undoes a summary (SUMMARY_WORK) while one is being
+        made or undone. None for any other command, or when none is."""
+        if name not in SUMMARY_WORK or not self._summary_jobs:
+            return None
+        return f"{WAIT_FOR_SUMMARY}: Precis is {self._summary_doing}."
+
+    def _refused(self, name: str, failed: Failed) -> bool:
+        why = self.summary_refusal(name)
+        if why is not None:
+            (failed or self.failed.emit)(SummaryUnderWay(why))
+        return why is not None
+
+    def _changing_summaries(self, job: Job, name: str) -> Job:
+        """Say `summarizing` from now until the job (a summary or an undo, `name` in SUMMARY_WORK) and any other
+        queued with it ends."""
         self._summary_jobs += 1
         if self._summary_jobs == 1:
+            self._summary_doing = SUMMARY_WORK[name]
             self.summarizing.emit(True)
+            # The model's state says it writes the summary (it said "not loaded yet" meanwhile).
+            session = self.session
+            if name == "summarize" and session is not None and writes_summaries(session.engine, self.model.provider):
+                self.model.summarizing(True)
 
         def ended() -> None:
             self._summary_jobs -= 1
             if not self._summary_jobs:
                 self.summarizing.emit(False)
+                self.model.summarizing(False)
         job.finished.connect(ended)
         return job
 
@@ -368,10 +404,16 @@ class ChatController(QObject):
         if chat is not None and chat_id is not None:
             self.store.update_chat_settings(chat_id, chat)
 
-    def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool]:
-        """(provider choice, global policy, the chat's settings, whether an API key is saved): read from the store
-        and the OS keyring, off the window's thread (StoreCalls)."""
+    def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool, int | None]:
+        """(provider choice, global policy, the chat's settings, whether an API key is saved, the model's own window
+        for a chat's automatic one, if known): read from the store, the OS keyring and the model, off the window's
+        thread (StoreCalls)."""
         choice = ProviderChoice.from_setting(self.store.get_setting(PROVIDER_KEY))
         chat = self.store.get_chat(chat_id).settings if chat_id is not None else None
         key_saved = choice.kind != "local" and api_key_for(choice.kind, choice.base_url or None) is not None
-        return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved
+        # Asked only where no request is made for it: the chat's window is the model's (already asked), or the model
+        # is local (its file says it); a chat of its own window on a hosted model is not worth a request to it.
+        provider = self.model.provider
+        asks = chat is not None and (chat.context_window is None or getattr(provider, "load", None) is not None)
+        model_window = provider.context_window() if asks else None
+        return choice, self.store.get_setting(SUMMARIZATION_KEY, {}) or {}, chat, key_saved, model_window

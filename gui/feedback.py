@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..core.model.counted import counted
 from .composer import Composer
 from .controller import ChatController
 from .inspector import Inspector
@@ -23,6 +24,14 @@ FOLD_REASONS = {
     "merge: the summaries used their share": "the summaries had used their share of the budget",
     "merge: what no summary removes is above the trigger": "what no summary removes was above the trigger",
 }
+
+
+def folded_words(record, which: str = "", when: str = "") -> str:
+    """What the fold `record` did to the summaries it holds ("the 2 summaries{which} were{when} folded into one"),
+    true for one and for many: a single summary is condensed again, not "folded into one"."""
+    count = len(record.merged_ids)
+    return (f"the summary{which} was{when} condensed into a shorter one" if count == 1 else
+            f"the {count} summaries{which} were{when} folded into one")
 
 
 class Feedback:
@@ -65,7 +74,7 @@ class Feedback:
         if snapshot is not None and snapshot.usage is not None:
             usage = snapshot.usage
             self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
-                                   f"{len(snapshot.chain)} summaries in the chain.")
+                                   f"{counted(len(snapshot.chain), 'summary')} in the chain.")
 
     def chat_switched(self) -> None:
         """What was said about the chat just closed, and instructions typed for its summary, no longer apply."""
@@ -102,9 +111,10 @@ class Feedback:
             return
         if event.kind == "merged":
             why = FOLD_REASONS.get(event.reason, event.reason)
+            said = folded_words(record)
             self.inspector.show_notice(
-                f"The summaries were folded into one to make room ({why}): {event.tokens_before:,} → "
-                f"{event.tokens_after:,} tokens. Undo brings them back.")
+                f"{said[0].upper()}{said[1:]} to make room ({why}): {event.tokens_before:,} → "
+                f"{event.tokens_after:,} tokens. Undo brings {'it' if len(record.merged_ids) == 1 else 'them'} back.")
             return
         automatic = record.trigger not in ("manual",)
         if not automatic and record.instructions and self.inspector.instructions.text().strip() == record.instructions:
@@ -112,7 +122,7 @@ class Feedback:
         snapshot = self.chat.snapshot  # a fold archives no message itself: it stands for its summaries' messages
         messages = snapshot.archived_counts.get(record.id, 0) if record.merged_ids and snapshot is not None else None
         self.inspector.result_card.show_record(record, automatic, messages)
-        first = (f"To make room for it, the summaries before it were first folded into one "
+        first = (f"To make room for it, {folded_words(folded.record, ' before it', ' first')} "
                  f"({FOLD_REASONS.get(folded.reason, folded.reason)}). Undo undoes this summary, then the fold."
                  if folded is not None else "")
         if automatic:

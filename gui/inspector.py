@@ -23,9 +23,11 @@ from PySide6.QtWidgets import (
 
 from ..core.chat.rows import ArchivedRows
 from ..core.context.prompt_parts import SUMMARY
+from ..core.model.counted import counted
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord, fold_description
 from . import theme
+from .controller import WAIT_FOR_SUMMARY
 from .inspector_chain import SummaryChain
 from .inspector_gauge import LEVEL_TEXT_STYLES, MARK_MEANINGS, TokenGauge, WhatIsSent, gauge_marks, usage_level
 from .inspector_prompt import PromptView
@@ -235,7 +237,7 @@ class Inspector(QFrame):
     def _update_buttons(self) -> None:
         """Each button is enabled only when it can act; its tooltip says what it does, or why it cannot."""
         state, busy = self._actions, self._busy or self._summarizing
-        waiting = "Wait for the summary to finish" if self._summarizing else "Wait for the reply to finish"
+        waiting = WAIT_FOR_SUMMARY if self._summarizing else "Wait for the reply to finish"
         if not state.chat_open:
             summarize = undo = pin = "No chat is open"
         else:
@@ -275,7 +277,7 @@ class Inspector(QFrame):
             theme.style_as(self.total_label, LEVEL_TEXT_STYLES["over" if cut else usage_level(ratio, policy)])
             self.exact_label.setText("exact" if usage.exact else "estimated")
             self.exact_label.setToolTip(
-                f"Estimated from their lengths for {snapshot.counting:,} messages not counted yet; being counted"
+                f"Estimated from their lengths for {counted(snapshot.counting, 'message')} not counted yet; being counted"
                 if snapshot.counting else "Counted with the model's own tokenizer" if usage.exact else
                 "Estimated offline with tiktoken, corrected by what the provider reports")
             self.sent.show_usage(usage, policy)
@@ -295,7 +297,7 @@ class Inspector(QFrame):
         # An empty list under "none yet" was an empty box. Shown before it is filled: its rows take its width.
         self.chain.setVisible(bool(count))
         self.chain.set_records(list(reversed(chain)), self._messages, self._made)  # newest first
-        self.chain_section.set_title(f"Summary chain · {count} summar{'ies' if count != 1 else 'y'}" if count
+        self.chain_section.set_title(f"Summary chain · {counted(count, 'summary')}" if count
                                      else "Summary chain · none yet")
         # The shown record is gone (undone, merged): show none rather than text the model no longer sees.
         current = self.chain.selected_record()

@@ -9,6 +9,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from ..core.context.prompt_parts import PromptPart
+from ..core.model.counted import counted
 from .inspector_section import FittedList
 
 TOOLTIP_CHARS = 2000  # of a part's text in its tooltip (Copy gives all of it)
@@ -52,7 +53,7 @@ class PromptView(QWidget):
 
     def show_parts(self, parts: list[PromptPart], total: int, request: str = "") -> None:
         self.parts, self.request = parts, request
-        self.total_label.setText(f"{total:,} tokens in {len(parts)} parts, in the order sent")
+        self.total_label.setText(f"{counted(total, 'token')} in {counted(len(parts), 'part')}, in the order sent")
         self.list.clear()
         for number, part in enumerate(parts, 1):
             detail = f" · {part.detail}" if part.detail else ""

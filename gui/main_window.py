@@ -37,7 +37,7 @@ from .chat_list import ChatList
 from .chat_switching import ChatSwitcher
 from .composer import Composer
 from .consent_card import ConsentCard
-from .controller import ChatController
+from .controller import SUMMARY_WORK, ChatController
 from .conversation import ConversationView
 from .draft_count import DraftCount
 from .exporting import choose_export
@@ -236,7 +236,7 @@ class MainWindow(QMainWindow):
         self.chat_list.files_dropped.connect(lambda files: [self.import_transcript(path) for path in files])
         self.chat_list.chosen.connect(self.focus_message_box)
         self.inspector.summarize_requested.connect(self.summarize_now)
-        chat.summarizing.connect(self.inspector.set_summarizing)
+        chat.summarizing.connect(self._summarizing)
         self.inspector.undo_requested.connect(lambda: chat.undo_summary(self.feedback.hint_failure))
         self.inspector.pin_requested.connect(lambda: self.pin_selected(None))
         self.inspector.record_selected.connect(self._reveal_summary)
@@ -259,6 +259,14 @@ class MainWindow(QMainWindow):
         conversation.selectionModel().selectionChanged.connect(self.update_actions)
         for changed in (model.modelReset, model.rowsInserted, model.rowsRemoved):
             changed.connect(self._update_centre)
+
+    def _summarizing(self, summarizing: bool) -> None:
+        """While a summary or an undo is being made, every way to ask for another waits: the inspector's buttons
+        and the Chat menu's items are disabled (a shortcut too); /summarize and a message's menu are refused in
+        words by the controller."""
+        self.inspector.set_summarizing(summarizing)
+        for name in SUMMARY_WORK:
+            self.actions[name].setEnabled(not summarizing)
 
     def focus_message_box(self) -> None:
         """What is typed next goes into the message box: after choosing a chat, importing one, closing a dialog."""

@@ -26,6 +26,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QListView, QStyle, QStyledItemDelegate
 
 from ..core.chat.rows import Row
+from ..core.model.counted import counted
 from . import message_text, theme
 from .conversation_model import RowRole
 from .markdown import CODE_CHIP_GUTTER, closed_fences, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
@@ -338,7 +339,7 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
             painter.setPen(QColor(theme.current.accent))
             painter.setFont(self.body_font)
             painter.drawText(QRectF(0, body_h, width, self._line_h), Qt.AlignmentFlag.AlignLeft,
-                             f"Show all ({hidden} more lines)")
+                             f"Show all ({counted(hidden, 'more line')})")
 
     def _paint_tool(self, painter: QPainter, option, index: QModelIndex, row: Row) -> None:
         inset = self._reading_inset()
@@ -358,13 +359,13 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         if not row.expanded:
             if calling:
                 mark, name, subject = "", message.tool_calls[0].name, message_text.call_subject(message.tool_calls[0])
-                label = f"{len(message.tool_calls)} calls" if len(message.tool_calls) > 1 else ""
+                label = counted(len(message.tool_calls), "call") if len(message.tool_calls) > 1 else ""
             else:
                 mark = message_text.outcome_mark(message)
                 name = f"{mark} {message.name or 'tool'}"
                 first, total = first_line_and_count(message.content)
                 subject = first
-                label = f"{total} lines" if total != 1 else "1 line"
+                label = counted(total, "line")
             metrics = QFontMetrics(self.mono_font)
             painter.setPen(QColor(theme.current.role_colours["assistant"] if calling else theme.current.error_text
                                   if mark == message_text.FAILED_MARK else theme.current.muted))
@@ -393,7 +394,7 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         if hidden:
             painter.setPen(QColor(theme.current.muted))
             painter.drawText(QRect(box.left() + TOOL_INDENT, box.top() + TOOL_PAD_Y + body_h, width, self._line_h),
-                             Qt.AlignmentFlag.AlignLeft, f"[{hidden} more lines: copy the message to get them all]")
+                             Qt.AlignmentFlag.AlignLeft, f"[{counted(hidden, 'more line')}: copy the message to get them all]")
 
     # --- interaction ----------------------------------------------------------------------------------------
     def editorEvent(self, event, model, option, index) -> bool:  # noqa: N802

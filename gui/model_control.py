@@ -19,6 +19,9 @@ from ..core.storage.store import Store
 from .wording import failure_text
 from .workers import Job, Runner
 
+# The local model's state while it writes a summary (a reply to the chat waits for it).
+SUMMARIZING = "summarizing…"
+
 # Shows a job's work in the status line and hands its outcome on: (job, text, done, failed, report failures).
 Track = Callable[[Job, str, Callable[[Any], Any], Callable[[BaseException], Any], bool], Job]
 
@@ -39,6 +42,7 @@ class ModelControl(QObject):
         self.store = store
         self.runner, self.track = runner, track
         self.state = ""
+        self._summarizing = False  # this model is writing a summary (see summarizing)
         self.fixed = provider is not None
         self.provider: Provider = provider or make_provider("local")
 
@@ -94,8 +98,25 @@ class ModelControl(QObject):
         self.state_changed.emit(state, reason)
 
     def reset_state(self) -> None:
-        # A hosted model is not contacted until the first reply: "configured", not "ready".
-        self.set_state("configured" if getattr(self.provider, "load", None) is None else "not loaded yet")
+        self.set_state(self._resting_state())
+
+    def _resting_state(self) -> str:
+        """A hosted model is not contacted until the first reply: "configured", not "ready". A local one is ready
+        once its process runs with it loaded, whoever loaded it (a summary, another window's chat)."""
+        if getattr(self.provider, "load", None) is None:
+            return "configured"
+        return "ready" if getattr(self.provider, "loaded", False) else "not loaded yet"
+
+    def summarizing(self, active: bool) -> None:
+        """This local model began (`active`) or ended writing a summary: its state says so, then ready if that loaded
+        it. It said "not loaded yet" while the summarizer ran it. Loading, unavailable or stopped stay said."""
+        self._summarizing = active
+        if getattr(self.provider, "load", None) is None:
+            return
+        if active and self.state in ("not loaded yet", "ready"):
+            self.set_state(SUMMARIZING)
+        elif not active and self.state == SUMMARIZING:
+            self.set_state(self._resting_state())
 
     def load(self) -> None:
         """Load a local model in the background; a hosted one is not contacted until the first reply."""
@@ -107,7 +128,7 @@ class ModelControl(QObject):
 
         def loaded(_model) -> None:
             if self.provider is provider:
-                self.set_state("ready")
+                self.set_state(SUMMARIZING if self._summarizing else "ready")
                 self.ready.emit()
 
         def not_loaded(error: BaseException) -> None:

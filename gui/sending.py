@@ -326,6 +326,10 @@ class Sender(QObject):
             self.reply_finished.emit(result)
 
     def run_command(self, command: slash.SlashCommand) -> None:
+        why = self.chat.summary_refusal(command.name)
+        if why is not None:  # the command stays in the box (its instructions too), to send once the summary is made
+            self.composer.set_hint(why, error=True)
+            return
         self.clear_composer()
         self._run_command(command.name, command.argument)
 

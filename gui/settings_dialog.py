@@ -205,7 +205,7 @@ class SettingsDialog(QDialog):
     chat_model = ChatSettings
 
     def __init__(self, provider: ProviderChoice, policy: dict[str, Any], chat: ChatSettings | None,
-                 key_saved: bool, parent=None, tools_page: ToolsPage | None = None,
+                 key_saved: bool, model_window: int | None = None, parent=None, tools_page: ToolsPage | None = None,
                  models_dir: Path | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Settings")
@@ -300,6 +300,10 @@ class SettingsDialog(QDialog):
             chat_page = QWidget()
             chat_form = QFormLayout(chat_page)
             self.chat_fields = _FieldSet(setting_fields(self.chat_model), chat.model_dump(), chat_form, self.validate)
+            if model_window is not None:  # what an empty Context window means, to know what a value overrides
+                window_editor = self.chat_fields.editors["context_window"]
+                window_editor.setPlaceholderText(f"Automatic ({model_window:,}, the model's own)")
+                window_editor.setToolTip(f"The budget; empty: the model's own window ({model_window:,} tokens)")
             self.workspace = self.chat_fields.editors["workspace"]
             self.workspace.setPlaceholderText("none: the model gets no file or command tools")
             self.browse_button = QPushButton("Browse…")

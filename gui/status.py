@@ -8,6 +8,7 @@ from typing import Any
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
 
+from ..core.model.counted import counted
 from . import theme
 from .wording import brief
 
@@ -23,6 +24,7 @@ MODEL_STATE_HELP = {
     "configured": "Replies come from this hosted model; it is contacted when you send a message",
     "ready": "The model is loaded and answers offline",
     "loading…": "Loading the model in the background; the window stays usable",
+    "summarizing…": "The model is writing a summary of older messages; a reply waits until it is done",
 }
 
 
@@ -124,5 +126,5 @@ class StatusLine:
 
     def show_counting(self, exact: bool | None, left: int = 0) -> None:
         """Whether the counts are the model's own tokenizer's; `left`: messages still being counted (estimated)."""
-        self.counting.setText("" if exact is None else f"counting tokens: {left:,} messages to go" if left
+        self.counting.setText("" if exact is None else f"counting tokens: {counted(left, 'message')} to go" if left
                               else "exact token counts" if exact else "estimated token counts")

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ..core.model.counted import counted
 from ..core.settings import TOOLS_KEY, ToolSettings
 from ..core.tools.editing import EDITING_TOOLS
 from ..core.tools.mcp_config import EMPTY_CONFIG, McpConfigError, parse_mcp_text
@@ -50,7 +51,7 @@ def state_words(status: ServerStatus) -> str:
         count = len(status.tools)
         since = time.strftime(" since %H:%M:%S", time.localtime(status.running_since)) if status.running_since else ""
         took = f" (started in {status.seconds:.1f} s)" if status.seconds is not None else ""
-        return f"running{since}{took}, {count} tool{'' if count == 1 else 's'}"
+        return f"running{since}{took}, {counted(count, 'tool')}"
     if status.state == STARTING:
         return "starting…"
     return status.state
@@ -307,7 +308,7 @@ class ToolsPage(QWidget):
         self._saved_text = self.editor.toPlainText()
         self._restarting = True
         self.save_button.setEnabled(False)
-        self.status.setText(f"Saving mcp.json and restarting {len(servers)} server{'' if len(servers) == 1 else 's'}…")
+        self.status.setText(f"Saving mcp.json and restarting {counted(len(servers), 'server')}…")
         job = self._runner.submit("save mcp.json", lambda _job: self.tools.save_config(text))
         job.succeeded.connect(lambda _none: self._restarted(None))
         job.failed.connect(self._restarted)

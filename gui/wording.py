@@ -8,6 +8,7 @@ import time
 from ..core.chat.commands import REFUSALS as COMMAND_REFUSALS
 from ..core.chat.rows import Row
 from ..core.chat.snapshot import ReplyResult
+from ..core.model.counted import counted
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.models.download import DownloadError
@@ -82,7 +83,7 @@ def row_title(row: Row) -> str:
     """What a row's header says it is: "You", "System prompt" (the chat's opening), "System" (a later marker)..."""
     if row.record is not None:
         record = row.record
-        return (f"SUMMARY · depth {record.depth} · {row.covered} messages · "
+        return (f"SUMMARY · depth {record.depth} · {counted(row.covered, 'message')} · "
                 f"{record.tokens_before:,} → {record.tokens_after:,} tokens · {record.kind}")
     return {"user": "You", "assistant": "Assistant", "system": "System prompt" if row.opening else "System"}.get(
         row.message.role, row.message.role.title())
@@ -97,7 +98,7 @@ def spoken_row(row: Row, versions: Versions | None) -> str:
     if row.record is not None:
         record = row.record
         when = time.strftime("%H:%M", time.localtime(record.created_at))
-        return (f"Summary of {row.covered} earlier messages, depth {record.depth}"
+        return (f"Summary of {counted(row.covered, 'earlier message')}, depth {record.depth}"
                 f"{', fallback' if record.fallback_used else ''}, {when}: {record.text}")
     message = row.message
     when = time.strftime("%H:%M", time.localtime(message.created_at))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
+from ..model.counted import counted
 from ..model.messages import Message
 from ..providers.base import CancelToken
 from ..settings import ChatSettings
@@ -74,7 +75,7 @@ def _context(session: ChatSession, _argument: str, _cancel: CancelToken) -> Comm
     usage = snapshot.usage
     assert usage is not None  # a session's snapshot always has it (only load_rows' partial one has none)
     return CommandResult(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
-                         f"{len(snapshot.chain)} summar{'y' if len(snapshot.chain) == 1 else 'ies'} in the chain.",
+                         f"{counted(len(snapshot.chain), 'summary')} in the chain.",
                          snapshot)
 
 

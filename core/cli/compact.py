@@ -10,6 +10,7 @@ import click
 
 from ..context.budget import cut_messages
 from ..context.engine import Budget, ContextEngine, Prompt
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import SummaryMode
 from ..providers.base import Provider, ProviderError
@@ -132,21 +133,21 @@ def result_json(result: ReplayResult) -> dict:
 def print_report(result: ReplayResult, out) -> None:
     engine, prompt = result.engine, result.prompt
     budget = engine.budget
-    print(f"{len(result.originals)} messages replayed into a {budget.window}-token window "
+    print(f"{counted(len(result.originals), 'message')} replayed into a {budget.window}-token window "
           f"({budget.available} available after reserving {budget.reserve_output} for the reply)", file=out)
-    counted = "exact" if engine.counter.is_exact else "estimated"
-    print(f"prompt: {len(prompt.items)} items, {prompt.tokens} tokens "
-          f"({prompt.tokens / budget.available:.0%} of the budget, {counted})", file=out)
+    counting = "exact" if engine.counter.is_exact else "estimated"
+    print(f"prompt: {counted(len(prompt.items), 'item')}, {prompt.tokens} tokens "
+          f"({prompt.tokens / budget.available:.0%} of the budget, {counting})", file=out)
     print("by kind: " + ", ".join(f"{k} {v}" for k, v in sent_by_kind(prompt).items() if v), file=out)
     print(f"summaries made: {len(engine.records)}, in the chain now: {len(engine.chain())}", file=out)
     for record in engine.records:
         covered = engine.archive.covered_count(record)
         coverage = f" | trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         fallback = f" ({record.fallback})" if record.fallback_used else ""
-        print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {covered} messages in "
+        print(f"  [{record.status}] depth {record.depth} {record.kind}{fallback}: {counted(covered, 'message')} in "
               f"{record.tokens} tokens; context {record.tokens_before} -> {record.tokens_after} tokens, "
               f"trigger {record.trigger}{coverage}", file=out)
-    print(f"archived (not verbatim in the prompt): {len(archived_indices(result))} messages", file=out)
+    print(f"archived (not verbatim in the prompt): {counted(len(archived_indices(result)), 'message')}", file=out)
     for cut in cut_messages(engine, prompt):
         print(f"cut to fit: {cut.describe()}", file=out)
 

@@ -9,6 +9,7 @@ import click
 from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_settings
 from ..context.engine import ContextEngine
 from ..context.prompt_parts import PromptPart, prompt_parts
+from ..model.counted import counted
 from ..providers.local import counter_named
 from ..storage.store import Store, StoreError
 from .group import cli, data_dir_option
@@ -48,7 +49,7 @@ def prompt(chat: str, reply: str | None, as_json: bool, data_dir: str | None) ->
                          indent=2, ensure_ascii=False))
         return 0
     print(f"{found.title}  ({found.id})")
-    print(f"{heading}: {total:,} / {available:,} tokens ({'exact' if exact else 'estimated'}), {len(parts)} parts")
+    print(f"{heading}: {total:,} / {available:,} tokens ({'exact' if exact else 'estimated'}), {counted(len(parts), 'part')}")
     for number, part in enumerate(parts, 1):
         where = f" · from {part.source[:8]}" if part.source else ""
         detail = f" · {part.detail}" if part.detail else ""

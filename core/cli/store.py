@@ -9,6 +9,7 @@ import click
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine
+from ..model.counted import counted
 from ..model.records import local_time
 from ..providers.base import Provider, ProviderError
 from ..storage.chats import chosen_provider, counter_for, restore_engine, save_token_counts
@@ -164,9 +165,9 @@ def context(chat: str, data_dir: str | None) -> int:
                 save_token_counts(store, found.id, engine)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
-    counted = "exact" if usage.exact else "estimated"
+    counting = "exact" if usage.exact else "estimated"
     print(f"{found.title}  ({found.id})")
-    print(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counted}); "
+    print(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
           f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply")
     print(f"  [{_bar(usage.ratio)}]")
     if note is not None:
@@ -185,7 +186,7 @@ def context(chat: str, data_dir: str | None) -> int:
         fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         # As `precis history` says it: a fold is a fold, not its newest summary's mode.
-        print(f"  {record.depth}. {local_time(record.created_at)}  {covered:,} messages  "
+        print(f"  {record.depth}. {local_time(record.created_at)}  {counted(covered, 'message')}  "
               f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
               f"({record.trigger}){kept}")
     return 0

@@ -8,6 +8,7 @@ import sys
 
 import click
 
+from ..model.counted import counted
 from ..model.tools import ToolSpec
 from ..storage.paths import data_dir as data_folder
 from ..tools.bounded import ToolInputError
@@ -62,7 +63,7 @@ def _tool(spec: ToolSpec) -> dict:
 def _print_listing(folder: Workspace | None, workspace_tools: list[ToolSpec], statuses: list[ServerStatus],
                    config: str) -> None:
     if folder is not None:
-        print(f"workspace {folder.root}: {len(workspace_tools)} tools")
+        print(f"workspace {folder.root}: {counted(len(workspace_tools), 'tool')}")
         _print_tools(workspace_tools)
     if not statuses:
         print(f"no MCP servers (none in {config})")
@@ -71,7 +72,7 @@ def _print_listing(folder: Workspace | None, workspace_tools: list[ToolSpec], st
             print(f"{status.name}: failed: {status.detail}")
             continue
         started = f", started in {status.seconds:.1f} s" if status.seconds is not None else ""
-        print(f"{status.name}: {status.state}, {len(status.tools)} tools{started}")
+        print(f"{status.name}: {status.state}, {counted(len(status.tools), 'tool')}{started}")
         _print_tools(list(status.tools))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ..model.counted import counted
 from ..model.records import SummaryRecord
 
 EventKind = Literal["summarized", "merged", "undone", "declined"]
@@ -19,7 +20,7 @@ class SummaryNotSmaller(NothingToSummarize):
     """A summary that would take as many tokens of the prompt as the messages it replaces, or more: not kept."""
 
     def __init__(self, record: SummaryRecord, covered: int, before: int, after: int):
-        super().__init__(f"not summarized: a summary of {covered} messages would leave the prompt at {after:,} "
+        super().__init__(f"not summarized: a summary of {counted(covered, 'message')} would leave the prompt at {after:,} "
                          f"tokens, not fewer than the {before:,} it holds now; the messages stay as they are")
         self.record, self.before, self.after = record, before, after
 

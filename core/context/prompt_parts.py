@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.tokens import REPLY_PRIMING
 from .engine import ContextEngine, Prompt
@@ -60,7 +61,7 @@ def prompt_parts(engine: ContextEngine, prompt: Prompt | None = None) -> tuple[l
         elif item.kind == "summary":
             record = archive.by_record[source]
             kind = SUMMARY
-            detail = (f"depth {record.depth}, {archive.covered_count(record):,} messages, {record.kind}, "
+            detail = (f"depth {record.depth}, {counted(archive.covered_count(record), 'message')}, {record.kind}, "
                       f"written by {record.written_by}")
         elif item.kind == "recalled":
             original = archive.messages[archive.position[source]]

@@ -10,6 +10,7 @@ from typing import Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, Field, model_validator
 
+from .counted import counted
 from .messages import new_id
 
 T = TypeVar("T")
@@ -121,7 +122,7 @@ class SummaryResult:
 
     def describe(self) -> str:
         """`12 messages → 1 summary · 4,210 → 380 tokens (−91%)`, or `(saves nothing: 15 tokens more)`."""
-        messages = f"{self.messages_before} messages → {self.messages_after} summary"
+        messages = f"{counted(self.messages_before, 'message')} → {counted(self.messages_after, 'summary')}"
         tokens = f"{self.tokens_before:,} → {self.tokens_after:,} tokens"
         if self.saves_nothing:
             more = -self.saved
@@ -204,11 +205,10 @@ class SummaryRecord(BaseModel):
         """Document 003's counts after /summarize, its key points standing for the key topics: '3 key points ·
         2 files modified · 34 commands run · 5 decisions'."""
         facets = self.facets
-        counts = [(len(self.key_points), "key point", "key points"),
-                  (len(facets.files_modified), "file modified", "files modified"),
-                  (sum(c.count for c in facets.commands), "command run", "commands run"),
-                  (len(facets.decisions), "decision", "decisions")]
-        return " · ".join(f"{n:,} {one if n == 1 else many}" for n, one, many in counts)
+        return " · ".join((counted(len(self.key_points), "key point"),
+                           counted(len(facets.files_modified), "file") + " modified",
+                           counted(sum(c.count for c in facets.commands), "command") + " run",
+                           counted(len(facets.decisions), "decision")))
 
     def key_points_beside_text(self) -> list[str]:
         """The key points its text does not already say, in order: a digest's key points are its lines, a trail's
@@ -224,14 +224,16 @@ class SummaryRecord(BaseModel):
         """What undoing it gave back: '29 messages are back in the context', or for a fold (which archives no
         message itself) 'the 2 summaries it folded are back in the chain'."""
         folded = len(self.merged_ids)
-        return (f"{len(self.covered):,} messages are back in the context" if not folded else
-                "the summary it folded is back in the chain" if folded == 1 else
+        if not folded:
+            back = len(self.covered)
+            return f"{counted(back, 'message')} {'is' if back == 1 else 'are'} back in the context"
+        return ("the summary it folded is back in the chain" if folded == 1 else
                 f"the {folded} summaries it folded are back in the chain")
 
 
 def fold_description(kinds: list[str]) -> str:
     """What a fold holds: 'fold of 3 summaries (llm, llm, rule)', its summaries' kinds oldest first."""
-    return f"fold of {len(kinds)} summar{'y' if len(kinds) == 1 else 'ies'} ({', '.join(kinds)})"
+    return f"fold of {counted(len(kinds), 'summary')} ({', '.join(kinds)})"
 
 
 def local_time(timestamp: float) -> str:

@@ -242,6 +242,15 @@ class LocalProvider:
         return self.process
 
     @property
+    def loaded(self) -> bool:
+        """Its model process runs with the model loaded, whoever started it (a chat, a summarizer: the process is
+        shared). Never starts it."""
+        try:
+            return self.process.loaded
+        except ProviderUnavailable:  # no model file to run
+            return False
+
+    @property
     def stopped_because(self) -> str | None:
         """Why the model process died during its last request ('killed by SIGSEGV'), until it is restarted."""
         return self.process.last_exit

@@ -102,6 +102,13 @@ def summarizer_for(policy: SummarizationPolicy, chat_provider: Provider) -> Summ
     return make_summarizer(policy.mode, provider, policy.summary_seconds)
 
 
+def writes_summaries(engine: ContextEngine | None, provider: Provider) -> bool:
+    """Whether the chat of `engine` has its summaries written by `provider`'s model: hybrid or llm mode on it (the
+    chat's own model, or the local model when it is the chat's: their process is one). False before it is built."""
+    writer = getattr(engine.summarizer, "provider", None) if engine is not None else None
+    return writer is not None and (writer.name, writer.model) == (provider.name, provider.model)
+
+
 def restore_engine(store: Store, chat_id: str, *, default_window: int | Callable[[], int], counter: TokenCounter | None = None,
                    provider: Provider | None = None, summarizer: Summarizer | None = None,
                    overrides: dict | None = None) -> tuple[ContextEngine, ChatSettings]:

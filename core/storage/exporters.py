@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import CoveredMessage, SummaryRecord, local_time, record_spans
 from ..settings import portable_chat_settings
@@ -219,7 +220,7 @@ def _fence(text: str, lang: str = "") -> str:
 
 def _summary_md(record: SummaryRecord, covered: int) -> str:
     state = "" if record.status == "active" else f", {record.status}"
-    head = (f"> **Summary** (depth {record.depth}, {covered} messages, {record.kind}, "
+    head = (f"> **Summary** (depth {record.depth}, {counted(covered, 'message')}, {record.kind}, "
             f"{record.tokens_before} → {record.tokens_after} tokens, {local_time(record.created_at)}{state})")
     body = "\n".join("> " + line if line else ">" for line in record.text.splitlines())
     return f"{head}\n>\n{body}" if body else head

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.bulk import collector_paused
+from ..model.counted import counted
 from ..model.messages import Message, Role, ToolCall, new_id
 from ..model.records import CoveredMessage, SummaryRecord
 from ..model.titles import title_from
@@ -105,9 +106,9 @@ class ImportResult:
 
     def described(self) -> str:
         """What was imported, for people: '"locomo_1": 438 messages, 3 summaries' (summaries only when there are)."""
-        said = f"{self.messages} message" + "s" * (self.messages != 1)
+        said = counted(self.messages, "message")
         if self.summaries:
-            said += f", {self.summaries} summar" + ("ies" if self.summaries != 1 else "y")
+            said += ", " + counted(self.summaries, "summary")
         return f"{json.dumps(self.title, ensure_ascii=False)}: {said}"
 
     def notice(self) -> str:

@@ -30,6 +30,6 @@ def test_a_chat_with_folds_thousands_deep_opens_and_reads():
     assert [m.content for m in prompt.messages[1:]] == [f"message {n}" for n in range(DEPTH, DEPTH + 4)]
     lines = history_lines(messages, records, full=True)
     [active] = [line for line in lines if f"messages 1-{DEPTH} " in line]
-    assert "[merged]" not in active and f"{DEPTH} messages → 1 summary" in active
+    assert "[merged]" not in active and f"{DEPTH:,} messages → 1 summary" in active
     exported = "".join(export_markdown("deep", messages, records))
     assert exported.count("summary 2999") == 1

@@ -153,12 +153,17 @@ def test_closing_the_window_while_a_summary_runs_keeps_the_chat_whole(qtbot, mak
 @pytest.mark.slow
 def test_the_status_bar_shows_the_model_state_and_how_tokens_are_counted(qtbot, make_window, store, local_provider):
     store.create_chat("counted")
+    local_provider.close()  # the session's model process is stopped: the next request (or load) starts it again
     window = make_window(local_provider)
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
     with qtbot.waitSignal(window.chat.model.ready, timeout=WAIT_MS):
         window.chat.model.load()
     assert window.status.model.text() == "local · SmolLM2-135M-Instruct · ready"
     assert window.status.counting.text() == "exact token counts"
+    window.close()
+
+    # A window opening on the model already running (loaded by another window or a summary) says so.
+    assert make_window(local_provider).status.model.text() == "local · SmolLM2-135M-Instruct · ready"
 
 
 

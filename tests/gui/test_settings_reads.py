@@ -33,3 +33,30 @@ def test_opening_settings_reads_nothing_on_the_windows_thread(qtbot, make_window
     assert dialog.chat_settings().system_prompt == "Answer as a sailor."
     assert on_main == [] and dialog.provider_choice().kind == "openai"
     dialog.reject()
+
+
+def test_this_chats_context_window_says_what_automatic_is_so_a_value_is_known_to_override_it(qtbot, make_window,
+                                                                                              store):
+    """Settings → This chat → Context window was empty with "The budget; empty: the model's own window": which
+    window that is, the user could not tell. It says the model's own (8,192 for the embedded model), the window an
+    empty field gives the chat, and still does once a value of the chat's own overrides it."""
+    from precis.gui.settings_dialog import QDialogButtonBox
+
+    from tests.gui.test_window import idle, open_new_chat
+
+    window = make_window()  # the embedded model
+    open_new_chat(qtbot, window, store)
+    used = window.chat.session.built_engine.budget.window  # what the chat's budget is with the field empty
+    assert used == 8192
+    dialog = open_settings(qtbot, window)
+    field = dialog.chat_fields.editors["context_window"]
+    assert field.text() == "" and field.placeholderText() == f"Automatic ({used:,}, the model's own)"
+    assert f"({used:,} tokens)" in field.toolTip()
+
+    field.setText("4096")
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    qtbot.waitUntil(lambda: idle(window) and window.chat.session.built_engine.budget.window == 4096, timeout=5000)
+    dialog = open_settings(qtbot, window)
+    field = dialog.chat_fields.editors["context_window"]
+    assert field.text() == "4096" and field.placeholderText() == "Automatic (8,192, the model's own)"
+    dialog.reject()

@@ -3,6 +3,7 @@ one summary, and the notice beside an Undo speaks of what that Undo undoes."""
 
 from __future__ import annotations
 
+import pytest
 from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
@@ -41,6 +42,45 @@ def test_summarize_now_waits_for_the_summary_being_made_so_a_second_click_makes_
     assert window.composer.hint.text() == ""  # no "No summary to undo" for the second click
 
 
+def test_every_way_to_ask_for_a_summary_waits_for_the_one_being_made(qtbot, make_window, store):
+    """Only the inspector's buttons waited: Chat → Summarize now (or its shortcut) and /summarize typed in the message
+    box queued a second summary while one was made, and Undo the latest summary a second undo. Now the menu items
+    are disabled meanwhile, and /summarize and a message's "Summarize up to here" are refused in words (the typed
+    command stays in the box, instructions and all)."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    summarize, undo = window.actions["summarize"], window.actions["undo-summary"]
+    assert summarize.isEnabled() and undo.isEnabled()
+
+    summarize.trigger()
+    assert window.statusBar().currentMessage() == "Summarizing older messages…"
+    assert window.chat.model.state != "summarizing…"  # the rules write it: the model is not running it
+    assert not summarize.isEnabled() and not undo.isEnabled()
+    summarize.trigger()  # the impatient second choice (a disabled item's shortcut does nothing either)
+    window.composer.set_text("/summarize keep the module names")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    refusal = "Wait for the summary to finish: Precis is summarizing older messages."
+    assert window.composer.hint.text() == refusal
+    assert window.composer.text() == "/summarize keep the module names"  # to send again once it is made
+    window.composer.set_hint("")
+    window.conversation.trigger("summarize", window.conversation.rows_model.rowCount() - 3)
+    assert window.composer.hint.text() == refusal
+    qtbot.waitUntil(lambda: idle(window) and summarize.isEnabled(), timeout=WAIT_MS)
+    assert len(window.chat.snapshot.chain) == 1  # one summary for all those asks
+
+    undo.trigger()
+    assert window.statusBar().currentMessage() == "Undoing the summary…"
+    assert not summarize.isEnabled() and not undo.isEnabled()
+    window.composer.set_text("/undo-summary")
+    qtbot.keyClick(window.composer.edit, Qt.Key.Key_Return)
+    assert window.composer.hint.text() == "Wait for the summary to finish: Precis is undoing the summary."
+    window.inspector.undo_requested.emit()  # as the notice's Undo would
+    qtbot.waitUntil(lambda: idle(window) and undo.isEnabled(), timeout=WAIT_MS)
+    assert window.chat.snapshot.chain == []  # one undo, not two (a second would have said "No summary to undo")
+
+
 def summarize_up_to(qtbot, window, message_id: str) -> None:
     """Summarize up to here (a message's context menu), then wait for it."""
     window.summarize_now(up_to=message_id)
@@ -73,6 +113,23 @@ def test_the_notice_beside_undo_speaks_of_the_summary_undo_undoes(qtbot, make_wi
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.chain) == 1, timeout=WAIT_MS)
     assert window.chat.snapshot.chain[0].id == fold.id  # that Undo undid this summary, as said; the fold is next
     assert not inspector.notice_box.isVisible()
+
+
+def test_a_fold_of_a_single_summary_is_told_as_condensed_not_folded_into_one(qtbot, make_window, store):
+    """At a maximum depth of 1, Summarize now first re-condenses the one summary there is; the notice said "the
+    summaries before it were first folded into one", of a single summary."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False, "max_depth": 1})
+    window = make_window()
+    messages = long_dialogue(60, "walk")
+    open_imported_chat(qtbot, window, store, messages)
+    summarize_up_to(qtbot, window, messages[9].id)
+    summarize_up_to(qtbot, window, messages[19].id)
+    fold = window.chat.snapshot.chain[0]
+    assert len(fold.merged_ids) == 1
+    notice = window.inspector.notice.text()
+    assert ("To make room for it, the summary before it was first condensed into a shorter one (the chain had "
+            "reached its maximum depth)." in notice)
+    assert "summaries" not in notice
 
 
 def test_a_summary_of_the_users_own_takes_the_place_of_an_automatic_ones_notice(qtbot, make_window, store):
@@ -145,3 +202,28 @@ def test_the_summarization_settings_say_when_they_apply_and_do_as_they_say(qtbot
                     timeout=WAIT_MS)
     assert hidden_before <= set(window.chat.snapshot.hidden)  # summarized before, summarized still
     assert "summarized automatically (the context reached the trigger)" in window.inspector.notice.text()
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_the_status_bar_says_the_model_is_summarizing_while_the_summarizer_runs_it(qtbot, make_window, store,
+                                                                                  local_provider):
+    """In hybrid mode on the embedded model, the status bar said "not loaded yet" while the summary ran that model
+    (and loaded it): it says "summarizing…" meanwhile, then "ready"."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "enabled": False})
+    local_provider.close()  # not loaded: the summary starts it
+    window = make_window(local_provider)
+    open_imported_chat(qtbot, window, store, long_dialogue(40, "walk"))
+    model = window.status.model
+    assert model.text() == "local · SmolLM2-135M-Instruct · not loaded yet"
+
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    assert model.text() == "local · SmolLM2-135M-Instruct · summarizing…"
+    assert "writing a summary" in model.toolTip()
+    qtbot.waitUntil(lambda: idle(window) and window.inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+    [record] = window.chat.snapshot.chain
+    assert record.written_by != "rules"  # the model wrote it (what the state said)
+    assert model.text() == "local · SmolLM2-135M-Instruct · ready"  # the summary loaded it
+
+    qtbot.mouseClick(window.inspector.undo_button, Qt.MouseButton.LeftButton)  # an undo runs no model
+    assert model.text().endswith("· ready")
