@@ -37,6 +37,7 @@ from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import check_connection, provider_for
 from ..core.settings import DEFAULT_MODELS, SERVER_FIELDS, ChatSettings, ProviderChoice, SummarizationPolicy
 from ..core.tools.workspace import workspace_problem
+from . import theme
 from .allowed_tools import AllowedTools
 from .model_picker import BUILT_IN, ModelPicker
 from .tools_page import ToolsPage
@@ -371,9 +372,8 @@ class SettingsDialog(QDialog):
         key = self.entered_key() or None
         self._testing = True
         self.validate()
-        self.test_result.setObjectName("muted")
         self.test_result.setText(f"Asking {choice.base_url or 'the ' + choice.kind + ' API'} for its models…")
-        self._restyle(self.test_result)
+        theme.style_as(self.test_result, "muted")
 
         def ask(_job) -> str:
             provider = provider_for(choice, api_key=key)
@@ -388,16 +388,10 @@ class SettingsDialog(QDialog):
 
     def _tested(self, text: str, ok: bool) -> None:
         self._testing = False
-        self.test_result.setObjectName("" if ok else "error")
         self.test_result.setText(text if ok else f"Failed: {text}")
-        self._restyle(self.test_result)
+        theme.style_as(self.test_result, "" if ok else "error")
         self.validate()
         self.tested.emit(ok)
-
-    @staticmethod
-    def _restyle(label: QLabel) -> None:
-        label.style().unpolish(label)
-        label.style().polish(label)
 
     def _model_picked(self, model: FoundModel) -> None:
         """A GGUF file is run by the local model; an Ollama model is reached through its OpenAI-compatible API."""

@@ -29,6 +29,7 @@ from ..core.tools.editing import EDITING_TOOLS
 from ..core.tools.mcp_config import EMPTY_CONFIG, McpConfigError, parse_mcp_text
 from ..core.tools.mcp_servers import RUNNING, STARTING, ServerStatus
 from ..core.tools.workspace import WORKSPACE_TOOLS
+from . import theme
 from .store_calls import StoreCalls
 from .tool_service import ToolService
 from .wording import failure_text
@@ -266,10 +267,8 @@ class ToolsPage(QWidget):
         if statuses:
             self.no_servers.hide()
         else:
-            self.no_servers.setObjectName("error" if self.tools.problem else "muted")
             self.no_servers.setText(self.tools.problem or "No MCP servers: mcp.json names none.")
-            self.no_servers.style().unpolish(self.no_servers)
-            self.no_servers.style().polish(self.no_servers)
+            theme.style_as(self.no_servers, "error" if self.tools.problem else "muted")
             self.no_servers.show()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
