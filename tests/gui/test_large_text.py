@@ -67,3 +67,25 @@ def test_at_twice_the_font_a_code_blocks_copy_chip_holds_its_word_beside_the_cod
     # Beside the code, not over it: the code's block ends left of the chip, which ends inside the text.
     [block] = [b for b in (doc.findBlockByNumber(n) for n in range(doc.blockCount())) if is_code_block(b)]
     assert width - block.blockFormat().rightMargin() <= chip.left() and chip.right() <= width
+
+
+def test_the_inspectors_heading_grows_with_the_applications_font(qtbot, make_window, store):
+    """The heading "Context" was a fixed 11pt in the style sheet: at twice the system font, smaller than the text under
+    it."""
+    from precis.gui.app import application
+    from PySide6.QtWidgets import QLabel
+
+    store.import_chat("Tides", dialogue(6, "Tide tables, part"))
+    window = make_window()
+    [heading] = [label for label in window.inspector.findChildren(QLabel, "heading") if label.text() == "Context"]
+    usual = QFont(application().font())
+    assert heading.font().pointSizeF() > usual.pointSizeF()
+    large = QFont(usual)
+    large.setPointSizeF(usual.pointSizeF() * 2)
+    application().setFont(large)  # the system's font made larger while Precis runs
+    try:
+        qtbot.waitUntil(lambda: heading.font().pointSizeF() > large.pointSizeF())
+        assert heading.font().bold() or heading.font().weight() >= QFont.Weight.DemiBold
+        assert heading.fontMetrics().height() > window.inspector.total_label.fontMetrics().height()
+    finally:
+        application().setFont(usual)
