@@ -59,7 +59,8 @@ class ChatController(QObject):
     # A write found another program writing to the database and waits for it: what it waits for, naming the file.
     store_waiting = Signal(str)
     _store_waiting = Signal(str)  # the same, from the writing thread
-    summarizing = Signal(bool)  # a summary or an undo of one is being made on the open chat (True), or no longer
+    # A summary or an undo of one is being made on the open chat (True), or no longer (another chat's goes on).
+    summarizing = Signal(bool)
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -75,8 +76,10 @@ class ChatController(QObject):
         self.reply_job: Job | None = None
         self.command_job: Job | None = None
         self.count_job: Job | None = None  # the open chat's messages being counted after it showed (stand-ins)
-        self._summary_jobs = 0  # summaries and undos queued or running (see `summarizing`)
-        self._summary_doing = ""  # what the first of them does, in words (SUMMARY_WORK)
+        # Each chat's summaries and undos queued or running, first first: what each does (SUMMARY_WORK keys). Kept by
+        # chat, as a chat's summary goes on after another chat is opened (see `summarizing`).
+        self._summary_work: dict[str, list[str]] = {}
+        self._model_summaries = 0  # summaries the model is writing or will write (the model's state says so)
         self.model = ModelControl(store, self.runner, self.track, provider, parent=self)
         self.store.chats_changed()  # starts watching before the window first lists the chats
         self._store_waiting.connect(self.store_waiting, Qt.ConnectionType.QueuedConnection)
@@ -147,6 +150,8 @@ class ChatController(QObject):
         self.session = session = ChatSession(self.store, chat_id, self.model.provider)
         session.shows_prompt = self.shows_prompt
         self.chat_runner = Runner(max_threads=1, parent=self)
+        if chat_id in self._summary_work:  # its summary, asked for before it was closed, is still being made
+            self.summarizing.emit(True)
         self.run_on_chat("open the chat", lambda _job: session.load_rows(), self._rows_loaded)
 
         def built(snapshot: Snapshot) -> None:
@@ -184,6 +189,8 @@ class ChatController(QObject):
         runner, session = self.chat_runner, self.session
         self.session = None
         self.snapshot = None
+        if session.chat_id in self._summary_work:  # its summary goes on; the chat opened next may ask for one
+            self.summarizing.emit(False)
         if runner is None:
             session.close()
             return
@@ -333,11 +340,12 @@ class ChatController(QObject):
                 "undo-summary")
 
     def summary_refusal(self, name: str) -> str | None:
-        """Why the command `name` cannot start now: it makes or undoes a summary (SUMMARY_WORK) while one is being
-        made or undone. None for any other command, or when none is."""
-        if name not in SUMMARY_WORK or not self._summary_jobs:
+        """Why the command `name` cannot start now: it makes or undoes a summary (SUMMARY_WORK) while one of the open
+        chat is being made or undone. None for any other command, or when none is."""
+        work = self._summary_work.get(self.session.chat_id) if self.session is not None else None
+        if name not in SUMMARY_WORK or not work:
             return None
-        return f"{WAIT_FOR_SUMMARY}: Precis is {self._summary_doing}."
+        return f"{WAIT_FOR_SUMMARY}: Precis is {SUMMARY_WORK[work[0]]}."
 
     def _refused(self, name: str, failed: Failed) -> bool:
         why = self.summary_refusal(name)
@@ -346,22 +354,30 @@ class ChatController(QObject):
         return why is not None
 
     def _changing_summaries(self, job: Job, name: str) -> Job:
-        """Say `summarizing` from now until the job (a summary or an undo, `name` in SUMMARY_WORK) and any other
-        queued with it ends."""
-        self._summary_jobs += 1
-        if self._summary_jobs == 1:
-            self._summary_doing = SUMMARY_WORK[name]
+        """Say `summarizing` of the open chat from now until the job (a summary or an undo, `name` in SUMMARY_WORK)
+        and any other of the chat queued with it ends; the chat's own, whichever chat is open meanwhile."""
+        session = self.session
+        assert session is not None  # the job runs on the open chat's worker
+        chat_id = session.chat_id
+        work = self._summary_work.setdefault(chat_id, [])
+        work.append(name)
+        if len(work) == 1:
             self.summarizing.emit(True)
-            # The model's state says it writes the summary (it said "not loaded yet" meanwhile).
-            session = self.session
-            if name == "summarize" and session is not None and writes_summaries(session.engine, self.model.provider):
-                self.model.summarizing(True)
+        # The model's state says it writes the summary (it said "not loaded yet" meanwhile).
+        by_model = name == "summarize" and writes_summaries(session.engine, self.model.provider)
+        if by_model:
+            self._model_summaries += 1
+            self.model.summarizing(True)
 
         def ended() -> None:
-            self._summary_jobs -= 1
-            if not self._summary_jobs:
-                self.summarizing.emit(False)
-                self.model.summarizing(False)
+            work.remove(name)
+            if not work:
+                del self._summary_work[chat_id]
+                if self.is_open(chat_id):
+                    self.summarizing.emit(False)
+            if by_model:
+                self._model_summaries -= 1
+                self.model.summarizing(self._model_summaries > 0)
         job.finished.connect(ended)
         return job
 

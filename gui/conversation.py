@@ -110,6 +110,22 @@ class ConversationView(QListView):
             return
         super().keyPressEvent(event)
 
+    def focusInEvent(self, event) -> None:  # noqa: N802
+        """Reached by Tab with no row current, the row read (the reading place's, else the last) becomes current and
+        selected, so the focus shows where it is: else nothing showed it until an arrow key was pressed."""
+        had_current = self.currentIndex().isValid()
+        super().focusInEvent(event)
+        tabbed = event.reason() in (Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason)
+        if had_current or not tabbed or not self.rows_model.rowCount():
+            return
+        place = self.reading_place()
+        number = self.rows_model.row_of(place.key) if place is not None else None
+        # Already in view: made current without scrolling, which would stop the view following the end.
+        scrolls = self.hasAutoScroll()
+        self.setAutoScroll(False)
+        self.setCurrentIndex(self.rows_model.index(self.rows_model.rowCount() - 1 if number is None else number))
+        self.setAutoScroll(scrolls)
+
     def _repaint_row(self, number: int) -> None:
         self.viewport().update(self.visualRect(self.rows_model.index(number)))
 

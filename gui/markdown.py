@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import re
 
-from PySide6.QtCore import QUrl
-from PySide6.QtGui import QColor, QFont, QFontDatabase, QTextCharFormat, QTextCursor, QTextDocument, QTextFormat, QTextOption
+from PySide6.QtCore import QSizeF, QUrl
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontDatabase,
+    QFontMetricsF,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+    QTextOption,
+)
 
 from . import theme
 
@@ -116,7 +127,29 @@ def plain_document(text: str, font: QFont, width: float | None = None) -> SafeDo
     return doc
 
 
-CODE_CHIP_GUTTER = 52
+COPY_LABEL = "Copy"
+# Space between the Copy chip and the code beside it, and between the chip and the text's right edge.
+CHIP_SPACING = 4
+
+
+def copy_chip_font(font: QFont) -> QFont:
+    """The Copy chip's label in text of `font`: smaller and bold, as a card's header."""
+    label = QFont(font)
+    label.setPointSizeF(font.pointSizeF() * 0.85)
+    label.setBold(True)
+    return label
+
+
+def copy_chip_size(font: QFont) -> QSizeF:
+    """The Copy chip beside code in text of `font`: its label with room around it, grown with the font (a size in
+    pixels cut the label at a large font)."""
+    metrics = QFontMetricsF(copy_chip_font(font))
+    return QSizeF(math.ceil(metrics.horizontalAdvance(COPY_LABEL) + metrics.height()), math.ceil(metrics.height() + 2))
+
+
+def code_chip_gutter(font: QFont) -> int:
+    """The margin right of a code block in text of `font`, where its Copy chip sits."""
+    return int(copy_chip_size(font).width()) + 2 * CHIP_SPACING
 # Marks a code block once its lines are allowed to wrap (Qt's own mark, non-breakable lines, is then gone).
 _CODE_BLOCK = QTextFormat.Property.UserProperty + 1
 
@@ -124,6 +157,7 @@ _CODE_BLOCK = QTextFormat.Property.UserProperty + 1
 def _style_code(doc: QTextDocument, font: QFont) -> None:
     mono = monospace_font(font.pointSizeF() * 0.95)
     code_bg = QColor(theme.current.code_background)
+    gutter = code_chip_gutter(font)
     block = doc.begin()
     while block.isValid():
         fmt = block.blockFormat()
@@ -131,7 +165,7 @@ def _style_code(doc: QTextDocument, font: QFont) -> None:
             cursor = QTextCursor(block)
             fmt.setBackground(code_bg)
             fmt.setLeftMargin(6)
-            fmt.setRightMargin(CODE_CHIP_GUTTER)  # the Copy chip sits here, never over the code
+            fmt.setRightMargin(gutter)  # the Copy chip sits here, never over the code
             # Long code lines wrap inside the card rather than run off its edge.
             fmt.setProperty(_CODE_BLOCK, True)
             fmt.setNonBreakableLines(False)

@@ -12,7 +12,7 @@ import math
 import re
 from collections import OrderedDict
 
-from PySide6.QtCore import QEvent, QModelIndex, QPoint, QRect, QRectF, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QModelIndex, QPoint, QPointF, QRect, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -29,7 +29,19 @@ from ..core.chat.rows import Row
 from ..core.model.counted import counted
 from . import message_text, theme
 from .conversation_model import RowRole
-from .markdown import CODE_CHIP_GUTTER, closed_fences, is_code_block, markdown_document, monospace_font, plain_document, summary_markdown
+from .markdown import (
+    CHIP_SPACING,
+    COPY_LABEL,
+    closed_fences,
+    code_chip_gutter,
+    copy_chip_font,
+    copy_chip_size,
+    is_code_block,
+    markdown_document,
+    monospace_font,
+    plain_document,
+    summary_markdown,
+)
 from .message_header import HEADER_H, PAD_X, PAD_Y, CardHeader
 from .message_text import clean_output, first_line_and_count, first_lines, tool_call_details, tool_call_line
 from .search_highlight import highlight_matches
@@ -85,6 +97,7 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         self.header_font.setPointSizeF(font.pointSizeF() * 0.85)
         self.header_font.setBold(True)
         self.mono_font = monospace_font(font.pointSizeF() * 0.9)
+        self.chip_font = copy_chip_font(font)
         metrics = QFontMetrics(self.body_font)
         self._line_h = metrics.lineSpacing()
         self._char_w = max(1.0, metrics.averageCharWidth() * 1.05)
@@ -228,18 +241,19 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         block = doc.begin()
         run: list[str] = []
         top = None
-        chip_left = doc.textWidth() - CODE_CHIP_GUTTER + 4  # in the code block's right gutter
+        size = copy_chip_size(self.body_font)
+        chip_left = doc.textWidth() - code_chip_gutter(self.body_font) + CHIP_SPACING  # in the code block's gutter
         while block.isValid():
             if is_code_block(block):
                 if not run:
                     top = layout.blockBoundingRect(block)
                 run.append(block.text())
             elif run:
-                chips.append((QRectF(chip_left, top.top() + 1, 44, 16), "\n".join(run)))
+                chips.append((QRectF(QPointF(chip_left, top.top() + 1), size), "\n".join(run)))
                 run = []
             block = block.next()
         if run:
-            chips.append((QRectF(chip_left, top.top() + 1, 44, 16), "\n".join(run)))
+            chips.append((QRectF(QPointF(chip_left, top.top() + 1), size), "\n".join(run)))
         return chips
 
     def _remember_height(self, row: Row, number: int, height: int) -> None:
@@ -328,13 +342,13 @@ class MessageDelegate(CardHeader, QStyledItemDelegate):
         first_y = max(0, -top)
         last_y = min(doc.size().height(), self._view.viewport().height() - top)
         doc.drawContents(painter, QRectF(0, first_y, width, max(0, last_y - first_y)))
-        painter.setFont(self.header_font)
+        painter.setFont(self.chip_font)
         for rect, _code in chips:
             painter.setPen(QPen(QColor(theme.current.border)))
             painter.setBrush(QColor(theme.current.surface))
             painter.drawRoundedRect(rect, 4, 4)
             painter.setPen(QColor(theme.current.muted))
-            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "Copy")
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, COPY_LABEL)
         if hidden:
             painter.setPen(QColor(theme.current.accent))
             painter.setFont(self.body_font)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar
 
 from ..core.model.counted import counted
@@ -57,6 +58,13 @@ class StatusLine:
             bar.addPermanentWidget(widget)
         self._work_text = ""
         self._undo_text = ""  # what the Undo offer undoes, said beside its button
+        bar.messageChanged.connect(self._announce)
+
+    def _announce(self, text: str) -> None:
+        """A screen reader says each message the bar shows (work begun, a result, an error): the bar draws it itself,
+        so nothing else tells them. Politely: after what the reader is saying, not cutting it off."""
+        if text:
+            QAccessible.updateAccessibility(QAccessibleAnnouncementEvent(self.bar, text))
 
     def working(self, text: str) -> None:
         self.progress.show()

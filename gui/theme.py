@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QGuiApplication, QPalette
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QPalette
 
 from ..core.settings import ThemeChoice
 
@@ -78,12 +78,19 @@ LEVEL_OK = "#0f9d58"
 LEVEL_NEAR = "#f29900"  # between reset and trigger ratio
 LEVEL_OVER = "#d93025"  # at or past the trigger ratio
 
+# A heading (QLabel#heading) this much larger than the application's text, whatever size that is: a style sheet's
+# font-size takes only points or pixels, so the sheet is made again when the application's font changes.
+HEADING_SCALE = 1.1
+
 current: Palette = LIGHT
 _choice: ThemeChoice = "system"
-_installed = False
+_installed: QObject | None = None  # what restyles the application when its font changes, once installed
 
 
-def style_sheet(p: Palette) -> str:
+def style_sheet(p: Palette, text: QFont) -> str:
+    """The application's style sheet in `p`'s colours, for the application's font `text`."""
+    heading = (f"{text.pointSizeF() * HEADING_SCALE:.1f}pt" if text.pointSizeF() > 0
+               else f"{round(text.pixelSize() * HEADING_SCALE)}px")
     return f"""
 QMainWindow, QDialog {{ background: {p.window}; }}
 QWidget {{ color: {p.text}; }}
@@ -114,7 +121,7 @@ QCheckBox:focus, QRadioButton:focus {{ border-color: {p.accent}; }}
 QToolButton:focus {{ border: 2px solid {p.accent}; border-radius: 4px; }}
 QLineEdit:focus, QPlainTextEdit:focus, QTextEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{
     border-color: {p.accent}; }}
-QLabel#heading {{ font-weight: 600; font-size: 11pt; }}
+QLabel#heading {{ font-weight: 600; font-size: {heading}; }}
 QLabel#muted {{ color: {p.muted}; }}
 QLabel#error {{ color: {p.error_text}; }}
 QLabel#warning {{ color: {p.warning_text}; }}
@@ -167,12 +174,23 @@ def qt_palette(p: Palette) -> QPalette:
     return palette
 
 
+class _FontFollower(QObject):
+    """Restyles the application when its font changes (a larger system font): the style sheet's sizes follow it."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        if event.type() == QEvent.Type.ApplicationFontChange and watched is QGuiApplication.instance():
+            restyle()
+        return False
+
+
 def install(app) -> None:
-    """Style `app` for the scheme in effect and restyle it whenever the system's scheme changes."""
+    """Style `app` for the scheme in effect and restyle it whenever the system's scheme or the application's font
+    changes."""
     global _installed
-    if not _installed:
+    if _installed is None:
         app.styleHints().colorSchemeChanged.connect(lambda _scheme: restyle())
-        _installed = True
+        _installed = _FontFollower(app)
+        app.installEventFilter(_installed)
     restyle()
 
 
@@ -203,4 +221,4 @@ def restyle() -> None:
     indicators.setColor(QPalette.ColorRole.Window, QColor(current.muted))
     for widget_class in ("QCheckBox", "QRadioButton"):
         app.setPalette(indicators, widget_class)
-    app.setStyleSheet(style_sheet(current))
+    app.setStyleSheet(style_sheet(current, app.font()))

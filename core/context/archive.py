@@ -10,6 +10,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from typing import Literal
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import SummaryRecord, through_folds
 from .recall_index import RecallIndex
@@ -17,7 +18,7 @@ from .recall_index import RecallIndex
 
 def summary_message(record: SummaryRecord, covered_count: int) -> Message:
     """The message the model sees for a summary; its id is the record's."""
-    header = f"[Summary {record.depth} of earlier conversation: {covered_count} messages, {record.mode} mode]"
+    header = f"[Summary {record.depth} of earlier conversation: {counted(covered_count, 'message')}, {record.mode} mode]"
     return Message(role="system", content=f"{header}\n{record.text}", id=record.id, created_at=record.created_at)
 
 

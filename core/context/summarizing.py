@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from itertools import accumulate
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import CoveredMessage, Facets, SummaryRecord, TrailCoverage, through_folds
 from ..model.tokens import MESSAGE_OVERHEAD
@@ -38,8 +39,13 @@ def next_room(room: int) -> int:
     return min(max(room // 16, NEXT_SUMMARY_ROOM), room // 4)
 
 
-MARKER = "[{} earlier messages archived; no room for a summary]"
-_MARKER = re.compile(re.escape(MARKER).replace(r"\{\}", r"\d+"))
+# The marker left where there was no room for a summary; stored before it said "1 message", it said "1 messages".
+_MARKER = re.compile(r"\[[\d,]+ earlier messages? archived; no room for a summary\]")
+
+
+def no_room_marker(archived: int) -> str:
+    """The summary's text where there was no room for one: how many messages it archived."""
+    return f"[{counted(archived, 'earlier message')} archived; no room for a summary]"
 
 
 def is_marker(text: str) -> bool:
@@ -306,7 +312,7 @@ class Summarization:
             cap = min(cap, int(setup.budget.available / counter.factor) - staying - wrapper)
         marker = cap < MIN_SUMMARY_ROOM
         if marker:
-            draft = SummaryDraft(text=MARKER.format(len(candidates)),
+            draft = SummaryDraft(text=no_room_marker(len(candidates)),
                                  key_points=[], facets=Facets(), mode=summarizer.mode)
         else:
             session = self.archive.marker_before(candidates[0].id)
@@ -420,7 +426,7 @@ class Summarization:
                 cap = min(policy.max_summary_tokens, max(self.chain_room(len(children)) - coming, MIN_SUMMARY_ROOM))
             cap = min(cap, max(sum(c.tokens for c in worded), MIN_SUMMARY_ROOM))
             return merged_digest([c.text for c in worded], covered, cap, count)
-        header = f"Merged summary of {covered} earlier messages."
+        header = f"Merged summary of {counted(covered, 'earlier message')}."
         # The trail first (it is what the originals' readers miss most), the newest key points in what it leaves.
         trail = render_artifact_trail(facets, cap - count(header) - 8, count)
         room = cap - count(header) - count(trail) - 8

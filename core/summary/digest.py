@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.tokens import TokenCounter
 from .digest_words import FREQUENCY, MONTHS, WHEN, WORD, content_words, frequencies, generic, rarity
@@ -430,7 +431,7 @@ def conversation_digest(messages: list[Message], max_tokens: int, counter: Token
     room, count_tokens = min(max_tokens, digest_room(messages, counter.text_tokens)), counter.count_text
     people = list(dict.fromkeys(s.speaker for s in sentences))
     # The sessions' dates head their lines below: the header names who spoke, not when.
-    header = f"{HEADERS[0]} of {len(messages)} messages ({', '.join(people)})"
+    header = f"{HEADERS[0]} of {counted(len(messages), 'message')} ({', '.join(people)})"
     text, chosen = fitted(header, sentences, room - count_tokens(header) - 1, max_tokens, count_tokens)
     return text, [line_of(group).removeprefix("- ") for group in by_message(chosen)]
 
@@ -455,7 +456,7 @@ def merged_digest(texts: list[str], covered: int, max_tokens: int, count_tokens:
             parts = [said] if repeats else [p for p in SENTENCE.split(said) if p.strip()]
             sentences += [Sentence(len(sentences) + n, date, speaker, part, turn, int(repeats or 1))
                           for n, part in enumerate(parts)]
-    header = f"{HEADERS[1]} of {covered} earlier messages"
+    header = f"{HEADERS[1]} of {counted(covered, 'earlier message')}"
     return fitted(header, sentences, max_tokens - count_tokens(header) - 1, max_tokens, count_tokens, index)[0]
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, CommandRun, Facets
 from .facets import MAX_ENTITIES, ROLE_ORDER, analyze_calls, facets_of, named_only
@@ -287,13 +288,14 @@ def rule_summary(
     facets = facets_of(messages, pairs)
     n = len(messages)
     if max_tokens < MIN_SUMMARY_TOKENS:
-        for marker in (f"[{n} earlier messages summarized; no room for details]", f"[{n} messages summarized]"):
+        for marker in (f"[{counted(n, 'earlier message')} summarized; no room for details]",
+                       f"[{counted(n, 'message')} summarized]"):
             if count_tokens(marker) <= max_tokens:
                 return marker, [], facets
         return "", [], facets
 
     roles = {role: sum(1 for m in messages if m.role == role) for role in ROLE_ORDER}
-    header = (f"Summary of {n} earlier messages ({roles['user']} user, {roles['assistant']} assistant, "
+    header = (f"Summary of {counted(n, 'earlier message')} ({roles['user']} user, {roles['assistant']} assistant, "
               f"{roles['tool']} tool results" + (f", {roles['system']} system" if roles["system"] else "") + ")")
     key_points = key_points_of(messages, pairs)
     key_point_section = _Section("Key points", list(key_points), drop_rank=0)
@@ -302,6 +304,6 @@ def rule_summary(
     sections = [requests, key_point_section, *trail, story]  # the documents' hybrid: the rules' sections, then the story
     text = _fit(header, sections, max_tokens, count_tokens)
     if text is None:
-        marker = f"[{n} earlier messages summarized; no room for details]"
+        marker = f"[{counted(n, 'earlier message')} summarized; no room for details]"
         return (marker if count_tokens(marker) <= max_tokens else ""), [], facets
     return text, list(key_point_section.items), facets

@@ -26,7 +26,7 @@ def test_a_chat_with_folds_thousands_deep_opens_and_reads():
     assert [r.id for r in engine.chain()] == [records[-1].id]
     assert engine.archive.covered_count(records[-1]) == DEPTH
     prompt = engine.assemble()
-    assert prompt.messages[0].content.startswith(f"[Summary 1 of earlier conversation: {DEPTH} messages")
+    assert prompt.messages[0].content.startswith(f"[Summary 1 of earlier conversation: {DEPTH:,} messages")
     assert [m.content for m in prompt.messages[1:]] == [f"message {n}" for n in range(DEPTH, DEPTH + 4)]
     lines = history_lines(messages, records, full=True)
     [active] = [line for line in lines if f"messages 1-{DEPTH} " in line]

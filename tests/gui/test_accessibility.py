@@ -84,3 +84,43 @@ def test_each_conversation_row_says_who_wrote_it_and_a_call_says_what_it_runs(qt
     assert spoken[2].startswith("Output of execute_bash, ") and "2 lines" in spoken[2] \
         and spoken[2].endswith(": Filesystem Size Used")
     assert spoken[3].startswith("Assistant, pinned, ") and spoken[3].endswith(": It is 42% full.")
+
+
+def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_window, store, tmp_path, monkeypatch):
+    """The status bar draws its messages itself, so a screen reader heard none: not that a summary was being made,
+    nor that an import failed. Each is announced now. No screen reader runs here: Qt's announcements are recorded
+    where they are sent (QAccessible.updateAccessibility), then sent on."""
+    from precis.core.settings import SUMMARIZATION_KEY
+    from PySide6.QtCore import Qt
+
+    from tests.gui.test_window import idle, long_dialogue, open_imported_chat
+    from tests.timing import WAIT_MS
+
+    announced: list[tuple[object, str]] = []
+    send = QAccessible.updateAccessibility
+
+    def record(event) -> None:
+        if event.type() == QAccessible.Event.Announcement:
+            announced.append((event.object(), event.message()))
+        send(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
+    window = make_window()
+    open_imported_chat(qtbot, window, store, long_dialogue(60, "walk"))
+    bar = window.statusBar()
+
+    qtbot.mouseClick(window.inspector.summarize_button, Qt.MouseButton.LeftButton)
+    assert (bar, "Summarizing older messages…") in announced
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert "" not in [text for _bar, text in announced]  # the bar cleared: nothing to say
+
+    broken = tmp_path / "notes.json"
+    broken.write_text("{ not a transcript")
+    announced.clear()
+    window.import_transcript(str(broken))
+    qtbot.waitUntil(lambda: idle(window) and bar.currentMessage() not in ("", f"Importing {broken}…"),
+                    timeout=WAIT_MS)
+    assert [text for _bar, text in announced] == [f"Importing {broken}…", bar.currentMessage()]
+    assert "line 1: not valid JSON" in announced[-1][1]  # the error, as the bar shows it
+    assert all(source is bar for source, _text in announced)

@@ -62,3 +62,44 @@ def test_each_kind_of_control_shows_it_has_the_focus(qtbot, make_window, store, 
             dialog.reject()
     finally:
         theme.choose("system")
+
+
+def test_tabbing_into_the_conversation_shows_the_focus_on_the_row_being_read(qtbot, make_window, store):
+    """With no row current, Tab into the conversation showed nothing until an arrow key was pressed: the row being
+    read (the reading place's, or the last at the end) becomes current and selected, and the view does not move."""
+    from precis.core.chat.reading_place import ReadingPlace
+    from PySide6.QtCore import QModelIndex, Qt
+    from PySide6.QtWidgets import QApplication
+
+    from tests.gui.test_window import long_dialogue, open_imported_chat
+
+    window = make_window()
+    open_imported_chat(qtbot, window, store, long_dialogue(40, "tides"))
+    view, chats = window.conversation, window.chat_list.list
+    window.activateWindow()
+
+    def tab_in():
+        chats.setFocus()
+        qtbot.waitUntil(chats.hasFocus)
+        assert not view.currentIndex().isValid()
+        before, scrolled = view.viewport().grab().toImage(), view.verticalScrollBar().value()
+        qtbot.keyClick(chats, Qt.Key.Key_Tab)
+        assert QApplication.focusWidget() is view
+        assert view.verticalScrollBar().value() == scrolled  # the reader's place stays
+        assert view.viewport().grab().toImage() != before  # the focus is seen
+        return view.currentIndex().row(), view.selected_row()
+
+    reading = view.rows_model.row_of(window.chat.snapshot.messages[20].id)
+    view.hold(ReadingPlace(key=view.rows_model.row_at(reading).key, into=0.0))
+    qtbot.waitUntil(lambda: view.reading_place() is not None and not view.is_at_bottom())
+    number, selected = tab_in()
+    assert number == reading and selected is view.rows_model.row_at(reading)
+
+    view.setCurrentIndex(QModelIndex())
+    view.clearSelection()
+    view.scroll_to_end()
+    qtbot.waitUntil(view.is_at_bottom)
+    number, selected = tab_in()
+    last = view.rows_model.rowCount() - 1
+    assert number == last and selected is view.rows_model.row_at(last)
+    assert view.is_at_bottom() and view.following  # a reply streamed next is still followed

@@ -81,7 +81,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
         qtbot, make_window, store):
     from precis.core.model.messages import Message
     from precis.gui.conversation import READING_WIDTH
-    from precis.gui.markdown import CODE_CHIP_GUTTER
+    from precis.gui.markdown import code_chip_gutter
 
     long_line = "curl -X POST " + " ".join(f"--data field{i}=value{i}" for i in range(40))
     window = make_window()
@@ -99,7 +99,7 @@ def test_on_a_wide_screen_cards_keep_a_reading_width_and_long_code_wraps_beside_
     # The code wrapped inside the card (no line wider than the text) and the chip sits in its own gutter.
     assert doc.size().width() <= width + 1
     [(chip, code)] = chips
-    assert code == long_line and width - CODE_CHIP_GUTTER <= chip.left() and chip.right() <= width
+    assert code == long_line and width - code_chip_gutter(delegate.body_font) <= chip.left() and chip.right() <= width
 
 
 @pytest.mark.slow

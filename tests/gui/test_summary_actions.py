@@ -4,9 +4,11 @@ one summary, and the notice beside an Undo speaks of what that Undo undoes."""
 from __future__ import annotations
 
 import pytest
+from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import SUMMARIZATION_KEY
 from PySide6.QtCore import Qt
 
+from tests.gui.held_replies import HeldReplies
 from tests.gui.test_window import idle, long_dialogue, open_imported_chat
 from tests.timing import WAIT_MS
 
@@ -79,6 +81,44 @@ def test_every_way_to_ask_for_a_summary_waits_for_the_one_being_made(qtbot, make
     window.inspector.undo_requested.emit()  # as the notice's Undo would
     qtbot.waitUntil(lambda: idle(window) and undo.isEnabled(), timeout=WAIT_MS)
     assert window.chat.snapshot.chain == []  # one undo, not two (a second would have said "No summary to undo")
+
+
+def test_a_summary_being_made_on_one_chat_leaves_summarize_now_free_on_the_others(qtbot, make_window, store, server):
+    """The wait for a summary being made was the window's, not the chat's: after switching to another chat
+    mid-summary, Summarize now stayed disabled there (and /summarize refused) until the first chat's summary ended.
+    The summary is held while the test switches: the model writing it (a server on loopback) waits for the test."""
+    store.set_setting(SUMMARIZATION_KEY, {"mode": "hybrid", "enabled": False})
+    held = HeldReplies(OpenAICompatProvider(server.base_url, "m", "sk-test", window=32_768))
+    window = make_window(held)
+    first = open_imported_chat(qtbot, window, store, long_dialogue(60, "first"))
+    second = store.import_chat("second chat", long_dialogue(60, "second"))
+    window.refresh_chats()
+    inspector, summarize = window.inspector, window.actions["summarize"]
+
+    qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)
+    assert not inspector.summarize_button.isEnabled() and not summarize.isEnabled()
+    window.open_chat(second)
+    qtbot.waitUntil(lambda: window.chat.is_open(second) and window.chat.snapshot is not None
+                    and not window.chat.chat_runner.busy, timeout=WAIT_MS)
+    assert inspector.summarize_button.isEnabled() and summarize.isEnabled()
+    assert inspector.summarize_button.toolTip() != "Wait for the summary to finish"
+    assert window.chat.summary_refusal("summarize") is None  # /summarize and a message's menu are not refused
+
+    window.open_chat(first)  # back while its summary is still being made: it waits for that one
+    qtbot.waitUntil(lambda: window.chat.is_open(first) and window.chat.snapshot is not None, timeout=WAIT_MS)
+    assert not inspector.summarize_button.isEnabled() and not summarize.isEnabled()
+    assert inspector.undo_button.toolTip() == "Wait for the summary to finish"
+
+    window.open_chat(second)
+    qtbot.waitUntil(lambda: window.chat.is_open(second) and idle(window), timeout=WAIT_MS)
+    qtbot.mouseClick(inspector.summarize_button, Qt.MouseButton.LeftButton)  # the second chat's own summary
+    assert window.statusBar().currentMessage() == "Summarizing older messages…"
+    assert not inspector.summarize_button.isEnabled()
+    held.release.set()
+    qtbot.waitUntil(lambda: idle(window) and inspector.undo_button.isEnabled(), timeout=WAIT_MS)
+    assert window.actions["undo-summary"].isEnabled() and len(window.chat.snapshot.chain) == 1
+    qtbot.waitUntil(lambda: len(store.load_records(first)) == 1, timeout=WAIT_MS)  # the first chat's, made on its own
+    assert window.composer.hint.text() == ""
 
 
 def summarize_up_to(qtbot, window, message_id: str) -> None:
