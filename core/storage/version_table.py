@@ -85,12 +85,16 @@ class VersionTable(StoreBase):
         messages after it."""
         with self._write("show the version") as session:
             pk, seq = self._message_pk(session, chat_id, message.id)
-            row = session.execute(text("SELECT content, incomplete, cut_at, sent, branch FROM message_version "
+            row = session.execute(text("SELECT content, incomplete, cut_at, sent, branch, shown FROM message_version "
                                        "WHERE message_pk = :pk AND position = :position"),
                                   {"pk": pk, "position": position}).first()
             if row is None:
                 raise MessageNotFound(f"message {message.id} has no version {position + 1}")
-            content, incomplete, cut_at, sent, branch = row
+            content, incomplete, cut_at, sent, branch, shown_now = row
+            if shown_now:  # shown already (another window switched first): keeping its branch would drop it
+                return [message_from_row(*found) for found in session.connection().exec_driver_sql(
+                    f"SELECT {MESSAGE_COLUMNS} FROM message WHERE chat_id = ? AND seq >= ? ORDER BY seq",
+                    (chat_id, seq))]
             self._keep_branch(session, chat_id, pk, seq)
             shown = message.with_changes(content=content, incomplete=bool(incomplete), cut_at=cut_at, sent=sent)
             session.execute(text("UPDATE message_version SET shown = (position = :position), "

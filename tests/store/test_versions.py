@@ -74,6 +74,18 @@ def test_an_edited_message_keeps_the_branch_it_began_and_switching_moves_branche
         assert store.versions(chat_id) == {question.id: Versions(("Name a colour.", "Name a fruit."), 1)}
 
 
+def test_showing_the_version_already_shown_keeps_what_follows_it(tmp_path):
+    """As when another window switched first: the messages after it were lost (moved into the version's own
+    branch, which showing it clears)."""
+    question, answer = Message(role="user", content="Name a colour."), Message(role="assistant", content="Red.")
+    with open_store(tmp_path) as store:
+        chat_id = store.import_chat("Colours", [question, answer])
+        store.save_version(chat_id, question)
+        assert store.show_version(chat_id, question, 0) == [question, answer]
+        assert store.load_messages(chat_id) == [question, answer]
+        store.save_version(chat_id, question.with_changes(content="Name a fruit."))
+        assert [m.content for m in store.show_version(chat_id, question, 0)] == ["Name a colour.", "Red."]
+
 def test_a_message_a_summary_archived_never_moves_to_a_branch(tmp_path):
     question, answer = Message(role="user", content="old question"), Message(role="assistant", content="old news")
     with open_store(tmp_path) as store:
