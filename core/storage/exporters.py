@@ -4,8 +4,8 @@ Each format is made piece by piece (a message or a line at a time) and written a
 chat never holds its whole text, nor a second copy of it, in memory.
 
 An export holds no secret: what summaries' redaction finds (API keys, tokens, passwords, private keys:
-core.summary.redact) is replaced by `[REDACTED:<kind>]`, in the messages (every version of one), tool calls, summaries,
-title and settings; the store keeps the messages as written."""
+core.summary.redact) is replaced by `[REDACTED:<kind>]`, in the messages (every version of one, and the messages of
+its branches), tool calls, summaries, title and settings; the store keeps the messages as written."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from ..model.records import CoveredMessage, SummaryRecord, local_time, record_sp
 from ..settings import portable_chat_settings
 from ..summary.redact import redact_obj, secrets_in
 from .interchange import jsonl_lines
-from .version_table import Versions
+from .version_table import Branches, BranchMessage, Versions
 
 if TYPE_CHECKING:
     from .store import Store
@@ -56,6 +56,7 @@ class _Redacted:
     records: list[SummaryRecord]
     settings: dict[str, Any]
     versions: dict[str, Versions]
+    branches: dict[str, Branches]
     count: int
 
 
@@ -66,10 +67,10 @@ def export_chat(store: Store, chat_id: str, format_: str) -> ChatExport:
         raise ValueError(f"unknown export format {format_!r} (one of {', '.join(EXPORT_FORMATS)})")
     found = store.get_chat(chat_id)
     chat = without_secrets(found.title, store.load_messages(found.id), store.load_records(found.id),
-                           portable_chat_settings(found.settings), store.versions(found.id))
+                           portable_chat_settings(found.settings), store.versions(found.id), store.branches(found.id))
     if format_ == "jsonl":
         pieces = export_jsonl(chat.messages, chat.records, store.archived_by(found.id),
-                              {"title": chat.title, "settings": chat.settings}, chat.versions)
+                              {"title": chat.title, "settings": chat.settings}, chat.versions, chat.branches)
     elif format_ == "openai":  # the format has no place for versions: the ones shown
         pieces = export_openai(chat.messages, chat.settings.get("system_prompt", ""))
     else:
@@ -83,15 +84,16 @@ def redacted_words(count: int) -> str:
 
 
 def without_secrets(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],
-                    settings: dict[str, Any], versions: Mapping[str, Versions] | None = None) -> _Redacted:
-    """The chat with its secrets redacted as summaries' are, in every version of a message too; a value found once
-    (`API key: sk-...`, in a version since edited away) is hidden wherever else it appears (pasted bare later). A
-    summary's fingerprint of a message it covers follows the message's redacted text, so an import of the export
-    finds each covered message as the summary knew it."""
-    versions = versions or {}
+                    settings: dict[str, Any], versions: Mapping[str, Versions] | None = None,
+                    branches: Mapping[str, Branches] | None = None) -> _Redacted:
+    """The chat with its secrets redacted as summaries' are, in every version of a message and every message of its
+    branches too; a value found once (`API key: sk-...`, in a version since edited away) is hidden wherever else it
+    appears (pasted bare later). A summary's fingerprint of a message it covers follows the message's redacted text,
+    so an import of the export finds each covered message as the summary knew it."""
+    versions, branches = versions or {}, branches or {}
     found = [title, settings, [m.content for m in messages], [c.arguments for m in messages for c in m.tool_calls],
              [[r.text, r.key_points, r.instructions, r.facets.model_dump()] for r in records],
-             [list(kept.texts) for kept in versions.values()]]
+             [list(kept.texts) for kept in versions.values()], list(_branch_values(branches.values()))]
     known = secrets_in(found)[1]
     count = 0
 
@@ -101,23 +103,48 @@ def without_secrets(title: str, messages: Sequence[Message], records: Sequence[S
         count += replaced
         return cleaned
 
-    kept, changed = [], {}
-    for message in messages:
+    changed: dict[str, str] = {}
+
+    def hidden_message(message: Message) -> Message:
         before = count
         content = hidden(message.content)
         calls = tuple(dataclasses.replace(call, arguments=hidden(call.arguments)) for call in message.tool_calls)
-        if count > before:
-            message = message.with_changes(content=content, tool_calls=calls)
-            changed[message.id] = message.sha256()
-        kept.append(message)
+        if count == before:
+            return message
+        message = message.with_changes(content=content, tool_calls=calls)
+        changed[message.id] = message.sha256()
+        return message
+
+    def hidden_versions(kept: Versions) -> Versions:
+        return Versions(tuple(hidden(list(kept.texts))), kept.shown)
+
+    def hidden_branches(kept: Branches) -> Branches:
+        return {place: tuple(BranchMessage(hidden_message(entry.message),
+                                           None if entry.versions is None else hidden_versions(entry.versions),
+                                           hidden_branches(entry.branches)) for entry in branch)
+                for place, branch in kept.items()}
+
+    kept = [hidden_message(message) for message in messages]
+    kept_branches = {message_id: hidden_branches(branched) for message_id, branched in branches.items()}
     records = [r.model_copy(update={
         "text": hidden(r.text), "key_points": hidden(r.key_points), "instructions": hidden(r.instructions),
         "facets": hidden(r.facets),
         "covered": [CoveredMessage(c.id, changed[c.id]) if c.id in changed else c for c in r.covered]})
         for r in records]
-    kept_versions = {message_id: Versions(tuple(hidden(list(kept.texts))), kept.shown)
-                     for message_id, kept in versions.items()}
-    return _Redacted(hidden(title), kept, records, hidden(settings), kept_versions, count)
+    kept_versions = {message_id: hidden_versions(texts) for message_id, texts in versions.items()}
+    return _Redacted(hidden(title), kept, records, hidden(settings), kept_versions, kept_branches, count)
+
+
+def _branch_values(kept: Iterable[Branches]) -> Iterator[Any]:
+    """Every text and tool call's arguments in branches, branches of their messages' versions within."""
+    for branches in kept:
+        for branch in branches.values():
+            for entry in branch:
+                yield entry.message.content
+                yield [call.arguments for call in entry.message.tool_calls]
+                if entry.versions is not None:
+                    yield list(entry.versions.texts)
+                yield from _branch_values([entry.branches])
 
 
 def write_export(pieces: Iterable[str | bytes], path: str | os.PathLike) -> None:
@@ -178,11 +205,13 @@ def _running(pid: int) -> bool:
 
 def export_jsonl(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
                  archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None,
-                 versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
+                 versions: Mapping[str, Versions] | None = None,
+                 branches: Mapping[str, Branches] | None = None) -> Iterator[str]:
     """The whole chat: every original message, archived ones included, with ids, the summary records, which
     summary archived each message, the chat's title and settings, and every version of a message regenerated or
-    edited (which one shown), so an import gives back the same chat."""
-    return jsonl_lines(messages, records, archived_by, chat, versions)
+    edited (which one shown) with the messages that followed each (its branch), so an import gives back the same
+    chat."""
+    return jsonl_lines(messages, records, archived_by, chat, versions, branches)
 
 
 def export_openai(messages: Sequence[Message], system_prompt: str = "") -> Iterator[str]:

@@ -32,7 +32,7 @@ from .interchange import (
 )
 from .store import Store
 from .text_files import as_utf8
-from .version_table import Versions
+from .version_table import Branches, Versions
 
 FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
 
@@ -82,6 +82,7 @@ class ParsedChat:
     # message id -> id of the record that archived it
     archived_by: dict[str, str] = field(default_factory=dict)
     versions: dict[str, Versions] = field(default_factory=dict)  # message id -> its versions, from Precis's export
+    branches: dict[str, Branches] = field(default_factory=dict)  # message id -> its versions' branches, likewise
     undecodable: Undecodable | None = None
     unfinished_line: int | None = None  # a session still being written: its last line, cut short, left out
 
@@ -152,11 +153,11 @@ def detect_format(path: Path, data: bytes) -> str:
 
 def parse_interchange(path: Path, data: bytes) -> ParsedChat:
     lines = data.splitlines()
-    messages, records, archived_by, versions = read_interchange_chat(lines, str(path))
+    messages, records, archived_by, versions, branches = read_interchange_chat(lines, str(path))
     number, first = next(((n, line) for n, line in enumerate(lines, start=1) if line.strip()), (1, b""))
     header = chat_header(parse_jsonl_line(first, str(path), number), str(path), number)
     return ParsedChat(title=header.title or path.stem, messages=messages, settings=header.settings, records=records,
-                      archived_by=archived_by, versions=versions)
+                      archived_by=archived_by, versions=versions, branches=branches)
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI
@@ -485,6 +486,6 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
         # A blank --title is no title: the file's, not a chat listed without a name.
         title = (title or "").strip() or parsed.title
         chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings,
-                                    parsed.versions)
+                                    parsed.versions, parsed.branches)
     return ImportResult(chat_id=chat_id, title=title, messages=len(parsed.messages), summaries=len(parsed.records),
                         notices=tuple(parsed.notices()))

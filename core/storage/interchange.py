@@ -3,8 +3,10 @@
 An assistant line with `name` + `tool_args` is one tool call; the next `tool` line with that `name` is its result.
 The whole chat travels in extra keys, which plain readers ignore: `archived_by` on a message a summary hides (the
 summary's id), `summaries` (summary records, each with the messages it covers) on the line of the last
-message a record covers, and `chat` (its title and its own settings, as portable_chat_settings gives them) on the
-first line.
+message a record covers, `chat` (its title and its own settings, as portable_chat_settings gives them) on the
+first line, and on a message regenerated or edited its `versions`, `version_shown` and `branches`: for each version,
+the messages that followed it while it was shown (records in the shape of lines, with their own versions and
+branches), null for the version shown (the lines after it are its messages).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 from ..model.messages import ROLES, Message, ToolCall, new_id
 from ..model.records import SummaryRecord
 from ..settings import LOCAL_CHAT_SETTINGS, ChatSettings, choice_problems
-from .version_table import Versions
+from .version_table import Branches, BranchMessage, Versions
 
 
 class TranscriptError(ValueError):
@@ -221,32 +223,90 @@ class InterchangeChat(NamedTuple):
     records: list[SummaryRecord]
     archived_by: dict[str, str]  # message id -> id of the summary that archived it
     versions: dict[str, Versions]  # message id -> its versions (a reply regenerated, a message edited)
+    branches: dict[str, Branches]  # message id -> the messages that followed its versions not shown
 
 
-def _versions_of(record: dict[str, Any], message: Message, source: str, line: int) -> Versions | None:
-    """A line's `versions` (every text the message had, in the order written) and `version_shown` (which of them is
-    the message's content), or None; TranscriptError names a bad one."""
+def _versions_of(record: dict[str, Any], message: Message, source: str, line: int, where: str = "") -> Versions | None:
+    """A record's `versions` (every text the message had, in the order written) and `version_shown` (which of them is
+    the message's content), or None; TranscriptError names a bad one (its field under `where`: 'branches[0][1].')."""
     texts = record.get("versions")
     if texts is None:
         return None
     if not isinstance(texts, list) or not texts or not all(isinstance(text, str) for text in texts):
-        raise TranscriptError(source, line, "field 'versions' must be a list of the message's texts (strings)")
+        raise TranscriptError(source, line, f"field '{where}versions' must be a list of the message's texts (strings)")
     shown = record.get("version_shown")
     if not isinstance(shown, int) or isinstance(shown, bool) or not 0 <= shown < len(texts):
-        raise TranscriptError(source, line, f"field 'version_shown' must be the place of a text in 'versions' "
+        raise TranscriptError(source, line, f"field '{where}version_shown' must be the place of a text in 'versions' "
                                             f"(0 to {len(texts) - 1}), got {shown!r}")
     if texts[shown] != message.content:
-        raise TranscriptError(source, line, f"field 'versions': the version shown ({shown}) is not the message's "
-                                            "'content'")
+        raise TranscriptError(source, line, f"field '{where}versions': the version shown ({shown}) is not the "
+                                            "message's 'content'")
     return Versions(tuple(texts), shown)
 
 
+class _BranchId(NamedTuple):
+    """A message id read in a branch, and where: each must be the only message of the file with it."""
+
+    id: str
+    line: int
+    field: str
+
+
+def _branches_of(record: dict[str, Any], message: Message, kept: Versions | None, source: str, line: int,
+                 where: str, branch_ids: list[_BranchId]) -> Branches:
+    """A record's `branches`: for each of its versions the records of the messages that followed it, null (or []) for
+    none and always for the version shown; TranscriptError names a bad one, under `where`."""
+    raw = record.get("branches")
+    if raw is None:
+        return {}
+    field = f"{where}branches"
+    if kept is None:
+        raise TranscriptError(source, line, f"field '{field}' needs the message's 'versions' beside it (each of "
+                                            "its entries is what followed the version in the same place)")
+    if not isinstance(raw, list) or len(raw) != len(kept.texts):
+        raise TranscriptError(source, line, f"field '{field}' must be a list with an entry for each of the "
+                                            f"{len(kept.texts)} versions (the messages that followed it, or null)")
+    found: Branches = {}
+    for place, entries in enumerate(raw):
+        if entries is None or entries == []:
+            continue
+        if not isinstance(entries, list):
+            raise TranscriptError(source, line, f"field '{field}[{place}]' must be a list of message records or "
+                                                f"null, got {type(entries).__name__}")
+        if place == kept.shown:
+            raise TranscriptError(source, line, f"field '{field}[{place}]' must be null: what followed the version "
+                                                "shown is the lines after it")
+        found[place] = _branch_messages(entries, message, source, line, f"{field}[{place}]", branch_ids)
+    return found
+
+
+def _branch_messages(entries: list[Any], message: Message, source: str, line: int, where: str,
+                     branch_ids: list[_BranchId]) -> tuple[BranchMessage, ...]:
+    """The messages of one branch of `message`, each with its versions and their branches."""
+    read: list[tuple[Message, Versions | None, Branches]] = []
+    for n, entry in enumerate(entries):
+        place = f"{where}[{n}]"
+        try:
+            branched = message_from_record(entry, source=source, line=line)
+        except TranscriptError as exc:
+            raise TranscriptError(source, line, f"field '{place}': {exc.problem}") from None
+        kept = _versions_of(entry, branched, source, line, f"{place}.")
+        read.append((branched, kept, _branches_of(entry, branched, kept, source, line, f"{place}.", branch_ids)))
+        branch_ids.append(_BranchId(branched.id, line, f"{place}.id"))
+    # A result without a call id answers a call of the branch, or of the message it follows (a reply regenerated).
+    paired = pair_tool_results([message, *(branched for branched, _, _ in read)])[1:]
+    return tuple(BranchMessage(branched, kept, branches)
+                 for branched, (_, kept, branches) in zip(paired, read, strict=True))
+
+
 def read_interchange_chat(lines: Iterable[bytes | str], source: str) -> InterchangeChat:
-    """The messages, summary records, archive marks and message versions of an interchange file."""
+    """The messages, summary records, archive marks, message versions and their branches of an interchange file."""
     messages: list[Message] = []
     records: list[SummaryRecord] = []
     archived_by: dict[str, str] = {}
     versions: dict[str, Versions] = {}
+    branches: dict[str, Branches] = {}
+    branch_ids: list[_BranchId] = []
     for number, raw in enumerate(lines, start=1):
         record = parse_jsonl_line(raw, source, number)
         if record is None:
@@ -257,14 +317,25 @@ def read_interchange_chat(lines: Iterable[bytes | str], source: str) -> Intercha
             archived_by[message.id] = record["archived_by"]
         if (kept := _versions_of(record, message, source, number)) is not None:
             versions[message.id] = kept
+        try:
+            if found := _branches_of(record, message, kept, source, number, "", branch_ids):
+                branches[message.id] = found
+        except RecursionError:  # branches of branches as deep as JSON itself can be read
+            raise TranscriptError(source, number, NESTED_TOO_DEEP) from None
         records.extend(_summaries_of(record, source, number))
+    seen = {m.id for m in messages}
+    for branched in branch_ids:  # a repeated id would make switching to its branch fail, long after the import
+        if branched.id in seen:
+            raise TranscriptError(source, branched.line, f"field '{branched.field}' repeats {branched.id!r}, the id "
+                                                         "of another message in the file")
+        seen.add(branched.id)
     known = {r.id for r in records}
     unknown = next((rid for rid in archived_by.values() if rid not in known), None)
     if unknown is not None:
         line = 1 + next(i for i, m in enumerate(messages) if archived_by.get(m.id) == unknown)
         raise TranscriptError(source, line, f"field 'archived_by' names summary {unknown!r}, which the file lacks")
     records.sort(key=lambda r: r.created_at)
-    return InterchangeChat(pair_tool_results(messages), records, archived_by, versions)
+    return InterchangeChat(pair_tool_results(messages), records, archived_by, versions, branches)
 
 
 def message_to_record(message: Message) -> dict[str, Any]:
@@ -300,10 +371,11 @@ _LINE_ENCODER = json.JSONEncoder(ensure_ascii=False)
 
 def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
                 archived_by: Mapping[str, str] | None = None, chat: Mapping[str, Any] | None = None,
-                versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
+                versions: Mapping[str, Versions] | None = None,
+                branches: Mapping[str, Branches] | None = None) -> Iterator[str]:
     """Messages as interchange lines (each ending in a newline), made one at a time; with their summary records,
-    archive marks, `chat` (title and settings, on the first line) and versions, the whole chat."""
-    archived_by, versions = archived_by or {}, versions or {}
+    archive marks, `chat` (title and settings, on the first line), versions and their branches, the whole chat."""
+    archived_by, versions, branches = archived_by or {}, versions or {}, branches or {}
     position = {m.id: i for i, m in enumerate(messages)}
     anchored: dict[int, list[SummaryRecord]] = defaultdict(list)
     for record in records:
@@ -318,7 +390,27 @@ def jsonl_lines(messages: Sequence[Message], records: Sequence[SummaryRecord] = 
             if message.id in archived_by:
                 line["archived_by"] = archived_by[message.id]
             if n == 0 and message.id in versions:
-                line["versions"], line["version_shown"] = list(versions[message.id].texts), versions[message.id].shown
+                line.update(_versions_fields(versions[message.id], branches.get(message.id, {})))
             if n == len(parts) - 1 and anchored.get(i):
                 line["summaries"] = [r.model_dump(mode="json") for r in anchored[i]]
             yield _LINE_ENCODER.encode(line) + "\n"
+
+
+def _versions_fields(kept: Versions, branches: Branches) -> dict[str, Any]:
+    """A record's `versions`, `version_shown` and, if any version not shown kept messages, `branches`."""
+    fields: dict[str, Any] = {"versions": list(kept.texts), "version_shown": kept.shown}
+    if branches:
+        fields["branches"] = [list(_branch_records(branches[place])) if place in branches else None
+                              for place in range(len(kept.texts))]
+    return fields
+
+
+def _branch_records(branch: Sequence[BranchMessage]) -> Iterator[dict[str, Any]]:
+    """A branch's messages as records in the shape of lines, with their own versions and branches."""
+    for branched in branch:
+        parts = split_multi_calls(branched.message)
+        for n, part in enumerate(parts):
+            record = message_to_record(part)
+            if n == 0 and branched.versions is not None:
+                record.update(_versions_fields(branched.versions, branched.branches))
+            yield record

@@ -57,7 +57,7 @@ from .paths import DB_NAME
 from .paths import data_dir as resolve_data_dir
 from .schema import CHAT, SCHEMA_VERSION, ChatRow, MessageRow, SettingRow, SummaryRow
 from .summary_table import SummaryTable, attach_engine
-from .version_table import Versions, VersionTable
+from .version_table import Branches, BranchMessage, Versions, VersionTable
 
 log = logging.getLogger("precis.store")
 
@@ -325,9 +325,11 @@ class Store(MessageTable, SummaryTable, VersionTable):
     def import_chat(self, title: str, messages: Sequence[Message], records: Sequence[SummaryRecord] = (),
                     archived_by: Mapping[str, str] | None = None,
                     settings: ChatSettings | Mapping[str, Any] | None = None,
-                    versions: Mapping[str, Versions] | None = None) -> str:
-        """A new chat with its messages, summary records and the versions of its messages that have them (by message
-        id; the message's content is the version shown), in one transaction: all of it or nothing."""
+                    versions: Mapping[str, Versions] | None = None,
+                    branches: Mapping[str, Branches] | None = None) -> str:
+        """A new chat with its messages, summary records, the versions of its messages that have them (by message
+        id; the message's content is the version shown) and the branches of those versions not shown (by message id,
+        then version place), in one transaction: all of it or nothing."""
         valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
         now = time.time()
         chat_id = Message(role="user").id
@@ -337,13 +339,14 @@ class Store(MessageTable, SummaryTable, VersionTable):
             session.flush()
             insert_messages(session, chat_id, messages, 0, archived_by)
             if versions:
-                self._insert_versions(session, chat_id, [m for m in messages if m.id in versions], versions)
+                self._insert_versions(session, chat_id, [m for m in messages if m.id in versions], versions,
+                                      branches or {})
             for record in records:
                 self._upsert_record(session, chat_id, record)
         return chat_id
 
 
-__all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "ChatInfo", "ChatNotFound", "ChatRow",
-           "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store", "StoreConflict", "StoreCorrupt",
-           "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow", "Versions", "attach_engine", "migrate",
-           "open_store"]
+__all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "BranchMessage", "Branches", "ChatInfo",
+           "ChatNotFound", "ChatRow", "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store",
+           "StoreConflict", "StoreCorrupt", "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow",
+           "Versions", "attach_engine", "migrate", "open_store"]

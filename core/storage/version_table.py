@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import text
 
@@ -36,6 +37,48 @@ class Versions:
     shown: int
 
 
+@dataclass(frozen=True)
+class BranchMessage:
+    """A message of a kept branch, with its versions (None: it has one text) and the branches of those."""
+
+    message: Message
+    versions: Versions | None = None
+    branches: Branches = field(default_factory=dict)
+
+
+# A message's kept branches: {place of a version not shown: the messages that followed it}, empty ones left out.
+Branches = dict[int, tuple[BranchMessage, ...]]
+
+
+def _branch_from_json(kept: str | None) -> tuple[BranchMessage, ...]:
+    """A branch as _keep_branch stored it, as messages with their versions and those versions' branches."""
+    found = []
+    for entry in json.loads(kept) if kept else []:
+        rows = [version if len(version) == len(_VERSION_COLUMNS_8) + 1 else [*version[:4], None, *version[4:]]
+                for version in entry["versions"]]
+        versions = Versions(tuple(row[1] for row in rows), next(n for n, row in enumerate(rows) if row[6])) \
+            if rows else None
+        branches = {n: branch for n, row in enumerate(rows) if (branch := _branch_from_json(row[7]))}
+        found.append(BranchMessage(message_from_row(*entry["message"]), versions, branches))
+    return tuple(found)
+
+
+def _branch_to_json(branch: tuple[BranchMessage, ...]) -> str | None:
+    """A branch as _keep_branch stores it (None for no messages): each message's row and its versions' rows."""
+    if not branch:
+        return None
+    entries: list[dict[str, Any]] = []
+    for kept in branch:
+        message = kept.message
+        values = message_values("", message)
+        versions = kept.versions or Versions((), 0)
+        entries.append({"message": [values[column] for column in MESSAGE_COLUMNS.split(", ")], "versions": [
+            [n, text_, message.incomplete and n == versions.shown, message.cut_at if n == versions.shown else None,
+             message.sent if n == versions.shown else None, message.created_at, n == versions.shown,
+             _branch_to_json(kept.branches.get(n, ()))] for n, text_ in enumerate(versions.texts)]})
+    return json.dumps(entries, ensure_ascii=False)
+
+
 class VersionTable(StoreBase):
     """Store's version methods (a part of Store, through StoreBase)."""
 
@@ -52,6 +95,18 @@ class VersionTable(StoreBase):
                 texts.append(content)
                 found[message_id] = (texts, shown_at)
         return {message_id: Versions(tuple(texts), shown) for message_id, (texts, shown) in found.items()}
+
+    def branches(self, chat_id: str) -> dict[str, Branches]:
+        """{message id: its kept branches} for this chat's messages that have a version not shown with messages that
+        followed it (an edited message, a regenerated reply that had been answered), branches of branches within."""
+        sql = text("""SELECT m.id, v.position, v.branch FROM message_version v JOIN message m ON m.pk = v.message_pk
+                      WHERE m.chat_id = :chat AND v.branch IS NOT NULL ORDER BY m.seq, v.position""")
+        found: dict[str, Branches] = {}
+        with self._read() as session:
+            for message_id, position, kept in session.execute(sql, {"chat": chat_id}):
+                if branch := _branch_from_json(kept):
+                    found.setdefault(message_id, {})[position] = branch
+        return found
 
     def save_version(self, chat_id: str, message: Message) -> Versions:
         """Keep the message's text as its newest version, shown from now (its row is saved with it). The messages
@@ -145,16 +200,18 @@ class VersionTable(StoreBase):
         return messages
 
     @staticmethod
-    def _insert_versions(session, chat_id: str, messages: list[Message], versions: Mapping[str, Versions]) -> None:
-        """The versions of newly inserted messages (an import), no branch kept: the messages after each are those
-        that answered its version shown."""
+    def _insert_versions(session, chat_id: str, messages: list[Message], versions: Mapping[str, Versions],
+                         branches: Mapping[str, Branches]) -> None:
+        """The versions of newly inserted messages (an import), each version not shown with its branch (the messages
+        after a message are those that answered its version shown)."""
         for message in messages:
-            kept = versions[message.id]
+            kept, branched = versions[message.id], branches.get(message.id, {})
             session.connection().exec_driver_sql(
-                "INSERT INTO message_version (message_pk, position, content, incomplete, created_at, shown) "
-                "SELECT pk, ?, ?, ?, ?, ? FROM message WHERE chat_id = ? AND id = ?",
+                "INSERT INTO message_version (message_pk, position, content, incomplete, created_at, shown, branch) "
+                "SELECT pk, ?, ?, ?, ?, ?, ? FROM message WHERE chat_id = ? AND id = ?",
                 [(position, text_, message.incomplete and position == kept.shown, message.created_at,
-                  position == kept.shown, chat_id, message.id) for position, text_ in enumerate(kept.texts)])
+                  position == kept.shown, _branch_to_json(branched.get(position, ())), chat_id, message.id)
+                 for position, text_ in enumerate(kept.texts)])
 
     @staticmethod
     def _message_pk(session, chat_id: str, message_id: str) -> tuple[int, int]:

@@ -55,8 +55,8 @@ def test_export_writes_markdown_and_jsonl_with_the_summary_chain(qtbot, make_win
     export_through_the_dialog(qtbot, window, tmp_path / "gyms.md",
                               "Precis JSONL, re-importable, with the summaries (*.jsonl)")
     qtbot.waitUntil(lambda: target.exists() and str(target) in window.statusBar().currentMessage(), timeout=WAIT_MS)
-    read_messages, records, archived_by, _versions = read_interchange_chat(target.read_text(encoding="utf-8").splitlines(),
-                                                                str(target))
+    read = read_interchange_chat(target.read_text(encoding="utf-8").splitlines(), str(target))
+    read_messages, records, archived_by = read.messages, read.records, read.archived_by
     assert [(m.id, m.content) for m in read_messages] == [(m.id, m.content) for m in messages]
     assert [r.id for r in records] == [record.id]
     assert set(archived_by) == set(window.chat.snapshot.hidden) and set(archived_by.values()) == {record.id}

@@ -52,6 +52,5 @@ def test_an_exported_chat_with_the_old_field_name_imports_its_trail_coverage():
         export_jsonl(MESSAGES, [record], {m.id: record.id for m in MESSAGES})).splitlines()]
     (summary,) = [summary for line in exported for summary in line.get("summaries", [])]
     summary["retention"] = summary.pop("trail_coverage")  # as an earlier Precis exported it
-    _messages, (imported,), _archived_by, _versions = read_interchange_chat([json.dumps(line) for line in exported],
-                                                                  "old-export.jsonl")
+    (imported,) = read_interchange_chat([json.dumps(line) for line in exported], "old-export.jsonl").records
     assert imported.trail_coverage == record.trail_coverage
