@@ -47,17 +47,6 @@ def unicode_text(_ctx: click.Context, _param: click.Parameter, value: str | None
     return value
 
 
-def message_ref(messages: list, ref: str) -> str:
-    """A message named on the command line (--up-to, --reply): an id, else a number as `precis history` counts them
-    ('messages 2-22'), which a user can read without exporting the chat to find ids. KeyError names what is not
-    there."""
-    if any(m.id == ref for m in messages) or not ref.isdigit():
-        return ref
-    if not 1 <= int(ref) <= len(messages):
-        raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
-    return str(messages[int(ref) - 1].id)
-
-
 def known_model(store: Store) -> Provider | None:
     """The chats' model (Settings → Provider), or None where it cannot be made here (a hosted model without its
     key): then counts are estimates."""

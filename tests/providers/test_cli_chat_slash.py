@@ -61,6 +61,27 @@ def test_pin_history_and_unpin_in_the_terminal_chat_do_what_help_says(tmp_path):
         assert not any(m.pinned for m in store.load_messages(chat))
 
 
+def test_pin_takes_a_message_by_its_number_in_history_and_refuses_one_not_there(tmp_path):
+    """`/pin 1` ended the terminal chat with a traceback (KeyError: '1'): /pin took only an id, which the terminal
+    shows nowhere. It takes the number /history shows, and a message not there is refused, the chat going on."""
+    data = str(tmp_path)
+    with open_store(data) as store:
+        chat = store.create_chat("notes", {"context_window": 4096})
+        for n in range(3):
+            store.add_message(chat, Message("user" if n % 2 == 0 else "assistant", f"note {n} about the kiwi crates"))
+    args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
+    out = io.StringIO()
+    stdin = io.StringIO("/pin 1\n/pin 4\n/unpin kiwi\n/history\n")
+    terminal_chat(ScriptedProvider([]), args, stdin, out, io.StringIO())  # a fake: nothing is sent to a model
+    text = out.getvalue()
+    assert "Pinned: this message is always sent and never summarized. (note 0 about the kiwi crates)" in text
+    assert "/pin: no message 4 in this conversation: its messages are numbered 1 to 3" in text
+    assert "/unpin: no message 'kiwi' in this conversation: name one by its number in the history, 1 to 3" in text
+    assert "3. user: note 2 about the kiwi crates" in text  # the chat went on after the refusals
+    with open_store(data) as store:
+        assert [m.pinned for m in store.load_messages(chat)] == [True, False, False]
+
+
 def test_run_keeps_to_the_chats_own_limits(tmp_path):
     """A chat's /run memory and process limits (its settings) reach the command, not only the defaults."""
     data = str(tmp_path)
