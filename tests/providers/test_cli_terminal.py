@@ -110,11 +110,11 @@ def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypa
         assert store.load_messages(chat)[-1].content.startswith("before\n[timed out after 1 s")
 
 
-def run_on_a_terminal(*argv: str) -> str:
+def run_on_a_terminal(*argv: str, env: dict[str, str] | None = None, encoding: str = "utf-8") -> str:
     """`precis ARGV` in its own process with a pseudo-terminal as standard output and error: what the user sees."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=follower, stderr=follower)
+                            stdout=follower, stderr=follower, env=env)
     os.close(follower)
     seen = b""
     while True:
@@ -127,7 +127,26 @@ def run_on_a_terminal(*argv: str) -> str:
         seen += chunk
     os.close(leader)
     assert proc.wait(timeout=60) == 0, seen
-    return seen.decode()
+    return seen.decode(encoding)
+
+
+def test_a_locale_not_utf8_shows_what_it_can_and_pipes_get_utf8(tmp_path, capsys):
+    """In a Latin-1 locale `precis chats`, history, context, search, export and summarize ended in a
+    UnicodeEncodeError traceback at the first '…' or '→' (summarize after writing its summary); the terminal chat
+    left at /history. A terminal shows '?' for what it cannot; a pipe gets UTF-8, the text exact. (PYTHONIOENCODING
+    gives the streams the encoding a Latin-1 locale gives them, without a locale to install.)"""
+    data = str(tmp_path / "data")
+    source = tmp_path / "menu.jsonl"
+    source.write_text(json.dumps({"role": "user", "content": "un café → deux"}) + "\n", encoding="utf-8")
+    assert main(["--data-dir", data, "import", str(source), "--title", "café → menu…"]) == 0
+    capsys.readouterr()
+    latin1 = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    shown = run_on_a_terminal("--data-dir", data, "chats", env=latin1, encoding="latin-1")
+    assert "café ? menu?" in shown
+    piped = subprocess.run([sys.executable, "-m", "precis.core.cli.main", "--data-dir", data, "export", "café → menu…",
+                            "--format", "md"], cwd=ROOT, capture_output=True, env=latin1, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert "un café → deux" in piped.stdout.decode("utf-8")
 
 
 @pytest.mark.slow
