@@ -20,10 +20,10 @@ def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_p
     args = TurnOptions(context_tokens=4096, max_tokens=64, temperature=0.0, mode="rule", data_dir=str(tmp_path))
     stdin = io.StringIO("/context\n/run echo hello-from-run\n/history\n/undo-summary\n/nosuch\n/help\n")
     out = io.StringIO()
-    assert terminal_chat(provider, args, stdin, out, io.StringIO()) == 0
+    assert terminal_chat(provider, args, stdin, out, out) == 2  # read from a pipe: /nosuch is a line that failed
     text = out.getvalue()
     assert provider.calls == []
-    assert "you> Context: " in text and "tokens (0%), 0 summaries in the chain." in text
+    assert "Context: " in text and "tokens (0%), 0 summaries in the chain." in text
     assert "hello-from-run\n[exit code: 0]" in text
     assert "no summaries" in text
     assert "Unknown command /nosuch." in text
@@ -72,7 +72,7 @@ def test_pin_takes_a_message_by_its_number_in_history_and_refuses_one_not_there(
     args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
     out = io.StringIO()
     stdin = io.StringIO("/pin 1\n/pin 4\n/unpin kiwi\n/history\n")
-    terminal_chat(ScriptedProvider([]), args, stdin, out, io.StringIO())  # a fake: nothing is sent to a model
+    terminal_chat(ScriptedProvider([]), args, stdin, out, out)  # a fake: nothing is sent to a model
     text = out.getvalue()
     assert "Pinned: this message is always sent and never summarized. (note 0 about the kiwi crates)" in text
     assert "/pin: no message 4 in this conversation: its messages are numbered 1 to 3" in text
@@ -110,13 +110,13 @@ def test_history_full_in_the_terminal_chat_is_precis_history_full(tmp_path, caps
     text, where `precis history CHAT --full` did: they now print the same lines."""
     data = str(tmp_path)
     _summarized_chat(data)
-    out = io.StringIO()
     args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
-    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n/history --full\n"), out,
-                         io.StringIO()) == 0
-    turns = out.getvalue().split("you> ")
-    assert turns[1].startswith("[precis: summarized older messages (manual)")  # /summarize's notice, then /history
-    shown = turns[2].strip()
+    err = io.StringIO()
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n"), io.StringIO(), err) == 0
+    assert "[precis: summarized older messages (manual)" in err.getvalue()
+    out = io.StringIO()
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/history --full\n"), out, io.StringIO()) == 0
+    shown = out.getvalue().strip()
     assert main(["--data-dir", data, "history", "notes", "--full"]) == 0
     title, _, listed = capsys.readouterr().out.strip().partition("\n")
     assert title.startswith("notes  (") and shown == listed
@@ -133,8 +133,7 @@ def test_undo_summary_in_the_terminal_chat_says_it_undid_a_summary_and_the_token
     _summarized_chat(data)
     out = io.StringIO()
     args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
-    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n/undo-summary\n"), out,
-                         io.StringIO()) == 0
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n/undo-summary\n"), out, out) == 0
     text = out.getvalue()
     made = re.search(r"\[precis: summarized older messages \(manual\): (\d+) -> (\d+) tokens", text)
     undone = re.search(r"\[precis: undid the summary: 24 messages are back in the context \((\d+) -> (\d+) tokens\)]",

@@ -35,6 +35,26 @@ def test_control_sequences_never_reach_the_terminal(server, monkeypatch, capsys,
     assert out == "Hi thereredoverwrite done\n"
 
 
+def test_a_piped_chat_writes_the_replies_alone_and_exits_with_a_failed_line(server, tmp_path):
+    """`echo hi | precis chat > out.txt` wrote the banner and the 'you> ' and 'model> ' prompts into out.txt, and
+    exited with 0 when every reply had failed. Piped, standard output holds the replies and the commands' answers
+    alone; the rest goes to standard error, and a reply that failed is the exit code."""
+    server.steps = [stream([delta("Hello there."), FINISH, "data: [DONE]"])]
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+    base = [sys.executable, "-m", "precis.core.cli.main", "chat", "--provider", "openai", "--model", "m",
+            "--data-dir", str(tmp_path / "data"), "--context-tokens", "4096"]
+    done = subprocess.run([*base, "--base-url", server.base_url], input="Hi\n/context\n", capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "Hello there."
+    assert done.stdout.splitlines()[1].startswith("Context: ") and len(done.stdout.splitlines()) == 2
+    assert done.stderr.startswith("precis chat ") and "`precis chat --chat " in done.stderr
+    failed = subprocess.run([*base, "--base-url", "http://127.0.0.1:9/v1"], input="Hi\n", capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=60)
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert "precis chat: cannot connect to http://127.0.0.1:9/v1" in failed.stderr
+
+
 def test_sequences_split_across_chunks_are_removed():
     shown = TerminalText()
     printed = "".join(shown.feed(part) for part in ["a\x1b", "]0;t", "itle\x07b\x1b[", "2Jc\x1b"]) + shown.end()
@@ -54,7 +74,7 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         assert [(m.role, m.content) for m in store.load_messages(chat.id)] == [
             ("user", "My favourite colour is blue."), ("assistant", "Noted: blue.")]
         assert chat.title == "My favourite colour is blue."  # named by its first message, as in the window
-    assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().out
+    assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().err
 
     server.steps = [stream([delta("Blue."), FINISH, "data: [DONE]"])]
     monkeypatch.setattr("sys.stdin", io.StringIO("What is my favourite colour?\n"))
@@ -214,7 +234,7 @@ def test_continue_in_the_terminal_chat_goes_on_with_a_reply_cut_at_its_limit(ser
                  "--max-tokens", "64", "--context-tokens", "4096"]) == 0
     out, err = capsys.readouterr()
     assert "[the reply reached its limit of 64 tokens and stopped there; /continue goes on" in err
-    assert "model> The three reasons are: first, the\n" in out and "model>  cost; second, the time.\n" in out
+    assert out == "The three reasons are: first, the\n cost; second, the time.\n"
     with open_store(data) as store:
         [chat] = store.list_chats()
         assert [(m.content, m.cut_at) for m in store.load_messages(chat.id)] == [
@@ -230,7 +250,7 @@ def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monke
     monkeypatch.setattr("sys.stdin", io.StringIO("/context\n/quit\n"))
     assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                  "--data-dir", data, "--context-tokens", "4096"]) == 0
-    assert "you> Context: " in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("Context: ")
     with open_store(data) as store:
         assert store.list_chats() == []
     monkeypatch.setattr("sys.stdin", io.StringIO("/run echo kept\n"))  # a tool's output is something said
