@@ -30,7 +30,7 @@ from ..tools.workspace import workspace_problem
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
 from .opening import open_cli_store
-from .store import exit_code
+from .store import context_lines, exit_code
 from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -170,6 +170,11 @@ class TerminalChat:
             return self.go_on(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
+        if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
+            self.tell(self.session.snapshot())
+            print("\n".join(context_lines(self.session.built_engine)), file=self.out)
+            print(f"The prompt itself, part by part: precis prompt {self.session.chat_id[:8]}", file=self.out)
+            return 0
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)

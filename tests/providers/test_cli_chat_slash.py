@@ -23,7 +23,7 @@ def test_slash_commands_run_in_the_terminal_chat_and_never_reach_the_model(tmp_p
     assert terminal_chat(provider, args, stdin, out, out) == 2  # read from a pipe: /nosuch is a line that failed
     text = out.getvalue()
     assert provider.calls == []
-    assert "Context: " in text and "tokens (0%), 0 summaries in the chain." in text
+    assert "tokens (0%, estimated)" in text and "summary chain: none" in text
     assert "hello-from-run\n[exit code: 0]" in text
     assert "no summaries" in text
     assert "Unknown command /nosuch." in text
@@ -123,6 +123,30 @@ def test_history_full_in_the_terminal_chat_is_precis_history_full(tmp_path, caps
     assert "  messages 1-24  24 messages → 1 summary" in shown
     assert "\n   first: note 0 about the kiwi crates" in shown and "\n   last:  note 23 about" in shown
     assert "\n   | Conversation digest of 24 messages (user, assistant)" in shown
+
+
+def test_context_in_the_terminal_chat_is_precis_context(tmp_path, capsys):
+    """/context's help says 'show what the model sees: tokens by kind and the summary chain'; the terminal chat
+    printed one line of totals ('Context: 1,234 / 3,584 tokens (34%), 1 summary in the chain.'), and nothing led to
+    the prompt itself. It prints what `precis context CHAT` does, then the command that shows the prompt."""
+    data = str(tmp_path)
+    _summarized_chat(data)
+    args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/summarize\n"), io.StringIO(), io.StringIO()) == 0
+    out = io.StringIO()
+    assert terminal_chat(ScriptedProvider([]), args, io.StringIO("/context\n"), out, io.StringIO()) == 0
+    shown, _, then = out.getvalue().strip().rpartition("\n")
+    assert main(["--data-dir", data, "context", "notes"]) == 0
+    title, _, listed = capsys.readouterr().out.strip().partition("\n")
+    # Line for line the same, but for the counts: the fake provider has no vocabulary, so the chat's are estimates.
+    def figures_out(text: str) -> str:
+        return re.sub(r" +", " ", re.sub(r"\[[#.]+\]|[\d,]+%?|exact|estimated", "_", text))
+
+    assert title.startswith("notes  (") and figures_out(shown) == figures_out(listed)
+    assert "\n  summaries " in shown and "\nsummary chain: 1\n  1. " in shown and "24 messages" in shown
+    with open_store(data) as store:
+        [chat] = store.list_chats()
+    assert then == f"The prompt itself, part by part: precis prompt {chat.id[:8]}"
 
 
 def test_undo_summary_in_the_terminal_chat_says_it_undid_a_summary_and_the_tokens_grew(tmp_path):

@@ -43,11 +43,10 @@ def test_a_piped_chat_writes_the_replies_alone_and_exits_with_a_failed_line(serv
     env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
     base = [sys.executable, "-m", "precis.core.cli.main", "chat", "--provider", "openai", "--model", "m",
             "--data-dir", str(tmp_path / "data"), "--context-tokens", "4096"]
-    done = subprocess.run([*base, "--base-url", server.base_url], input="Hi\n/context\n", capture_output=True,
+    done = subprocess.run([*base, "--base-url", server.base_url], input="Hi\n/history\n", capture_output=True,
                           text=True, cwd=ROOT, env=env, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "Hello there."
-    assert done.stdout.splitlines()[1].startswith("Context: ") and len(done.stdout.splitlines()) == 2
+    assert done.stdout == "Hello there.\nno summaries\nrecent messages:\n  1. user: Hi\n  2. assistant: Hello there.\n"
     assert done.stderr.startswith("precis chat ") and "`precis chat --chat " in done.stderr
     failed = subprocess.run([*base, "--base-url", "http://127.0.0.1:9/v1"], input="Hi\n", capture_output=True,
                             text=True, cwd=ROOT, env=env, timeout=60)
@@ -199,7 +198,7 @@ def test_one_turn_of_a_stored_chat_runs_a_slash_command_instead_of_sending_it(se
     base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
             "--context-tokens", "4096", "--chat", "colours"]
     assert main([*base, "/context"]) == 0
-    assert capsys.readouterr().out.startswith("Context: ")
+    assert capsys.readouterr().out.startswith("context: ")
     assert main([*base, "/nosuch"]) == 2
     assert "Unknown command /nosuch." in capsys.readouterr().err
     assert server.requests == []  # nothing was sent to the model
@@ -250,7 +249,7 @@ def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monke
     monkeypatch.setattr("sys.stdin", io.StringIO("/context\n/quit\n"))
     assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                  "--data-dir", data, "--context-tokens", "4096"]) == 0
-    assert capsys.readouterr().out.startswith("Context: ")
+    assert capsys.readouterr().out.startswith("context: ")
     with open_store(data) as store:
         assert store.list_chats() == []
     monkeypatch.setattr("sys.stdin", io.StringIO("/run echo kept\n"))  # a tool's output is something said
