@@ -20,7 +20,7 @@ from ..storage.store import StoreError
 from ..summary.summarizers import SummarizationFailed
 from ..tools.bounded import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from ..tools.workspace import workspace_problem
-from .history import history_lines, one_line
+from .history import history_lines, message_ref, one_line
 from .session import ChatSession
 from .snapshot import Snapshot
 
@@ -101,11 +101,15 @@ def _history(session: ChatSession, argument: str, _cancel: CancelToken) -> Comma
 
 def _pinning(pinned: bool) -> Handler:
     def pin(session: ChatSession, argument: str, _cancel: CancelToken) -> CommandResult:
-        """`argument`: the message's id (the window's selection); none: the last message."""
+        """`argument`: the message's id (the window's selection) or its number in /history; none: the last
+        message."""
         messages = session.built_engine.messages
         if not messages:
             raise ToolInputError("There is no message to pin yet.")
-        message_id = argument or messages[-1].id
+        try:
+            message_id = message_ref(messages, argument) if argument else messages[-1].id
+        except KeyError as exc:
+            raise ToolInputError(f"/{'pin' if pinned else 'unpin'}: {exc.args[0]}") from None
         snapshot = session.set_pinned(message_id, pinned)
         message = next(m for m in snapshot.messages if m.id == message_id)
         said = ("Pinned: this message is always sent and never summarized." if pinned else
@@ -196,10 +200,10 @@ register("undo-summary", "Undo the latest summary", "undo the latest summary and
 register("history", "History", "list the summaries, then the recent messages (--full: what each covers and says)",
          argument="[--full]", menu="Chat", handler=_history)
 register("pin", "Pin the message", "pin a message so it is never summarized: the one selected (in the terminal, "
-         "given by its id), else the last",
+         "given by its number in /history or its id), else the last",
          menu="Chat", handler=_pinning(True))
-register("unpin", "Unpin the message", "unpin a message: the one selected (in the terminal, given by its id), "
-         "else the last", menu="Chat",
+register("unpin", "Unpin the message", "unpin a message: the one selected (in the terminal, given by its number in "
+         "/history or its id), else the last", menu="Chat",
          handler=_pinning(False))
 register("run", "Run a shell command", "run a shell command (in the chat's workspace folder, if it names one) and "
          "add its output and exit code as a tool message",

@@ -40,6 +40,20 @@ def history_lines(messages: list[Message], records: list[SummaryRecord], *, full
     return lines
 
 
+def message_ref(messages: list[Message], ref: str) -> str:
+    """A message named by the user (--up-to, --reply, /pin): an id, else a number as the history counts them
+    ('messages 2-22'), which a user can read without exporting the chat to find ids. KeyError names what is not
+    there."""
+    if any(m.id == ref for m in messages):
+        return ref
+    if not ref.isdigit():
+        raise KeyError(f"no message {ref!r} in this conversation: name one by its number in the history, "
+                       f"1 to {len(messages)}, or its id")
+    if not 1 <= int(ref) <= len(messages):
+        raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
+    return str(messages[int(ref) - 1].id)
+
+
 def one_line(message: Message, width: int = SNIPPET_CHARS) -> str:
     text = " ".join(message.content.split()) or ", ".join(c.name for c in message.tool_calls) or "(empty)"
     return text if len(text) <= width else text[:width - 1] + "…"

@@ -30,7 +30,7 @@ from ..tools.workspace import workspace_problem
 from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
 from .group import cli, data_dir_option
 from .opening import open_cli_store
-from .store import exit_code
+from .store import context_lines, exit_code
 from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -170,6 +170,11 @@ class TerminalChat:
             return self.go_on(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
+        if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
+            self.tell(self.session.snapshot())
+            print("\n".join(context_lines(self.session.built_engine)), file=self.out)
+            print(f"The prompt itself, part by part: precis prompt {self.session.chat_id[:8]}", file=self.out)
+            return 0
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
@@ -255,8 +260,10 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
     """A chat one line a turn, stored like any other (`precis chats`, the window), resumable with --chat ID; with
     `message` (and --chat), that one turn of the stored chat, its reply alone on `out`. With a workspace (given, or
     the chat's own) or MCP servers, the model calls tools."""
-    # One turn keeps standard output for the reply (or the command's answer): the rest goes to standard error.
-    asides = out if message is None else err
+    # One turn, or lines not typed at a terminal (piped, a file), keep standard output for the replies and the
+    # commands' answers: no prompt there, and the rest goes to standard error.
+    typed = message is None and stdin.isatty()
+    asides = out if typed else err
     folder = _whole_folder(options.workspace) if options.workspace is not None else None
     with open_cli_store(options.data_dir, err) as store:
         if options.chat:
@@ -285,8 +292,8 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                 window = session.built_engine.budget.window
                 print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
                       f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat "
-                      f"{chat_id[:8]}` resumes.", file=out)
-                return _turns(chat, stdin, out)
+                      f"{chat_id[:8]}` resumes.", file=asides)
+                return _turns(chat, stdin, out, typed)
         finally:
             if session is not None:
                 session.close()
@@ -312,21 +319,27 @@ def _keep_workspace(store: Store, chat_id: str, folder: str) -> None:
         store.update_chat_settings(chat_id, stored.model_copy(update={"workspace": folder}))
 
 
-def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO) -> int:
+def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO, typed: bool) -> int:
+    """Line after line until /quit or the end of input. Lines not `typed` at a terminal (`echo hi | precis chat`,
+    `precis chat < turns.txt`) are read with no prompt shown, and the exit code is the first failed line's, so that a
+    script sees a reply that failed; a typed chat ends with 0."""
+    failed = 0
     while True:
         try:
-            line = _typed_turn(stdin, out)
+            line = _typed_turn(stdin, out) if typed else stdin.readline() or None
         except KeyboardInterrupt:
             out.write("\n")
-            return 0
+            return 0 if typed else 130
         if line is None:
-            out.write("\n")
-            return 0
+            if typed:
+                out.write("\n")
+            return failed
         text = line.strip()
         if text in QUIT_COMMANDS:
-            return 0
+            return failed
         if text:
-            chat.line(text)
+            code = chat.line(text, label="model> " if typed else "")
+            failed = failed or (0 if typed else code)
             if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
                 print(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does", file=out)
 

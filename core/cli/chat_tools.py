@@ -66,6 +66,8 @@ def terminal_ask(toolbox: Toolbox, stdin: TextIO, out: TextIO, stopped: Callable
                   "Allow it? y: this once, a: always in this chat, n: no [y/a/N] ")
         out.flush()
         answer = _typed_line(stdin, stopped).strip().lower()
+        if stopped():  # no Enter ended the question's line: what follows (the step denied) starts a line of its own
+            out.write("\n")
         return ALLOW_ONCE if answer in ("y", "yes") else ALLOW_IN_CHAT if answer in ("a", "always") else DENY
 
     return ask

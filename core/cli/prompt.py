@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ..chat.history import message_ref
 from ..chat.sent_prompts import NotRebuilt, sent_prompt, sent_settings
 from ..context.engine import ContextEngine
 from ..context.prompt_parts import PromptPart, prompt_parts
@@ -14,7 +15,7 @@ from ..providers.local import counter_named
 from ..storage.store import Store, StoreError
 from .group import cli, data_dir_option
 from .opening import open_cli_store
-from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
+from .store import BAD_INPUT, _fail, chat_engine, known_model, unicode_text
 
 
 @cli.command(short_help="The prompt CHAT's next reply would be sent, as sent.")

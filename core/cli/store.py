@@ -47,17 +47,6 @@ def unicode_text(_ctx: click.Context, _param: click.Parameter, value: str | None
     return value
 
 
-def message_ref(messages: list, ref: str) -> str:
-    """A message named on the command line (--up-to, --reply): an id, else a number as `precis history` counts them
-    ('messages 2-22'), which a user can read without exporting the chat to find ids. KeyError names what is not
-    there."""
-    if any(m.id == ref for m in messages) or not ref.isdigit():
-        return ref
-    if not 1 <= int(ref) <= len(messages):
-        raise KeyError(f"no message {ref} in this conversation: its messages are numbered 1 to {len(messages)}")
-    return str(messages[int(ref) - 1].id)
-
-
 def known_model(store: Store) -> Provider | None:
     """The chats' model (Settings → Provider), or None where it cannot be made here (a hosted model without its
     key): then counts are estimates."""
@@ -159,37 +148,44 @@ def context(chat: str, data_dir: str | None) -> int:
         with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             engine = chat_engine(store, found.id, known_model(store))
-            usage = engine.usage()
-            note = over_budget(engine)
+            lines = context_lines(engine)
             if not store.read_only:  # a read-only store is shown, not cached into
                 save_token_counts(store, found.id, engine)
     except (StoreError, ValueError) as exc:
         return _fail("context", exc)
-    counting = "exact" if usage.exact else "estimated"
     print(f"{found.title}  ({found.id})")
-    print(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
-          f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply")
-    print(f"  [{_bar(usage.ratio)}]")
+    print("\n".join(lines))
+    return 0
+
+
+def context_lines(engine: ContextEngine) -> list[str]:
+    """The context window's use by kind against its limit, and the summary chain: `precis context` and the terminal
+    chat's /context."""
+    usage, note = engine.usage(), over_budget(engine)
+    counting = "exact" if usage.exact else "estimated"
+    lines = [f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
+             f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply",
+             f"  [{_bar(usage.ratio)}]"]
     if note is not None:
-        print("\n".join("  " + line for line in note.lines()))
+        lines += ["  " + line for line in note.lines()]
     labels = {"system": "system prompt", "tools": "tool definitions", "summaries": "summaries", "recalled": "recalled",
               "messages": "messages", "tool_outputs": "tool outputs"}
     label_width = max(map(len, labels.values()))
     count_width = max(len(f"{usage.by_kind.get(kind, 0):,}") for kind in labels)
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)
-        print(f"  {label:<{label_width}}  {tokens:>{count_width},}  [{_bar(tokens / usage.available)}]")
+        lines.append(f"  {label:<{label_width}}  {tokens:>{count_width},}  [{_bar(tokens / usage.available)}]")
     chain = engine.chain()
-    print(f"summary chain: {len(chain) or 'none'}")
+    lines.append(f"summary chain: {len(chain) or 'none'}")
     for record in chain:
         covered = engine.archive.covered_count(record)
         fallback = f", {record.fallback}" if record.fallback_used else ""
         kept = f"\n     trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         # As `precis history` says it: a fold is a fold, not its newest summary's mode.
-        print(f"  {record.depth}. {local_time(record.created_at)}  {counted(covered, 'message')}  "
-              f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
-              f"({record.trigger}){kept}")
-    return 0
+        lines.append(f"  {record.depth}. {local_time(record.created_at)}  {counted(covered, 'message')}  "
+                     f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
+                     f"({record.trigger}){kept}")
+    return lines
 
 
 @cli.command()

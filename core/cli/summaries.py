@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from ..chat.history import history_lines
+from ..chat.history import history_lines, message_ref
 from ..context.engine import IntegrityError, NothingToSummarize, NothingToUndo
 from ..model.records import SummaryMode, local_time
 from ..providers.base import ProviderError
@@ -14,7 +14,7 @@ from ..storage.store import StoreError, attach_engine
 from ..summary.summarizers import SummarizationFailed, make_summarizer
 from .group import cli, data_dir_option
 from .opening import open_cli_store
-from .store import BAD_INPUT, _fail, chat_engine, known_model, message_ref, unicode_text
+from .store import BAD_INPUT, _fail, chat_engine, known_model, unicode_text
 
 
 @cli.command(short_help="Summarize CHAT now, as the inspector's button does.")

@@ -3,6 +3,8 @@ title, a search hit) could otherwise set the window title, write the clipboard (
 
 from __future__ import annotations
 
+import codecs
+import io
 import re
 import sys
 from collections.abc import Iterator
@@ -62,8 +64,10 @@ class TerminalStream:
 @contextmanager
 def guarded_terminal() -> Iterator[None]:
     """While a command runs, its standard output and error, when they are a terminal, go through TerminalStream. A
-    pipe or a file gets the text as it is (`precis export ID > chat.md` keeps the chat exactly)."""
+    pipe or a file gets the text as it is (`precis export ID > chat.md` keeps the chat exactly). Either is written
+    whatever the locale's encoding (_any_character)."""
     saved = sys.stdout, sys.stderr
+    encodings = [had for stream in saved if (had := _any_character(stream)) is not None]
     guards = []
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
@@ -76,3 +80,20 @@ def guarded_terminal() -> Iterator[None]:
         for guard in guards:
             guard.end()
         sys.stdout, sys.stderr = saved
+        for stream, encoding, errors in encodings:
+            stream.reconfigure(encoding=encoding, errors=errors)
+
+
+def _any_character(stream: TextIO | None) -> tuple[io.TextIOWrapper, str, str | None] | None:
+    """A stream in an encoding other than UTF-8 (a Latin-1 or ASCII locale) failed on the first character it lacks
+    (a title's '…', a summary's '→'): the command ended in a traceback, after it had done its work. A terminal shows
+    '?' for such a character; a pipe or a file gets UTF-8, the text kept exactly, as `export -o` writes it. Returns
+    the stream with the encoding and error handling it had, None when it is left as it is."""
+    if not isinstance(stream, io.TextIOWrapper) or codecs.lookup(stream.encoding).name == "utf-8":
+        return None
+    had = stream, stream.encoding, stream.errors
+    if stream.isatty():
+        stream.reconfigure(errors="replace")
+    else:
+        stream.reconfigure(encoding="utf-8")
+    return had

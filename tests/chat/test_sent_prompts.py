@@ -134,7 +134,7 @@ def test_a_reply_without_a_record_says_so(tmp_path, capsys):
     # The command line: each refusal says what is wrong, a message it cannot find is bad input (exit 2).
     for reply, code, said in (("2", 1, "this reply was written before Precis kept"), ("1", 1, "message 1 is the user's"),
                               ("3", 2, "no message 3 in this conversation: its messages are numbered 1 to 2"),
-                              ("abc", 1, "the chat has no message abc")):
+                              ("abc", 2, "no message 'abc' in this conversation")):
         assert main(["--data-dir", str(tmp_path), "prompt", "imported", "--reply", reply]) == code
         error = capsys.readouterr().err
         assert error.startswith(f"precis prompt: {said}"), error

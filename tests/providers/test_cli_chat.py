@@ -6,6 +6,7 @@ import io
 
 import pytest
 from precis.core.cli.main import main
+from precis.core.storage.store import open_store
 
 pytestmark = pytest.mark.model
 
@@ -37,7 +38,9 @@ def test_terminal_chat_summarizes_when_the_window_fills(capsys, monkeypatch, loc
              f"north side, next to the loading dock, before noon on day {n}." for n in range(10)]
     monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(turns) + "\n/quit\n"))
     code = main(["chat", "--context-tokens", "400", "--max-tokens", "16", "--temperature", "0"])
-    out = capsys.readouterr().out
+    err = capsys.readouterr().err
     assert code == 0
-    assert out.count("model> ") == 10
-    assert "[precis: summarized older messages" in out
+    assert "[precis: summarized older messages" in err
+    with open_store(None) as store:  # the PRECIS_HOME of the local_provider fixture
+        [chat] = store.list_chats()
+        assert [m.role for m in store.load_messages(chat.id)].count("assistant") == 10

@@ -75,6 +75,8 @@ def test_ctrl_c_at_the_question_about_a_tool_call_denies_it_at_once(server, mode
         terminal.expect(PROMPT)
         terminal.line("/quit")
         assert terminal.wait() == 0, terminal.seen
+    # The step denied on a line of its own, not after the question's echoed ^C ('[y/a/N] ^C[❌ execute_bash…').
+    assert "\n[❌ execute_bash: Command: touch ran" in terminal.seen.decode().replace("\r", ""), terminal.seen
     assert not (workspace / "ran").exists()
     with open_store(tmp_path / "data") as store:
         [chat] = store.list_chats()

@@ -35,6 +35,25 @@ def test_control_sequences_never_reach_the_terminal(server, monkeypatch, capsys,
     assert out == "Hi thereredoverwrite done\n"
 
 
+def test_a_piped_chat_writes_the_replies_alone_and_exits_with_a_failed_line(server, tmp_path):
+    """`echo hi | precis chat > out.txt` wrote the banner and the 'you> ' and 'model> ' prompts into out.txt, and
+    exited with 0 when every reply had failed. Piped, standard output holds the replies and the commands' answers
+    alone; the rest goes to standard error, and a reply that failed is the exit code."""
+    server.steps = [stream([delta("Hello there."), FINISH, "data: [DONE]"])]
+    env = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+    base = [sys.executable, "-m", "precis.core.cli.main", "chat", "--provider", "openai", "--model", "m",
+            "--data-dir", str(tmp_path / "data"), "--context-tokens", "4096"]
+    done = subprocess.run([*base, "--base-url", server.base_url], input="Hi\n/history\n", capture_output=True,
+                          text=True, cwd=ROOT, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello there.\nno summaries\nrecent messages:\n  1. user: Hi\n  2. assistant: Hello there.\n"
+    assert done.stderr.startswith("precis chat ") and "`precis chat --chat " in done.stderr
+    failed = subprocess.run([*base, "--base-url", "http://127.0.0.1:9/v1"], input="Hi\n", capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=60)
+    assert failed.returncode == 1 and failed.stdout == ""
+    assert "precis chat: cannot connect to http://127.0.0.1:9/v1" in failed.stderr
+
+
 def test_sequences_split_across_chunks_are_removed():
     shown = TerminalText()
     printed = "".join(shown.feed(part) for part in ["a\x1b", "]0;t", "itle\x07b\x1b[", "2Jc\x1b"]) + shown.end()
@@ -54,7 +73,7 @@ def test_the_terminal_chat_is_stored_and_resumes(server, monkeypatch, capsys, tm
         assert [(m.role, m.content) for m in store.load_messages(chat.id)] == [
             ("user", "My favourite colour is blue."), ("assistant", "Noted: blue.")]
         assert chat.title == "My favourite colour is blue."  # named by its first message, as in the window
-    assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().out
+    assert f"precis chat --chat {chat.id[:8]}" in capsys.readouterr().err
 
     server.steps = [stream([delta("Blue."), FINISH, "data: [DONE]"])]
     monkeypatch.setattr("sys.stdin", io.StringIO("What is my favourite colour?\n"))
@@ -110,11 +129,11 @@ def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypa
         assert store.load_messages(chat)[-1].content.startswith("before\n[timed out after 1 s")
 
 
-def run_on_a_terminal(*argv: str) -> str:
+def run_on_a_terminal(*argv: str, env: dict[str, str] | None = None, encoding: str = "utf-8") -> str:
     """`precis ARGV` in its own process with a pseudo-terminal as standard output and error: what the user sees."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=ROOT, stdin=subprocess.DEVNULL,
-                            stdout=follower, stderr=follower)
+                            stdout=follower, stderr=follower, env=env)
     os.close(follower)
     seen = b""
     while True:
@@ -127,7 +146,26 @@ def run_on_a_terminal(*argv: str) -> str:
         seen += chunk
     os.close(leader)
     assert proc.wait(timeout=60) == 0, seen
-    return seen.decode()
+    return seen.decode(encoding)
+
+
+def test_a_locale_not_utf8_shows_what_it_can_and_pipes_get_utf8(tmp_path, capsys):
+    """In a Latin-1 locale `precis chats`, history, context, search, export and summarize ended in a
+    UnicodeEncodeError traceback at the first '…' or '→' (summarize after writing its summary); the terminal chat
+    left at /history. A terminal shows '?' for what it cannot; a pipe gets UTF-8, the text exact. (PYTHONIOENCODING
+    gives the streams the encoding a Latin-1 locale gives them, without a locale to install.)"""
+    data = str(tmp_path / "data")
+    source = tmp_path / "menu.jsonl"
+    source.write_text(json.dumps({"role": "user", "content": "un café → deux"}) + "\n", encoding="utf-8")
+    assert main(["--data-dir", data, "import", str(source), "--title", "café → menu…"]) == 0
+    capsys.readouterr()
+    latin1 = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    shown = run_on_a_terminal("--data-dir", data, "chats", env=latin1, encoding="latin-1")
+    assert "café ? menu?" in shown
+    piped = subprocess.run([sys.executable, "-m", "precis.core.cli.main", "--data-dir", data, "export", "café → menu…",
+                            "--format", "md"], cwd=ROOT, capture_output=True, env=latin1, timeout=60)
+    assert piped.returncode == 0, piped.stderr
+    assert "un café → deux" in piped.stdout.decode("utf-8")
 
 
 @pytest.mark.slow
@@ -160,7 +198,7 @@ def test_one_turn_of_a_stored_chat_runs_a_slash_command_instead_of_sending_it(se
     base = ["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
             "--context-tokens", "4096", "--chat", "colours"]
     assert main([*base, "/context"]) == 0
-    assert capsys.readouterr().out.startswith("Context: ")
+    assert capsys.readouterr().out.startswith("context: ")
     assert main([*base, "/nosuch"]) == 2
     assert "Unknown command /nosuch." in capsys.readouterr().err
     assert server.requests == []  # nothing was sent to the model
@@ -195,7 +233,7 @@ def test_continue_in_the_terminal_chat_goes_on_with_a_reply_cut_at_its_limit(ser
                  "--max-tokens", "64", "--context-tokens", "4096"]) == 0
     out, err = capsys.readouterr()
     assert "[the reply reached its limit of 64 tokens and stopped there; /continue goes on" in err
-    assert "model> The three reasons are: first, the\n" in out and "model>  cost; second, the time.\n" in out
+    assert out == "The three reasons are: first, the\n cost; second, the time.\n"
     with open_store(data) as store:
         [chat] = store.list_chats()
         assert [(m.content, m.cut_at) for m in store.load_messages(chat.id)] == [
@@ -211,7 +249,7 @@ def test_a_terminal_chat_in_which_nothing_was_said_is_not_left_in_the_list(monke
     monkeypatch.setattr("sys.stdin", io.StringIO("/context\n/quit\n"))
     assert main(["chat", "--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                  "--data-dir", data, "--context-tokens", "4096"]) == 0
-    assert "you> Context: " in capsys.readouterr().out
+    assert capsys.readouterr().out.startswith("context: ")
     with open_store(data) as store:
         assert store.list_chats() == []
     monkeypatch.setattr("sys.stdin", io.StringIO("/run echo kept\n"))  # a tool's output is something said

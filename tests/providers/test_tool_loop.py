@@ -186,7 +186,7 @@ def test_the_terminal_chat_asks_y_n_and_prints_each_step(tmp_path, server, works
                           workspace=str(workspace))
     stdin, out = io.StringIO(f"Save a note.\n{answer_given}\n"), io.StringIO()
     provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
-    assert terminal_chat(provider, options, stdin, out, io.StringIO()) == 0
+    assert terminal_chat(provider, options, stdin, out, out) == 0  # piped: the question and steps on stderr
     text = out.getvalue()
     assert f"[The model wants to run execute_bash, in {workspace}.]\n$ echo hi > note.txt\n(in {workspace})\nAllow it?" in text
     assert (workspace / "note.txt").exists() == made
@@ -206,7 +206,7 @@ def test_the_terminal_asks_in_the_consent_cards_words(tmp_path, server, workspac
                           workspace=str(workspace))
     stdin, out = io.StringIO("Rewrite main.py and add new.py.\nn\nn\n"), io.StringIO()
     provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
-    assert terminal_chat(provider, options, stdin, out, io.StringIO()) == 0
+    assert terminal_chat(provider, options, stdin, out, out) == 0  # piped: the questions on stderr
     asked = [line for line in out.getvalue().splitlines() if "wants to" in line]
     assert asked == [f"[The model wants to replace main.py (2 lines), in {workspace}.]",
                      f"[The model wants to create new.py (1 line), in {workspace}.]"]
@@ -242,7 +242,7 @@ def test_the_embedded_model_told_to_use_a_tool_reads_the_file_and_answers(tmp_pa
     options = TurnOptions(temperature=0.0, max_tokens=48, data_dir=str(tmp_path / "data"), workspace=str(workspace))
     out = io.StringIO()
     assert terminal_chat(local_provider, options, io.StringIO("/use read_file What is in main.py?\n"), out,
-                         io.StringIO()) == 0
+                         out) == 0  # piped: the step on stderr
     text = out.getvalue()
     assert "[✓ read_file" in text or "[❌ read_file" in text  # the call ran, its one line printed
     with open_store(tmp_path / "data") as store:
@@ -308,7 +308,7 @@ def test_the_terminal_chat_does_not_ask_about_a_call_outside_the_workspace(tmp_p
     out = io.StringIO()
     # No answer is typed for a question: one asked would read the next line ("/quit") and deny.
     assert terminal_chat(OpenAICompatProvider(server.base_url, "test-model", "sk-test"), options,
-                         io.StringIO("Write elsewhere.py.\n/quit\n"), out, io.StringIO()) == 0
+                         io.StringIO("Write elsewhere.py.\n/quit\n"), out, out) == 0  # a question: on stderr
     text = out.getvalue()
     assert "Allow it?" not in text and "That folder is not mine." in text
     assert f"{outside} is outside the workspace folder" in server.requests[1][2]["messages"][-1]["content"]
