@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QStyle, QTabWidget, Q
 from ..core.chat.rows import ArchivedRows
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
+from ..core.summary.summarizers import NO_ROOM
 from . import theme
 from .inspector_gauge import cut
 from .inspector_section import FittedConversation, FittedText
@@ -59,7 +60,9 @@ class ResultCard(QFrame):
             why = escape(record.fallback_reason or "the model could not summarize")
             said = (f"Your instructions could not be followed: the rules summarized instead ({why})"
                     if record.instructions else escape(fallback_sentence(record)))
-            lines.append(f"<span style='color:{theme.current.error_text}'>{said}</span>")
+            # No room for a narrative beside the trail is the rules' summary doing its job, not a failure to flag.
+            expected = record.fallback_reason == NO_ROOM and not record.instructions
+            lines.append(f"<span style='color:{theme.current.muted if expected else theme.current.error_text}'>{said}</span>")
         if failed:
             lines.append("Undo last brings the messages back as they were.")
         self.label.setText("<br>".join(lines))

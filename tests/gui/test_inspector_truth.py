@@ -6,7 +6,11 @@ from html import escape
 
 import pytest
 from precis.core.model.messages import Message
+from precis.core.model.records import SummaryRecord
 from precis.core.settings import SUMMARIZATION_KEY
+from precis.core.summary.summarizers import NO_ROOM
+from precis.gui import theme
+from precis.gui.inspector_record import ResultCard
 from PySide6.QtCore import Qt
 
 from tests.fakes import ScriptedProvider
@@ -208,3 +212,21 @@ def test_the_gauge_and_the_recalled_list_say_which_prompt_each_is_about(qtbot, m
     assert inspector.legend_values["recalled"].text() == "0"
     assert "next prompt" in inspector.legend_labels["recalled"].toolTip()
     assert inspector.recalled_title.text().startswith("Recalled for your last message: ")
+
+
+@pytest.mark.parametrize(("reason", "instructions", "alarming"), [
+    (NO_ROOM, None, False),  # the trail took the cap: the rules' summary is the whole answer
+    (NO_ROOM, "keep the file names", True),  # the user's instructions were not followed
+    ("cannot connect to http://127.0.0.1:9/v1", None, True),
+])
+def test_a_fallback_is_shown_as_a_failure_only_when_something_failed(qtbot, reason, instructions, alarming):
+    """A large coding session at 8k in hybrid mode leaves no room for the model's narrative beside its trail: every
+    summary fell back, and the card said so in the error colour as if each had failed."""
+    card = ResultCard()
+    qtbot.addWidget(card)
+    record = SummaryRecord(depth=1, mode="hybrid", text="Summary of 2 earlier messages", fallback_used=True,
+                           fallback_reason=reason, instructions=instructions, tokens_before=9000, tokens_after=3000)
+    card.show_record(record, automatic=True, messages=2)
+    text = card.label.text()
+    assert escape(reason) in text
+    assert (f"color:{theme.current.error_text}" in text) is alarming
