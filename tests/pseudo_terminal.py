@@ -13,7 +13,10 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TextIO
 
 ROOT = Path(__file__).resolve().parents[1]
 CTRL_C, CTRL_D = b"\x03", b"\x04"
@@ -90,3 +93,17 @@ class PseudoTerminal:
 
     def __exit__(self, *_exc) -> None:
         self.close()
+
+
+@contextmanager
+def typed_at_a_terminal(text: str) -> Iterator[TextIO]:
+    """Standard input that is a terminal (a pseudo-terminal), with `text` typed on it and then Ctrl-D: for a chat run
+    in this process that must see a terminal, where it asks about tool calls. Each line reaches it whole, as typed."""
+    leader, follower = pty.openpty()
+    stdin = open(follower, encoding="utf-8")  # noqa: SIM115 - closed below, with the terminal
+    try:
+        os.write(leader, text.encode() + CTRL_D)
+        yield stdin
+    finally:
+        stdin.close()
+        os.close(leader)

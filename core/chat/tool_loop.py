@@ -27,6 +27,7 @@ Decision = Literal["once", "chat", "deny"]
 ALLOW_ONCE: Decision = "once"
 ALLOW_IN_CHAT: Decision = "chat"
 DENY: Decision = "deny"
+USER_DENIED = "the user denied this call"  # what the model is told of a denied call, unless the loop says otherwise
 
 DEFAULT_MAX_STEPS = 25
 
@@ -72,13 +73,15 @@ class Turn:
 @dataclass
 class ToolLoop:
     """The tools of one chat. `ask_before_reading`: read-only tools ask too. The tools the user allowed in this chat
-    (ChatSettings.allowed_tools) run without asking."""
+    (ChatSettings.allowed_tools) run without asking. `denied`: what the model is told of a call `ask` denied (a
+    terminal chat whose input is piped denies every call it would ask about, since no one is there to answer)."""
 
     session: ChatSession
     tools: Tools
     ask: Ask
     max_steps: int = DEFAULT_MAX_STEPS
     ask_before_reading: bool = False
+    denied: str = USER_DENIED
 
     def answer(self, *, cancel: CancelToken, on_text: Callable[[Message, str], object],
                on_start: Callable[[Message], object] = lambda _placeholder: None,
@@ -146,7 +149,7 @@ class ToolLoop:
                 decision = self.ask(call, self.tools.preview(call))
                 if decision == ALLOW_IN_CHAT:
                     self.session.allow_tool(call.name)
-            outcome = (not_run("the user denied this call") if decision == DENY
+            outcome = (not_run(self.denied) if decision == DENY
                        else self.tools.run(call, cancel))
         return Step(call, tool_result(call, outcome), outcome, asked)
 

@@ -15,7 +15,7 @@ from ..chat.commands import REGISTRY, SlashError, forced_tool, parse, run_comman
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
-from ..chat.tool_loop import ALLOW_ONCE, Step, ToolLoop
+from ..chat.tool_loop import ALLOW_ONCE, USER_DENIED, Step, ToolLoop
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
@@ -27,7 +27,7 @@ from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
-from .chat_tools import ALLOW_CHOICES, step_line, terminal_ask, terminal_toolbox
+from .chat_tools import ALLOW_CHOICES, NO_ONE_TO_ASK, step_line, terminal_ask, terminal_toolbox, unattended_ask
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import context_lines, exit_code
@@ -281,9 +281,13 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
             workspace = store.get_chat(chat_id).settings.workspace or None
             with terminal_toolbox(workspace, options.mcp, options.data_dir, err) as toolbox:
                 if toolbox is not None:
-                    ask = (terminal_ask(toolbox, stdin, asides, chat.stopped) if options.allow != "all"
-                           else (lambda _call, _preview: ALLOW_ONCE))
-                    chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask")
+                    # Piped lines are messages: none is taken as consent (only --allow or the chat's own allowance).
+                    answered = stdin.isatty()
+                    ask = ((lambda _call, _preview: ALLOW_ONCE) if options.allow == "all"
+                           else terminal_ask(toolbox, stdin, asides, chat.stopped) if answered
+                           else unattended_ask(toolbox, err))
+                    chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask",
+                                         denied=USER_DENIED if answered else NO_ONE_TO_ASK)
                 chat.tell(session.build_engine(estimate=False))
                 if chat.loop is not None:
                     chat.loop.max_steps = session.settings.tool_steps

@@ -1,5 +1,6 @@
 """`precis chat --workspace DIR --allow … --mcp NAME`: the model calls tools in the terminal, through the chat core's
-loop (core/chat/tool_loop.py, the window's too); each call that writes or runs is asked about, y/n."""
+loop (core/chat/tool_loop.py, the window's too); each call that writes or runs is asked about, y/n, at a terminal, and
+denied when the input is piped."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from ..tools.workspace import Workspace
 
 # --allow: ask before every call, before those that write or run (the default), or never.
 ALLOW_CHOICES = ("ask", "read", "all")
+# What the model is told of a call that needed asking in a chat whose input is not a terminal.
+NO_ONE_TO_ASK = ("no one at a terminal to ask (the chat's input is piped); `precis chat --allow all` runs such calls, "
+                 "as do the tools allowed in this chat")
 START_NOTICE_SECONDS = 1.0  # a start slower than this is said while it is waited for
 START_SETTLE_SECONDS = 5.0  # past the start limit, for a server's own limit (counted from its start) to end it
 
@@ -58,8 +62,8 @@ def terminal_toolbox(workspace: str | None, mcp: Sequence[str], data_dir: str | 
 
 
 def terminal_ask(toolbox: Toolbox, stdin: TextIO, out: TextIO, stopped: Callable[[], bool]) -> Ask:
-    """Ask y/n on the terminal before a call that writes or runs, in the consent card's words, showing what it would
-    do. `stopped`: whether the user stopped the answer meanwhile (Ctrl-C), which denies the call."""
+    """Ask y/n on the terminal `stdin` before a call that writes or runs, in the consent card's words, showing what
+    it would do. `stopped`: whether the user stopped the answer meanwhile (Ctrl-C), which denies the call."""
 
     def ask(call, preview: str) -> Decision:
         out.write(f"\n[{toolbox.question(call)}]\n{preview}\n"
@@ -73,14 +77,25 @@ def terminal_ask(toolbox: Toolbox, stdin: TextIO, out: TextIO, stopped: Callable
     return ask
 
 
+def unattended_ask(toolbox: Toolbox, out: TextIO) -> Ask:
+    """Input that is not a terminal (piped, a file) holds messages, never answers: a scripted "y" or "yes please…"
+    meant as the next message approved a call the script never saw. Each call that would be asked about is shown on
+    `out` and denied (the step line and the model both say why: NO_ONE_TO_ASK)."""
+
+    def deny(call, preview: str) -> Decision:
+        print(f"\n[{toolbox.question(call)}]\n{preview}", file=out, flush=True)
+        return DENY
+
+    return deny
+
+
 def _typed_line(stdin: TextIO, stopped: Callable[[], bool]) -> str:
-    """The line typed, or "" once `stopped`. A terminal is watched in slices: Ctrl-C stops the answer on the main
-    thread while this one waits, and the question must end then, not at the next Enter. (A terminal hands over one
-    line a read, so nothing typed waits unseen in stdin's buffer; a pipe is simply read.)"""
-    if stdin.isatty():
-        while not select.select([stdin], [], [], 0.1)[0]:
-            if stopped():
-                return ""
+    """The line typed at the terminal `stdin`, or "" once `stopped`. It is watched in slices: Ctrl-C stops the answer
+    on the main thread while this one waits, and the question must end then, not at the next Enter. (A terminal hands
+    over one line a read, so nothing typed waits unseen in stdin's buffer.)"""
+    while not select.select([stdin], [], [], 0.1)[0]:
+        if stopped():
+            return ""
     return stdin.readline()
 
 

@@ -22,6 +22,7 @@ from precis.core.tools.workspace import Workspace
 
 from tests.providers.scripted_server import FINISH, delta, stream
 from tests.providers.test_tool_calls import CALLS_FINISH, call_delta
+from tests.pseudo_terminal import typed_at_a_terminal
 
 
 def calls(*made: tuple[str, str, dict]) -> list[str]:
@@ -184,9 +185,10 @@ def test_the_terminal_chat_asks_y_n_and_prints_each_step(tmp_path, server, works
                     stream(answer("Done, as far as I was let."))]
     options = TurnOptions(temperature=0.0, context_tokens=8192, data_dir=str(tmp_path / "data"),
                           workspace=str(workspace))
-    stdin, out = io.StringIO(f"Save a note.\n{answer_given}\n"), io.StringIO()
+    out = io.StringIO()
     provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
-    assert terminal_chat(provider, options, stdin, out, out) == 0  # piped: the question and steps on stderr
+    with typed_at_a_terminal(f"Save a note.\n{answer_given}\n") as stdin:  # asked only at a terminal
+        assert terminal_chat(provider, options, stdin, out, out) == 0
     text = out.getvalue()
     assert f"[The model wants to run execute_bash, in {workspace}.]\n$ echo hi > note.txt\n(in {workspace})\nAllow it?" in text
     assert (workspace / "note.txt").exists() == made
@@ -204,9 +206,10 @@ def test_the_terminal_asks_in_the_consent_cards_words(tmp_path, server, workspac
                     stream(answer("Written."))]
     options = TurnOptions(temperature=0.0, context_tokens=8192, data_dir=str(tmp_path / "data"),
                           workspace=str(workspace))
-    stdin, out = io.StringIO("Rewrite main.py and add new.py.\nn\nn\n"), io.StringIO()
+    out = io.StringIO()
     provider = OpenAICompatProvider(server.base_url, "test-model", "sk-test")
-    assert terminal_chat(provider, options, stdin, out, out) == 0  # piped: the questions on stderr
+    with typed_at_a_terminal("Rewrite main.py and add new.py.\nn\nn\n") as stdin:
+        assert terminal_chat(provider, options, stdin, out, out) == 0
     asked = [line for line in out.getvalue().splitlines() if "wants to" in line]
     assert asked == [f"[The model wants to replace main.py (2 lines), in {workspace}.]",
                      f"[The model wants to create new.py (1 line), in {workspace}.]"]
@@ -306,11 +309,10 @@ def test_the_terminal_chat_does_not_ask_about_a_call_outside_the_workspace(tmp_p
                     stream(answer("That folder is not mine."))]
     options = TurnOptions(context_tokens=8192, data_dir=str(tmp_path / "data"), workspace=str(workspace))
     out = io.StringIO()
-    # No answer is typed for a question: one asked would read the next line ("/quit") and deny.
     assert terminal_chat(OpenAICompatProvider(server.base_url, "test-model", "sk-test"), options,
                          io.StringIO("Write elsewhere.py.\n/quit\n"), out, out) == 0  # a question: on stderr
     text = out.getvalue()
-    assert "Allow it?" not in text and "That folder is not mine." in text
+    assert "wants to" not in text and "That folder is not mine." in text
     assert f"{outside} is outside the workspace folder" in server.requests[1][2]["messages"][-1]["content"]
     assert not outside.exists()
 
