@@ -147,7 +147,7 @@ def test_a_chat_or_message_that_does_not_exist_is_bad_input_in_every_command(tmp
         code, _, err = run(capsys, "--data-dir", data, *argv)
         assert code == 2 and "no chat with id or title 'nosuch'" in err, (argv, err)
     code, _, err = run(capsys, "--data-dir", data, "summarize", "k", "--up-to", "m-missing")
-    assert code == 2 and "no message m-missing" in err and "Traceback" not in err
+    assert code == 2 and "no message 'm-missing'" in err and "Traceback" not in err
 
 
 @pytest.mark.slow
