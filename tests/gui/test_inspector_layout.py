@@ -77,15 +77,15 @@ def test_the_inspector_has_one_scroll_and_reads_its_chain_without_scrolling_side
         return [type(area).__name__ for area in content.findChildren(QAbstractScrollArea)
                 for bar in (area.verticalScrollBar(), area.horizontalScrollBar()) if bar.isVisible() or bar.maximum()]
 
-    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=5000)  # once laid out at the panel's width
+    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=WAIT_MS)  # once laid out at the panel's width
     # The next prompt, part by part, opened: its parts are in the same one scroll (once laid out at its width).
     inspector.prompt_section.set_expanded(True)
     qtbot.waitUntil(lambda: inspector.prompt.list.count() > 0, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=5000)
+    qtbot.waitUntil(lambda: scrolling_inside() == [], timeout=WAIT_MS)
     inspector.prompt_section.set_expanded(False)
     qtbot.waitUntil(lambda: scrolling_inside() == [] and all(  # laid out again at the panel's width
         chain.visualItemRect(chain.item(row)).width() <= chain.viewport().width() for row in range(chain.count())),
-        timeout=5000)
+        timeout=WAIT_MS)
 
     # Each entry of the chain is whole within the panel's width: read without a scroll bar, nothing past its edge.
     viewport = inspector.scroll.viewport()
