@@ -10,6 +10,7 @@ from PySide6.QtCore import QModelIndex, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QPainter
 from PySide6.QtWidgets import QAbstractItemView, QListWidgetItem, QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from ..core.model.counted import counted
 from ..core.model.records import SummaryRecord
 from . import theme
 from .inspector_section import FittedList
@@ -37,7 +38,7 @@ def compact_tokens(value: int) -> str:
 def chain_entry(record: SummaryRecord, messages: int, made: str) -> tuple[str, str, str]:
     """(first line, second line, tooltip) of a summary's entry: 'Depth 2 · 627 messages · 06:26', '141.3k → 3.7k
     tokens · rule · kept 61%'; `made` is its mode or what it folds ('fold of 2 summaries (llm, rule)')."""
-    first = f"Depth {record.depth} · {messages:,} message{'s' * (messages != 1)} · " \
+    first = f"Depth {record.depth} · {counted(messages, 'message')} · " \
             f"{time.strftime('%H:%M', time.localtime(record.created_at))}"
     second = [f"{compact_tokens(record.tokens_before)} → {compact_tokens(record.tokens_after)} tokens", record.kind]
     if record.fallback_used:

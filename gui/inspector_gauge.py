@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import QGridLayout, QLabel, QListWidgetItem, QSizePolicy, QVBoxLayout, QWidget
 
 from ..core.context.engine import UsageReport, recalled_parts
+from ..core.model.counted import counted
 from ..core.settings import SummarizationPolicy
 from . import theme
 from .inspector_section import FittedList
@@ -200,7 +201,7 @@ class WhatIsSent(QWidget):
             item.setToolTip(snippet)  # all of it, as the model reads it
             self.recalled.addItem(item)
         count = len(recalled)
-        self.recalled_title.setText(f"Recalled for your last message: {count} archived message{'s' * (count != 1)}")
+        self.recalled_title.setText(f"Recalled for your last message: {counted(count, 'archived message')}")
         self.recalled_box.setVisible(bool(count))
 
 

@@ -9,6 +9,7 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QSizePolicy, QStyle, QTabWidget, QVBoxLayout, QWidget
 
 from ..core.chat.rows import ArchivedRows
+from ..core.model.counted import counted
 from ..core.model.messages import Message
 from ..core.model.records import SummaryRecord
 from ..core.summary.summarizers import NO_ROOM
@@ -151,7 +152,7 @@ def originals_text(archived: list[Message]) -> str:
     for message in archived:
         if size >= BEFORE_CHARS:
             rest = len(archived) - len(shown)
-            shown.append(f"… and {rest:,} more message{'s' * (rest != 1)}: the Archived tab lists them all.")
+            shown.append(f"… and {counted(rest, 'more message')}: the Archived tab lists them all.")
             break
         shown.append(f"[{message.role}{' ' + message.name if message.name else ''}] {message.content}")
         size += len(shown[-1])

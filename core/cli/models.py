@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ..model.counted import counted
 from ..models.catalogue import (
     UNVERIFIED,
     CatalogueEntry,
@@ -77,7 +78,7 @@ def _print_listing(entries: list[CatalogueEntry], folder: Path, found: list[Foun
         print("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     if off:
         print(f"({off})")
-    print(f"on disk: {len(found)} GGUF file{'s' * (len(found) != 1)}")
+    print(f"on disk: {counted(len(found), 'GGUF file')}")
     for model in found:
         detail = model.problem or ", ".join(part for part in (size_text(model.size), model.context_length and
                                                               f"{model.context_length:,} tokens") if part)

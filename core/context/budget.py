@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model.counted import counted
 from .engine import ContextEngine, Prompt
 
 
@@ -85,10 +86,10 @@ def over_budget(engine: ContextEngine) -> OverBudget | None:
     sent = (f"Over the budget: {usage.total:,} tokens for {usage.available:,}. Only what fits is sent "
             f"({prompt.tokens:,} tokens).")
     unnamed = len(cut_short) - CUTS_NAMED
-    cuts = [f"{len(left_out):,} oldest message{'s' * (len(left_out) != 1)} left out" if left_out else "",
-            f"{shrunk:,} old tool output{'s' * (shrunk != 1)} shrunk to one line" if shrunk else "",
+    cuts = [f"{counted(len(left_out), 'oldest message')} left out" if left_out else "",
+            f"{counted(shrunk, 'old tool output')} shrunk to one line" if shrunk else "",
             *(c.describe() for c in cut_short[:CUTS_NAMED]),
-            f"{unnamed:,} more message{'s' * (unnamed != 1)} cut short" if unnamed > 0 else ""]
+            f"{counted(unnamed, 'more message')} cut short" if unnamed > 0 else ""]
     cut = "Cut: " + ("; ".join(c for c in cuts if c) or "the longest texts shortened") + "."
     if due is not None:
         next_message = summarizes

@@ -11,6 +11,7 @@ import ipaddress
 import os
 from urllib.parse import urlsplit
 
+from ..model.counted import counted
 from ..settings import DEFAULT_MODELS, KINDS, ProviderChoice, base_url_problem
 from .base import AuthError, Provider
 
@@ -78,7 +79,7 @@ def check_connection(provider: Provider) -> str:
     Failures raise the provider's own error, which says it plainly (refused, key rejected, no answer in time)."""
     models = provider.list_models()
     server = getattr(provider, "server", provider.name)
-    listed = f"{len(models)} model{'s' * (len(models) != 1)}"
+    listed = counted(len(models), 'model')
     if provider.model in models:
         return f"Connected: {server} serves {listed}, {provider.model} among them"
     if not models:

@@ -80,7 +80,7 @@ def export_chat(store: Store, chat_id: str, format_: str) -> ChatExport:
 
 def redacted_words(count: int) -> str:
     """How many secrets an export left out, in words: '2 secrets redacted (written [REDACTED:<kind>])'."""
-    return f"{count} secret{'s' * (count != 1)} redacted (written [REDACTED:<kind>])"
+    return f"{counted(count, 'secret')} redacted (written [REDACTED:<kind>])"
 
 
 def without_secrets(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],

@@ -12,6 +12,7 @@ from typing import ClassVar, Protocol
 
 from pydantic import ValidationError
 
+from ..model.counted import counted
 from ..model.messages import Message
 from ..model.records import MAX_KEY_POINTS, Facets, SummaryMode
 from ..model.tokens import TokenCounter
@@ -326,7 +327,7 @@ class LLMSummarizer:
             self.attempts.append("invalid")
             preview = redact(reply[:200])[0]
             errors = exc.error_count() if isinstance(exc, ValidationError) else 0
-            problem = f"{errors} schema error{'s' * (errors != 1)}" if errors else "not JSON"
+            problem = counted(errors, 'schema error') if errors else "not JSON"
             log.warning("summarizer returned invalid JSON (%s); first 200 chars: %r", problem, preview)
             raise SummaryFallback(f"summarizer returned invalid JSON ({problem})") from None
 
