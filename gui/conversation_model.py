@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import QAbstractListModel, QModelIndex, Qt, Signal
 
 from ..core.chat.rows import Row, can_switch_version, row_index
+from ..core.chat.snapshot import ReplyResult
 from ..core.model.messages import Message
 from ..core.storage.store import Versions
 from .wording import fallback_sentence, spoken_row
@@ -84,6 +85,16 @@ class ConversationModel(QAbstractListModel):
             return
         index = self.index(number)
         self.dataChanged.emit(index, index)
+
+    def end_reply(self, result: ReplyResult) -> None:
+        """A reply's row as it ended, marked with what went wrong; with no reply kept (nothing arrived), the row shows
+        what is in its place again: a regenerated reply's earlier text, else nothing (the row goes)."""
+        if result.kept:
+            self.update_message(result.message, streaming=False, error=result.failure)
+        elif result.snapshot.messages and result.snapshot.messages[-1].id == result.message.id:
+            self.update_message(result.message, streaming=False)
+        elif (number := self._index.get(result.message.id)) is not None:
+            self.remove_from(number)
 
     def set_waiting(self, message_id: str, text: str) -> None:
         """What a streaming row shows until its first text: the wait, in words."""

@@ -199,15 +199,18 @@ class Sender(QObject):
             self.composer.set_hint("Edit cancelled.")
 
     def regenerate(self) -> None:
-        """Write the last reply again in its place; the earlier text stays as a version of it ("‹ 1/2 ›")."""
+        """Write the last reply again in its place; the earlier text stays as a version of it ("‹ 1/2 ›"). Your last
+        message left unanswered (its reply failed before its first word) is answered."""
         snapshot = self.chat.snapshot
         if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
             return
         last = snapshot.messages[-1]
-        if last.role != "assistant":
+        if last.role == "user":  # unanswered (its reply failed before its first word): answered now
+            self.start_reply()
+        elif last.role != "assistant":
             self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
-            return
-        self.start_reply(regenerate=last)
+        else:
+            self.start_reply(regenerate=last)
 
     def continue_reply(self) -> None:
         """The model goes on with the last reply (cut at its token limit, or stopped); appended to it."""
@@ -273,10 +276,12 @@ class Sender(QObject):
 
         def done(result: ReplyResult) -> None:
             pump.stop()
-            model.update_message(result.message, streaming=False, error=result.failure)
+            model.end_reply(result)
             stopped = reply_stopped_text(result)
             if stopped:
                 self.status.tell(stopped, 10_000)
+            if result.failure and not result.kept:  # no row says it: the box does, until the next message
+                self.composer.set_hint(stopped or "", error=True)
             self._model_answered(result)
             notes = []
             if edited and not result.problem:

@@ -235,10 +235,12 @@ class ToolTurns(QObject):
         self._streaming = None
         if not self.chat.is_open(result.snapshot.chat_id):
             return
-        self.conversation.rows_model.update_message(result.message, streaming=False, error=result.failure)
+        self.conversation.rows_model.end_reply(result)
         stopped = reply_stopped_text(result)
         if stopped:
             self.status.tell(stopped, 10_000)
+        if result.failure and not result.kept:  # no row says it: the box does, until the next message
+            self.composer.set_hint(stopped or "", error=True)
         self.chat.apply(result.snapshot)
         if self.conversation.is_at_bottom():
             self.conversation.scroll_to_end()

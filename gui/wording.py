@@ -63,6 +63,10 @@ def stop_mark(message: Message) -> str | None:
 
 def reply_stopped_text(result: ReplyResult) -> str | None:
     """What the status bar says of a reply that ended early: the user's own Stop is no failure."""
+    if not result.kept:  # nothing arrived: the chat is as it was before it was asked
+        why = "stopped before its first word" if result.stopped else f"failed: {brief(result.problem or '')}"
+        back = "the earlier reply is back" if result.message.content else "your message is kept"
+        return f"The reply {why}; {back}. Regenerate (Ctrl+R) asks again."
     if result.stopped:
         return "Reply stopped: what arrived is kept; Continue goes on from there."
     return f"Reply stopped: {brief(result.problem)}" if result.problem else None

@@ -113,3 +113,9 @@ def switchable_start(engine: ContextEngine, message_id: str) -> int:
     if any(engine.is_archived(m.id) for m in messages[start:]):
         raise ValueError("the message or its reply is inside a summary; undo the summary to change it")
     return start
+
+
+def hidden_messages(engine: ContextEngine) -> dict[str, str]:
+    """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
+    return {m.id: holder for m in engine.messages
+            if engine.is_archived(m.id) and (holder := engine.archived_by(m.id)) is not None}

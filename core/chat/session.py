@@ -7,7 +7,6 @@ threads and the GUI thread only ever sees immutable Snapshots; `precis chat` cal
 from __future__ import annotations
 
 import functools
-import gc
 import json
 import logging
 import math
@@ -17,7 +16,7 @@ from collections.abc import Callable, Sequence
 from ..context.budget import draft_room, over_budget
 from ..context.engine import ContextEngine, EngineEvent, NothingToSummarize, ToolsTooLarge
 from ..context.prompt_parts import PromptPart, prompt_parts
-from ..model.bulk import collector_paused
+from ..model.bulk import collector_paused, freeze_the_open_chat
 from ..model.lean_tools import lean_spec
 from ..model.messages import Message, ToolCall
 from ..model.tools import AUTO, ToolSpec
@@ -39,7 +38,7 @@ from ..storage.chats import (
     with_overrides,
 )
 from ..storage.store import ChatFingerprint, Store, StoreError, StoreLocked, Versions, attach_engine
-from .rows import build_rows, row_index, switchable_start
+from .rows import build_rows, hidden_messages, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
 from .streaming import StreamEnd, joint, stream_reply
@@ -139,7 +138,7 @@ class ChatSession:
         gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
         with collector_paused():  # a long chat's messages, maps and rows: all of it lives on
             snapshot = self._build_engine(estimate)
-            _freeze_the_open_chat()  # before the collector is back: its next pass would walk all that was made meanwhile
+            freeze_the_open_chat()  # before the collector is back: its next pass would walk all that was made meanwhile
         return snapshot
 
     def _build_engine(self, estimate: bool) -> Snapshot:
@@ -190,7 +189,7 @@ class ChatSession:
                 unreported = 0
                 report(self.snapshot())
         snapshot = self.snapshot()
-        _freeze_the_open_chat()
+        freeze_the_open_chat()
         return snapshot
 
     def use_tools(self, specs: Sequence[ToolSpec]) -> None:
@@ -271,7 +270,7 @@ class ChatSession:
         chain = copied(engine.chain())
         by_record = engine.archive.by_record
         folded = {r.id: [by_record[c].kind for c in r.merged_ids if c in by_record] for r in chain if r.merged_ids}
-        messages, hidden = list(engine.messages), _hidden(engine)
+        messages, hidden = list(engine.messages), hidden_messages(engine)
         rows = index = None
         if events or hidden != self._rows_hidden:  # as ChatController.apply decides to show new rows
             rows, self._rows_hidden = build_rows(messages, chain, hidden), hidden
@@ -312,10 +311,11 @@ class ChatSession:
         counts differently from our estimate), summarize once and retry once. `on_progress` gets (tokens read, tokens
         in the prompt) while a backend that says so reads the prompt, before the first text. `tool_choice` names the
         tool the model must call (of those use_tools offers), or AUTO."""
+        replaced = None
         if regenerate:
             if placeholder.id not in self.versions:  # its first regenerate: keep the text it has now
-                self.store.save_version(self.chat_id, self.built_engine.messages[-1])
-            self.built_engine.remove_last(placeholder.id)
+                self.versions[placeholder.id] = self.store.save_version(self.chat_id, self.built_engine.messages[-1])
+            replaced = self.built_engine.remove_last(placeholder.id)
             self.store.update_message(self.chat_id, placeholder)
         else:
             self.store.add_message(self.chat_id, placeholder)
@@ -345,6 +345,8 @@ class ChatSession:
             except ProviderError as exc:  # Cancelled and StreamInterrupted among them: what arrived is kept
                 problem = str(exc)
             break
+        if problem is not None and not received and not calls:
+            return self._not_answered(placeholder, replaced, problem, cancel)
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
         final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls,
                                                                                             sent=sent)
@@ -354,6 +356,17 @@ class ChatSession:
             self.store.update_message(self.chat_id, final)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
+
+    def _not_answered(self, placeholder: Message, replaced: Message | None, problem: str,
+                      cancel: CancelToken) -> ReplyResult:
+        """A reply that failed or was stopped before its first word leaves no empty reply: the chat is as it was
+        before (a regenerated reply has its earlier text back; else the user's message is the last, to answer again)."""
+        if replaced is not None:
+            self.store.update_message(self.chat_id, replaced)
+            self.built_engine.append(replaced, auto=False)
+        else:
+            self.store.delete_last_message(self.chat_id, placeholder.id)
+        return ReplyResult(replaced or placeholder, self.snapshot(), problem, None, cancel.cancelled, kept=False)
 
     def sent_prompt(self, message_id: str) -> tuple[list[PromptPart], int] | str:
         """What reply `message_id` was written from, part by part, and its tokens; or why it cannot be shown."""
@@ -484,17 +497,3 @@ class ChatSession:
         self.built_engine.undo_last()
         self._saved()
         return self.snapshot()
-
-
-def _freeze_the_open_chat() -> None:
-    """What is alive now lives long (the open chat: its messages, the engine's maps, its rows): out of the cyclic
-    collector's full passes from now on, which walked it all holding the interpreter lock (0.1-0.4 s stalls of the
-    window at 100,000 messages, whichever thread set them off). Reference counting frees it when the chat closes:
-    nothing of a chat is in a reference cycle (a cycle frozen here would stay)."""
-    gc.freeze()
-
-
-def _hidden(engine: ContextEngine) -> dict[str, str]:
-    """{message id: id of the active summary hiding it from the model}, by the engine's own rule."""
-    return {m.id: holder for m in engine.messages
-            if engine.is_archived(m.id) and (holder := engine.archived_by(m.id)) is not None}

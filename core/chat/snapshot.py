@@ -81,6 +81,9 @@ class ReplyResult:
     problem: str | None = None
     cut_at: int | None = None  # the reply's token limit, when it stopped there (a complete reply, cut short)
     stopped: bool = False  # the user stopped it (Stop, Esc): what arrived is kept, and nothing failed
+    # False when nothing arrived before it failed or was stopped: no reply was kept (ChatSession._not_answered), and
+    # `message` is the reply it would have replaced (a regenerated one's earlier text), else the empty placeholder.
+    kept: bool = True
 
     @property
     def failure(self) -> str | None:

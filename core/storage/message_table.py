@@ -172,6 +172,18 @@ class MessageTable(StoreBase):
             if not streaming:
                 mark_updated(session, chat_id)
 
+    def delete_last_message(self, chat_id: str, message_id: str) -> None:
+        """Delete the chat's newest message (a reply that failed before its first word: nothing to keep). Only the
+        newest: older messages are never deleted. MessageNotFound if it is not the newest."""
+        with self._write("delete the empty reply") as session:
+            newest = session.connection().execute(text(
+                "SELECT id FROM message WHERE chat_id = :chat ORDER BY seq DESC LIMIT 1"), {"chat": chat_id}).scalar()
+            if newest != message_id:
+                raise MessageNotFound(f"{message_id} is not the newest message of chat {chat_id}")
+            session.connection().execute(text("DELETE FROM message WHERE chat_id = :chat AND id = :id"),
+                                         {"chat": chat_id, "id": message_id})
+            mark_updated(session, chat_id)
+
     def keep_prompt_setup(self, chat_id: str, setups: dict[str, str]) -> None:
         """Keep what a reply's prompt was assembled under ({key: JSON} of context/sent_record's PromptSettings; a
         chat's older replies also have their setups here, context/old_record.py), once per chat and key."""
