@@ -16,7 +16,7 @@ from ..model.counted import counted
 from ..model.messages import Message
 from ..providers.base import CancelToken
 from ..settings import ChatSettings
-from ..storage.store import StoreError
+from ..storage.store import MessageNotFound, StoreError
 from ..summary.summarizers import SummarizationFailed
 from ..tools.bounded import ToolInputError, grep, grep_argument, run_command_messages, tool_exchange
 from ..tools.workspace import workspace_problem
@@ -33,6 +33,10 @@ class CommandResult:
     text: str
     snapshot: Snapshot | None = None
     failed: bool = False
+    # A refusal of what was asked (nothing to undo, no such message, a bad argument, a command of the window's),
+    # not a failure to do it (the store, the summarizer): `precis chat` exits 2 for it, as for a line that is no
+    # command, and 1 for the others, as `precis undo-summary` and the other commands do.
+    bad_input: bool = False
 
 
 # A chat command's handler: (the open chat, its argument, a token that Stop sets) -> what it did.
@@ -157,19 +161,20 @@ def _tool(name: str) -> Handler:
     return run
 
 
-# What a refused command raises: said to the user, nothing changed.
-REFUSALS = (NothingToSummarize, NothingToUndo, IntegrityError, ToolInputError, StoreError, SummarizationFailed)
+# What a refused command raises: said to the user, nothing changed. The first are refusals of what was asked.
+ASKED_WRONGLY = (NothingToSummarize, NothingToUndo, ToolInputError, MessageNotFound)
+REFUSALS = (*ASKED_WRONGLY, IntegrityError, StoreError, SummarizationFailed)
 
 
 def run_command(session: ChatSession, command: SlashCommand, cancel: CancelToken | None = None) -> CommandResult:
     """Run a chat command (one with a handler) on the open chat; a refusal comes back as a failed result."""
     handler = REGISTRY[command.name].handler
     if handler is None:
-        return CommandResult(f"/{command.name} works in the window only", failed=True)
+        return CommandResult(f"/{command.name} works in the window only", failed=True, bad_input=True)
     try:
         return handler(session, command.argument, cancel or CancelToken())
     except REFUSALS as exc:
-        return CommandResult(str(exc), failed=True)
+        return CommandResult(str(exc), failed=True, bad_input=isinstance(exc, ASKED_WRONGLY))
 
 
 # The order is the order of the menus and of /help.
@@ -185,8 +190,8 @@ register("quit", "Quit", "close the window (a reply being written keeps what arr
 register("edit-last", "Edit and resend the last message", "put your last message back in the box; sending it makes "
          "a new version, and ‹ › on it pages back to the earlier one and its reply",
          shortcut="Ctrl+E", menu="Chat", slash=False)
-register("regenerate", "Regenerate the last reply", "write the last reply again; ‹ › on it pages back to the "
-         "earlier one", shortcut="Ctrl+R", menu="Chat", slash=False)
+register("regenerate", "Regenerate the last reply", "write the last reply again (or the reply your last message "
+         "lacks, if it failed); ‹ › on it pages back to the earlier one", shortcut="Ctrl+R", menu="Chat", slash=False)
 register("continue", "Continue the reply", "have the model go on with the last reply (cut at its token limit, or "
          "stopped); what it writes is added to that reply", menu="Chat")
 register("use", "Use a tool", "send a message the model must answer by calling TOOL first (a chat with tools; "

@@ -11,7 +11,7 @@ from typing import TextIO
 
 import click
 
-from ..chat.commands import REGISTRY, SlashError, forced_tool, parse, run_command, unescape
+from ..chat.commands import SlashError, forced_tool, parse, run_command, unescape
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
@@ -30,7 +30,7 @@ from ..tools.workspace import workspace_problem
 from .chat_tools import ALLOW_CHOICES, NO_ONE_TO_ASK, step_line, terminal_ask, terminal_toolbox, unattended_ask
 from .group import cli, data_dir_option
 from .opening import open_cli_store
-from .store import context_lines, exit_code
+from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
 from .terminal import TerminalText
 
 QUIT_COMMANDS = ("/quit", "/exit")
@@ -165,7 +165,7 @@ class TerminalChat:
             command = parse(text)
         except SlashError as exc:
             print(exc, file=self.asides)
-            return 2
+            return BAD_INPUT
         if command is not None and command.name == "continue":
             return self.go_on(label)
         if command is not None and command.name == "use":
@@ -179,7 +179,7 @@ class TerminalChat:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
             print(result.text, file=self.asides if result.failed else self.out)
-            return 2 if result.failed and REGISTRY[command.name].handler is None else 0
+            return (BAD_INPUT if result.bad_input else STORE_FAILED) if result.failed else 0
         self.said(unescape(text))
         return self.reply(label)
 
@@ -208,7 +208,7 @@ class TerminalChat:
                 raise ValueError(unknown)
         except ValueError as exc:
             print(exc, file=self.asides)
-            return 2
+            return BAD_INPUT
         self.said(text)
         return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, force=tool))
 
@@ -230,7 +230,7 @@ class TerminalChat:
         messages = self.session.built_engine.messages
         if not messages or messages[-1].role != "assistant":
             print("There is no reply to continue: the last message is not one.", file=self.asides)
-            return 2
+            return BAD_INPUT
         last = messages[-1]
         return self._stream(label, lambda write, cancel: self.session.continue_reply(last.id, on_text=write,
                                                                                        cancel=cancel))
