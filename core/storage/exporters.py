@@ -74,7 +74,7 @@ def export_chat(store: Store, chat_id: str, format_: str) -> ChatExport:
     elif format_ == "openai":  # the format has no place for versions: the ones shown
         pieces = export_openai(chat.messages, chat.settings.get("system_prompt", ""))
     else:
-        pieces = export_markdown(chat.title, chat.messages, chat.records, chat.versions)
+        pieces = export_markdown(chat.title, chat.messages, chat.records, chat.versions, chat.branches)
     return ChatExport(pieces, chat.count)
 
 
@@ -255,12 +255,12 @@ def _summary_md(record: SummaryRecord, covered: int) -> str:
     return f"{head}\n>\n{body}" if body else head
 
 
-def _message_md(m: Message, kept: Versions | None) -> str:
+def _message_md(m: Message, kept: Versions | None, branched: Branches | None = None) -> str:
     title = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool result"}[m.role]
     if m.role == "tool" and m.name:
         title += f" · {m.name}"
     flags = [flag for flag, on in (("pinned", m.pinned), ("incomplete", m.incomplete)) if on]
-    if kept is not None and len(kept.texts) > 1:  # the others are in the JSONL export
+    if kept is not None and len(kept.texts) > 1:
         flags.append(f"version {kept.shown + 1} of {len(kept.texts)}")
     parts = [f"### {title}" + (f" ({', '.join(flags)})" if flags else "")]
     if m.role == "tool":
@@ -270,14 +270,29 @@ def _message_md(m: Message, kept: Versions | None) -> str:
     for call in m.tool_calls:
         parts.append(f"**Tool call** `{call.name}`\n\n" + _fence(json.dumps(call.arguments, ensure_ascii=False,
                                                                              indent=1), "json"))
+    if kept is not None and len(kept.texts) > 1:
+        parts.extend(_other_version_md(position, kept, (branched or {}).get(position, ()))
+                     for position in range(len(kept.texts)) if position != kept.shown)
     return "\n\n".join(parts)
 
 
+def _other_version_md(position: int, kept: Versions, branch: tuple[BranchMessage, ...]) -> str:
+    """A version not shown, folded (a reader opens it), with what followed it then: its branch, whose messages have
+    their own versions. Written out, not merely named: a person reading Markdown does not read the JSONL export."""
+    followed = f", and {counted(len(branch), 'message')} that followed it" if branch else ""
+    body = [kept.texts[position] or "(empty)",
+            *(_message_md(entry.message, entry.versions, entry.branches) for entry in branch)]
+    return (f"<details>\n<summary>Version {position + 1} of {len(kept.texts)}{followed}</summary>\n\n"
+            + "\n\n".join(body) + "\n\n</details>")
+
+
 def export_markdown(title: str, messages: Sequence[Message], records: Sequence[SummaryRecord],
-                    versions: Mapping[str, Versions] | None = None) -> Iterator[str]:
+                    versions: Mapping[str, Versions] | None = None,
+                    branches: Mapping[str, Branches] | None = None) -> Iterator[str]:
     """The whole chat for a person to read; each summary appears, marked as one, after the last message it covers;
-    a message with versions shows the one shown, saying which of how many ("version 2 of 3")."""
-    versions = versions or {}
+    a message with versions shows the one shown, saying which of how many ("version 2 of 3"), then each other version
+    folded, with the messages that followed it (its branch)."""
+    versions, branches = versions or {}, branches or {}
     after: dict[str, list[tuple[SummaryRecord, int]]] = {}
     position = {m.id: i for i, m in enumerate(messages)}
     spans = record_spans(records, position)  # a fold covers no message itself: its summaries' ones
@@ -289,7 +304,7 @@ def export_markdown(title: str, messages: Sequence[Message], records: Sequence[S
         after.setdefault(anchor, []).append((record, count))
     yield f"# {title}"
     for m in messages:
-        yield "\n\n" + _message_md(m, versions.get(m.id))
+        yield "\n\n" + _message_md(m, versions.get(m.id), branches.get(m.id))
         for record, count in after.get(m.id, []):
             yield "\n\n" + _summary_md(record, count)
     if not messages:

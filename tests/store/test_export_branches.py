@@ -202,3 +202,24 @@ def test_a_hand_written_branch_imports_and_its_tool_result_answers_its_call(tmp_
         assert shown[2].tool_call_id == shown[1].tool_calls[0].id
         assert [m.content for m in store.show_version(chat_id, question, 1)] == ["Which ferry leaves last?",
                                                                                  "The 22:15."]
+
+
+def test_markdown_shows_an_edited_message_s_earlier_version_with_what_followed_it(tmp_path, capsys):
+    """Markdown carried the version shown alone: the reply to the message as first sent (its branch) was in the
+    JSONL export only. It is folded under the message, redacted as the rest."""
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        chat_id = store.create_chat("Ferries")
+        question = Message(role="user", content=f"Which ferry leaves first? My key is {OPENAI_KEY}")
+        store.add_messages(chat_id, [question, Message(role="assistant", content="The 7:10 to Vashon.")])
+        edit(store, chat_id, question, "Which ferry leaves last?")
+        store.add_message(chat_id, Message(role="assistant", content="The 23:55 to Bremerton."))
+    assert main(["--data-dir", str(data), "export", chat_id, "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert OPENAI_KEY not in out
+    shown = out.index("### User (version 2 of 2)\n\nWhich ferry leaves last?")
+    earlier = out.index("<details>\n<summary>Version 1 of 2, and 1 message that followed it</summary>\n\n"
+                        "Which ferry leaves first? My key is [REDACTED:")
+    branch_reply = out.index("### Assistant\n\nThe 7:10 to Vashon.\n\n</details>")
+    reply_now = out.index("### Assistant\n\nThe 23:55 to Bremerton.")
+    assert shown < earlier < branch_reply < reply_now

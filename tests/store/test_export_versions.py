@@ -79,13 +79,17 @@ def test_a_secret_in_a_version_replaced_since_is_redacted_and_the_rest_imports(t
         assert kept.shown == 1 and OPENAI_KEY not in kept.texts[0] and "[REDACTED:" in kept.texts[0]
 
 
-def test_markdown_says_which_version_of_how_many_is_shown(tmp_path, capsys):
+def test_markdown_says_which_version_of_how_many_is_shown_and_folds_the_others_after_it(tmp_path, capsys):
+    """It said "version 2 of 3" and no more: a reader of the Markdown had no way to the other two."""
     data = tmp_path / "data"
     with open_store(data) as store:
         chat_id = chat_with_versions(store, ["The 7:10.", "The 7:40.", "The 8:05."], shown=1)
     code, out, _ = run(capsys, "--data-dir", str(data), "export", chat_id, "--format", "md")
     assert code == 0
-    assert "### Assistant (version 2 of 3)\n\nThe 7:40." in out and "The 8:05." not in out
+    shown = out.index("### Assistant (version 2 of 3)\n\nThe 7:40.")
+    first = out.index("<details>\n<summary>Version 1 of 3</summary>\n\nThe 7:10.\n\n</details>")
+    third = out.index("<details>\n<summary>Version 3 of 3</summary>\n\nThe 8:05.\n\n</details>")
+    assert shown < first < third
 
 
 def test_a_bad_version_list_is_named_with_its_line(tmp_path, capsys):
