@@ -56,7 +56,7 @@ from .tool_turn import ToolTurns
 from .tools_page import ToolsPage
 from .welcome import WelcomePanel
 from .window_size import remember_size, restore_size
-from .wording import failure_text
+from .wording import failure_text, reply_finished_text
 from .workers import Job
 
 log = logging.getLogger("precis.gui")
@@ -218,6 +218,7 @@ class MainWindow(QMainWindow):
         self.switcher.summary_revealed.connect(self.select_summary)
         self.sending.connect()
         self.sending.reply_finished.connect(self.reply_finished.emit)
+        self.sending.reply_finished.connect(lambda result: self.status.announce(reply_finished_text(result)))
         self.sending.reply_finished.connect(lambda result: self.model_suggestion.reply_finished(result,
                                                                                                chat.model.provider))
         self.model_suggestion.choose_requested.connect(lambda: self.open_settings(at_catalogue=True))

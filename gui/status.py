@@ -58,11 +58,12 @@ class StatusLine:
             bar.addPermanentWidget(widget)
         self._work_text = ""
         self._undo_text = ""  # what the Undo offer undoes, said beside its button
-        bar.messageChanged.connect(self._announce)
+        bar.messageChanged.connect(self.announce)
 
-    def _announce(self, text: str) -> None:
+    def announce(self, text: str) -> None:
         """A screen reader says each message the bar shows (work begun, a result, an error): the bar draws it itself,
-        so nothing else tells them. Politely: after what the reader is saying, not cutting it off."""
+        so nothing else tells them; and what is told without showing it (a reply finished). Politely: after what the
+        reader is saying, not cutting it off; the focus stays where it is."""
         if text:
             QAccessible.updateAccessibility(QAccessibleAnnouncementEvent(self.bar, text))
 

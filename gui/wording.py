@@ -72,6 +72,12 @@ def reply_stopped_text(result: ReplyResult) -> str | None:
     return f"Reply stopped: {brief(result.problem)}" if result.problem else None
 
 
+def reply_finished_text(result: ReplyResult) -> str:
+    """What a screen reader is told of a reply that ended by itself, and its length (a stopped or failed one is told by
+    the status bar: reply_stopped_text); nothing for the others."""
+    return "" if result.problem else f"Reply finished, {counted(len(result.message.content.split()), 'word')}"
+
+
 def waiting_text(progress: tuple[int, int] | None, seconds: float) -> str:
     """What a reply shows before its first text: the model reading the prompt, how far, and for how long."""
     elapsed = f"{seconds:.0f} s"

@@ -124,3 +124,48 @@ def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_wi
     assert [text for _bar, text in announced] == [f"Importing {broken}…", bar.currentMessage()]
     assert "line 1: not valid JSON" in announced[-1][1]  # the error, as the bar shows it
     assert all(source is bar for source, _text in announced)
+
+
+def test_a_finished_reply_is_announced_with_its_length_and_the_focus_stays(qtbot, make_window, store, server,
+                                                                           monkeypatch):
+    """A reply ending was said to no one: a screen reader user heard the status bar's notices, never that the reply
+    they waited for had come. A scripted server on loopback answers (its words known in advance)."""
+    import json
+
+    from precis.core.providers.openai_compat import OpenAICompatProvider
+
+    from tests.gui.test_window import idle, open_new_chat
+    from tests.providers.scripted_server import FINISH, delta, reply, stream
+    from tests.timing import WAIT_MS
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    announced: list[tuple[object, str]] = []
+    send = QAccessible.updateAccessibility
+
+    def record(event) -> None:
+        if event.type() == QAccessible.Event.Announcement:
+            announced.append((event.object(), event.message()))
+        send(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
+    server.steps = [reply(200, json.dumps({"data": [{"id": "m"}]})),
+                    stream([delta("The 7:10 to Vashon "), delta("leaves first."), FINISH, "data: [DONE]"])]
+    window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
+    open_new_chat(qtbot, window, store)
+    window.activateWindow()
+    window.composer.edit.setFocus()
+    qtbot.waitUntil(window.composer.edit.hasFocus, timeout=WAIT_MS)
+    announced.clear()
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS):
+        window.submit("Which ferry leaves first?")
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    assert (window.statusBar(), "Reply finished, 6 words") in announced
+    assert window.composer.edit.hasFocus()  # told, not moved to: the user goes on typing
+
+    server.steps = [reply(400, '{"error": {"message": "the model m is not loaded"}}')]
+    announced.clear()
+    with qtbot.waitSignal(window.reply_finished, timeout=WAIT_MS):
+        window.submit("And the last?")
+    said = [text for _source, text in announced]
+    assert not any(text.startswith("Reply finished") for text in said)
+    assert any("the model m is not loaded" in text for text in said)  # the failure, as the status bar says it
