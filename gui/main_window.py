@@ -167,6 +167,7 @@ class MainWindow(QMainWindow):
             "regenerate": lambda _arg: self.sending.regenerate(),
             "continue": lambda _arg: self.sending.continue_reply(),
             "use": lambda arg: self.sending.use_tool(arg),
+            "help": lambda _arg: show_text(self, "Commands", "```\n" + slash.help_text() + "\n```"),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
             "zoom-in": lambda _arg: self.appearance.zoom(1),
@@ -180,9 +181,6 @@ class MainWindow(QMainWindow):
     def run_chat_command(self, name: str, argument: str) -> None:
         """A chat command: a tool runs beside the chat with a visible Stop; /pin and /unpin from a menu act on the
         selected message; what the others answer is shown where the command's kind of answer goes."""
-        if name == "help":  # needs no chat
-            show_text(self, "Commands", "```\n" + slash.help_text() + "\n```")
-            return
         if self.chat.session is None:
             self.feedback.hint_error("Open a chat first.")
             return

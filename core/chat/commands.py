@@ -7,6 +7,7 @@ CommandResult; a command with no handler here (new chat, import, zoom, ...) is t
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,10 +123,6 @@ def _pinning(pinned: bool) -> Handler:
     return pin
 
 
-def _help(_session: ChatSession | None, _argument: str, _cancel: CancelToken) -> CommandResult:
-    return CommandResult(help_text())
-
-
 def tool_messages(name: str, argument: str, cancel: CancelToken, settings: ChatSettings) -> tuple[Message, ...]:
     """What a tool command gives the chat: its call and result as messages, /run within the chat's limits. Both work
     in the chat's workspace folder when it names one (as the model's tools do), else where Precis runs. Touches no
@@ -226,7 +223,8 @@ register("zoom-out", "Zoom out", "smaller text in the conversation and the messa
          menu="View", slash=False)
 register("zoom-reset", "Actual size", "the conversation's text at the system's size", shortcut="Ctrl+0",
          menu="View", slash=False)
-register("help", "Commands", "list the commands", shortcut="F1", menu="View", handler=_help)
+# Each face lists them its own way (the window in a text window, the terminal fitted to its width): needs no chat.
+register("help", "Commands", "list the commands", shortcut="F1", menu="View")
 
 
 def slash_commands() -> list[Command]:
@@ -256,13 +254,38 @@ class SlashCommand:
 
 
 class SlashError(ValueError):
-    """A line that starts with '/' but is not a valid command; the message is a hint for the user."""
+    """A line that starts with '/' but is not a valid command; the message is a hint for the user. `lists_commands`:
+    it ends "Commands:", for the commands to follow (help_text, fitted to where they are shown)."""
+
+    def __init__(self, message: str, lists_commands: bool = False) -> None:
+        super().__init__(message)
+        self.lists_commands = lists_commands
 
 
-def help_text() -> str:
+# Said after the commands an unknown one lists, where there is room (the terminal).
+ESCAPE_HINT = "(Start a message with // to send a literal slash.)"
+# Below this many columns for a command's help beside its usage, the help goes on the lines under it.
+NARROWEST_HELP = 30
+
+
+def help_text(width: int | None = None) -> str:
+    """One line a command: its usage, then what it does. Within `width` columns (a terminal's), the help is wrapped
+    beside the usages, or under each when the column beside them would be too narrow; None: a line each, unwrapped."""
     commands = slash_commands()
-    width = max(len(command.usage) for command in commands)
-    return "\n".join(f"{command.usage:<{width}}  {command.help}" for command in commands)
+    usage_width = max(len(command.usage) for command in commands)
+    if width is None:
+        return "\n".join(f"{command.usage:<{usage_width}}  {command.help}" for command in commands)
+    beside = width - usage_width - 2 >= NARROWEST_HELP
+    lines = []
+    for command in commands:
+        if beside:
+            wrapped = textwrap.wrap(command.help, width - usage_width - 2)
+            lines.append(f"{command.usage:<{usage_width}}  {wrapped[0]}")
+            lines += [" " * (usage_width + 2) + line for line in wrapped[1:]]
+        else:
+            lines.append(command.usage)
+            lines += textwrap.wrap(command.help, width, initial_indent="    ", subsequent_indent="    ")
+    return "\n".join(lines)
 
 
 def short_help() -> str:
@@ -289,9 +312,7 @@ def parse(text: str) -> SlashCommand | None:
     if command is None or not command.slash:
         close = [c.name for c in slash_commands() if c.name.startswith(name[:2])] if name else []
         suggestion = f" Did you mean /{close[0]}?" if close else ""
-        raise SlashError(
-            f"Unknown command /{head}.{suggestion} Commands:\n{help_text()}\n"
-            "(Start a message with // to send a literal slash.)")
+        raise SlashError(f"Unknown command /{head}.{suggestion} Commands:", lists_commands=True)
     if command.needs_argument and not argument:
         raise SlashError(f"/{name} needs {command.argument}: {command.help}")
     return SlashCommand(name, argument)

@@ -4,6 +4,7 @@ use cases, core/chat), stored like any other chat."""
 from __future__ import annotations
 
 import sys
+import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import TextIO
 
 import click
 
-from ..chat.commands import SlashError, forced_tool, parse, run_command, unescape
+from ..chat.commands import ESCAPE_HINT, SlashError, forced_tool, help_text, parse, run_command, unescape
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
@@ -31,7 +32,7 @@ from .chat_tools import ALLOW_CHOICES, NO_ONE_TO_ASK, step_line, terminal_ask, t
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
-from .terminal import TerminalText
+from .terminal import TerminalText, terminal_width
 
 QUIT_COMMANDS = ("/quit", "/exit")
 PROMPT = "you> "
@@ -165,14 +166,20 @@ class TerminalChat:
             command = parse(text)
         except SlashError as exc:
             print(exc, file=self.asides)
+            if exc.lists_commands:
+                width = terminal_width()
+                print(f"{help_text(width)}\n{textwrap.fill(ESCAPE_HINT, width)}", file=self.asides)
             return BAD_INPUT
+        if command is not None and command.name == "help":
+            print(help_text(terminal_width()), file=self.out)
+            return 0
         if command is not None and command.name == "continue":
             return self.go_on(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
         if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
             self.tell(self.session.snapshot())
-            print("\n".join(context_lines(self.session.built_engine)), file=self.out)
+            print("\n".join(context_lines(self.session.built_engine, terminal_width())), file=self.out)
             print(f"The prompt itself, part by part: precis prompt {self.session.chat_id[:8]}", file=self.out)
             return 0
         if command is not None:
@@ -294,9 +301,9 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                 if message is not None:
                     return chat.line(message, label="")
                 window = session.built_engine.budget.window
-                print(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token window). "
-                      f"One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis chat --chat "
-                      f"{chat_id[:8]}` resumes.", file=asides)
+                print(textwrap.fill(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token "
+                                    f"window). One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis "
+                                    f"chat --chat {chat_id[:8]}` resumes.", terminal_width()), file=asides)
                 return _turns(chat, stdin, out, typed)
         finally:
             if session is not None:
@@ -345,7 +352,8 @@ def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO, typed: bool) -> int:
             code = chat.line(text, label="model> " if typed else "")
             failed = failed or (0 if typed else code)
             if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
-                print(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does", file=out)
+                print(textwrap.fill(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does",
+                                    terminal_width()), file=out)
 
 
 def _typed_turn(stdin: TextIO, out: TextIO) -> str | None:

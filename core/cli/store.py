@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import textwrap
 
 import click
 
@@ -19,12 +20,14 @@ from ..storage.message_table import search_words
 from ..storage.store import ChatNotFound, MessageNotFound, Store, StoreError
 from .group import cli, data_dir_option
 from .opening import open_cli_store
+from .terminal import terminal_width
 
 log = logging.getLogger("precis.cli")
 
 DEFAULT_WINDOW = 8192
 SEARCH_LIMIT = 10_000  # most hits one search lists (SQLite's integers end at 2**63 - 1)
-BAR_WIDTH = 40
+BAR_WIDTH = 40  # the context's bars at their widest; narrower to fit a narrow terminal, down to NARROWEST_BAR
+NARROWEST_BAR = 10
 
 
 # Exit codes, the same for every command: 1 when the store fails, 2 when the input is bad.
@@ -134,9 +137,9 @@ def export(chat: str, format_: str, output: str | None, data_dir: str | None) ->
     return 0
 
 
-def _bar(share: float) -> str:
-    filled = min(BAR_WIDTH, round(share * BAR_WIDTH))
-    return "#" * filled + "." * (BAR_WIDTH - filled)
+def _bar(share: float, width: int) -> str:
+    filled = min(width, round(share * width))
+    return "#" * filled + "." * (width - filled)
 
 
 @cli.command(short_help="What the model sees of CHAT, by kind, against its window.")
@@ -148,7 +151,7 @@ def context(chat: str, data_dir: str | None) -> int:
         with open_cli_store(data_dir) as store:
             found = store.find_chat(chat)
             engine = chat_engine(store, found.id, known_model(store))
-            lines = context_lines(engine)
+            lines = context_lines(engine, terminal_width())
             if not store.read_only:  # a read-only store is shown, not cached into
                 save_token_counts(store, found.id, engine)
     except (StoreError, ValueError) as exc:
@@ -158,33 +161,38 @@ def context(chat: str, data_dir: str | None) -> int:
     return 0
 
 
-def context_lines(engine: ContextEngine) -> list[str]:
+def context_lines(engine: ContextEngine, width: int) -> list[str]:
     """The context window's use by kind against its limit, and the summary chain: `precis context` and the terminal
-    chat's /context."""
+    chat's /context, within `width` columns (the terminal's): the text wrapped, the bars as wide as the room left."""
     usage, note = engine.usage(), over_budget(engine)
     counting = "exact" if usage.exact else "estimated"
-    lines = [f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
-             f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply",
-             f"  [{_bar(usage.ratio)}]"]
-    if note is not None:
-        lines += ["  " + line for line in note.lines()]
+    lines = textwrap.wrap(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
+                          f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply", width,
+                          subsequent_indent="  ")
     labels = {"system": "system prompt", "tools": "tool definitions", "summaries": "summaries", "recalled": "recalled",
               "messages": "messages", "tool_outputs": "tool outputs"}
     label_width = max(map(len, labels.values()))
     count_width = max(len(f"{usage.by_kind.get(kind, 0):,}") for kind in labels)
+    # Each kind's line: two spaces, its label, two spaces, its count, two spaces, then the bar in brackets.
+    bar_width = max(NARROWEST_BAR, min(BAR_WIDTH, width - (2 + label_width + 2 + count_width + 2) - 2))
+    lines.append(f"  [{_bar(usage.ratio, bar_width)}]")
+    for said in note.lines() if note is not None else ():
+        lines += textwrap.wrap(said, width, initial_indent="  ", subsequent_indent="    ")
     for kind, label in labels.items():
         tokens = usage.by_kind.get(kind, 0)
-        lines.append(f"  {label:<{label_width}}  {tokens:>{count_width},}  [{_bar(tokens / usage.available)}]")
+        lines.append(f"  {label:<{label_width}}  {tokens:>{count_width},}  [{_bar(tokens / usage.available, bar_width)}]")
     chain = engine.chain()
     lines.append(f"summary chain: {len(chain) or 'none'}")
     for record in chain:
         covered = engine.archive.covered_count(record)
         fallback = f", {record.fallback}" if record.fallback_used else ""
-        kept = f"\n     trail coverage: {record.trail_coverage.describe()}" if record.trail_coverage else ""
         # As `precis history` says it: a fold is a fold, not its newest summary's mode.
-        lines.append(f"  {record.depth}. {local_time(record.created_at)}  {counted(covered, 'message')}  "
-                     f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
-                     f"({record.trigger}){kept}")
+        lines += textwrap.wrap(f"{record.depth}. {local_time(record.created_at)}  {counted(covered, 'message')}  "
+                               f"{record.tokens_before:,} → {record.tokens_after:,} tokens  {record.kind}{fallback}  "
+                               f"({record.trigger})", width, initial_indent="  ", subsequent_indent="     ")
+        if record.trail_coverage:
+            lines += textwrap.wrap(f"trail coverage: {record.trail_coverage.describe()}", width,
+                                   initial_indent="     ", subsequent_indent="       ")
     return lines
 
 

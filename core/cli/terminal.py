@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import io
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -97,3 +98,14 @@ def _any_character(stream: TextIO | None) -> tuple[io.TextIOWrapper, str, str | 
     else:
         stream.reconfigure(encoding="utf-8")
     return had
+
+
+# The width of output that goes to no terminal (a pipe, a file): its lines as long as they are, for a script to read
+# each whole.
+NO_TERMINAL = 10_000
+
+
+def terminal_width() -> int:
+    """The columns of the terminal `precis` writes to (COLUMNS, when set, says it; NO_TERMINAL when it writes to none),
+    for what is laid out in columns: the commands' help, the context's bars."""
+    return shutil.get_terminal_size((NO_TERMINAL, 24)).columns
