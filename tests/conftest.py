@@ -91,6 +91,9 @@ def isolated_home(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("PRECIS_HOME", str(home))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    # Output is laid out for no terminal (core/cli/terminal.py), whoever runs the tests: xdist's workers set COLUMNS to
+    # 80, and `precis context`'s lines wrapped there and not in a run without it. A test of a width sets its own.
+    monkeypatch.delenv("COLUMNS", raising=False)
     return home
 
 

@@ -125,11 +125,10 @@ def test_history_full_in_the_terminal_chat_is_precis_history_full(tmp_path, caps
     assert "\n   | Conversation digest of 24 messages (user, assistant)" in shown
 
 
-def test_context_in_the_terminal_chat_is_precis_context(tmp_path, capsys, monkeypatch):
+def test_context_in_the_terminal_chat_is_precis_context(tmp_path, capsys):
     """/context's help says 'show what the model sees: tokens by kind and the summary chain'; the terminal chat
     printed one line of totals ('Context: 1,234 / 3,584 tokens (34%), 1 summary in the chain.'), and nothing led to
     the prompt itself. It prints what `precis context CHAT` does, then the command that shows the prompt."""
-    monkeypatch.setenv("COLUMNS", "200")  # "exact" and "estimated" wrap at different places in a narrower terminal
     data = str(tmp_path)
     _summarized_chat(data)
     args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
