@@ -82,7 +82,7 @@ def test_a_regenerated_reply_that_fails_before_its_first_word_gets_its_earlier_t
                                                                                          monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     messages = [Message(role="user", content="Which ferry leaves first?"),
-                Message(role="assistant", content="The 7:10 to Vashon.", cut_at=None)]
+                Message(role="assistant", content="The 7:10 to Vashon.")]
     with open_store(tmp_path) as store:
         session = opened(store, server, *messages)
         server.steps = [REFUSED]
