@@ -99,7 +99,7 @@ def isolated_home(tmp_path, monkeypatch):
 
 # Fixtures that load the real model (in this process or in a server): a test using one must be marked `model`, so
 # `-m "not model"` loads no model.
-MODEL_FIXTURES = {"local_provider", "llama_server"}
+MODEL_FIXTURES = {"local_provider", "llama_server", "keyed_llama_server"}
 
 
 def pytest_addoption(parser):
@@ -147,20 +147,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory) -> str:
-    """Base URL (…/v1) of llama.cpp's OpenAI-compatible server (xllamacpp's) serving SmolLM2 with an 8192-token window.
-
-    Started through Precis's model_server, so the model loads as the model process loads it.
-    """
+def serve_model(folder: Path, *options: str):
+    """llama.cpp's OpenAI-compatible server (xllamacpp's) serving SmolLM2 on a loopback port, started through Precis's
+    model_server, so the model loads as the model process loads it; yields its base URL (…/v1) once it answers."""
     from precis.core.providers.local import find_model_path
 
     port = free_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log_path = folder / "server.log"
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "precis.core.providers.model_server", "--model", str(find_model_path()), "--n_ctx", "8192",
-             "--n_threads", "2", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "precis.core.providers.model_server", "--model", str(find_model_path()),
+             "--n_threads", "2", "--host", "127.0.0.1", "--port", str(port), *options],
             stdout=log, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
@@ -169,7 +166,8 @@ def llama_server(tmp_path_factory) -> str:
             if process.poll() is not None:
                 pytest.fail(f"the model server exited with {process.returncode}:\n{log_path.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                # Any HTTP answer is a server up: one with a key answers 401 to a request without it.
+                if httpx.get(f"{base_url}/models", timeout=2).status_code in (200, 401):
                     break
             except httpx.TransportError:
                 pass
@@ -184,6 +182,23 @@ def llama_server(tmp_path_factory) -> str:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory) -> str:
+    """Base URL (…/v1) of llama.cpp's OpenAI-compatible server serving SmolLM2 with an 8192-token window."""
+    yield from serve_model(tmp_path_factory.mktemp("llama-server"), "--n_ctx", "8192")
+
+
+LLAMA_SERVER_KEY = "sk-llama-server-0123456789abcdef"
+
+
+@pytest.fixture(scope="session")
+def keyed_llama_server(tmp_path_factory) -> str:
+    """Base URL (…/v1) of llama.cpp's server answering only requests that bear LLAMA_SERVER_KEY (a 2048-token
+    window: a second model in memory beside llama_server's)."""
+    yield from serve_model(tmp_path_factory.mktemp("keyed-llama-server"), "--n_ctx", "2048",
+                           "--api_key", LLAMA_SERVER_KEY)
 
 
 @pytest.fixture

@@ -107,11 +107,9 @@ class AnthropicProvider(HTTPProvider):
     def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str = "claude-3-5-haiku-latest",
                  api_key: str | None = None, *, window: int = DEFAULT_WINDOW, timeout: float = 60.0,
                  connect_timeout: float = 10.0, retry: RetryPolicy = RetryPolicy(),
-                 transport: httpx.BaseTransport | None = None,
-                 key_hint: str = "Set ANTHROPIC_API_KEY or store a key in the keyring (service precis, user anthropic).",
-                 ) -> None:
+                 transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(base_url, model, api_key, window=window, timeout=timeout, connect_timeout=connect_timeout,
-                         retry=retry, transport=transport, key_hint=key_hint)
+                         retry=retry, transport=transport)
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}

@@ -1,6 +1,7 @@
 """`python -m precis.core.providers.model_server --model GGUF [--n_ctx N] [--n_threads N] [--host H] [--port P]
-[--alias NAME] [--extra_buffer_types]`: llama.cpp's OpenAI-compatible HTTP server (xllamacpp's), loading its model as
-the model process does (extra buffer types off unless `--extra_buffer_types` is given), with Jinja chat templates and
+[--alias NAME] [--api_key KEY] [--extra_buffer_types]`: llama.cpp's OpenAI-compatible HTTP server (xllamacpp's),
+loading its model as the model process does (extra buffer types off unless `--extra_buffer_types` is given), answering
+only requests that bear KEY when one is given (others get HTTP 401), with Jinja chat templates and
 llama.cpp's native tool calls. A ChatML model whose own template has no tools (SmolLM2) is served with
 chatml_tools.jinja, which renders them, so the server offers them and constrains a call; another model keeps its own.
 Serves until it is terminated.
@@ -41,6 +42,8 @@ def server_params(args: argparse.Namespace):  # -> xllamacpp.CommonParams
     params.no_extra_bufts = not args.extra_buffer_types
     params.use_jinja = True  # tool calls through the template
     params.chat_template = chat_template(str(read_metadata(Path(args.model)).get("tokenizer.chat_template", "")))
+    if args.api_key:
+        params.api_keys = [args.api_key]
     params.hostnames = [args.host]
     params.port = args.port
     params.warmup = False
@@ -55,6 +58,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--n_threads", type=int, default=2)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--api_key", help="answer only requests with this bearer key (default: any request)")
     parser.add_argument("--extra_buffer_types", action="store_true")
     return parser.parse_args(argv)
 

@@ -144,10 +144,9 @@ class OpenAICompatProvider(HTTPProvider):
 
     def __init__(self, base_url: str = DEFAULT_BASE_URL, model: str = "gpt-4o-mini", api_key: str | None = None, *,
                  window: int | None = None, timeout: float = 60.0, connect_timeout: float = 10.0,
-                 retry: RetryPolicy = RetryPolicy(), transport: httpx.BaseTransport | None = None,
-                 key_hint: str = "Set OPENAI_API_KEY or store a key in the keyring (service precis, user openai).") -> None:
+                 retry: RetryPolicy = RetryPolicy(), transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(base_url, model, api_key, window=window, timeout=timeout, connect_timeout=connect_timeout,
-                         retry=retry, transport=transport, key_hint=key_hint)
+                         retry=retry, transport=transport)
         # Servers that reject response_format json_schema (llama-cpp-python's) get json_object + schema instead.
         self._schema_format = "json_schema"
 

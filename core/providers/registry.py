@@ -43,6 +43,16 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
+def key_hint(kind: str, base_url: str | None = None) -> str:
+    """Where the key for `kind` at `base_url` is looked for, told when a key is missing or refused: the environment
+    variable only for the official host, else the keyring entry of that server (what Settings → Provider saves)."""
+    user = _keyring_user(kind, base_url)
+    if _official(kind, base_url):
+        return f"Set {KEY_ENV[kind]} or store a key in the keyring (service {KEYRING_SERVICE}, user {user})."
+    return (f"Enter this server's key in Settings → Provider, or store it in the keyring (service {KEYRING_SERVICE}, "
+            f"user {user}); {KEY_ENV[kind]} is sent to {OFFICIAL_HOSTS[kind]} only.")
+
+
 def api_key_for(kind: str, base_url: str | None = None) -> str | None:
     """The key for a provider kind at `base_url` (None: its official host). The environment variable counts for
     the official host only; any server's key can come from the keyring, saved for that server."""
@@ -113,8 +123,7 @@ def make_provider(kind: str, *, base_url: str | None = None, model: str | None =
         raise AuthError(f"refusing to send the {kind} API key over plain HTTP to {parts.hostname}: anyone on the "
                         f"network could read it. Use https, or set {ALLOW_HTTP_KEY_ENV}=1 to allow it")
     if key is None and base_url is None:
-        raise AuthError(f"no API key for {kind}: set {KEY_ENV[kind]} or store a key in the keyring "
-                        f"(service {KEYRING_SERVICE}, user {kind})")
+        raise AuthError(f"no API key for {kind}. {key_hint(kind)}")
     model = model or DEFAULT_MODELS[kind]
     if kind == "openai":
         from .openai_compat import DEFAULT_BASE_URL, OpenAICompatProvider

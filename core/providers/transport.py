@@ -34,6 +34,7 @@ from .base import (
     ServerError,
     StreamInterrupted,
 )
+from .registry import key_hint
 
 # Longest server-supplied detail quoted in a message.
 DETAIL_CHARS = 300
@@ -165,16 +166,17 @@ def _close_at_once(response: httpx.Response) -> Callable[[], None]:
 class HTTPProvider:
     """What the hosted backends share: a base URL, a model, a key kept to the request headers, one httpx client."""
 
+    name: str  # the provider kind, as the registry names it
+
     def __init__(self, base_url: str, model: str, api_key: str | None, *, window: int | None, timeout: float,
-                 connect_timeout: float, retry: RetryPolicy, transport: httpx.BaseTransport | None,
-                 key_hint: str) -> None:
+                 connect_timeout: float, retry: RetryPolicy, transport: httpx.BaseTransport | None) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.server = server_label(self.base_url)
         self._api_key = api_key
         self._window = window
         self._retry = retry
-        self._key_hint = key_hint
+        self._key_hint = key_hint(self.name, self.base_url)  # where its key is looked for, told when it is refused
         self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
 
     def close(self) -> None:
