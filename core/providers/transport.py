@@ -36,6 +36,9 @@ from .base import (
 )
 from .registry import key_hint
 
+# A model list is a few kilobytes, answered at once by a server that works; a server that accepts the connection
+# and then says nothing (a port held by something that is no API, a server stuck) is given up on after this.
+LIST_TIMEOUT_SECONDS = 5.0
 # Longest server-supplied detail quoted in a message.
 DETAIL_CHARS = 300
 CONTEXT_ERROR_MARKERS = (
@@ -248,9 +251,10 @@ def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, mo
 
 def get_json(client: httpx.Client, url: str, *, headers: dict[str, str], server: str, model: str,
              secret: str | None, key_hint: str = "") -> object:
-    """One GET that returns parsed JSON (used for model lists), with the same error mapping."""
+    """One GET that returns parsed JSON (used for model lists), with the same error mapping; a server silent for
+    LIST_TIMEOUT_SECONDS has failed (not the reply's minute: Test connection and a chat's window wait on it)."""
     with connection_errors(server, secret):
-        response = client.get(url, headers=headers)
+        response = client.get(url, headers=headers, timeout=LIST_TIMEOUT_SECONDS)
     if response.status_code >= 400:
         raise error_for_status(response.status_code, response.text, response.headers, server=server, model=model,
                                secret=secret, key_hint=key_hint)
