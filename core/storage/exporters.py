@@ -28,6 +28,7 @@ from ..model.records import CoveredMessage, SummaryRecord, local_time, record_sp
 from ..settings import portable_chat_settings
 from ..summary.redact import redact_obj, secrets_in
 from .interchange import jsonl_lines
+from .markdown_text import markdown_text
 from .version_table import Branches, BranchMessage, Versions
 
 if TYPE_CHECKING:
@@ -266,7 +267,7 @@ def _message_md(m: Message, kept: Versions | None, branched: Branches | None = N
     if m.role == "tool":
         parts.append(_fence(m.content))
     elif m.content:
-        parts.append(m.content)
+        parts.append(markdown_text(m.content))
     for call in m.tool_calls:
         parts.append(f"**Tool call** `{call.name}`\n\n" + _fence(json.dumps(call.arguments, ensure_ascii=False,
                                                                              indent=1), "json"))
@@ -280,7 +281,7 @@ def _other_version_md(position: int, kept: Versions, branch: tuple[BranchMessage
     """A version not shown, folded (a reader opens it), with what followed it then: its branch, whose messages have
     their own versions. Written out, not merely named: a person reading Markdown does not read the JSONL export."""
     followed = f", and {counted(len(branch), 'message')} that followed it" if branch else ""
-    body = [kept.texts[position] or "(empty)",
+    body = [markdown_text(kept.texts[position]) or "(empty)",
             *(_message_md(entry.message, entry.versions, entry.branches) for entry in branch)]
     return (f"<details>\n<summary>Version {position + 1} of {len(kept.texts)}{followed}</summary>\n\n"
             + "\n\n".join(body) + "\n\n</details>")
