@@ -202,15 +202,14 @@ class Sender(QObject):
         """Write the last reply again in its place; the earlier text stays as a version of it ("‹ 1/2 ›"). Your last
         message left unanswered (its reply failed before its first word) is answered."""
         snapshot = self.chat.snapshot
-        if self.chat.reply_job is not None or snapshot is None or not snapshot.messages:
+        if self.chat.reply_job is not None or snapshot is None:
             return
-        last = snapshot.messages[-1]
-        if last.role == "user":  # unanswered (its reply failed before its first word): answered now
-            self.start_reply()
-        elif last.role != "assistant":
-            self.composer.set_hint("The last message is not a reply; there is nothing to regenerate.", error=True)
-        else:
-            self.start_reply(regenerate=last)
+        try:
+            last = slash.regenerate_target(snapshot.messages)
+        except slash.NothingToRegenerate as exc:
+            self.composer.set_hint(str(exc), error=True)
+            return
+        self.start_reply(regenerate=last)  # None: the message left unanswered is answered
 
     def continue_reply(self) -> None:
         """The model goes on with the last reply (cut at its token limit, or stopped); appended to it."""

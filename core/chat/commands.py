@@ -158,6 +158,22 @@ def _tool(name: str) -> Handler:
     return run
 
 
+class NothingToRegenerate(ValueError):
+    """The last message is neither a reply to write again nor a message of the user's left unanswered."""
+
+
+def regenerate_target(messages: list[Message]) -> Message | None:
+    """What Regenerate writes, one rule for the window and the terminal: the last reply, written again in its place
+    (returned); None when the last message is the user's, left unanswered (its reply failed or was stopped before
+    its first word), which is then answered. NothingToRegenerate when it is neither (a tool result, no message)."""
+    last = messages[-1] if messages else None
+    if last is not None and last.role == "user":
+        return None
+    if last is not None and last.role == "assistant":
+        return last
+    raise NothingToRegenerate("The last message is not a reply; there is nothing to regenerate.")
+
+
 # What a refused command raises: said to the user, nothing changed. The first are refusals of what was asked.
 ASKED_WRONGLY = (NothingToSummarize, NothingToUndo, ToolInputError, MessageNotFound)
 REFUSALS = (*ASKED_WRONGLY, IntegrityError, StoreError, SummarizationFailed)
@@ -188,7 +204,8 @@ register("edit-last", "Edit and resend the last message", "put your last message
          "a new version, and ‹ › on it pages back to the earlier one and its reply",
          shortcut="Ctrl+E", menu="Chat", slash=False)
 register("regenerate", "Regenerate the last reply", "write the last reply again (or the reply your last message "
-         "lacks, if it failed); ‹ › on it pages back to the earlier one", shortcut="Ctrl+R", menu="Chat", slash=False)
+         "lacks, if it failed); in the window ‹ › on it pages back to the earlier one", shortcut="Ctrl+R",
+         menu="Chat")
 register("continue", "Continue the reply", "have the model go on with the last reply (cut at its token limit, or "
          "stopped); what it writes is added to that reply", menu="Chat")
 register("use", "Use a tool", "send a message the model must answer by calling TOOL first (a chat with tools; "

@@ -12,7 +12,17 @@ from typing import TextIO
 
 import click
 
-from ..chat.commands import ESCAPE_HINT, SlashError, forced_tool, help_text, parse, run_command, unescape
+from ..chat.commands import (
+    ESCAPE_HINT,
+    NothingToRegenerate,
+    SlashError,
+    forced_tool,
+    help_text,
+    parse,
+    regenerate_target,
+    run_command,
+    unescape,
+)
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
@@ -175,6 +185,8 @@ class TerminalChat:
             return 0
         if command is not None and command.name == "continue":
             return self.go_on(label)
+        if command is not None and command.name == "regenerate":
+            return self.regenerate(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
         if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
@@ -198,11 +210,25 @@ class TerminalChat:
             session.store.rename_chat(session.chat_id, title)
         self.tell(session.add_messages([Message("user", text)]))
 
-    def reply(self, label: str) -> int:
+    def reply(self, label: str, again: Message | None = None) -> int:
+        """The reply to the user's last message; with `again` (the last reply), that reply written again in its place,
+        its earlier text kept as a version of it."""
         if self.loop is not None:
-            return self._stream(label, self._answer_with_tools)
-        placeholder = Message(role="assistant", content="", incomplete=True)
-        return self._stream(label, lambda write, cancel: self.session.reply(placeholder, on_text=write, cancel=cancel))
+            return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, regenerate=again))
+        placeholder = (Message(role="assistant", content="", incomplete=True) if again is None
+                       else again.with_changes(content="", incomplete=True, cut_at=None))
+        return self._stream(label, lambda write, cancel: self.session.reply(placeholder, on_text=write, cancel=cancel,
+                                                                             regenerate=again is not None))
+
+    def regenerate(self, label: str) -> int:
+        """/regenerate, by the window's rule (regenerate_target): the last reply written again, or the reply your
+        last message lacks (it failed, or was stopped, before its first word)."""
+        try:
+            again = regenerate_target(self.session.built_engine.messages)
+        except NothingToRegenerate as exc:
+            print(exc, file=self.asides)
+            return BAD_INPUT
+        return self.reply(label, again)
 
     def use_tool(self, argument: str, label: str) -> int:
         """/use TOOL MESSAGE: the message, answered by the model calling TOOL first."""
@@ -219,7 +245,8 @@ class TerminalChat:
         self.said(text)
         return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, force=tool))
 
-    def _answer_with_tools(self, write, cancel: CancelToken, force: str | None = None) -> ReplyResult:
+    def _answer_with_tools(self, write, cancel: CancelToken, force: str | None = None,
+                           regenerate: Message | None = None) -> ReplyResult:
         """The model's replies and its tool steps, each step on a line of its own; the last reply's result."""
         assert self.loop is not None
 
@@ -227,7 +254,7 @@ class TerminalChat:
             print(step_line(done), file=self.asides, flush=True)
 
         turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step,
-                                force=force)
+                                force=force, regenerate=regenerate)
         if turn.ended and not cancel.cancelled and turn.replies and not turn.replies[-1].problem:
             print(f"[precis: {turn.ended}]", file=self.asides)  # the step limit
         return turn.replies[-1]
