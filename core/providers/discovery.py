@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .gguf import NotAModel, read_info
+from .gguf import NotAModel, read_info, unreadable
 
 OLLAMA_URL = "http://localhost:11434"
 # Where Ollama's own clients look for its server ("host:port" or a URL), as they do.
@@ -97,7 +97,7 @@ def describe_gguf(path: Path, source: str) -> FoundModel:
     try:
         size = path.stat().st_size
     except OSError as exc:
-        return FoundModel(source=source, name=path.stem, path=path, problem=str(exc))
+        return FoundModel(source=source, name=path.stem, path=path, problem=str(unreadable(path, exc)))
     try:
         info = read_info(path)
     except NotAModel as exc:  # its size still tells a download cut short from a whole file

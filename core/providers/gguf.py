@@ -36,6 +36,11 @@ class NotAModel(ProviderUnavailable):
     """The file is not a readable GGUF model; the message names the file and what is wrong."""
 
 
+def unreadable(path: Path, exc: OSError) -> NotAModel:
+    """A file that cannot be read (gone since it was chosen, a folder, no permission), named with why."""
+    return NotAModel(f"cannot read the model file {path}: {exc.strerror or exc}")
+
+
 @dataclass(frozen=True)
 class GGUFInfo:
     path: Path
@@ -132,7 +137,7 @@ def read_metadata(path: Path) -> dict[str, Any]:
     except (ValueError, struct.error) as exc:
         raise NotAModel(f"{path} has a damaged GGUF header ({exc})") from None
     except OSError as exc:
-        raise NotAModel(f"cannot read the model file {path}: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
 
 
 def read_info(path: Path) -> GGUFInfo:
@@ -141,7 +146,7 @@ def read_info(path: Path) -> GGUFInfo:
     try:
         stat = path.stat()
     except OSError as exc:
-        raise NotAModel(f"cannot read the model file {path}: {exc.strerror or exc}") from None
+        raise unreadable(path, exc) from None
     return _read_info(path, stat.st_size, stat.st_mtime_ns)
 
 

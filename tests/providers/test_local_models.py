@@ -4,6 +4,7 @@ not a GGUF refused naming it; and an Ollama server's models, found and chatted w
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 
@@ -14,6 +15,7 @@ from precis.core.model.tokens import TokenCounter
 from precis.core.providers.base import ProviderUnavailable, complete, token_counter
 from precis.core.providers.discovery import (
     FoundModel,
+    describe_gguf,
     find_gguf_models,
     find_local_models,
     find_ollama_models,
@@ -81,6 +83,18 @@ def test_a_file_that_is_not_a_gguf_is_refused_naming_it(tmp_path, content, reaso
     assert str(junk) in str(refused.value)
     with pytest.raises(ProviderUnavailable, match="x.gguf"):
         make_provider("local", model_path=str(junk)).load()
+
+
+def test_a_chosen_file_gone_since_is_named_with_why_in_the_list_and_when_loaded(tmp_path):
+    """A model file chosen, then moved or deleted: the list of models showed "[Errno 2] No such file or directory:
+    '…'", in Python's words, where every other file that is no model is named in the app's."""
+    gone = tmp_path / "moved-away.gguf"
+    gone.write_bytes(find_model_path().read_bytes()[:4096])
+    gone.unlink()
+    told = f"cannot read the model file {gone}: No such file or directory"
+    assert describe_gguf(gone, "chosen file").problem == told
+    with pytest.raises(ProviderUnavailable, match=re.escape(told)):
+        make_provider("local", model_path=str(gone)).load()
 
 
 def test_a_gguf_cut_short_in_its_weights_is_refused_saying_to_fetch_it_again(tmp_path):
