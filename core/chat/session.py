@@ -137,10 +137,8 @@ class ChatSession:
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
         gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
-        with collector_paused():  # a long chat's messages, maps and rows: all of it lives on
-            snapshot = self._build_engine(estimate)
-            _freeze_the_open_chat()  # before the collector is back: its next pass would walk all that was made meanwhile
-        return snapshot
+        with collector_paused(freeze=True):  # a long chat's messages, maps and rows: all of it lives on
+            return self._build_engine(estimate)
 
     def _build_engine(self, estimate: bool) -> Snapshot:
         engine, self.settings = restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
