@@ -274,10 +274,11 @@ class ChatSession:
         if events or hidden != self._rows_hidden:  # as ChatController.apply decides to show new rows
             rows, self._rows_hidden = build_rows(messages, chain, hidden), hidden
             index = row_index(rows)
-        note = over_budget(engine)
-        return Snapshot(self.chat_id, messages, hidden, chain, engine.usage(), engine.policy.model_copy(), events,
+        usage = engine.usage()
+        note = over_budget(engine, usage)
+        return Snapshot(self.chat_id, messages, hidden, chain, usage, engine.policy.model_copy(), events,
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
-                        over_budget=note, draft_room=draft_room(engine, note), versions=dict(self.versions), folded=folded,
+                        over_budget=note, draft_room=draft_room(engine, usage, note), versions=dict(self.versions), folded=folded,
                         counting=engine.counter.estimating, rows=rows, row_index=index,
                         **(self._next_prompt(engine) if self.shows_prompt else {}))
 
