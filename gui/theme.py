@@ -179,8 +179,13 @@ def qt_palette(p: Palette) -> QPalette:
 class _FontFollower(QObject):
     """Restyles the application when its font changes (a larger system font): the style sheet's sizes follow it."""
 
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.app = app
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.ApplicationFontChange and watched is QGuiApplication.instance():
+        # It sees every event of the application: the cheap test first (an event's type is made a Python enum).
+        if watched is self.app and event.type() == QEvent.Type.ApplicationFontChange:
             restyle()
         return False
 
