@@ -11,7 +11,7 @@ from PySide6.QtCore import qInstallMessageHandler
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication
 
-from . import theme
+from . import focus_ring, theme
 
 # How long the window's thread waits for the interpreter lock while a worker computes (a summary, a chat opening)
 # before the worker is made to hand it over; Python's default is 5 ms. Handling one event can take the lock several
@@ -31,6 +31,7 @@ def application() -> QApplication:
     font.setPointSizeF(max(font.pointSizeF(), 10.0))
     app.setFont(font)
     theme.install(app)
+    focus_ring.follow_focus(app)
     return app
 
 

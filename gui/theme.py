@@ -120,8 +120,8 @@ QCheckBox, QRadioButton {{ border: 1px solid transparent; border-radius: 4px; pa
 QCheckBox:focus, QRadioButton:focus {{ border-color: {p.accent}; }}
 QToolButton:focus {{ border: 2px solid {p.accent}; border-radius: 4px; }}
 QLineEdit:focus, QSpinBox:focus, QDoubleSpinBox:focus, QComboBox:focus {{ border-color: {p.accent}; }}
-/* Only the editable text boxes: a focus rule on the inspector's read-only views of a 100,000-message summary held
-   the window 150 ms instead of 41 when one was selected (benchmarks/bench_window_scale.py). */
+/* Only the editable text boxes: the read-only views (the inspector's of a 100,000-message summary) are ringed by
+   focus_ring.py's overlay, which re-polishes nothing. */
 QPlainTextEdit[readOnly="false"]:focus, QTextEdit[readOnly="false"]:focus {{ border-color: {p.accent}; }}
 QLabel#heading {{ font-weight: 600; font-size: {heading}; }}
 QLabel#muted {{ color: {p.muted}; }}
@@ -179,8 +179,13 @@ def qt_palette(p: Palette) -> QPalette:
 class _FontFollower(QObject):
     """Restyles the application when its font changes (a larger system font): the style sheet's sizes follow it."""
 
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.app = app
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.ApplicationFontChange and watched is QGuiApplication.instance():
+        # It sees every event of the application: the cheap test first (an event's type is made a Python enum).
+        if watched is self.app and event.type() == QEvent.Type.ApplicationFontChange:
             restyle()
         return False
 

@@ -136,10 +136,8 @@ class ChatSession:
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
         gets stand-ins for them, to be counted by count_exactly; else they are counted now."""
-        with collector_paused():  # a long chat's messages, maps and rows: all of it lives on
-            snapshot = self._build_engine(estimate)
-            freeze_the_open_chat()  # before the collector is back: its next pass would walk all that was made meanwhile
-        return snapshot
+        with collector_paused(freeze=True):  # a long chat's messages, maps and rows: all of it lives on
+            return self._build_engine(estimate)
 
     def _build_engine(self, estimate: bool) -> Snapshot:
         engine, self.settings = restore_engine(self.store, self.chat_id, default_window=self.provider.context_window,
@@ -275,10 +273,11 @@ class ChatSession:
         if events or hidden != self._rows_hidden:  # as ChatController.apply decides to show new rows
             rows, self._rows_hidden = build_rows(messages, chain, hidden), hidden
             index = row_index(rows)
-        note = over_budget(engine)
-        return Snapshot(self.chat_id, messages, hidden, chain, engine.usage(), engine.policy.model_copy(), events,
+        usage = engine.usage()
+        note = over_budget(engine, usage)
+        return Snapshot(self.chat_id, messages, hidden, chain, usage, engine.policy.model_copy(), events,
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
-                        over_budget=note, draft_room=draft_room(engine, note), versions=dict(self.versions), folded=folded,
+                        over_budget=note, draft_room=draft_room(engine, usage, note), versions=dict(self.versions), folded=folded,
                         counting=engine.counter.estimating, rows=rows, row_index=index,
                         **(self._next_prompt(engine) if self.shows_prompt else {}))
 

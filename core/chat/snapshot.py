@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from ..context.budget import DraftRoom, OverBudget
 from ..context.engine import EngineEvent, UsageReport
 from ..context.prompt_parts import PromptPart
+from ..model.bulk import collector_paused
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..settings import SummarizationPolicy
@@ -69,8 +70,11 @@ class Snapshot:
         return [m for m in self.messages if self.hidden.get(m.id) == record_id]
 
     def archived_rows(self, record_id: str) -> ArchivedRows:
-        """The Archived tab's rows for a summary: a pass over the chat's messages, for the worker to make."""
-        return archived_rows(record_id, self.archived(record_id))
+        """The Archived tab's rows for a summary: a pass over the chat's messages, for the worker to make. They live
+        while the summary is selected: made and frozen with the collector paused (at 100,000 messages their row
+        objects set off a full pass of 60-100 ms, the window waiting for the lock, each time one was selected)."""
+        with collector_paused(freeze=True):
+            return archived_rows(record_id, self.archived(record_id))
 
 
 @dataclass(frozen=True)

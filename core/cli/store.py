@@ -164,7 +164,8 @@ def context(chat: str, data_dir: str | None) -> int:
 def context_lines(engine: ContextEngine, width: int) -> list[str]:
     """The context window's use by kind against its limit, and the summary chain: `precis context` and the terminal
     chat's /context, within `width` columns (the terminal's): the text wrapped, the bars as wide as the room left."""
-    usage, note = engine.usage(), over_budget(engine)
+    usage = engine.usage()
+    note = over_budget(engine, usage)
     counting = "exact" if usage.exact else "estimated"
     lines = textwrap.wrap(f"context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}, {counting}); "
                           f"window {usage.window:,}, {usage.reserve_output:,} reserved for the reply", width,

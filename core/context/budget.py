@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.counted import counted
-from .engine import ContextEngine, Prompt
+from .engine import ContextEngine, Prompt, UsageReport
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def cut_messages(engine: ContextEngine, prompt: Prompt) -> list[CutMessage]:
 CUTS_NAMED = 3
 
 
-def over_budget(engine: ContextEngine) -> OverBudget | None:
-    """None while the context fits; otherwise what happens to it, from the prompt the engine would send now."""
-    usage = engine.usage()
+def over_budget(engine: ContextEngine, usage: UsageReport) -> OverBudget | None:
+    """None while the context fits; otherwise what happens to it, from the prompt the engine would send now. `usage`
+    is engine.usage(), made once by the caller (with recall it is a search of the archive)."""
     if usage.ratio <= 1:
         return None
     prompt = engine.assemble()
@@ -120,9 +120,9 @@ class DraftRoom:
     summary_due: bool  # the next message, whatever its size, is preceded by a summary (the engine's rule)
 
 
-def draft_room(engine: ContextEngine, note: OverBudget | None) -> DraftRoom:
-    """The room for the next message; `note` is over_budget(engine), whose prompt gives what is sent."""
-    usage = engine.usage()
+def draft_room(engine: ContextEngine, usage: UsageReport, note: OverBudget | None) -> DraftRoom:
+    """The room for the next message; `usage` is engine.usage(), and `note` over_budget(engine, usage), whose prompt
+    gives what is sent."""
     policy = engine.policy
     # Over the budget nothing is recalled (recall only fills free room), so the note's prompt holds no recall.
     sent = note.sent_tokens if note is not None else usage.total - usage.by_kind.get("recalled", 0)

@@ -8,15 +8,21 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(freeze: bool = False) -> Iterator[None]:
     """Run the block with Python's cyclic garbage collector off, then turn it back on. Objects made in bulk trigger
     its full collections as they grow, each walking everything made so far holding the interpreter lock: half the
     CPU of opening a 100,000-message chat, and the window's longest waits while one is summarized. What is built here
-    lives on, or is freed by reference counting (it holds no cycle), so nothing waits to be collected."""
+    lives on, or is freed by reference counting (it holds no cycle), so nothing waits to be collected.
+
+    With `freeze`, what exists once the block is done is frozen (gc.freeze) before the collector is back: else its
+    next passes walk all that was made (the first at once, a full one soon after), holding the lock. Reference
+    counting still frees it; only a reference cycle alive or unreachable then would stay."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
+        if freeze:
+            gc.freeze()
     finally:
         if enabled:
             gc.enable()

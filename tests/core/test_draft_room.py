@@ -35,12 +35,12 @@ def test_a_draft_in_a_chat_fitting_by_a_shrunk_tool_output_counts_against_what_i
                           tool_call_id=call.id), auto=False)
     for n in range(8):  # the output falls out of the recent tail, so it may shrink
         engine.append(Message("user" if n % 2 == 0 else "assistant", f"message {n} about the rows"), auto=False)
-    note = over_budget(engine)
+    note = over_budget(engine, engine.usage())
     assert note is not None and not note.cut and engine.usage().total > 10 * engine.budget.available
 
     draft = "What did the dump show?"
     tokens = engine.counter.draft_tokens(draft)
-    fit = draft_fit(draft_room(engine, note), tokens)
+    fit = draft_fit(draft_room(engine, engine.usage(), note), tokens)
     assert not fit.overflows and fit.left == engine.budget.available - note.sent_tokens - tokens
     sent, messages = sent_with(engine, draft)
     assert sent == engine.budget.available - fit.left and messages[-1].content == draft
@@ -55,9 +55,9 @@ def test_a_draft_said_to_fit_is_sent_whole_within_what_the_count_said(steps, win
     left out or cut for it, and the prompt is no larger than the count said (more old outputs may shrink: smaller)."""
     engine = engine_of(window)
     chat_of(steps, engine)
-    note = over_budget(engine)
+    note = over_budget(engine, engine.usage())
     draft = " ".join(f"d{i}" for i in range(words))
-    fit = draft_fit(draft_room(engine, note), engine.counter.draft_tokens(draft))
+    fit = draft_fit(draft_room(engine, engine.usage(), note), engine.counter.draft_tokens(draft))
     if fit.overflows or (note is not None and note.cut):  # already cut before the draft: not the draft's doing
         return
     sent, messages = sent_with(engine, draft)
@@ -69,7 +69,7 @@ def test_a_draft_said_to_fit_is_sent_whole_within_what_the_count_said(steps, win
 def test_a_draft_that_takes_the_context_past_the_trigger_warns_and_one_below_does_not():
     engine = engine_of(2048, enabled=True)
     chat_of([("user", 20), ("assistant", 20)] * 3, engine)
-    room = draft_room(engine, over_budget(engine))
+    room = draft_room(engine, engine.usage(), over_budget(engine, engine.usage()))
     assert room.trigger is not None and not room.summary_due
     to_trigger = room.trigger - room.used
     assert draft_fit(room, to_trigger).summarizes and not draft_fit(room, to_trigger - 1).summarizes

@@ -918,7 +918,7 @@ def test_over_the_budget_after_a_call_awaiting_its_result_the_next_message_summa
     engine.append(call)
     assert engine.messages[-1].tool_calls and engine.usage().ratio > 1
     assert engine.maybe_summarize() is None  # not while the call waits for its result
-    note = over_budget(engine)
+    note = over_budget(engine, engine.usage())
     assert note.next_message == "The next message first summarizes older messages to make room (this can take a while)."
     record = engine.append(user("Did the flag get accepted?"))
     assert record is not None and engine.usage().ratio <= 1
@@ -933,7 +933,7 @@ def test_the_over_budget_note_names_a_few_messages_cut_short_and_counts_the_rest
         engine.append(Message("system", f"Session {n} - 1:14 pm on {n} May, 2023. " + "the weather was mild and " * 10),
                       auto=False)
         engine.append(user(f"hello {n} " + "words " * 20, pinned=True), auto=False)
-    note = over_budget(engine)
+    note = over_budget(engine, engine.usage())
     assert note is not None
     named = re.findall(r"message \d+ \((?:system|user)\) cut from", note.cut)
     unnamed = int(re.search(r"; (\d+) more messages cut short\.$", note.cut).group(1))
@@ -1141,7 +1141,7 @@ def test_over_the_budget_by_tool_outputs_that_shrink_to_fit_nothing_is_said_left
     prompt = engine.assemble()
     assert prompt.tokens <= engine.budget.available
     assert {i.source_id for i in prompt.items} >= {m.id for m in engine.messages}  # every message is sent
-    note = over_budget(engine)
+    note = over_budget(engine, engine.usage())
     # One thing is said, and nothing is asked of the user: not "Start a new chat" beside "it fits".
     assert note.sent_tokens == prompt.tokens and note.lines() == [
         f"{prompt.tokens:,} of {engine.budget.available:,} tokens are sent: the chat's full text is "

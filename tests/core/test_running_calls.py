@@ -31,7 +31,7 @@ def test_an_imported_chat_ending_on_a_call_without_result_summarizes_below_its_b
     record = engine.maybe_summarize()
     assert record is not None and engine.usage().ratio < 1
     assert engine.messages[-1].id not in record.covered_ids  # the newest message stays in view
-    assert over_budget(engine) is None
+    assert over_budget(engine, engine.usage()) is None
 
 
 def test_a_call_being_run_waits_for_its_result_then_summarizes():

@@ -103,3 +103,56 @@ def test_tabbing_into_the_conversation_shows_the_focus_on_the_row_being_read(qtb
     last = view.rows_model.rowCount() - 1
     assert number == last and selected is view.rows_model.row_at(last)
     assert view.is_at_bottom() and view.following  # a reply streamed next is still followed
+
+
+@pytest.mark.parametrize("theme_choice", ["light", "dark"])
+def test_a_read_only_text_view_shows_it_has_the_focus_and_not_once_it_has_gone(qtbot, make_window, store,
+                                                                               theme_choice):
+    """The style sheet rings only the editable text boxes (its rule on the inspector's read-only views was re-applied
+    to a 100,000-message summary on each select): a read-only view is ringed by an overlay over its edge."""
+    from precis.gui import theme
+    from PySide6.QtGui import QColor
+
+    store.import_chat("Tides", dialogue(6, "Tide tables, part"))
+    window = make_window()
+    theme.choose(theme_choice)
+    try:
+        window.activateWindow()
+        view, elsewhere = window.inspector.summary_text, window.chat_list.new_button
+        assert view.isReadOnly() and view.isVisible()
+        before, after, size, focused_size = focused_look(qtbot, view, elsewhere)
+        assert before != after, "the read-only text view looks the same with the focus"
+        assert size == focused_size
+        accent = QColor(theme.current.accent).rgb()
+        edge = [after.pixel(x, after.height() // 2) for x in range(3)]
+        assert accent in edge, "the ring is not in the accent colour at the view's edge"
+
+        elsewhere.setFocus()
+        qtbot.waitUntil(elsewhere.hasFocus)
+        assert view.grab().toImage() == before, "the ring stayed after the focus left"
+    finally:
+        theme.choose("system")
+
+
+
+def test_a_text_window_closed_with_the_ring_on_it_leaves_the_ring_working(qtbot, make_window, store):
+    """The ring is a child of the view it rings: deleted with a closed text window (/history's), the next read-only
+    view still gets one."""
+    from precis.gui.text_window import show_text
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QTextEdit
+
+    store.import_chat("Tides", dialogue(6, "Tide tables, part"))
+    window = make_window()
+    dialog = show_text(window, "History", "The tide tables, read aloud.")
+    dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    closed = dialog.findChild(QTextEdit)
+    dialog.activateWindow()
+    closed.setFocus()
+    qtbot.waitUntil(closed.hasFocus)
+    with qtbot.waitSignal(dialog.destroyed):
+        dialog.close()
+
+    window.activateWindow()
+    before, after, _, _ = focused_look(qtbot, window.inspector.summary_text, window.chat_list.new_button)
+    assert before != after
