@@ -153,7 +153,7 @@ def check_existing(path: Path) -> int:
         aside = _copy_aside(path)
         raise StoreCorrupt(
             f"{path} is damaged ({problem}). A copy was saved as {aside}; the file was not changed. "
-            "Move it away to start with an empty store, or restore a backup.")
+            "`precis recover` keeps what can still be read of it; or restore a backup.")
     if not checked:
         mark_checked(path)
     if version > SCHEMA_VERSION:
