@@ -199,7 +199,13 @@ class TerminalChat:
             self.tell(result.snapshot)
             print(result.text, file=self.asides if result.failed else self.out)
             return (BAD_INPUT if result.bad_input else STORE_FAILED) if result.failed else 0
-        self.said(unescape(text))
+        try:
+            self.said(unescape(text))
+        except StoreError as exc:
+            # The chat goes on, as the window keeps the text in its box: the message is said back whole, to send
+            # again once the store can be written (a full disk, another program holding it too long).
+            print(f"precis chat: not sent: {exc}\nYour message, to send again:\n{text}", file=self.err, flush=True)
+            return exit_code(exc)
         return self.reply(label)
 
     def said(self, text: str) -> None:

@@ -1,5 +1,6 @@
-"""Opening a sound database when the disk will not take a write: said as such, the file neither called damaged nor
-copied aside."""
+"""A disk that will not take a write (full, or a file size limit): opening a sound database says so without calling
+it damaged or copying it aside, and a message that cannot be saved in the terminal chat is said back, the chat
+going on."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from precis.core.storage.store import DB_NAME
+from precis.core.model.messages import Message
+from precis.core.storage.store import DB_NAME, open_store
 
 from tests.conftest import TRANSCRIPTS
 
@@ -18,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NO_ROOM_BYTES = 16_384
 
 
-def precis(*argv: str, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
+def precis(*argv: str, file_size_limit: int | None = None, stdin: str = "") -> subprocess.CompletedProcess:
     """`precis` in its own process; with `file_size_limit`, no file may grow past it (RLIMIT_FSIZE), as on a full
     disk: a real failed write, which needs no privilege to set up, unlike a small file system."""
 
@@ -28,7 +30,7 @@ def precis(*argv: str, file_size_limit: int | None = None) -> subprocess.Complet
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
 
     return subprocess.run([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, preexec_fn=no_room if file_size_limit else None)
+                          text=True, input=stdin, timeout=120, preexec_fn=no_room if file_size_limit else None)
 
 
 def test_a_sound_file_that_cannot_be_opened_for_want_of_room_is_not_called_damaged(tmp_path):
@@ -46,3 +48,22 @@ def test_a_sound_file_that_cannot_be_opened_for_want_of_room_is_not_called_damag
 
     listed = precis("--data-dir", str(data), "chats")  # with room again, as it was
     assert listed.returncode == 0 and TRANSCRIPTS[0].stem in listed.stdout
+
+
+def test_a_message_the_terminal_chat_cannot_save_is_said_back_whole_and_the_chat_goes_on(tmp_path):
+    """It was: "could not save the message: …", and the chat ended there, the lines typed after it unread."""
+    data = tmp_path / "data"
+    with open_store(data) as store:
+        chat = store.create_chat("Lisbon trip")
+        store.add_messages(chat, [Message(role="user", content="Which tram goes to Belem?")])
+    pasted = "A long paste of my notes from the trip, which I typed in over an hour. " * 2_500  # ~180 kB
+    nowhere = ["--provider", "openai", "--base-url", "http://127.0.0.1:9/v1", "--context-tokens", "4096"]
+    chatted = precis("--data-dir", str(data), "chat", "--chat", "Lisbon trip", *nowhere,
+                     stdin=f"{pasted}\nAnd the ferry?\n/quit\n", file_size_limit=100_000)
+
+    assert chatted.returncode == 1 and "Traceback" not in chatted.stderr
+    assert "precis chat: not sent: could not save the message: " in chatted.stderr
+    assert f"Your message, to send again:\n{pasted.strip()}\n" in chatted.stderr
+    assert "cannot connect to http://127.0.0.1:9/v1" in chatted.stderr  # the next line was sent (nobody answers)
+    with open_store(data) as store:
+        assert [m.content for m in store.load_messages(chat)] == ["Which tram goes to Belem?", "And the ferry?"]
