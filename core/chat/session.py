@@ -408,9 +408,8 @@ class ChatSession:
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
                 before: str = "", tool_choice: str = AUTO) -> StreamEnd:
-        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped
-        while another program is writing, as waiting would hold up the stream, or when the save fails, as on a full
-        disk: the reply is not cut short by it; the next save or the last one keeps it, or raises);
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped while
+        another program writes, or on a full disk: never cut short by it; the next save or the last keeps it, or raises);
         the tools the session uses (use_tools) are offered to the model."""
         saved_at = time.monotonic()
 
@@ -422,8 +421,7 @@ class ChatSession:
                 try:
                     self.store.update_message(self.chat_id, placeholder.with_changes(
                         content=before + "".join(received)), streaming=True)
-                except StoreError as exc:  # another program writing, a full disk: the reply goes on all the same,
-                    # shown as it comes; its last save keeps it, or says it could not
+                except StoreError as exc:  # another program writing, a full disk: the reply goes on all the same
                     log.info("the reply so far was not saved this time: %s", exc)
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,
