@@ -37,7 +37,7 @@ from ..storage.chats import (
     save_token_counts,
     with_overrides,
 )
-from ..storage.store import ChatFingerprint, Store, StoreError, StoreLocked, Versions, attach_engine
+from ..storage.store import ChatFingerprint, Store, StoreError, Versions, attach_engine
 from .rows import build_rows, hidden_messages, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event
@@ -407,8 +407,8 @@ class ChatSession:
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
                 before: str = "", tool_choice: str = AUTO) -> StreamEnd:
-        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped
-        while another program is writing: waiting would hold up the stream; the next save or the last one keeps it);
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped while
+        another program writes, or on a full disk: never cut short by it; the next save or the last keeps it, or raises);
         the tools the session uses (use_tools) are offered to the model."""
         saved_at = time.monotonic()
 
@@ -420,7 +420,7 @@ class ChatSession:
                 try:
                     self.store.update_message(self.chat_id, placeholder.with_changes(
                         content=before + "".join(received)), streaming=True)
-                except StoreLocked as exc:
+                except StoreError as exc:  # another program writing, a full disk: the reply goes on all the same
                     log.info("the reply so far was not saved this time: %s", exc)
 
         return stream_reply(self.provider, messages, received, arrived, cancel, max_tokens=self.max_reply_tokens,

@@ -199,7 +199,13 @@ class TerminalChat:
             self.tell(result.snapshot)
             print(result.text, file=self.asides if result.failed else self.out)
             return (BAD_INPUT if result.bad_input else STORE_FAILED) if result.failed else 0
-        self.said(unescape(text))
+        try:
+            self.said(unescape(text))
+        except StoreError as exc:
+            # The chat goes on, as the window keeps the text in its box: the message is said back whole, to send
+            # again once the store can be written (a full disk, another program holding it too long).
+            print(f"precis chat: not sent: {exc}\nYour message, to send again:\n{text}", file=self.err, flush=True)
+            return exit_code(exc)
         return self.reply(label)
 
     def said(self, text: str) -> None:
@@ -280,13 +286,27 @@ class TerminalChat:
             self.out.write(shown.feed(piece))
             self.out.flush()
 
-        result: ReplyResult = _interruptible(lambda: write_reply(write, cancel), cancel)
+        try:
+            result: ReplyResult = _interruptible(lambda: write_reply(write, cancel), cancel)
+        except StoreError as exc:  # the reply was shown whole but not saved whole (a full disk): the chat goes on
+            self.out.write(shown.end() + "\n")
+            print(f"precis chat: the reply above was not saved whole: {exc}", file=self.err, flush=True)
+            self._reload()
+            return exit_code(exc)
         self.out.write(shown.end())
         problem = None if cancel.cancelled else result.problem
         _end_line(bool(result.message.content), cancel.cancelled, problem, result.cut_at, self.out, self.err,
                   go_on="/continue goes on, ")
         self.tell(result.snapshot)
         return 130 if cancel.cancelled else 1 if problem else 0
+
+
+    def _reload(self) -> None:
+        """The chat as stored, after a reply whose last save failed: its engine lacks the part that was saved."""
+        try:
+            self.tell(self.session.reload_if_changed())
+        except StoreError as exc:
+            print(f"precis chat: {exc}", file=self.err, flush=True)
 
 
 def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: TextIO, err: TextIO,

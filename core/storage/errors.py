@@ -23,6 +23,10 @@ class StoreWriteError(StoreError):
     pass
 
 
+class StoreUnreadable(StoreError):
+    """The file could not be read for a reason outside it (a full disk, an I/O error): not known to be damaged."""
+
+
 class StoreConflict(StoreError):
     """Another Precis changed what a write was based on; nothing was written."""
 

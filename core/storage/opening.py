@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from .errors import StoreCorrupt, StoreLocked, StoreTooNew, StoreWriteError
+from .errors import StoreCorrupt, StoreLocked, StoreTooNew, StoreUnreadable, StoreWriteError
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
 LOCK_NAME = "precis.lock"
@@ -143,12 +143,17 @@ def check_existing(path: Path) -> int:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if not is_damage(exc):
+            raise StoreUnreadable(
+                f"could not read {path}: {exc} ({exc.sqlite_errorname}). It was not found damaged: the disk may be "
+                f"full or failing, or its side file {path.name}-shm cannot be written. Nothing was changed; free "
+                "some space and try again.") from None
         problem = str(exc)
     if problem != "ok":
         aside = _copy_aside(path)
         raise StoreCorrupt(
             f"{path} is damaged ({problem}). A copy was saved as {aside}; the file was not changed. "
-            "Move it away to start with an empty store, or restore a backup.")
+            "`precis recover` keeps what can still be read of it; or restore a backup.")
     if not checked:
         mark_checked(path)
     if version > SCHEMA_VERSION:
@@ -156,6 +161,13 @@ def check_existing(path: Path) -> int:
             f"{path} was written by a newer Precis (schema {version}; this one knows up to {SCHEMA_VERSION}). "
             "It was not changed; update Precis to open it.")
     return version
+
+
+def is_damage(exc: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite found the file itself damaged (or not a database at all), rather than failing to read or
+    write it: a full disk or an I/O error says nothing of the file, which must then be neither copied aside nor
+    called damaged."""
+    return exc.sqlite_errorname.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
 
 
 def _checked_mark(path: Path) -> Path:

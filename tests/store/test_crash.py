@@ -107,3 +107,85 @@ def test_kill_while_a_reply_streams_keeps_what_was_received_marked_incomplete(tm
     # its reports (they wait in the pipe), never a part of one.
     saved = reply.content.count("<")
     assert saved > last and reply.content == "".join(f"<{i}>" for i in range(saved))
+
+
+# Fault injection: a `precis` command as typed (argv[2:]), in a process whose write transaction pauses (and says so)
+# just before its COMMIT once a statement beginning with argv[1] ran in it, so the parent can kill it at that point.
+PAUSED_COMMAND_SCRIPT = """
+import sys, time
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from precis.core.cli.main import main
+
+pause_after, ran = sys.argv[1], {"it": False}
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _note(conn, cursor, statement, parameters, context, executemany):
+    ran["it"] = ran["it"] or statement.lstrip().startswith(pause_after)
+
+@event.listens_for(Engine, "commit")
+def _pause_before_commit(conn):
+    if ran["it"]:
+        print("in transaction", flush=True)
+        time.sleep(60)
+
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def kill_paused(pause_after: str, *argv: str) -> None:
+    """Run `precis argv` until its write reaches the commit after `pause_after`, then kill -9 it there."""
+    process = subprocess.Popen([sys.executable, "-c", textwrap.dedent(PAUSED_COMMAND_SCRIPT), pause_after, *argv],
+                               cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "in transaction"
+    kill(process)
+
+
+def summaries_state(data_dir: Path) -> tuple:
+    with open_store(data_dir) as store:
+        [chat] = store.list_chats()
+        return ([(r.id, r.status) for r in store.load_records(chat.id)], store.archived_by(chat.id))
+
+
+@pytest.mark.slow
+def test_kill_in_the_middle_of_an_undo_leaves_the_summary_and_undo_still_works(tmp_path):
+    from precis.core.cli.main import main
+
+    from tests.conftest import TRANSCRIPTS_DIR
+
+    data = str(tmp_path)
+    assert main(["--data-dir", data, "import", str(TRANSCRIPTS_DIR / "claudecode_session.jsonl")]) == 0
+    for up_to in ("100", "300"):
+        assert main(["--data-dir", data, "summarize", "claudecode_session", "--mode", "rule", "--up-to", up_to]) == 0
+    before = summaries_state(tmp_path)
+    assert [status for _id, status in before[0]] == ["active", "active"] and len(before[1]) == 300
+
+    # The undo's last write: the archive marks of the messages it brings back.
+    kill_paused("UPDATE message SET archived_by", "--data-dir", data, "undo-summary", "claudecode_session")
+    assert summaries_state(tmp_path) == before  # nothing of the undo: both summaries, every archive mark
+
+    assert main(["--data-dir", data, "undo-summary", "claudecode_session"]) == 0  # and it can be done again
+    records, archived = summaries_state(tmp_path)
+    assert [status for _id, status in records] == ["active", "undone"]
+    assert set(archived) == {mid for mid, rid in before[1].items() if rid == records[0][0]} and len(archived) == 100
+
+
+@pytest.mark.slow
+def test_kill_in_the_middle_of_importing_a_long_transcript_leaves_no_part_of_it(tmp_path):
+    from precis.core.cli.main import main
+
+    from tests.conftest import TRANSCRIPTS_DIR
+
+    data = str(tmp_path)
+    transcript = TRANSCRIPTS_DIR / "claudecode_session.jsonl"
+    assert main(["--data-dir", data, "import", str(TRANSCRIPTS_DIR / "sweagent_1.jsonl")]) == 0
+    with open_store(tmp_path) as store:
+        [kept] = store.list_chats()
+    # Past the messages' rows, as the search index is filled: the import's last statement.
+    kill_paused("INSERT INTO message_fts(rowid", "--data-dir", data, "import", str(transcript))
+    with open_store(tmp_path) as store:
+        assert store.list_chats() == [kept]
+        assert store.search("spotter") == []  # not one of its messages, nor its search index
+    assert main(["--data-dir", data, "import", str(transcript)]) == 0  # imported whole the next time
+    with open_store(tmp_path) as store:
+        assert sorted(c.message_count for c in store.list_chats()) == sorted([kept.message_count, 649])
