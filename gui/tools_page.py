@@ -27,7 +27,7 @@ from ..core.model.counted import counted
 from ..core.settings import TOOLS_KEY, ToolSettings
 from ..core.tools.editing import EDITING_TOOLS
 from ..core.tools.mcp_config import EMPTY_CONFIG, McpConfigError, parse_mcp_text
-from ..core.tools.mcp_servers import RUNNING, STARTING, ServerStatus
+from ..core.tools.mcp_servers import EXITED, FAILED, RUNNING, STARTING, ServerStatus
 from ..core.tools.workspace import WORKSPACE_TOOLS
 from . import theme
 from .store_calls import StoreCalls
@@ -69,7 +69,7 @@ def _label(text: str = "", name: str = "", wrap: bool = False) -> QLabel:
 class ServerBlock(QWidget):
     """One server: its switch (all its tools), its state, why it failed or ended, and a switch per tool."""
 
-    def __init__(self, name: str, on_switch) -> None:
+    def __init__(self, name: str, on_switch, on_restart) -> None:
         super().__init__()
         self.name = name
         self._on_switch = on_switch
@@ -80,6 +80,12 @@ class ServerBlock(QWidget):
         self.detail = _label(name="error", wrap=True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.detail.hide()
+        # A server that failed or ended is started again alone: the others (and their calls) go on.
+        self.restart = QPushButton("Restart")
+        self.restart.setToolTip(f"Start {name} again; the other servers go on")
+        self.restart.setAccessibleName(f"Restart {name}")
+        self.restart.clicked.connect(lambda: on_restart(name))
+        self.restart.hide()
         self.tool_switches: dict[str, QCheckBox] = {}
         self._tools = QVBoxLayout()
         self._tools.setContentsMargins(24, 0, 0, 0)
@@ -88,6 +94,7 @@ class ServerBlock(QWidget):
         head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(self.switch)
         head.addWidget(self.state, 1)
+        head.addWidget(self.restart)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 4)
         layout.setSpacing(2)
@@ -102,6 +109,7 @@ class ServerBlock(QWidget):
         self.state.setText(state_words(status))
         self.detail.setText(status.detail)
         self.detail.setVisible(bool(status.detail))
+        self.restart.setVisible(status.state in (FAILED, EXITED))
         names = [tool.name for tool in status.tools]
         if names != list(self.tool_switches):
             self._show_tools(status, settings)
@@ -259,7 +267,8 @@ class ToolsPage(QWidget):
             for block in self.server_blocks.values():
                 self._servers.removeWidget(block)
                 block.deleteLater()
-            self.server_blocks = {status.name: ServerBlock(status.name, self._switch) for status in statuses}
+            self.server_blocks = {status.name: ServerBlock(status.name, self._switch, self._restart_server)
+                                  for status in statuses}
             for block in self.server_blocks.values():
                 self._servers.addWidget(block)
         for status in statuses:
@@ -326,6 +335,12 @@ class ToolsPage(QWidget):
             self.error.show()
         self.show_servers()
         self.config_saved.emit(failure is None)
+
+    def _restart_server(self, name: str) -> None:
+        """Start one failed or ended server again (it returns at once: the server starts on its own thread)."""
+        servers = self.tools.servers
+        if servers is not None and servers.restart(name):
+            self.show_servers()
 
     # ---- switches ---------------------------------------------------------------------------------------------
     def _switch(self, name: str, on: bool) -> None:
