@@ -46,15 +46,20 @@ EXAMPLE = """{
 }"""
 
 
-def state_words(status: ServerStatus) -> str:
-    """A server's state as its line in the list says it; why it failed or ended is shown under it."""
+def state_words(status: ServerStatus, start_seconds: float) -> str:
+    """A server's state as its line in the list says it; why it failed or ended is shown under it. A start counts
+    its seconds against its limit (`start_seconds`): a server that hangs said "starting…" alone for the whole
+    limit, the user not told how long it would be."""
     if status.state == RUNNING:
         count = len(status.tools)
         since = time.strftime(" since %H:%M:%S", time.localtime(status.running_since)) if status.running_since else ""
         took = f" (started in {status.seconds:.1f} s)" if status.seconds is not None else ""
         return f"running{since}{took}, {counted(count, 'tool')}"
     if status.state == STARTING:
-        return "starting…"
+        if status.starting_since is None:
+            return "starting…"
+        waited = max(0, int(time.monotonic() - status.starting_since))
+        return f"starting… {waited} s (given up at {start_seconds:g} s)"
     return status.state
 
 
@@ -105,8 +110,8 @@ class ServerBlock(QWidget):
         layout.addLayout(detail_line)
         layout.addLayout(self._tools)
 
-    def show_status(self, status: ServerStatus, settings: ToolSettings | None) -> None:
-        self.state.setText(state_words(status))
+    def show_status(self, status: ServerStatus, settings: ToolSettings | None, start_seconds: float) -> None:
+        self.state.setText(state_words(status, start_seconds))
         self.detail.setText(status.detail)
         self.detail.setVisible(bool(status.detail))
         self.restart.setVisible(status.state in (FAILED, EXITED))
@@ -262,7 +267,8 @@ class ToolsPage(QWidget):
         """Each server of the running set with its state and tools; a new set (after a restart) is laid out anew."""
         if self._restarting:
             return
-        statuses = self.tools.statuses()
+        servers = self.tools.servers
+        statuses = servers.statuses() if servers is not None else []
         if [status.name for status in statuses] != list(self.server_blocks):
             for block in self.server_blocks.values():
                 self._servers.removeWidget(block)
@@ -272,7 +278,7 @@ class ToolsPage(QWidget):
             for block in self.server_blocks.values():
                 self._servers.addWidget(block)
         for status in statuses:
-            self.server_blocks[status.name].show_status(status, self.settings)
+            self.server_blocks[status.name].show_status(status, self.settings, servers.start_seconds)
         if statuses:
             self.no_servers.hide()
         else:

@@ -46,8 +46,8 @@ NEWS_DETAIL_CHARS = 240  # of why a server failed, in the window's status bar (S
 @dataclass(frozen=True)
 class ServerStatus:
     """Where a server is: its state, why it failed or ended (`detail`), its tools as the server names them (source:
-    the server's name), the seconds from its start to its tools listed, and when that was (`running_since`, a Unix
-    time)."""
+    the server's name), the seconds from its start to its tools listed, when that was (`running_since`, a Unix
+    time), and when its start began (`starting_since`, a time.monotonic())."""
 
     name: str
     state: str
@@ -55,6 +55,7 @@ class ServerStatus:
     tools: tuple[ToolSpec, ...] = ()
     seconds: float | None = None
     running_since: float | None = None
+    starting_since: float | None = None
 
 
 class McpServers:
@@ -132,16 +133,16 @@ class McpServers:
         with self._changed:
             if self._closing or self._statuses[name].state in (STARTING, RUNNING):
                 return False
-            self._statuses[name] = ServerStatus(name, STARTING)
-            self._changed.notify_all()
-        self._stderr_path(name).unlink(missing_ok=True)
-        self._serve_anew(name)
+            self._stderr_path(name).unlink(missing_ok=True)
+            self._serve_anew(name)
         return True
 
     def _serve_anew(self, name: str) -> None:
         start = object()
         with self._changed:
             self._starts[name] = start
+            self._statuses[name] = ServerStatus(name, STARTING, starting_since=time.monotonic())
+            self._changed.notify_all()
         self._serving.append(asyncio.run_coroutine_threadsafe(self._serve(self.configs[name], start), self._loop))
 
     def close(self) -> None:
