@@ -27,7 +27,7 @@ from ..core.model.counted import counted
 from ..core.settings import TOOLS_KEY, ToolSettings
 from ..core.tools.editing import EDITING_TOOLS
 from ..core.tools.mcp_config import EMPTY_CONFIG, McpConfigError, parse_mcp_text
-from ..core.tools.mcp_servers import RUNNING, STARTING, ServerStatus
+from ..core.tools.mcp_servers import EXITED, FAILED, RUNNING, STARTING, ServerStatus
 from ..core.tools.workspace import WORKSPACE_TOOLS
 from . import theme
 from .store_calls import StoreCalls
@@ -46,15 +46,20 @@ EXAMPLE = """{
 }"""
 
 
-def state_words(status: ServerStatus) -> str:
-    """A server's state as its line in the list says it; why it failed or ended is shown under it."""
+def state_words(status: ServerStatus, start_seconds: float) -> str:
+    """A server's state as its line in the list says it; why it failed or ended is shown under it. A start counts
+    its seconds against its limit (`start_seconds`): a server that hangs said "starting…" alone for the whole
+    limit, the user not told how long it would be."""
     if status.state == RUNNING:
         count = len(status.tools)
         since = time.strftime(" since %H:%M:%S", time.localtime(status.running_since)) if status.running_since else ""
         took = f" (started in {status.seconds:.1f} s)" if status.seconds is not None else ""
         return f"running{since}{took}, {counted(count, 'tool')}"
     if status.state == STARTING:
-        return "starting…"
+        if status.starting_since is None:
+            return "starting…"
+        waited = max(0, int(time.monotonic() - status.starting_since))
+        return f"starting… {waited} s (given up at {start_seconds:g} s)"
     return status.state
 
 
@@ -69,7 +74,7 @@ def _label(text: str = "", name: str = "", wrap: bool = False) -> QLabel:
 class ServerBlock(QWidget):
     """One server: its switch (all its tools), its state, why it failed or ended, and a switch per tool."""
 
-    def __init__(self, name: str, on_switch) -> None:
+    def __init__(self, name: str, on_switch, on_restart) -> None:
         super().__init__()
         self.name = name
         self._on_switch = on_switch
@@ -80,6 +85,12 @@ class ServerBlock(QWidget):
         self.detail = _label(name="error", wrap=True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.detail.hide()
+        # A server that failed or ended is started again alone: the others (and their calls) go on.
+        self.restart = QPushButton("Restart")
+        self.restart.setToolTip(f"Start {name} again; the other servers go on")
+        self.restart.setAccessibleName(f"Restart {name}")
+        self.restart.clicked.connect(lambda: on_restart(name))
+        self.restart.hide()
         self.tool_switches: dict[str, QCheckBox] = {}
         self._tools = QVBoxLayout()
         self._tools.setContentsMargins(24, 0, 0, 0)
@@ -88,6 +99,7 @@ class ServerBlock(QWidget):
         head.setContentsMargins(0, 0, 0, 0)
         head.addWidget(self.switch)
         head.addWidget(self.state, 1)
+        head.addWidget(self.restart)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 4)
         layout.setSpacing(2)
@@ -98,10 +110,11 @@ class ServerBlock(QWidget):
         layout.addLayout(detail_line)
         layout.addLayout(self._tools)
 
-    def show_status(self, status: ServerStatus, settings: ToolSettings | None) -> None:
-        self.state.setText(state_words(status))
+    def show_status(self, status: ServerStatus, settings: ToolSettings | None, start_seconds: float) -> None:
+        self.state.setText(state_words(status, start_seconds))
         self.detail.setText(status.detail)
         self.detail.setVisible(bool(status.detail))
+        self.restart.setVisible(status.state in (FAILED, EXITED))
         names = [tool.name for tool in status.tools]
         if names != list(self.tool_switches):
             self._show_tools(status, settings)
@@ -254,16 +267,18 @@ class ToolsPage(QWidget):
         """Each server of the running set with its state and tools; a new set (after a restart) is laid out anew."""
         if self._restarting:
             return
-        statuses = self.tools.statuses()
+        servers = self.tools.servers
+        statuses = servers.statuses() if servers is not None else []
         if [status.name for status in statuses] != list(self.server_blocks):
             for block in self.server_blocks.values():
                 self._servers.removeWidget(block)
                 block.deleteLater()
-            self.server_blocks = {status.name: ServerBlock(status.name, self._switch) for status in statuses}
+            self.server_blocks = {status.name: ServerBlock(status.name, self._switch, self._restart_server)
+                                  for status in statuses}
             for block in self.server_blocks.values():
                 self._servers.addWidget(block)
         for status in statuses:
-            self.server_blocks[status.name].show_status(status, self.settings)
+            self.server_blocks[status.name].show_status(status, self.settings, servers.start_seconds)
         if statuses:
             self.no_servers.hide()
         else:
@@ -326,6 +341,12 @@ class ToolsPage(QWidget):
             self.error.show()
         self.show_servers()
         self.config_saved.emit(failure is None)
+
+    def _restart_server(self, name: str) -> None:
+        """Start one failed or ended server again (it returns at once: the server starts on its own thread)."""
+        servers = self.tools.servers
+        if servers is not None and servers.restart(name):
+            self.show_servers()
 
     # ---- switches ---------------------------------------------------------------------------------------------
     def _switch(self, name: str, on: bool) -> None:

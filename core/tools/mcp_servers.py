@@ -46,8 +46,8 @@ NEWS_DETAIL_CHARS = 240  # of why a server failed, in the window's status bar (S
 @dataclass(frozen=True)
 class ServerStatus:
     """Where a server is: its state, why it failed or ended (`detail`), its tools as the server names them (source:
-    the server's name), the seconds from its start to its tools listed, and when that was (`running_since`, a Unix
-    time)."""
+    the server's name), the seconds from its start to its tools listed, when that was (`running_since`, a Unix
+    time), and when its start began (`starting_since`, a time.monotonic())."""
 
     name: str
     state: str
@@ -55,6 +55,7 @@ class ServerStatus:
     tools: tuple[ToolSpec, ...] = ()
     seconds: float | None = None
     running_since: float | None = None
+    starting_since: float | None = None
 
 
 class McpServers:
@@ -70,6 +71,8 @@ class McpServers:
         self._sessions: dict[str, ClientSession] = {}
         self._processes: dict[str, Any] = {}  # name: its process (anyio's), for its exit code
         self._stoppers: dict[str, Any] = {}  # name: what ends its serving, called on the loop
+        # name: the token of its latest start; a restarted server's old serving, still ending, changes nothing
+        self._starts: dict[str, object] = {}
         self._serving: list[concurrent.futures.Future] = []
         self._stderr_folder = Path(tempfile.mkdtemp(suffix="-precis-mcp"))
         self._closing = False
@@ -84,8 +87,8 @@ class McpServers:
     def start(self) -> None:
         """Start every server; returns at once."""
         self._thread.start()
-        for config in self.configs.values():
-            self._serving.append(asyncio.run_coroutine_threadsafe(self._serve(config), self._loop))
+        for name in self.configs:
+            self._serve_anew(name)
 
     def statuses(self) -> list[ServerStatus]:
         with self._changed:
@@ -123,6 +126,24 @@ class McpServers:
             outcome = ToolOutcome(f"[timed out after {timeout:g} s: {server!r} did not answer {tool}]", ok=False,
                                   cut=True)
         return replace(outcome, seconds=time.monotonic() - started)
+
+    def restart(self, name: str) -> bool:
+        """Start again a server that failed, exited or was stopped (its tools listed anew, its old stderr gone);
+        returns at once. False when it is starting or running, or Precis is closing."""
+        with self._changed:
+            if self._closing or self._statuses[name].state in (STARTING, RUNNING):
+                return False
+            self._stderr_path(name).unlink(missing_ok=True)
+            self._serve_anew(name)
+        return True
+
+    def _serve_anew(self, name: str) -> None:
+        start = object()
+        with self._changed:
+            self._starts[name] = start
+            self._statuses[name] = ServerStatus(name, STARTING, starting_since=time.monotonic())
+            self._changed.notify_all()
+        self._serving.append(asyncio.run_coroutine_threadsafe(self._serve(self.configs[name], start), self._loop))
 
     def close(self) -> None:
         """Stop every server (stdin closed, then the SDK ends its process group) and the thread."""
@@ -185,8 +206,9 @@ class McpServers:
                 self._processes[config.name] = client.gen.ag_frame.f_locals.get("process")  # type: ignore[attr-defined]
                 yield streams
 
-    async def _serve(self, config: ServerConfig) -> None:
-        """Start one server, list its tools, keep its session until it ends or Precis closes."""
+    async def _serve(self, config: ServerConfig, start: object) -> None:
+        """Start one server, list its tools, keep its session until it ends or Precis closes. Once restarted
+        (`start` no longer its latest), how this serving ends is no longer news."""
         import anyio
         from mcp import ClientSession
         name = config.name
@@ -215,11 +237,15 @@ class McpServers:
                     finally:
                         group.cancel_scope.cancel()  # the forwarder, so the SDK can stop the server
         except Exception as exc:  # noqa: BLE001 - whatever a server or its command does, it is reported, not raised
-            self._set(name, FAILED, detail=f"{_reason(exc)}{self._stderr_tail(name)}")
+            if self._starts[name] is start:
+                self._set(name, FAILED, detail=f"{_reason(exc)}{self._stderr_tail(name)}")
         finally:
             with self._changed:
-                self._sessions.pop(name, None)
-            self._set(name, STOPPED)
+                latest = self._starts[name] is start
+                if latest:
+                    self._sessions.pop(name, None)
+            if latest:
+                self._set(name, STOPPED)
 
     async def _session(self, name: str, session: ClientSession, start_scope: anyio.CancelScope, wake: asyncio.Event,
                        began: float) -> None:

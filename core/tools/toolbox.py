@@ -152,7 +152,7 @@ class Toolbox:
         schema ('' when they do)."""
         if entry is None:
             known = ", ".join(self._entries()) or "none"
-            return f"there is no tool called {call.name!r}; the tools are: {known}"
+            return f"{self._gone(call.name) or f'there is no tool called {call.name!r}'}; the tools are: {known}"
         if UNPARSED in call.arguments:
             raw = str(call.arguments[UNPARSED])
             shown = raw if len(raw) <= 300 else f"{raw[:300]}..."
@@ -167,6 +167,18 @@ class Toolbox:
             return ""
         reasons = "; ".join(f"{'/'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors[:5])
         return f"bad arguments for {call.name}: {reasons}"
+
+    def _gone(self, name: str) -> str:
+        """Why a tool the model had from a server is no longer offered: the server failed or ended (a crash mid-chat
+        read as "there is no tool", with no word of the server or of how to get it back). "" for any other name."""
+        if self.servers is None:
+            return ""
+        for status in self.servers.statuses():
+            if status.state != RUNNING and any(name in (spec.name, f"{status.name}_{spec.name}")
+                                               for spec in status.tools):
+                why = f": {status.detail}" if status.detail else ""
+                return f"{name} is not available: the MCP server {status.name!r} that has it {status.state}{why}"
+        return ""
 
     def _entries(self) -> dict[str, _Entry]:
         """Every tool by the name the model calls it. A server's tool whose name is already taken (by a workspace

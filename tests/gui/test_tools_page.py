@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from precis.core.model.tools import specs_json
 from precis.core.settings import TOOLS_KEY, ChatSettings, ProviderChoice
-from precis.core.tools.mcp_servers import RUNNING
+from precis.core.tools.mcp_servers import RUNNING, START_SECONDS
 from precis.gui.settings_dialog import SettingsDialog
 from precis.gui.store_calls import StoreCalls
 from precis.gui.tool_service import ToolService
@@ -192,6 +192,46 @@ def test_a_server_that_cannot_start_or_dies_is_shown_with_why_and_the_others_go_
     assert slow.detail.text().startswith("the server was killed (SIGKILL)") and slow.detail.isVisible()
     offered = {spec.name for spec in page.tools.toolbox_for(ChatSettings()).specs()}
     assert offered == {"get_current_time", "convert_time"}  # the chat goes on with the others
+
+
+def test_a_server_killed_mid_chat_is_restarted_alone_from_its_line(qtbot, open_tools, store, tmp_path):
+    """Before, only "Save and restart servers" (every server, their calls cut) or restarting Precis brought it back."""
+    pid_file = tmp_path / "pid"
+    config_path(store).write_text(json.dumps({"mcpServers": {
+        "slow": {"command": sys.executable, "args": [str(SLOW_SERVER), str(pid_file)]},
+        "time": {"command": TIME_SERVER}}}))
+    page = open_tools().tools_page
+    qtbot.waitUntil(lambda: running(page, "slow") and running(page, "time"), timeout=WAIT_MS)
+    slow, clock = page.server_blocks["slow"], page.server_blocks["time"]
+    assert not slow.restart.isVisible() and not clock.restart.isVisible()  # nothing to restart while running
+    first_pid = int(pid_file.read_text())
+    clock_since = page.tools.servers.status("time").running_since
+
+    os.kill(first_pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: slow.state.text() == "exited", timeout=WAIT_MS)
+    assert slow.restart.isVisible() and not clock.restart.isVisible()
+    slow.restart.setFocus()
+    qtbot.keyClick(slow.restart, Qt.Key.Key_Space)  # from the keyboard
+    qtbot.waitUntil(lambda: running(page, "slow"), timeout=WAIT_MS)
+    assert int(pid_file.read_text()) != first_pid and not slow.restart.isVisible() and slow.detail.isHidden()
+    assert page.tools.servers.status("time").running_since == clock_since  # the other server went on
+    offered = {spec.name for spec in page.tools.toolbox_for(ChatSettings()).specs()}
+    assert offered == {"wait", "get_current_time", "convert_time"}
+
+
+def test_a_server_that_hangs_at_start_counts_its_seconds_to_the_limit_and_can_be_removed(qtbot, open_tools, store):
+    """Before, it said "starting…" alone for the whole 30 s, the user not told how long it would be."""
+    hangs = {"command": sys.executable, "args": ["-c", "import time; time.sleep(999)"]}
+    config_path(store).write_text(json.dumps({"mcpServers": {"hangs": hangs}}))
+    page = open_tools().tools_page
+    shown = page.server_blocks["hangs"].state
+    qtbot.waitUntil(lambda: shown.text() == f"starting… 1 s (given up at {START_SECONDS:g} s)", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: shown.text() == f"starting… 2 s (given up at {START_SECONDS:g} s)", timeout=WAIT_MS)
+
+    page.editor.setPlainText('{"mcpServers": {}}')  # removed while it still starts: the page does not wait for it
+    with qtbot.waitSignal(page.config_saved, timeout=WAIT_MS) as saved:
+        click(qtbot, page.save_button)
+    assert saved.args == [True] and not page.server_blocks and page.no_servers.isVisible()
 
 
 def test_the_workspace_folder_is_picked_or_refused_naming_it(qtbot, tmp_path):

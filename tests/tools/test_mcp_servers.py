@@ -14,9 +14,11 @@ import threading
 import time
 from pathlib import Path
 
+from precis.core.model.messages import ToolCall
 from precis.core.providers.base import CancelToken
 from precis.core.tools.mcp_config import ServerConfig
-from precis.core.tools.mcp_servers import EXITED, FAILED, RUNNING, McpServers
+from precis.core.tools.mcp_servers import EXIT_CODE_SECONDS, EXITED, FAILED, RUNNING, STARTING, McpServers
+from precis.core.tools.toolbox import Toolbox
 
 BIN = Path(sys.executable).parent
 TIME_SERVER = ServerConfig("time", command=str(BIN / "mcp-server-time"))
@@ -120,6 +122,59 @@ def test_a_call_past_its_time_cancelled_or_cut_by_a_kill_is_reported_and_the_oth
         assert servers.status("slow").detail.startswith("the server was killed (SIGKILL)")
         assert servers.status("time").state == RUNNING
         assert servers.call("time", "get_current_time", {"timezone": "UTC"}).ok
+
+
+def test_a_server_killed_mid_chat_is_named_at_the_next_call_and_restarts_alone(tmp_path):
+    """Before, the model's next call read "there is no tool called 'wait'", and only restarting every server (or
+    Precis) brought it back."""
+    pid_file = tmp_path / "pid"
+    slow = ServerConfig("slow", command=sys.executable, args=(str(SLOW_SERVER), str(pid_file)))
+    with McpServers([slow, TIME_SERVER]) as servers:
+        assert servers.wait_started(STARTED_WITHIN)
+        box = Toolbox(None, servers)
+        call = ToolCall(id="c1", name="wait", arguments={"seconds": 0})
+        assert box.run(call).output == "waited 0.0 s"
+        first_pid = int(pid_file.read_text())
+        os.kill(first_pid, signal.SIGKILL)
+        assert wait_for(lambda: servers.status("slow").state == EXITED)
+
+        gone = box.run(call)
+        assert not gone.ok
+        assert gone.output.startswith("wait is not available: the MCP server 'slow' that has it exited: the server "
+                                      "was killed (SIGKILL); the tools are: "), gone.output
+        assert not servers.restart("time")  # a running server is left alone
+
+        time_since = servers.status("time").running_since
+        assert servers.restart("slow")
+        assert servers.status("slow").state == STARTING and servers.status("slow").detail == ""
+        assert wait_for(lambda: servers.status("slow").state == RUNNING, STARTED_WITHIN)
+        assert int(pid_file.read_text()) != first_pid
+        time.sleep(EXIT_CODE_SECONDS + 0.5)  # the old serving's end, were it still news, would have been said by now
+        assert servers.status("slow").state == RUNNING
+        assert box.run(call).output == "waited 0.0 s"
+        assert servers.status("time").running_since == time_since  # the others were not restarted
+
+
+def test_a_server_restarted_while_its_hung_start_is_still_being_ended_is_not_undone_by_it(tmp_path):
+    """The SDK takes seconds to end a server that hung at start (stdin closed, then SIGTERM); that ending, of the
+    first start, must not mark the second one stopped and take its session."""
+    hung = tmp_path / "hung-once"
+    hangs_then_serves = ServerConfig("flaky", command="/bin/sh", args=(
+        "-c", f'if [ -e "{hung}" ]; then exec "{sys.executable}" "{SLOW_SERVER}" "{tmp_path / "pid"}"; fi; '
+              f'touch "{hung}"; exec sleep 600'))
+    with McpServers([hangs_then_serves], start_seconds=10) as servers:
+        assert servers.wait_started(STARTED_WITHIN)
+        assert servers.status("flaky").state == FAILED
+        assert servers.restart("flaky")
+        states = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (states and states[-1] == RUNNING and len(states) > 1):
+            if not states or states[-1] != servers.status("flaky").state:
+                states.append(servers.status("flaky").state)
+            time.sleep(0.02)
+        time.sleep(5)  # past the SDK's ending of the first start
+        assert states == [STARTING, RUNNING] and servers.status("flaky").state == RUNNING
+        assert servers.call("flaky", "wait", {"seconds": 0}).output == "waited 0.0 s"
 
 
 def test_a_server_gets_its_entrys_environment_and_never_precis_api_keys(tmp_path, monkeypatch):
