@@ -71,12 +71,15 @@ class RunResult:
 
 def format_command_output(result: RunResult) -> str:
     """The output, the notes, and the exit code on a last line: `[exit code: N]`; `[cancelled]` when the user
-    stopped it. A command stopped at a limit says so in its notes, and no more."""
+    stopped it. A command stopped at a limit says why first (its first note), where the chat's one-line view of the
+    result and the model's reading start: after 200,000 bytes of output it would be a screenful away."""
     tail = [f"[exit code: {result.exit_code}]"] if result.exit_code is not None else []
     if result.cancelled:
         tail = ["[cancelled]"]
+    at_limit = result.exit_code is None and not result.cancelled
+    head, notes = (result.notes[:1], result.notes[1:]) if at_limit else ((), result.notes)
     body = result.output.rstrip("\n")
-    return "\n".join([*([body] if body else []), *result.notes, *tail])
+    return "\n".join([*head, *([body] if body else []), *notes, *tail])
 
 
 def _processes(session: int, mark: bytes | None = None) -> dict[int, str]:

@@ -121,16 +121,16 @@ def test_run_messages_carry_the_stop_note_and_no_cancel():
     """After its time limit /run printed '[timed out...]' and '[cancelled]', which the user had not done."""
     _, result = tools.run_command_messages("echo partial; sleep 30", timeout=1)
     lines = result.content.splitlines()
-    assert lines[:2] == ["partial", "[timed out after 1 s; the command was stopped]"]
+    assert lines[:2] == ["[timed out after 1 s; the command was stopped]", "partial"]
     assert lines[2].startswith("[ended 1 process it started: sleep 30 (pid ") and len(lines) == 3
 
 
 def test_a_capped_run_message_still_says_why_it_stopped():
-    """The message the chat keeps is capped too: its end (the stop note and exit line) survives the cap."""
+    """The message the chat keeps is capped too, and says first why the command stopped: its first line is what the
+    chat's row shows (it showed the output's first line, a screenful from the reason)."""
     _, result = tools.run_command_messages("yes 0123456789abcdefghij", timeout=20)
     assert len(result.content) <= tools.MAX_TOOL_OUTPUT_CHARS + 100
-    assert result.content.startswith("0123456789abcdefghij\n")
-    assert "[output passed 200,000 bytes; the command was stopped]" in result.content[-300:]
+    assert result.content.startswith("[output passed 200,000 bytes; the command was stopped]\n0123456789abcdefghij\n")
     assert "characters not kept" in result.content
 
 

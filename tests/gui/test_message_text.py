@@ -6,6 +6,7 @@ import json
 
 from hypothesis import given
 from hypothesis import strategies as st
+from precis.core.tools.workspace import Workspace
 from precis.gui.message_text import first_line_and_count
 
 
@@ -52,3 +53,11 @@ def test_a_downloads_progress_meter_is_not_its_line_and_a_command_named_for_its_
     call = Message(role="assistant", tool_calls=(ToolCall("c1", "curl", {"command": "curl -X POST http://h/f"}),
                                                 ToolCall("c2", "bash", {"command": "ls -la"})))
     assert tool_call_line(call) == "curl  -X POST http://h/f\nbash  ls -la"
+
+
+def test_a_command_stopped_at_a_limit_shows_why_on_its_row(tmp_path):
+    # `seq 1 100000` through execute_bash: the row read "✗ execute_bash  Error: 1", the reason 35,000 lines below.
+    outcome = Workspace(tmp_path).execute_bash("yes 1 | head -c 300000")
+    assert not outcome.ok
+    first, _ = first_line_and_count(outcome.output)
+    assert "[output passed 200,000 bytes; the command was stopped]" in first

@@ -264,7 +264,7 @@ def test_run_stops_at_the_chats_time_limit_setting(qtbot, make_window, store):
     window.submit("/run echo started; sleep 30")
     qtbot.waitUntil(lambda: idle(window) and len(window.chat.snapshot.messages) == 2, timeout=WAIT_MS)
     result = store.load_messages(chat_id)[1]
-    assert result.content.startswith("started\n[timed out after 1 s; the command was stopped]")
+    assert result.content.startswith("[timed out after 1 s; the command was stopped]\nstarted")
 
 
 @pytest.mark.slow

@@ -124,9 +124,9 @@ def test_run_in_the_terminal_chat_stops_at_the_chats_time_limit(server, monkeypa
     assert main(["chat", "--provider", "openai", "--base-url", server.base_url, "--model", "m", "--data-dir", data,
                  "--chat", chat]) == 0
     assert time.monotonic() - started < 15  # the chat's 1 s, not the 60 s default
-    assert "before\n[timed out after 1 s; the command was stopped]" in capsys.readouterr().out
+    assert "[timed out after 1 s; the command was stopped]\nbefore" in capsys.readouterr().out
     with open_store(data) as store:
-        assert store.load_messages(chat)[-1].content.startswith("before\n[timed out after 1 s")
+        assert store.load_messages(chat)[-1].content.startswith("[timed out after 1 s; the command was stopped]\nbefore")
 
 
 def run_on_a_terminal(*argv: str, env: dict[str, str] | None = None, encoding: str = "utf-8") -> str:
