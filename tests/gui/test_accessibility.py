@@ -3,6 +3,7 @@ it, as Qt's accessibility interface (what AT-SPI, UI Automation and VoiceOver re
 
 from __future__ import annotations
 
+import pytest
 from precis.core.model.messages import Message, ToolCall
 from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import (
@@ -86,7 +87,23 @@ def test_each_conversation_row_says_who_wrote_it_and_a_call_says_what_it_runs(qt
     assert spoken[3].startswith("Assistant, pinned, ") and spoken[3].endswith(": It is 42% full.")
 
 
-def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_window, store, tmp_path, monkeypatch):
+@pytest.fixture
+def announced(monkeypatch) -> list[tuple[object, str]]:
+    """What the window announces to a screen reader, as (source, message), in order: Qt's announcement events
+    recorded on their way out (no screen reader runs here), still sent on."""
+    said: list[tuple[object, str]] = []
+    send = QAccessible.updateAccessibility
+
+    def record(event) -> None:
+        if event.type() == QAccessible.Event.Announcement:
+            said.append((event.object(), event.message()))
+        send(event)
+
+    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
+    return said
+
+
+def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_window, store, tmp_path, announced):
     """The status bar draws its messages itself, so a screen reader heard none: not that a summary was being made,
     nor that an import failed. Each is announced now. No screen reader runs here: Qt's announcements are recorded
     where they are sent (QAccessible.updateAccessibility), then sent on."""
@@ -96,15 +113,6 @@ def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_wi
     from tests.gui.test_window import idle, long_dialogue, open_imported_chat
     from tests.timing import WAIT_MS
 
-    announced: list[tuple[object, str]] = []
-    send = QAccessible.updateAccessibility
-
-    def record(event) -> None:
-        if event.type() == QAccessible.Event.Announcement:
-            announced.append((event.object(), event.message()))
-        send(event)
-
-    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
     store.set_setting(SUMMARIZATION_KEY, {"mode": "rule", "enabled": False})
     window = make_window()
     open_imported_chat(qtbot, window, store, long_dialogue(60, "walk"))
@@ -127,7 +135,7 @@ def test_what_the_status_bar_says_is_announced_to_a_screen_reader(qtbot, make_wi
 
 
 def test_a_finished_reply_is_announced_with_its_length_and_the_focus_stays(qtbot, make_window, store, server,
-                                                                           monkeypatch):
+                                                                           monkeypatch, announced):
     """A reply ending was said to no one: a screen reader user heard the status bar's notices, never that the reply
     they waited for had come. A scripted server on loopback answers (its words known in advance)."""
     import json
@@ -139,15 +147,6 @@ def test_a_finished_reply_is_announced_with_its_length_and_the_focus_stays(qtbot
     from tests.timing import WAIT_MS
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    announced: list[tuple[object, str]] = []
-    send = QAccessible.updateAccessibility
-
-    def record(event) -> None:
-        if event.type() == QAccessible.Event.Announcement:
-            announced.append((event.object(), event.message()))
-        send(event)
-
-    monkeypatch.setattr(QAccessible, "updateAccessibility", record)
     server.steps = [reply(200, json.dumps({"data": [{"id": "m"}]})),
                     stream([delta("The 7:10 to Vashon "), delta("leaves first."), FINISH, "data: [DONE]"])]
     window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
