@@ -4,7 +4,9 @@ Recall misses answers said in other words than the question's ("relationship sta
 Each candidate below widens the query from the archive itself, without a model: related words by co-occurrence
 within messages (PMI), pseudo-relevance feedback (the rare words of the best matches), rank fusion with a second
 search by the best match's words, and word forms beyond the Porter stems (every term sharing a 5-letter prefix, as
-an FTS5 prefix query would; for every asked word, or only for those no archived message has). Each is installed in
+an FTS5 prefix query would; for every asked word, or only for those no archived message has). Then what has a sense
+of meaning: an embedding model's vectors (wordllama, installed apart), alone, fused with BM25 or after it, and the
+embedded model writing search terms (its wait timed apart). Each is installed in
 place of RecallIndex.search, so `precis compact --probes` (run in this process) recalls through it, and the
 yardstick of benchmarks/fidelity.py counts the answers in the probes' prompts at 8k, rule mode. Then the cost: one
 search (what each prompt adds) over an index of 100,000 messages whose words are drawn from the conversations' own,
@@ -13,6 +15,8 @@ and that index's memory.
     python -m benchmarks.bench_recall                                   # locomo_1..3 (1 and 2 were tuned on)
     python -m benchmarks.bench_recall --conversations-dir DIR           # held out: see docs/fidelity.md
     python -m benchmarks.bench_recall --messages 20000 --variants shipped,prf
+    python -m benchmarks.bench_recall --variants shipped,embedding,embedding-fusion,embedding-after   # wordllama
+    python -m benchmarks.bench_recall --variants shipped,model-terms --messages 20000     # the embedded model
 
 Goal: a candidate is worth shipping only if it recalls more answers on conversations not tuned on, adding under
 5 ms a prompt at 100,000 messages.
@@ -128,8 +132,147 @@ def unmatched_prefixes(index: RecallIndex, query: str, limit: int) -> list[str]:
                                  for t in content_words(query)}, limit)
 
 
-VARIANTS: dict[str, Search] = {"shipped": RecallIndex.search, "cooccurrence": cooccurrence, "prf": feedback,
-                               "fusion": fusion, "prefix": prefixes, "unmatched-prefix": unmatched_prefixes}
+class Embeddings:
+    """Each indexed message's vector from wordllama (static 256-dimension token vectors, averaged; the weights ship
+    inside its wheel, so it runs offline), kept beside the RecallIndex they belong to while this bench runs. Not a
+    dependency of Precis: `pip install wordllama` to measure it."""
+
+    model = None
+    vectors: dict[int, dict[str, object]] = {}
+    matrices: dict[int, tuple[list[str], object]] = {}
+
+    @classmethod
+    def embed(cls, texts: list[str]):
+        if cls.model is None:
+            try:
+                from wordllama import WordLlama
+            except ImportError:
+                raise SystemExit("bench_recall: the embedding variants need wordllama (pip install wordllama)") from None
+            cls.model = WordLlama.load()
+        return cls.model.embed(texts, norm=True)
+
+    @classmethod
+    def add(cls, index: RecallIndex, message_id: str, text: str) -> None:
+        cls.add_many(index, [(message_id, text)])
+
+    @classmethod
+    def add_many(cls, index: RecallIndex, items: list[tuple[str, str]]) -> None:
+        vectors = cls.vectors.setdefault(id(index), {})
+        new = [(m, t) for m, t in items if m not in vectors]
+        if new:
+            for (message_id, _), vector in zip(new, cls.embed([t for _, t in new]), strict=True):
+                vectors[message_id] = vector
+            cls.matrices.pop(id(index), None)
+
+    @classmethod
+    def remove(cls, index: RecallIndex, message_id: str) -> None:
+        if cls.vectors.get(id(index), {}).pop(message_id, None) is not None:
+            cls.matrices.pop(id(index), None)
+
+    @classmethod
+    def nearest(cls, index: RecallIndex, query: str, limit: int) -> list[str]:
+        import numpy as np
+
+        if id(index) not in cls.matrices:
+            vectors = cls.vectors.get(id(index), {})
+            ids = sorted(vectors)
+            cls.matrices[id(index)] = (ids, np.stack([vectors[m] for m in ids]) if ids else np.zeros((0, 256)))
+        ids, matrix = cls.matrices[id(index)]
+        if not ids:
+            return []
+        scores = matrix @ cls.embed([query])[0]
+        best = np.argpartition(-scores, min(limit, len(ids) - 1))[:limit]
+        return [ids[n] for n in sorted(best, key=lambda n: -scores[n])]
+
+
+def embedding_add(index: RecallIndex, message_id: str, text: str) -> None:
+    ORIGINAL_ADD(index, message_id, text)
+    Embeddings.add(index, message_id, text)
+
+
+def embedding_remove(index: RecallIndex, message_id: str) -> None:
+    ORIGINAL_REMOVE(index, message_id)
+    Embeddings.remove(index, message_id)
+
+
+ORIGINAL_ADD, ORIGINAL_REMOVE, BM25 = RecallIndex.add, RecallIndex.remove, RecallIndex.search
+
+
+def embedding(index: RecallIndex, query: str, limit: int) -> list[str]:
+    """The messages nearest the question in meaning, by their vectors' cosine."""
+    return Embeddings.nearest(index, query, limit)
+
+
+def embedding_fusion(index: RecallIndex, query: str, limit: int) -> list[str]:
+    """BM25's ranks fused with the vectors' (reciprocal rank): a message in both comes first, and one found only
+    by meaning can enter the room recall has."""
+    scores: dict[str, float] = defaultdict(float)
+    for weight, ranked in ((1.0, BM25(index, query, max(limit, 24))),
+                           (FUSION_WEIGHT, Embeddings.nearest(index, query, max(limit, 24)))):
+        for rank, message_id in enumerate(ranked):
+            scores[message_id] += weight / (FUSION_K + rank)
+    return heapq.nlargest(limit, scores, key=lambda m: (scores[m], m))
+
+
+def embedding_after(index: RecallIndex, query: str, limit: int) -> list[str]:
+    """BM25's matches as they are, then the nearest in meaning that it did not find."""
+    found = BM25(index, query, limit)
+    return found + [m for m in Embeddings.nearest(index, query, limit) if m not in found][:max(0, limit - len(found))]
+
+
+class QueryModel:
+    """The embedded model (SmolLM2-135M, through Precis's model server, started on first use) turning a question
+    into search terms, bounded in time; what it writes joins the asked words at MODEL_TERMS_WEIGHT, and past the
+    bound the asked words go alone. Each call's seconds are kept: what a prompt would wait."""
+
+    stack: contextlib.ExitStack | None = None
+    base_url = ""
+    said: dict[str, list[str]] = {}
+    seconds: list[float] = []
+
+    @classmethod
+    def terms(cls, question: str) -> list[str]:
+        if question in cls.said:
+            return cls.said[question]
+        if cls.stack is None:
+            import atexit
+
+            from benchmarks import answers
+
+            cls.stack = contextlib.ExitStack()
+            cls.base_url = cls.stack.enter_context(answers.embedded_server())
+            atexit.register(cls.stack.close)
+        import httpx
+
+        started = time.perf_counter()
+        try:
+            response = httpx.post(f"{cls.base_url}/chat/completions", timeout=MODEL_TERMS_SECONDS, json={
+                "messages": [{"role": "system", "content": MODEL_TERMS_PROMPT}, {"role": "user", "content": question}],
+                "temperature": 0, "max_tokens": 24})
+            written = response.json()["choices"][0]["message"].get("content") or ""
+        except httpx.TimeoutException:
+            written = ""
+        cls.seconds.append(time.perf_counter() - started)
+        cls.said[question] = [t for t in content_words(written) if t not in content_words(question)]
+        return cls.said[question]
+
+
+MODEL_TERMS_SECONDS, MODEL_TERMS_WEIGHT = 2.0, 0.5
+MODEL_TERMS_PROMPT = ("Write 5 to 8 search keywords, comma-separated, that would find the chat message answering the "
+                      "user's question. Include words the answer itself would use. Only the keywords.")
+
+
+def model_terms(index: RecallIndex, query: str, limit: int) -> list[str]:
+    return weighted_bm25(index, dict.fromkeys(content_words(query), 1.0)
+                         | dict.fromkeys(QueryModel.terms(query), MODEL_TERMS_WEIGHT), limit)
+
+
+VARIANTS: dict[str, Search] = {"shipped": BM25, "cooccurrence": cooccurrence, "prf": feedback,
+                               "fusion": fusion, "prefix": prefixes, "unmatched-prefix": unmatched_prefixes,
+                               "embedding": embedding, "embedding-fusion": embedding_fusion,
+                               "embedding-after": embedding_after, "model-terms": model_terms}
+EMBEDDING_VARIANTS = {"embedding", "embedding-fusion", "embedding-after"}
+WITHOUT_MODEL = [v for v in VARIANTS if v not in EMBEDDING_VARIANTS | {"model-terms"}]
 
 
 def compact_here(path: Path, window: int, mode: str, probes: Path | None = None, **_: object) -> dict:
@@ -142,30 +285,37 @@ def compact_here(path: Path, window: int, mode: str, probes: Path | None = None,
     return json.loads(out.getvalue())
 
 
-def recalled_answers(search: Search, paths: list[Path]) -> tuple[int, int]:
-    with mock.patch.object(RecallIndex, "search", search), mock.patch.object(fidelity, "compact", compact_here):
+def recalled_answers(search: Search, paths: list[Path], embedded: bool) -> tuple[int, int]:
+    with contextlib.ExitStack() as patches:
+        patches.enter_context(mock.patch.object(RecallIndex, "search", search))
+        patches.enter_context(mock.patch.object(fidelity, "compact", compact_here))
+        if embedded:
+            patches.enter_context(mock.patch.object(RecallIndex, "add", embedding_add))
+            patches.enter_context(mock.patch.object(RecallIndex, "remove", embedding_remove))
         rows = [fidelity.conversation_row(p, "8k", "rule", with_probes=True) for p in paths]
     return sum(r.recall_kept for r in rows), sum(r.recall_asked for r in rows)
 
 
-def large_index(paths: list[Path], size: int) -> RecallIndex:
+def large_index(paths: list[Path], size: int) -> tuple[RecallIndex, list[tuple[str, str]]]:
     """`size` messages of the conversations' lengths, their words drawn from the conversations' words (so the
-    postings grow as a real chat's do)."""
+    postings grow as a real chat's do), and the messages (id, text)."""
     messages = [m["content"] for p in paths for m in fidelity.read_jsonl(p) if m["role"] != "system"]
     vocabulary = [w for text in messages for w in text.split()]
     lengths = [len(text.split()) for text in messages]
     chance = random.Random(24)
-    index = RecallIndex()
+    index, texts = RecallIndex(), []
     for n in range(size):
-        index.add(f"m{n:06d}", " ".join(chance.choices(vocabulary, k=chance.choice(lengths))))
-    return index
+        texts.append((f"m{n:06d}", " ".join(chance.choices(vocabulary, k=chance.choice(lengths)))))
+        index.add(*texts[-1])
+    return index, texts
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations-dir", type=Path, default=fidelity.CONVERSATIONS_DIR)
     parser.add_argument("--messages", type=int, default=100_000, help="the size of the index timed")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ",".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(WITHOUT_MODEL),
+                        help="comma-separated, of: " + ",".join(VARIANTS) + " (default: those without a model)")
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
     if unknown := [v for v in variants if v not in VARIANTS]:
@@ -175,14 +325,22 @@ def main(argv: list[str] | None = None) -> int:
 
     gc.collect()
     tracemalloc.start()
-    index = large_index(paths, args.messages)
+    index, texts = large_index(paths, args.messages)
     memory = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
     print(f"{len(paths)} conversations in {args.conversations_dir}; {len(questions)} questions timed on an index of "
           f"{args.messages:,} messages ({memory / 2**20:.0f} MiB, tracemalloc)\n")
     print("| search | answers in the probes' prompts, 8k | ms a prompt, median | p95 |\n|---|---|---|---|")
     for name in variants:
-        kept, asked = recalled_answers(VARIANTS[name], paths)
+        embedded = name in EMBEDDING_VARIANTS
+        kept, asked = recalled_answers(VARIANTS[name], paths, embedded)
+        if embedded and id(index) not in Embeddings.vectors:
+            started = time.perf_counter()
+            Embeddings.add_many(index, texts)
+            Embeddings.nearest(index, "warm", 1)
+            matrix = Embeddings.matrices[id(index)][1]
+            print(f"(embedded {len(index):,} messages in {time.perf_counter() - started:.1f} s; their vectors "
+                  f"{matrix.nbytes / 2**20:.0f} MiB)")
         times = []
         for question in questions:
             started = time.process_time()
@@ -190,6 +348,11 @@ def main(argv: list[str] | None = None) -> int:
             times.append(1000 * (time.process_time() - started))
         p95 = statistics.quantiles(times, n=20)[-1]
         print(f"| {name} | {fidelity.pct(kept, asked)} | {statistics.median(times):.2f} | {p95:.2f} |")
+        if name == "model-terms":
+            waits = sorted(QueryModel.seconds)
+            print(f"(the model's terms: {len(waits)} calls, median {1000 * statistics.median(waits):.0f} ms, p95 "
+                  f"{1000 * statistics.quantiles(waits, n=20)[-1]:.0f} ms, {sum(w >= MODEL_TERMS_SECONDS for w in waits)}"
+                  f" past {MODEL_TERMS_SECONDS:.0f} s; e.g. {next(iter(QueryModel.said.items()), '')})")
     return 0
 
 
