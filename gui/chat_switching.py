@@ -8,6 +8,7 @@ is told in the status bar and leaves the list as it was."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -60,6 +61,10 @@ class ChatSwitcher(QObject):
 
     def connect(self) -> None:
         chat = self.chat
+        # Chats deleted before this window opened are no longer offered for undo (that offer went with the window
+        # that made it): they go for good, their text overwritten on disk.
+        opened = time.time()
+        chat.store_calls.write("remove deleted chats for good", lambda store: store.purge_deleted(opened))
         chat.rows_loaded.connect(self._first_rows)
         chat.snapshot_changed.connect(self.show_snapshot)
         chat.chats_changed.connect(self.refresh_chats)

@@ -45,7 +45,9 @@ def make_engine(path: Path, read_only: bool) -> Engine:
         dbapi_conn.isolation_level = None
         pragmas = [f"busy_timeout={BUSY_TIMEOUT_MS}"]
         if not read_only:
-            pragmas += ["journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL"]
+            # secure_delete: what is deleted (a chat removed for good, a summary undone) is overwritten with zeros
+            # rather than left readable in the file's free pages.
+            pragmas += ["journal_mode=WAL", "foreign_keys=ON", "synchronous=NORMAL", "secure_delete=ON"]
         for pragma in pragmas:
             dbapi_conn.execute(f"PRAGMA {pragma}")
 

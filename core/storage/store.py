@@ -288,15 +288,25 @@ class Store(MessageTable, SummaryTable, VersionTable):
             row.deleted_at, row.updated_at = None, time.time()
             session.add(row)
 
-    def purge_deleted(self, older_than: float = 0.0) -> int:
-        """Remove chats deleted more than `older_than` seconds ago, with their messages and summaries."""
-        cutoff = time.time() - older_than
-        with self._write("remove deleted chats") as session:
+    def purge_deleted(self, deleted_before: float) -> int:
+        """Remove for good the chats deleted before `deleted_before` (a time.time()), with their messages, versions,
+        summaries and search index entries: their text is overwritten in the file (secure_delete) and the write-ahead
+        log that held it is emptied. How many chats; 0 on a read-only store."""
+        if self.read_only:
+            return 0
+        with self._write("remove deleted chats for good") as session:
             rows = session.exec(select(ChatRow).where(col(ChatRow.deleted_at).is_not(None),
-                                                      col(ChatRow.deleted_at) <= cutoff)).all()
+                                                      col(ChatRow.deleted_at) < deleted_before)).all()
             for row in rows:
                 session.delete(row)
-            return len(rows)
+            removed = len(rows)
+            if removed:  # the index's segments still hold the words of what was deleted until they are merged
+                session.flush()
+                session.connection().exec_driver_sql("INSERT INTO message_fts(message_fts) VALUES ('optimize')")
+        if removed:
+            with self.engine.connect() as connection:
+                sqlite_connection(connection).execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return removed
 
     # ---- drafts and global settings
     def get_draft(self, chat_id: str) -> str:

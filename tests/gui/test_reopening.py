@@ -45,3 +45,26 @@ def test_a_restart_after_the_open_chat_was_deleted_elsewhere_opens_the_newest(qt
         assert restarted.chat.session.chat_id == newest
         restarted.close()
         assert restarted.chat.finish_background_work()
+
+
+def test_a_chat_deleted_in_the_window_is_undoable_until_the_window_opens_again_then_gone(qtbot, make_window, store,
+                                                                                         isolated_home):
+    """Delete hid a chat for good: its messages stayed in the database file forever, readable by anything that
+    opens it, though the window never showed them again."""
+    diary = store.import_chat("diary", [Message(role="user", content="a private zanzibarquokka")])
+    store.import_chat("other", [Message(role="user", content="still here")])
+    window = make_window()
+    qtbot.waitUntil(lambda: idle(window), timeout=WAIT_MS)
+    window.switcher.delete_chat(diary)
+    qtbot.waitUntil(lambda: idle(window) and diary not in {c.id for c in window.chat_list.chats}, timeout=WAIT_MS)
+    assert diary in {c.id for c in store.list_chats(include_deleted=True)}  # hidden: Undo can still bring it back
+    window.close()
+    assert window.chat.finish_background_work()
+
+    with open_store(isolated_home) as again:
+        restarted = make_window(on_store=again)
+        qtbot.waitUntil(lambda: idle(restarted), timeout=WAIT_MS)
+        assert diary not in {c.id for c in again.list_chats(include_deleted=True)}
+        assert not again.search("zanzibarquokka")
+        restarted.close()
+        assert restarted.chat.finish_background_work()

@@ -6,6 +6,7 @@ import hashlib
 import os
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -232,8 +233,38 @@ def test_chats_crud_with_delete_undo_and_purge(tmp_path):
         store.restore_chat(a)
         assert store.get_chat(a).settings.system_prompt == "be brief"
         store.delete_chat(b)
-        assert store.purge_deleted() == 1
+        assert store.purge_deleted(deleted_before=time.time() + 1) == 1
         assert [c.id for c in store.list_chats(include_deleted=True)] == [a]
+
+
+def test_a_chat_removed_for_good_leaves_none_of_its_text_in_the_data_folder(tmp_path):
+    """Deleted chats stay hidden (Undo brings them back) until Precis next starts; then they go for good. A user who
+    deleted a chat with something private in it expects it gone from the disk, not left in free pages or the
+    write-ahead log where any tool that reads the file finds it. (Debian's SQLite zeroes deleted content by default;
+    Python's own builds for Windows and macOS do not, hence the store's secure_delete.)"""
+    private, kept_words = "zanzibarquokka", "marmalade"
+    with open_store(tmp_path) as store:
+        gone = store.import_chat("private", [Message(role="user", content=f"my diary: {private} {n}")
+                                             for n in range(2000)])
+        kept = store.import_chat("kept", [Message(role="user", content=f"{kept_words} recipe {n}") for n in range(50)])
+        with sqlite3.connect(tmp_path / DB_NAME) as other:  # as days of use do: the chats written into the file
+            other.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        store.delete_chat(gone)
+        cutoff = time.time()
+        later = store.import_chat("deleted later", [Message(role="user", content="still undoable")])
+        store.delete_chat(later)
+        assert any(private.encode() in f.read_bytes() for f in tmp_path.glob(f"{DB_NAME}*"))  # deleted is hidden only
+
+        assert store.purge_deleted(deleted_before=cutoff) == 1
+
+        for file in tmp_path.glob(f"{DB_NAME}*"):
+            assert private.encode() not in file.read_bytes(), file.name
+        assert not store.search(private)
+        assert len(store.load_messages(kept)) == 50 and store.search(kept_words)
+        store.restore_chat(later)  # deleted after the cutoff: still there to undo
+        assert [m.content for m in store.load_messages(later)] == ["still undoable"]
+        with pytest.raises(ChatNotFound):
+            store.restore_chat(gone)
 
 
 def test_a_chat_is_named_by_its_title_before_the_start_of_an_id_and_never_by_a_digit_or_two(tmp_path):
