@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..core.model.counted import counted
 from .composer import Composer
 from .controller import ChatController
 from .inspector import Inspector
@@ -68,13 +67,6 @@ class Feedback:
 
     def hint_failure(self, error: BaseException) -> None:
         self.hint_error(failure_text(error))
-
-    def show_context(self) -> None:
-        snapshot = self.chat.snapshot
-        if snapshot is not None and snapshot.usage is not None:
-            usage = snapshot.usage
-            self.composer.set_hint(f"Context: {usage.total:,} / {usage.available:,} tokens ({usage.ratio:.0%}), "
-                                   f"{counted(len(snapshot.chain), 'summary')} in the chain.")
 
     def chat_switched(self) -> None:
         """What was said about the chat just closed, and instructions typed for its summary, no longer apply."""

@@ -8,6 +8,7 @@ import time
 import pytest
 from precis.core.chat import commands as slash
 from precis.core.providers.base import CancelToken
+from precis.core.settings import ChatSettings
 from precis.core.tools import bounded as tools
 
 
@@ -61,7 +62,7 @@ def test_grep_lists_matches_with_file_and_line(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.txt").write_text("nothing\nTODO again\nTODO twice\n")
     (tmp_path / "bin.dat").write_bytes(b"\0TODO")
-    call, result = tools.grep_messages(f"TODO {tmp_path}")
+    call, result = slash.tool_messages("grep", f"TODO {tmp_path}", CancelToken(), ChatSettings())
     assert call.tool_calls[0].name == "grep" and call.tool_calls[0].arguments == {"pattern": "TODO", "path": str(tmp_path)}
     assert result.content.splitlines() == [
         "a.py:2: TODO fix", "sub/b.txt:2: TODO again", "sub/b.txt:3: TODO twice", "3 matches in 2 files"]

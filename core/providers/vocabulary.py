@@ -138,11 +138,6 @@ class Vocabulary:
         self.eos = self.piece(lib.llama_vocab_eos(self._vocab))
         self.template = ChatTemplate(info.chat_template, bos=self.piece(lib.llama_vocab_bos(self._vocab)), eos=self.eos)
 
-    @property
-    def weights_loaded(self) -> int:
-        """Parameters held in memory: 0 for a vocabulary."""
-        return self._lib.llama_model_n_params(self._model)
-
     def piece(self, token: int) -> str:
         """The text of one token, special tokens written out ('<|im_end|>')."""
         buffer = ctypes.create_string_buffer(256)

@@ -337,12 +337,6 @@ def _walk(root: Path) -> Iterator[tuple[str, Path]]:
                 yield str(file.relative_to(root)), target
 
 
-def grep_messages(argument: str, cancel: CancelToken | None = None) -> tuple[Message, Message]:
-    """`/grep PATTERN [PATH]`: the grep tool call and its result."""
-    pattern, path = grep_argument(argument)
-    return tool_exchange("grep", {"pattern": pattern, "path": path}, grep(pattern, path, cancel))
-
-
 def read_file_messages(path: str | Path) -> tuple[Message, Message]:
     """An attached file as a read_file tool call and its result; raises OSError/ValueError with the path named."""
     file = Path(path)
