@@ -19,7 +19,7 @@ def _open_store(data_dir: str | None, *, in_a_box: bool = False):
     window's status bar)."""
     from ..core.cli.opening import open_cli_store
     from ..core.storage.paths import data_dir as resolve_data_dir
-    from ..core.storage.store import StoreCorrupt, StoreError
+    from ..core.storage.store import StoreCorrupt, StoreError, StoreTooNew
 
     try:
         return open_cli_store(data_dir)
@@ -29,10 +29,12 @@ def _open_store(data_dir: str | None, *, in_a_box: bool = False):
             from PySide6.QtWidgets import QMessageBox
 
             from .app import application
-            from .recovering import TITLE, offer_recovery
+            from .store_trouble import TITLE, offer_newer_export, offer_recovery
 
             application()
-            if not isinstance(exc, StoreCorrupt):
+            if isinstance(exc, StoreTooNew):
+                offer_newer_export(str(exc), resolve_data_dir(data_dir))
+            elif not isinstance(exc, StoreCorrupt):
                 QMessageBox.critical(None, TITLE, str(exc))
             elif offer_recovery(str(exc), resolve_data_dir(data_dir)):
                 return _open_store(data_dir, in_a_box=True)  # the recovered store

@@ -5,21 +5,23 @@ opens. A real SQLite file, damaged by overwriting pages in the middle."""
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from precis.core.storage.store import DB_NAME
-from precis.gui import cli_gui, recovering
+from precis.gui import cli_gui, store_trouble
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox, QProgressDialog
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QProgressDialog
 
 from tests.store.test_recover import data, digest, overwrite, pages_of, stored_messages  # noqa: F401 - a fixture
 
 
 class BoxAnswerer:
-    """Reads each modal box the opening shows (name, text), clicking `click` in the damage box and closing the
-    others; a progress dialog is noted as it shows. Looks every 20 ms until stopped."""
+    """Reads each modal box the opening shows (name, text), clicking `click` in the first box (why the chats cannot
+    be opened) and closing the others; a progress dialog is noted as it shows; a folder dialog is given `folder`.
+    Looks every 20 ms until stopped."""
 
-    def __init__(self, click: str) -> None:
-        self.click = click
+    def __init__(self, click: str, folder: Path | None = None) -> None:
+        self.click, self.folder = click, folder
         self.seen: list[tuple[str, str]] = []
         self.timer = QTimer()
         self.timer.timeout.connect(self.look)
@@ -30,8 +32,12 @@ class BoxAnswerer:
         if isinstance(widget, QMessageBox) and (widget.objectName(), widget.text()) not in self.seen:
             self.seen.append((widget.objectName(), widget.text()))
             wanted = next((b for b in widget.buttons() if b.text().replace("&", "") == self.click), None)
-            QTimer.singleShot(0, wanted.click if widget.objectName() == "damaged" and wanted else widget.close)
-        elif isinstance(widget, QProgressDialog) and ("progress", "") not in self.seen:
+            QTimer.singleShot(0, wanted.click if len(self.seen) == 1 and wanted else widget.close)
+        elif isinstance(widget, QFileDialog) and self.folder is not None and ("folder", "") not in self.seen:
+            self.seen.append(("folder", ""))
+            widget.selectFile(str(self.folder))
+            QTimer.singleShot(0, widget.accept)
+        elif isinstance(widget, QProgressDialog) and ("progress", "") not in self.seen:  # noted as it shows
             self.seen.append(("progress", ""))
 
 
@@ -48,9 +54,9 @@ def test_recover_in_the_damage_box_recovers_off_the_window_thread_and_opens_the_
         threads.append(threading.current_thread())
         return real_recover(*args)
 
-    real_recover = recovering.recover
-    monkeypatch.setattr(recovering, "recover", recover_seen)
-    answerer = BoxAnswerer(recovering.RECOVER_LABEL)
+    real_recover = store_trouble.recover
+    monkeypatch.setattr(store_trouble, "recover", recover_seen)
+    answerer = BoxAnswerer(store_trouble.RECOVER_LABEL)
     store = cli_gui._open_store(str(data), in_a_box=True)
     answerer.timer.stop()
     seen = answerer.seen
