@@ -35,7 +35,7 @@ class BoxAnswerer:
             QTimer.singleShot(0, wanted.click if len(self.seen) == 1 and wanted else widget.close)
         elif isinstance(widget, QFileDialog) and self.folder is not None and ("folder", "") not in self.seen:
             self.seen.append(("folder", ""))
-            widget.selectFile(str(self.folder))
+            widget.setDirectory(str(self.folder))  # a folder dialog accepts the folder it shows
             QTimer.singleShot(0, widget.accept)
         elif isinstance(widget, QProgressDialog) and ("progress", "") not in self.seen:  # noted as it shows
             self.seen.append(("progress", ""))
@@ -63,8 +63,8 @@ def test_recover_in_the_damage_box_recovers_off_the_window_thread_and_opens_the_
     try:
         assert store is not None  # the recovered store, opened
         assert threads and threads[0] is not threading.main_thread()  # never on the window's thread
-        names = [name for name, _text in seen]
-        assert names[0] == "damaged" and "progress" in names and names[-1] == "recovered"
+        names = [name for name, _text in seen if name != "progress"]  # a quick recovery's may come and go unseen
+        assert names == ["damaged", "recovered"]
         assert "precis recover" in seen[0][1]
         lost = sum(cells for _page, cells in damaged)
         said = seen[-1][1]
