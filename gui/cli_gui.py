@@ -18,7 +18,8 @@ def _open_store(data_dir: str | None, *, in_a_box: bool = False):
     who started the app from a menu has no terminal to read it in). What opening found is said on stderr (and by the
     window's status bar)."""
     from ..core.cli.opening import open_cli_store
-    from ..core.storage.store import StoreError
+    from ..core.storage.paths import data_dir as resolve_data_dir
+    from ..core.storage.store import StoreCorrupt, StoreError, StoreTooNew
 
     try:
         return open_cli_store(data_dir)
@@ -28,9 +29,15 @@ def _open_store(data_dir: str | None, *, in_a_box: bool = False):
             from PySide6.QtWidgets import QMessageBox
 
             from .app import application
+            from .store_trouble import TITLE, offer_newer_export, offer_recovery
 
             application()
-            QMessageBox.critical(None, "Precis cannot open its chats", str(exc))
+            if isinstance(exc, StoreTooNew):
+                offer_newer_export(str(exc), resolve_data_dir(data_dir))
+            elif not isinstance(exc, StoreCorrupt):
+                QMessageBox.critical(None, TITLE, str(exc))
+            elif offer_recovery(str(exc), resolve_data_dir(data_dir)):
+                return _open_store(data_dir, in_a_box=True)  # the recovered store
         return None
 
 

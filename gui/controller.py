@@ -411,14 +411,15 @@ class ChatController(QObject):
         return self.run("import", lambda _job: import_file(store, path), f"Importing {path}…", done)
 
     def save_settings(self, choice: ProviderChoice, key: str, policy: dict, chat: ChatSettings | None,
-                      chat_id: str | None) -> None:
+                      chat_id: str | None) -> str | None:
         """Save the settings but the provider (raises if they cannot be; switch_provider saves that once it works),
-        `chat` those of the chat `chat_id`; then the open chat's engine follows them. Runs off the GUI thread."""
-        if key:
-            save_api_key(choice.kind, key, choice.base_url or None)
+        `chat` those of the chat `chat_id`; then the open chat's engine follows them. Runs off the GUI thread. What to
+        tell the user of a key the keyring did not keep (save_api_key), or None."""
+        key_not_kept = save_api_key(choice.kind, key, choice.base_url or None) if key else None
         self.store.set_setting(SUMMARIZATION_KEY, policy)
         if chat is not None and chat_id is not None:
             self.store.update_chat_settings(chat_id, chat)
+        return key_not_kept
 
     def settings_now(self, chat_id: str | None) -> tuple[ProviderChoice, dict, ChatSettings | None, bool, int | None]:
         """(provider choice, global policy, the chat's settings, whether an API key is saved, the model's own window

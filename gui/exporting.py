@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QWidget
 
+from ..core.storage.export_folder import file_name_for
 from ..core.storage.exporters import (
     EXPORT_FORMATS,
     EXPORT_SUFFIXES,
@@ -31,12 +31,6 @@ def format_for(path: str, chosen_filter: str) -> str:
     """The format a file name's ending names (.md, .jsonl, .json), else the one chosen in the dialog."""
     by_suffix = {suffix: fmt for fmt, suffix in EXPORT_SUFFIXES.items()}
     return by_suffix.get(Path(path).suffix.lower(), FILTERS.get(chosen_filter, "md"))
-
-
-def file_name_for(title: str, fmt: str) -> str:
-    """A file name from the chat's title: letters, digits, dashes and underscores."""
-    stem = re.sub(r"[^\w-]+", "-", title).strip("-")[:60] or "chat"
-    return stem + EXPORT_SUFFIXES[fmt]
 
 
 def choose_export(parent: QWidget, chat: ChatController, title: str, feedback: Feedback,

@@ -30,6 +30,7 @@ from ..core.model.records import local_time
 from ..core.model.titles import NEW_CHAT_TITLE
 from ..core.models.catalogue import MODELS_FOLDER
 from ..core.providers.base import Provider
+from ..core.settings import ProviderChoice
 from ..core.storage.importers import ImportResult
 from ..core.storage.store import Store
 from .appearance import AppearanceControl
@@ -411,8 +412,17 @@ class MainWindow(QMainWindow):
                   self.chat.session.chat_id if self.chat.session else None)
         # Saved off the GUI thread (a write can wait for another writer); nothing half-applied is kept in memory.
         self.chat.store_calls.write("save the settings", lambda _store: self.chat.save_settings(*values),
-                                    lambda _saved: self.chat.model.switch_provider(choice, self._settings_applied),
+                                    lambda key_not_kept: self._settings_saved(choice, key_not_kept),
                                     lambda error: QMessageBox.warning(self, "Settings not saved", failure_text(error)))
+
+    def _settings_saved(self, choice: ProviderChoice, key_not_kept: str | None) -> None:
+        """The provider follows the settings saved; a key the keyring did not keep is said plainly (not modal)."""
+        if key_not_kept:
+            box = QMessageBox(QMessageBox.Icon.Warning, "API key not stored", key_not_kept, parent=self)
+            box.setObjectName("keyNotStored")
+            box.open()
+            self.status.tell(key_not_kept, 30_000)
+        self.chat.model.switch_provider(choice, self._settings_applied)
 
     def _settings_applied(self, switched: bool) -> None:
         if switched:

@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Signal
 
 from ..core.chat import commands as slash
 from ..core.chat.rows import Row
-from ..core.chat.snapshot import ReplyResult, Snapshot
+from ..core.chat.snapshot import ReplyResult, Snapshot, UnsavedReply
 from ..core.chat.streaming import joint
 from ..core.model.messages import Message
 from ..core.model.titles import title_from
@@ -28,6 +28,8 @@ from .status import NOT_ANSWERING, StatusLine
 from .tool_turn import ToolTurns
 from .wording import brief, failure_text, reply_stopped_text, waiting_text
 from .workers import Job, StreamBuffer, StreamPump
+
+SAVE_AGAIN = "Save again"  # the status bar's button for a reply not saved whole
 
 
 class Sender(QObject):
@@ -47,6 +49,7 @@ class Sender(QObject):
         # The last user message being edited in the composer (edit-and-resend), if any.
         self.editing: Message | None = None
         self.text_before_edit = ""
+        self._unsaved: UnsavedReply | None = None  # the reply shown as not saved whole, if any
 
     def connect(self) -> None:
         self.composer.send_requested.connect(self.submit)
@@ -55,6 +58,7 @@ class Sender(QObject):
         self.composer.draft_changed.connect(self.save_draft)
         self.composer.cancel_requested.connect(self.cancel_edit)
         self.tool_turns.finished.connect(self._turn_finished)
+        self.chat.snapshot_changed.connect(self._show_unsaved)
 
     def submit(self, text: str) -> None:
         """What the composer sends: a slash command, or a message to the model. With no chat open, one is
@@ -307,6 +311,34 @@ class Sender(QObject):
         self.composer.set_streaming(True)
         self.inspector.set_busy(True)
         job.finished.connect(lambda: (self.composer.set_streaming(False), self.inspector.set_busy(False)))
+
+    def _show_unsaved(self, snapshot: Snapshot, _rebuilt: bool) -> None:
+        """A reply whose last save failed says so on its row, its whole text still shown, with Save again in the
+        status bar, until it is saved (Save again, or before the chat's next change); then the mark goes."""
+        unsaved, model = snapshot.unsaved, self.conversation.rows_model
+        shown = {m.id: m for m in snapshot.messages[-3:]}  # the last reply (a tool's result may follow it)
+        if unsaved is not None and unsaved.message_id in shown:
+            model.update_message(shown[unsaved.message_id], streaming=False, error=unsaved.words())
+            if unsaved != self._unsaved:
+                self.status.offer_undo(unsaved.words(), SAVE_AGAIN, self.save_again, lasting=True)
+        elif self._unsaved is not None:
+            if self._unsaved.message_id in shown:
+                model.update_message(shown[self._unsaved.message_id], error=None)
+            self.status.withdraw_undo(SAVE_AGAIN)
+        self._unsaved = unsaved
+
+    def save_again(self) -> None:
+        """Save again the reply not saved whole; failing again, the offer stays and the status bar says why."""
+        session = self.chat.session
+        if session is None:
+            return
+
+        def failed(error: BaseException) -> None:
+            self._unsaved = None  # offered again, with why it failed this time
+            if self.chat.snapshot is not None:
+                self._show_unsaved(self.chat.snapshot, False)
+
+        self.chat.run_on_chat("save the reply", lambda _job: session.save_unsaved(), self.chat.apply, failed)
 
     def _model_answered(self, result: ReplyResult) -> None:
         """The model's state as a reply ended shows it: ready, or the local model's process stopped."""

@@ -107,8 +107,10 @@ class StatusLine:
         else:
             self._undo_timer.start()
 
-    def withdraw_undo(self) -> None:
-        """The offer no longer applies (another chat is open)."""
+    def withdraw_undo(self, label: str | None = None) -> None:
+        """The offer no longer applies (another chat is open); with `label`, only an offer with that label."""
+        if label is not None and (self._undo_action is None or self.undo.text() != label):
+            return
         self._undo_action = None
         self._undo_lasting = False
         self._undo_timer.stop()

@@ -27,11 +27,11 @@ from ..providers.base import (
     Provider,
     ProviderError,
 )
-from ..settings import CALIBRATION_KEY, MIN_REPLY_TOKENS, ChatSettings
+from ..settings import MIN_REPLY_TOKENS, ChatSettings
 from ..storage.chats import (
-    calibration_name,
     counter_for,
-    effective_policy,
+    keep_allowed_tool,
+    keep_calibration,
     policy_of,
     restore_engine,
     save_token_counts,
@@ -40,8 +40,9 @@ from ..storage.chats import (
 from ..storage.store import ChatFingerprint, Store, StoreError, Versions, attach_engine
 from .rows import build_rows, hidden_messages, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
-from .snapshot import ReplyResult, Snapshot, copied, copied_event
+from .snapshot import ReplyResult, Snapshot, copied, copied_event, first_rows
 from .streaming import StreamEnd, joint, stream_reply
+from .unsaved import LastSave
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -62,12 +63,15 @@ CONTINUE_REQUEST = ("Continue your last reply exactly where it stopped, without 
 log = logging.getLogger("precis.chat")
 
 
-def _on_exact_counts(method):
-    """A change to the chat acts on exact counts: what the opening left to count_exactly and it has not counted (it
-    was stopped: the chat closed with changes queued behind it) is counted first."""
+def _a_change(method):
+    """A change to the chat saves first a reply whose last save failed (LastSave), or is refused with why
+    (StoreError): the store never holds a change made after a reply it holds in part. It acts on exact counts: what
+    the opening left to count_exactly and it has not counted (the chat closed with changes queued behind it) is
+    counted first."""
 
     @functools.wraps(method)
     def counted_first(self: ChatSession, *args, **kwargs):
+        self.last_save.retry()
         if self._uncounted:  # only build_engine leaves any
             self.built_engine.count_exactly(self._uncounted)
             self._uncounted = []
@@ -104,6 +108,7 @@ class ChatSession:
         self._uncounted: list[Message] = []
         # What was archived when rows were last built (None: build them with the next snapshot).
         self._rows_hidden: dict[str, str] | None = None
+        self.last_save = LastSave()  # the last reply's, tried again while it fails (save_unsaved)
 
     @property
     def built_engine(self) -> ContextEngine:
@@ -118,20 +123,7 @@ class ChatSession:
         """What the window paints first: the chat's last FIRST_ROWS messages with the summaries that archived
         them, read straight from the store (no engine, nothing counted). `partial`: the whole chat comes with the
         engine (build_engine), a moment later."""
-        store, chat_id = self.store, self.chat_id
-        messages = store.load_last_messages(chat_id, FIRST_ROWS)
-        active = [r for r in store.load_records(chat_id) if r.status == "active"]
-        archived_by = store.archived_by(chat_id) if active else {}
-        active_ids = {r.id for r in active}
-        # As the engine's rule (Archive.is_archived): a pinned message is never hidden. (The chat's opening, also
-        # never hidden, is not among the last rows of a chat long enough to have summaries.)
-        hidden = {m.id: archived_by[m.id] for m in messages
-                  if archived_by.get(m.id) in active_ids and not m.pinned}
-        settings = with_overrides(store.get_chat(chat_id).settings, self.overrides)
-        rows = build_rows(messages, active, hidden)
-        return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
-                        versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows),
-                        draft=store.get_draft(chat_id))
+        return first_rows(self.store, self.chat_id, self.overrides, FIRST_ROWS)
 
     def build_engine(self, estimate: bool = True) -> Snapshot:
         """The chat's engine, with the counts saved for it. With `estimate`, a chat with many messages not counted yet
@@ -147,6 +139,7 @@ class ChatSession:
         if self._detach is not None:
             self._detach()
         self._not_saved = None
+        self.last_save.forget()  # the engine is the store's now
         self._detach = attach_engine(self.store, self.chat_id, engine, on_error=self._save_failed)
         engine.subscribe(self._events.append)  # not a closure over the session: no reference cycle through it
         self.engine = engine
@@ -204,13 +197,7 @@ class ChatSession:
         if name in self.settings.allowed_tools:
             return
         self.settings = self.settings.model_copy(update={"allowed_tools": [*self.settings.allowed_tools, name]})
-        try:
-            stored = self.store.get_chat(self.chat_id).settings
-            if name not in stored.allowed_tools:
-                self.store.update_chat_settings(
-                    self.chat_id, stored.model_copy(update={"allowed_tools": [*stored.allowed_tools, name]}))
-        except StoreError as exc:
-            log.warning("%s stays allowed only while the chat is open: %s", name, exc)
+        keep_allowed_tool(self.store, self.chat_id, name)
 
     def reload_if_changed(self) -> Snapshot | None:
         """The chat as stored now if another process changed it (added messages or summaries this engine does not
@@ -219,6 +206,11 @@ class ChatSession:
         store refused this engine's last summary or undo, else None."""
         engine = self.engine
         if engine is None:
+            return None
+        was_unsaved = self.last_save.unsaved is not None
+        try:
+            self.last_save.retry()  # before the store is read: the engine holds that reply whole
+        except StoreError:
             return None
         last = engine.messages[-1] if engine.messages else None
         stored = self.store.chat_fingerprint(self.chat_id)
@@ -229,7 +221,7 @@ class ChatSession:
         if (self._not_saved is None and stored == ours
                 and with_overrides(stored.settings, self.overrides) == self.settings
                 and policy_of(stored.summarization, self.settings) == engine.policy):
-            return None
+            return self.snapshot() if was_unsaved else None  # saved now: the window no longer says it is not
         return self.build_engine(estimate=False)
 
     def _save_failed(self, error: StoreError) -> None:
@@ -242,19 +234,11 @@ class ChatSession:
         if self._not_saved is not None:
             raise self._not_saved
 
-    def _calibrate(self, raw_estimate: int, actual: int) -> None:
-        """Correct the counts from the prompt tokens the model reported, and keep the correction for this model, so
-        that the chat opened afresh counts what it counted live (the gauge went from 944 tokens to 357)."""
-        counter = self.built_engine.counter
-        if counter.calibrate(raw_estimate, actual):
-            saved = dict(self.store.get_setting(CALIBRATION_KEY) or {})
-            saved[calibration_name(self.provider, counter)] = list(counter.calibration)
-            try:
-                self.store.set_setting(CALIBRATION_KEY, saved)
-            except StoreError as exc:  # a read-only store: learned again next time, the reply is what matters
-                log.warning("the token-count correction was not saved: %s", exc)
-
     def close(self) -> None:
+        try:  # a last try: the chat is closing, and what is unsaved of its reply goes with its engine
+            self.last_save.retry()
+        except StoreError as exc:
+            log.warning("the chat closed with its last reply not saved whole: %s", exc)
         if self._detach is not None:
             self._detach()
             self._detach = None
@@ -279,6 +263,7 @@ class ChatSession:
                         summarizable=engine.can_summarize(), recalled=list(self._recalled),
                         over_budget=note, draft_room=draft_room(engine, usage, note), versions=dict(self.versions), folded=folded,
                         counting=engine.counter.estimating, rows=rows, row_index=index,
+                        unsaved=self.last_save.unsaved,
                         **(self._next_prompt(engine) if self.shows_prompt else {}))
 
     def _next_prompt(self, engine: ContextEngine) -> dict:
@@ -290,7 +275,7 @@ class ChatSession:
         return {"prompt": prompt_parts(engine, prompt), "prompt_request": json.dumps(body, indent=2, ensure_ascii=False)}
 
     # ---- changes (worker thread) ------------------------------------------------------------------------
-    @_on_exact_counts
+    @_a_change
     def add_messages(self, messages: list[Message]) -> Snapshot:
         """Save and append messages (a user message, tool exchanges); the engine may summarize on the way."""
         self.store.add_messages(self.chat_id, messages)
@@ -298,7 +283,7 @@ class ChatSession:
             self.built_engine.append(message)
         return self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     def reply(self, placeholder: Message, *, on_text: Callable[[str], object], cancel: CancelToken,
               regenerate: bool = False, on_progress: Callable[[int, int], object] | None = None,
               tool_choice: str = AUTO) -> ReplyResult:
@@ -331,8 +316,9 @@ class ChatSession:
                 # The tool definitions were sent with it; a forced reply may have been sent with its tool alone
                 # (openai_compat), so its count corrects nothing.
                 if usage is not None and usage.prompt_tokens and tool_choice == AUTO:
-                    self._calibrate(self.built_engine.counter.prompt_raw_tokens(prompt.messages)
-                                    + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
+                    keep_calibration(self.store, self.provider, self.built_engine.counter,
+                                     self.built_engine.counter.prompt_raw_tokens(prompt.messages)
+                                     + self.built_engine.setup.tool_tokens, usage.prompt_tokens)
             except ContextLengthExceeded as exc:
                 if attempt == 1 and not received:
                     try:
@@ -349,10 +335,13 @@ class ChatSession:
         # created_at stays the placeholder's, as saved: the store and the engine hold the same message.
         final = self._finished(placeholder, "".join(received), problem, finish).with_changes(tool_calls=calls,
                                                                                             sent=sent)
-        if regenerate:
-            self.versions[final.id] = self.store.save_version(self.chat_id, final)
-        else:
-            self.store.update_message(self.chat_id, final)
+        def save() -> None:
+            if regenerate:
+                self.versions[final.id] = self.store.save_version(self.chat_id, final)
+            else:
+                self.store.update_message(self.chat_id, final)
+
+        self.last_save.attempt(final.id, save)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
@@ -380,7 +369,7 @@ class ChatSession:
         cut_at = self.max_reply_tokens if problem is None and finish == "length" else None
         return reply.with_changes(content=content, incomplete=problem is not None, cut_at=cut_at)
 
-    @_on_exact_counts
+    @_a_change
     def continue_reply(self, message_id: str, *, on_text: Callable[[str], object], cancel: CancelToken) -> ReplyResult:
         """Ask the model to go on with the last reply (one cut at its token limit, or stopped) and append what it
         writes to that same reply, saved (with the version shown, if it has versions) and counted."""
@@ -399,10 +388,16 @@ class ChatSession:
             problem = str(exc)
         text = "".join(received)
         final = self._finished(last, last.content + joint(last.content, text) + text, problem, finish)
-        self.store.save_shown_version(self.chat_id, final)
+        self.last_save.attempt(final.id, lambda: self.store.save_shown_version(self.chat_id, final))
         self.built_engine.remove_last(last.id)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
+
+    def save_unsaved(self) -> Snapshot:
+        """Save whole the reply whose last save failed (Save again); StoreError, and it stays unsaved, if it fails
+        again."""
+        self.last_save.retry()
+        return self.snapshot()
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
@@ -427,7 +422,7 @@ class ChatSession:
                             temperature=self.temperature, on_progress=on_progress, tools=self.tools,
                             tool_choice=tool_choice)
 
-    @_on_exact_counts
+    @_a_change
     def show_version(self, message_id: str, position: int) -> Snapshot:
         """Show (and send from now on) another version of the last reply, or of the user's last message with the
         branch it began (its reply and that reply's versions). The messages after it go with the version shown
@@ -444,7 +439,7 @@ class ChatSession:
         self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     def edit_last(self, message_id: str, text: str) -> Snapshot:
         """The user's last message says `text` from now on: a new version of it, and what followed it (its reply,
         that reply's versions) stays with the earlier version, to switch back to (show_version). Nothing is
@@ -466,20 +461,20 @@ class ChatSession:
         self.versions = self.store.versions(self.chat_id)
         return self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     def set_pinned(self, message_id: str, pinned: bool) -> Snapshot:
         self.built_engine.set_pinned(message_id, pinned)
         message = next(m for m in reversed(self.built_engine.messages) if m.id == message_id)
         self.store.update_message(self.chat_id, message)
         return self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     def summarize_if_due(self) -> Snapshot | None:
         """An automatic summary if the policy calls for one now (a chat opened past its trigger); else None, unless
         one was tried and not kept (it saved nothing), which the snapshot's events tell."""
         return None if self.built_engine.maybe_summarize() is None and not self._events else self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     @collector_paused()
     def summarize_now(self, instructions: str | None = None, up_to: str | None = None) -> Snapshot:
         """A manual summary, optionally only of the messages up to and including `up_to`. Without full collections,
@@ -489,7 +484,7 @@ class ChatSession:
         self._saved()
         return self.snapshot()
 
-    @_on_exact_counts
+    @_a_change
     @collector_paused()
     def undo_last(self) -> Snapshot:
         self._not_saved = None

@@ -13,8 +13,10 @@ from ..model.bulk import collector_paused
 from ..model.messages import Message
 from ..model.records import SummaryRecord
 from ..settings import SummarizationPolicy
-from ..storage.store import Versions
-from .rows import ArchivedRows, Row, archived_rows
+from ..storage.chats import effective_policy, with_overrides
+from ..storage.store import Store, Versions
+from .rows import ArchivedRows, Row, archived_rows, build_rows, row_index
+from .unsaved import UnsavedReply
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,8 @@ class Snapshot:
     prompt_request: str | None = None
     # How many messages' counts are stand-ins from their lengths, still being counted (ChatSession.count_exactly).
     counting: int = 0
+    # The last reply, if its last save failed: shown whole, stored in part (ChatSession.save_unsaved).
+    unsaved: UnsavedReply | None = None
     # The conversation's rows, built here on the worker (a long chat's took the window's thread a fifth of a second)
     # when what is archived changed since the last snapshot; else None (the rows shown still hold). Handed to the view.
     rows: list[Row] | None = None
@@ -90,6 +94,12 @@ class ReplyResult:
     kept: bool = True
 
     @property
+    def unsaved(self) -> UnsavedReply | None:
+        """The reply's last save failed: it is shown whole, stored in part."""
+        unsaved = self.snapshot.unsaved
+        return unsaved if unsaved is not None and unsaved.message_id == self.message.id else None
+
+    @property
     def failure(self) -> str | None:
         """What went wrong, to be shown as an error beside the reply: not the user's own Stop."""
         return None if self.stopped else self.problem
@@ -108,3 +118,21 @@ def copied_record(record: SummaryRecord) -> SummaryRecord:
     messages it covers is shared: it never changes once made, and copied it was a model per message of a long chat,
     on every snapshot (about 35 MB and a quarter of a second at 100,000 messages)."""
     return copy.deepcopy(record, {id(record.covered): record.covered})
+
+
+def first_rows(store: Store, chat_id: str, overrides: dict, count: int) -> Snapshot:
+    """ChatSession.load_rows: the chat's last `count` messages with the summaries that archived them, read straight
+    from the store."""
+    messages = store.load_last_messages(chat_id, count)
+    active = [r for r in store.load_records(chat_id) if r.status == "active"]
+    archived_by = store.archived_by(chat_id) if active else {}
+    active_ids = {r.id for r in active}
+    # As the engine's rule (Archive.is_archived): a pinned message is never hidden. (The chat's opening, also
+    # never hidden, is not among the last rows of a chat long enough to have summaries.)
+    hidden = {m.id: archived_by[m.id] for m in messages
+              if archived_by.get(m.id) in active_ids and not m.pinned}
+    settings = with_overrides(store.get_chat(chat_id).settings, overrides)
+    rows = build_rows(messages, active, hidden)
+    return Snapshot(chat_id, messages, hidden, active, None, effective_policy(store, settings),
+                    versions=store.versions(chat_id), partial=True, rows=rows, row_index=row_index(rows),
+                    draft=store.get_draft(chat_id))

@@ -111,7 +111,7 @@ class ToolLoop:
             turn.replies.append(result)
             on_reply(result)
             calls = result.message.tool_calls
-            if not calls or result.problem:
+            if not calls or result.problem or result.unsaved:  # a call not saved is not run: nothing would say it was
                 turn.ended = "stopped" if cancel.cancelled else result.problem or ""
                 if not turn.ended and force is not None and len(turn.replies) == 1:  # a server may not hold to it
                     turn.ended = f"the model answered without calling {force}, which /use asked for"

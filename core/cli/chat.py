@@ -294,6 +294,12 @@ class TerminalChat:
             self._reload()
             return exit_code(exc)
         self.out.write(shown.end())
+        if result.unsaved:  # shown whole, stored in part: the next message saves it first
+            self.out.write("\n")
+            print(f"precis chat: the reply above was not saved whole: {result.unsaved.why} Your next message saves "
+                  "it first.", file=self.err, flush=True)
+            self.tell(result.snapshot)
+            return STORE_FAILED
         problem = None if cancel.cancelled else result.problem
         _end_line(bool(result.message.content), cancel.cancelled, problem, result.cut_at, self.out, self.err,
                   go_on="/continue goes on, ")

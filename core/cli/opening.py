@@ -10,11 +10,12 @@ from typing import TextIO
 from ..storage.store import Store, open_store
 
 
-def open_cli_store(data_dir: str | os.PathLike[str] | None, err: TextIO | None = None) -> Store:
+def open_cli_store(data_dir: str | os.PathLike[str] | None, err: TextIO | None = None, *,
+                   newer_read_only: bool = False) -> Store:
     """open_store for a command, telling `err` (standard error unless given) what the user should hear: each thing
-    once, however many of the command's writes wait for the same lock."""
+    once, however many of the command's writes wait for the same lock. `newer_read_only`: see open_store."""
     stream = err or sys.stderr
-    store = open_store(data_dir)
+    store = open_store(data_dir, newer_read_only=newer_read_only)
     said: set[str] = set()
 
     def say(text: str) -> None:

@@ -7,6 +7,8 @@ import sys
 import textwrap
 
 import click
+from pydantic import ValidationError
+from sqlalchemy.exc import SQLAlchemyError
 
 from ..context.budget import over_budget
 from ..context.engine import ContextEngine
@@ -102,7 +104,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
 def chats(data_dir: str | None) -> int:
     """List stored chats."""
     try:
-        with open_cli_store(data_dir) as store:
+        with open_cli_store(data_dir, newer_read_only=True) as store:  # a newer Precis's too: read, never written
             stored = store.list_chats()
     except StoreError as exc:
         return _fail("chats", exc)
@@ -121,9 +123,9 @@ def chats(data_dir: str | None) -> int:
 def export(chat: str, format_: str, output: str | None, data_dir: str | None) -> int:
     """Write CHAT (its id, a unique prefix of it, or its exact title) as interchange JSONL, OpenAI chat JSON or Markdown."""
     try:
-        with open_cli_store(data_dir) as store:
+        with open_cli_store(data_dir, newer_read_only=True) as store:
             exported = export_chat(store, store.find_chat(chat).id, format_)
-    except StoreError as exc:
+    except (StoreError, SQLAlchemyError, ValidationError) as exc:  # a newer Precis's rows this one cannot read
         return _fail("export", exc)
     if output:
         try:

@@ -20,6 +20,9 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 OFFICIAL_HOSTS = {"openai": "api.openai.com", "anthropic": "api.anthropic.com"}
 # Set to 1 to send a key over plain HTTP to a host that is not this machine (a trusted network only).
 ALLOW_HTTP_KEY_ENV = "PRECIS_ALLOW_HTTP_KEY"
+# Keys typed in Settings that the keyring did not keep (a backend that stores nothing), by keyring entry: used until
+# Precis closes, in this process's memory only (never the database, a log or a settings file).
+_SESSION_KEYS: dict[str, str] = {}
 
 
 def _official(kind: str, base_url: str | None) -> bool:
@@ -59,6 +62,8 @@ def api_key_for(kind: str, base_url: str | None = None) -> str | None:
     env = KEY_ENV.get(kind)
     if env and os.environ.get(env) and _official(kind, base_url):
         return os.environ[env]
+    if _keyring_user(kind, base_url) in _SESSION_KEYS:
+        return _SESSION_KEYS[_keyring_user(kind, base_url)]
     try:
         import keyring
         from keyring.errors import KeyringError
@@ -71,17 +76,29 @@ def api_key_for(kind: str, base_url: str | None = None) -> str | None:
         return None
 
 
-def save_api_key(kind: str, key: str, base_url: str | None = None) -> None:
-    """Store a key in the OS keyring for the server at `base_url` (None: the official host); raises AuthError with
-    the reason if there is no usable keyring."""
+def save_api_key(kind: str, key: str, base_url: str | None = None) -> str | None:
+    """Store a key in the OS keyring for the server at `base_url` (None: the official host), read back to be sure:
+    a backend may store nothing without a word (keyring.backends.null, a misconfigured one). One that did not keep it
+    (or failed) leaves the key in use until Precis closes, and what to tell the user is returned; None when stored."""
     import keyring
     from keyring.errors import KeyringError
 
+    user = _keyring_user(kind, base_url)
+    backend = type(keyring.get_keyring())
     try:
-        keyring.set_password(KEYRING_SERVICE, _keyring_user(kind, base_url), key)
+        keyring.set_password(KEYRING_SERVICE, user, key)
+        kept = keyring.get_password(KEYRING_SERVICE, user) == key
+        why = f"the keyring in use ({backend.__module__}.{backend.__qualname__}) keeps nothing"
     except (KeyringError, RuntimeError, OSError) as exc:
-        raise AuthError(f"cannot store the {kind} key in the OS keyring ({type(exc).__name__}); "
-                        f"set {KEY_ENV.get(kind, 'the key')} in the environment instead") from None
+        kept, why = False, f"the OS keyring refused it ({type(exc).__name__})"
+    if kept:
+        _SESSION_KEYS.pop(user, None)
+        return None
+    _SESSION_KEYS[user] = key
+    instead = (f"set {KEY_ENV[kind]} in the environment before starting Precis" if _official(kind, base_url) and
+               kind in KEY_ENV else f"store it in a working keyring (service {KEYRING_SERVICE}, user {user})")
+    return (f"The {kind} API key could not be stored: {why}. It is used until Precis closes, and kept nowhere. "
+            f"To keep it, {instead}.")
 
 
 def check_connection(provider: Provider) -> str:

@@ -26,7 +26,7 @@ from ..settings import (
     policy_errors,
 )
 from ..summary.summarizers import Summarizer, make_summarizer
-from .store import Store
+from .store import Store, StoreError
 
 log = logging.getLogger("precis.chats")
 
@@ -62,6 +62,29 @@ def counter_for(provider: Provider | None, store: Store | None = None) -> TokenC
 def calibration_name(provider: Provider, counter: TokenCounter) -> str:
     """What a count correction is saved under: the model and the tokenizer it corrects."""
     return f"{provider.name} {provider.model} / {counter.name}"
+
+
+def keep_calibration(store: Store, provider: Provider, counter: TokenCounter, raw_estimate: int, actual: int) -> None:
+    """Correct the counts from the prompt tokens the model reported, and keep the correction for this model, so
+    that the chat opened afresh counts what it counted live (the gauge went from 944 tokens to 357)."""
+    if counter.calibrate(raw_estimate, actual):
+        saved = dict(store.get_setting(CALIBRATION_KEY) or {})
+        saved[calibration_name(provider, counter)] = list(counter.calibration)
+        try:
+            store.set_setting(CALIBRATION_KEY, saved)
+        except StoreError as exc:  # a read-only store: learned again next time, the reply is what matters
+            log.warning("the token-count correction was not saved: %s", exc)
+
+
+def keep_allowed_tool(store: Store, chat_id: str, name: str) -> None:
+    """Tool `name` runs without asking in this chat from now on, kept in its stored settings; a store that cannot
+    keep it (read-only): allowed while the chat is open, and logged."""
+    try:
+        stored = store.get_chat(chat_id).settings
+        if name not in stored.allowed_tools:
+            store.update_chat_settings(chat_id, stored.model_copy(update={"allowed_tools": [*stored.allowed_tools, name]}))
+    except StoreError as exc:
+        log.warning("%s stays allowed only while the chat is open: %s", name, exc)
 
 
 def effective_policy(store: Store, settings: ChatSettings) -> SummarizationPolicy:

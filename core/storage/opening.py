@@ -159,7 +159,8 @@ def check_existing(path: Path) -> int:
     if version > SCHEMA_VERSION:
         raise StoreTooNew(
             f"{path} was written by a newer Precis (schema {version}; this one knows up to {SCHEMA_VERSION}). "
-            "It was not changed; update Precis to open it.")
+            "It was not changed; update Precis to open it, or export its chats read-only meanwhile (`precis export CHAT`, "
+            "or Export chats… in the window's box).")
     return version
 
 

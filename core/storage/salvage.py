@@ -11,7 +11,7 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,11 @@ from .schema import SCHEMA_VERSION
 TABLES = ("chat", "setting", "message", "summary", "message_version", "prompt_setup")
 RECOVERED_CHAT_TITLE = "Recovered messages"  # a chat whose own row was lost, made for its messages to belong to
 SMALLEST_ROWID, LARGEST_ROWID = -(2 ** 63), 2 ** 63 - 1
+# Each table's rows in words: (one, several).
+TABLE_WORDS = {"chat": ("chat", "chats"), "setting": ("setting", "settings"), "message": ("message", "messages"),
+               "summary": ("summary", "summaries"),
+               "message_version": ("earlier version of a reply", "earlier versions of replies"),
+               "prompt_setup": ("record of what was sent", "records of what was sent")}
 
 
 @dataclass
@@ -37,10 +42,30 @@ class Recovery:
     def lost_anything(self) -> bool:
         return bool(self.chats_remade or any(self.left_out.values()))
 
+    def report(self) -> list[str]:
+        """What was kept, what could not be read and where the damaged file is, a sentence each (`precis recover`
+        prints them; the window's Recover… shows them)."""
+        kept = ", ".join(_count(self.kept[table], words) for table, words in TABLE_WORDS.items() if self.kept.get(table))
+        lines = [f"Recovered {kept or 'nothing'}."]
+        unread = [f"{self.left_out[table]:,} in the {words[1]}" for table, words in TABLE_WORDS.items()
+                  if self.left_out.get(table)]
+        if unread:
+            lines.append(f"Could not be read (damaged rows, or stretches of them): {'; '.join(unread)}.")
+        if self.chats_remade:
+            lines.append(f"{_count(self.chats_remade, ('chat', 'chats'))} had lost their own record; their messages "
+                         f"are kept in chats titled {RECOVERED_CHAT_TITLE!r}.")
+        lines.append(f"The damaged file is kept as {self.damaged_copy}.")
+        return lines
 
-def recover(folder: Path, db_name: str) -> Recovery:
+
+def _count(n: int, words: tuple[str, str]) -> str:
+    return f"{n:,} {words[0] if n == 1 else words[1]}"
+
+
+def recover(folder: Path, db_name: str, on_table: Callable[[int, str], object] | None = None) -> Recovery:
     """Replace the damaged database `folder/db_name` with what can still be read of it (see the module's text).
-    Refuses a sound file, one from a newer Precis, and one of which not even the list of tables can be read."""
+    Refuses a sound file, one from a newer Precis, and one of which not even the list of tables can be read.
+    `on_table(n, table)` is told as the n-th of TABLES (from 0) begins to be read."""
     path = folder / db_name
     if not path.exists():
         raise StoreError(f"there is no database to recover at {path}")
@@ -52,7 +77,7 @@ def recover(folder: Path, db_name: str) -> Recovery:
         create_database_file(new, stat.S_IMODE(path.stat().st_mode))
         try:
             migrate(new)
-            recovery = _copy_readable(path, new)
+            recovery = _copy_readable(path, new, on_table or (lambda _n, _table: None))
             recovery.damaged_copy = _set_aside(path)
         except BaseException:
             for suffix in ("", "-wal", "-shm"):
@@ -95,14 +120,15 @@ class _reading:
         self.conn.close()
 
 
-def _copy_readable(path: Path, new: Path) -> Recovery:
+def _copy_readable(path: Path, new: Path, on_table: Callable[[int, str], object]) -> Recovery:
     recovery = Recovery()
     target = sqlite3.connect(new, isolation_level=None)
     try:
         target.execute("PRAGMA foreign_keys=ON")
         target.execute("BEGIN IMMEDIATE")
         with _reading(path) as source:
-            for table in TABLES:
+            for n, table in enumerate(TABLES):
+                on_table(n, table)
                 _copy_table(source, target, table, recovery)
         _show_unarchived(target)
         target.execute("COMMIT")

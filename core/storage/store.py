@@ -90,11 +90,12 @@ class ChatInfo:
 MIN_ID_PREFIX = 4
 
 
-def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
+def open_store(data_dir: str | os.PathLike[str] | None = None, *, newer_read_only: bool = False) -> Store:
     """Open (creating or migrating) the store in `data_dir` (default: PRECIS_HOME or the user data folder).
 
     A store we may not write (a read-only folder or file) opens read-only when it is already current: reading
-    commands work, and writes fail naming the file."""
+    commands work, and writes fail naming the file. One a newer Precis wrote is refused (StoreTooNew), or with
+    `newer_read_only` opened read-only for what this one can read of it (listing, exporting): never written."""
     try:
         folder = resolve_data_dir(data_dir)
     except OSError as exc:
@@ -105,14 +106,16 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
     exists = path.exists() and path.stat().st_size > 0
     writable = os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
     if exists and not writable:
-        version = check_existing(path)
+        version = _version_allowing_newer(path, newer_read_only)
+        if version > SCHEMA_VERSION:
+            return _newer(path)
         if version != SCHEMA_VERSION:
             raise StoreWriteError(f"{path} needs an upgrade (schema {version} to {SCHEMA_VERSION}) but is "
                                   "read-only; make it writable once")
         return Store(path, read_only=True)
     with migration_lock(folder / LOCK_NAME):
-        if exists:
-            check_existing(path)
+        if exists and _version_allowing_newer(path, newer_read_only) > SCHEMA_VERSION:
+            return _newer(path)
         notice = empty_file_notice(path)  # under the lock: another Precis may have just made it a database
         try:
             migrate(path)
@@ -120,6 +123,23 @@ def open_store(data_dir: str | os.PathLike[str] | None = None) -> Store:
             raise StoreWriteError(f"could not prepare {path}: {exc}; the file was left as it was") from None
     store = Store(path)
     store.opening_notice = notice
+    return store
+
+
+def _version_allowing_newer(path: Path, newer_read_only: bool) -> int:
+    """check_existing, with a newer schema's version returned rather than refused when `newer_read_only`."""
+    try:
+        return check_existing(path)
+    except StoreTooNew:
+        if not newer_read_only:
+            raise
+        return SCHEMA_VERSION + 1
+
+
+def _newer(path: Path) -> Store:
+    store = Store(path, read_only=True)
+    store.opening_notice = (f"{path} was written by a newer Precis: opened read-only, to list and export what this "
+                            "one can read of it. It is not changed.")
     return store
 
 
