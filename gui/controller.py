@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from ..core.chat.commands import REGISTRY, CommandResult, SlashCommand, run_command, tool_messages
 from ..core.chat.session import ChatSession
 from ..core.chat.snapshot import Snapshot
+from ..core.chat.unsaved import UnsavedReply
 from ..core.model.messages import Message
 from ..core.providers.base import CancelToken, Provider
 from ..core.providers.registry import api_key_for, save_api_key
@@ -61,6 +62,8 @@ class ChatController(QObject):
     _store_waiting = Signal(str)  # the same, from the writing thread
     # A summary or an undo of one is being made on the open chat (True), or no longer (another chat's goes on).
     summarizing = Signal(bool)
+    # A chat was closed (another opened) while its last reply was still not saved whole: kept. Its id, the UnsavedReply.
+    reply_kept = Signal(str, object)
 
     def __init__(self, store: Store, provider: Provider | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -71,6 +74,9 @@ class ChatController(QObject):
         self.store_calls = StoreCalls(store, parent=self)  # the window's own store calls: chat list, search, settings
         self.chat_runner: Runner | None = None
         self._retired: set[Runner] = set()  # runners of closed chats, finishing their last jobs
+        # Sessions of chats left while their last reply was not saved whole (ChatSession.close): kept, the reply whole
+        # in their engine, until the chat is opened again (and saved then, or still offered to Save again).
+        self._kept: dict[str, ChatSession] = {}
         self.session: ChatSession | None = None
         self.snapshot: Snapshot | None = None
         self.reply_job: Job | None = None
@@ -147,7 +153,8 @@ class ChatController(QObject):
         stand-in counts), then their counts, then a summary it is due. Queued together: whatever the user does
         meanwhile runs after them, on exact counts."""
         self.close()
-        self.session = session = ChatSession(self.store, chat_id, self.model.provider)
+        kept = self._kept.pop(chat_id, None)
+        self.session = session = kept or ChatSession(self.store, chat_id, self.model.provider)
         session.shows_prompt = self.shows_prompt
         self.chat_runner = Runner(max_threads=1, parent=self)
         if chat_id in self._summary_work:  # its summary, asked for before it was closed, is still being made
@@ -166,7 +173,9 @@ class ChatController(QObject):
                     "summarize the older messages", lambda _job: session.summarize_if_due(),
                     lambda snap: snap is not None and self.apply(snap)), "summarize")
 
-        self.run_on_chat("count the context", lambda _job: session.build_engine(), built)
+        # A session kept with its reply not saved whole (_keep) tries again; else it shows that reply still whole.
+        self.run_on_chat("count the context", lambda _job: (session.reload_if_changed() or session.snapshot())
+                         if kept is not None else session.build_engine(), built)
         self.count_job = counting = self.run_on_chat(
             "count the tokens", lambda job: session.count_exactly(job.cancel_token, job.report), counted)
         counting.progress.connect(self.apply)
@@ -199,7 +208,39 @@ class ChatController(QObject):
         # apply) and closes the session after its last job.
         self._retired.add(runner)
         last = runner.submit("close the chat", lambda _job: session.close())
+        last.succeeded.connect(lambda unsaved: unsaved is not None and self._keep(session, unsaved))
         last.finished.connect(lambda: self._retire(runner))
+
+    def _keep(self, session: ChatSession, unsaved: UnsavedReply) -> None:
+        """A chat left with its last reply still not saved whole: its session is kept, with the reply whole, to be
+        saved when the chat is opened again (or as the window closes); reply_kept tells of it."""
+        if not self.is_open(session.chat_id):  # else opened again meanwhile, with this very session
+            self._kept[session.chat_id] = session
+            self.reply_kept.emit(session.chat_id, unsaved)
+
+    def unsaved_replies(self) -> list[UnsavedReply]:
+        """The replies not saved whole: the open chat's last one, and those of chats left since (kept)."""
+        sessions = [*([self.session] if self.session is not None else []), *self._kept.values()]
+        return [unsaved for session in sessions if (unsaved := session.last_save.unsaved) is not None]
+
+    def save_unsaved(self, done: Callable[[list[UnsavedReply]], Any]) -> None:
+        """Try again to save every reply not saved whole (unsaved_replies); `done(those still not saved)`."""
+        session, kept = self.session, dict(self._kept)
+        jobs = [self.run("save the replies", lambda _job: [s.chat_id for s in kept.values() if s.close() is None],
+                         "Saving the replies not saved whole…")]
+        jobs[0].succeeded.connect(lambda saved: [self._kept.pop(chat_id, None) for chat_id in saved])
+        if session is not None and session.last_save.unsaved is not None:
+            jobs.append(self.run_on_chat("save the reply", lambda _job: session.save_unsaved(), self.apply,
+                                         lambda _error: None))
+        waiting = len(jobs)
+
+        def ended() -> None:
+            nonlocal waiting
+            waiting -= 1
+            if not waiting:
+                done(self.unsaved_replies())
+        for job in jobs:
+            job.finished.connect(ended)
 
     def _retire(self, runner: Runner) -> None:
         """A closed chat's runner has finished its last job. Its pool goes too once another chat's runner has taken

@@ -36,6 +36,7 @@ from ..core.storage.store import Store
 from .appearance import AppearanceControl
 from .chat_list import ChatList
 from .chat_switching import ChatSwitcher
+from .closing import OPEN_THAT_CHAT, CloseGuard
 from .composer import Composer
 from .consent_card import ConsentCard
 from .controller import SUMMARY_WORK, ChatController
@@ -141,6 +142,7 @@ class MainWindow(QMainWindow):
                                             [self.conversation, self.inspector.archived_view], [self.composer.edit])
         self.menus = Menus(self, self.appearance, self.handlers)
         self.draft_count = DraftCount(self.composer, self.chat)
+        self.close_guard = CloseGuard(self, self.chat, self.status)
         self.actions = self.menus.actions
         self.theme_actions = self.menus.theme_actions
         self._connect()
@@ -209,7 +211,7 @@ class MainWindow(QMainWindow):
         chat, conversation, model = self.chat, self.conversation, self.conversation.rows_model
         self.switcher.connect()
         self.switcher.switched.connect(self.feedback.chat_switched)
-        self.switcher.switched.connect(self.sending.forget_edit)
+        self.switcher.switched.connect(self.sending.chat_switched)
         self.switcher.title_changed.connect(self.setWindowTitle)
         self.switcher.shown.connect(self.update_actions)
         self.switcher.shown.connect(self.snapshot_shown.emit)
@@ -226,6 +228,10 @@ class MainWindow(QMainWindow):
         chat.store_calls.write_ended.connect(lambda: chat.busy or self.status.idle())
         chat.work_finished.connect(lambda: chat.busy or self.status.idle())
         chat.failed.connect(self.feedback.job_failed)
+        chat.reply_kept.connect(lambda chat_id, unsaved: self.status.offer_undo(
+            f"The chat you left has a reply not saved whole ({unsaved.why.rstrip('.')}): it is kept whole, to save "
+            "when that chat is open again; closing Precis asks first.", OPEN_THAT_CHAT,
+            lambda: self.open_chat(chat_id), lasting=True))
         chat.model.notice.connect(self.status.tell)
         chat.store_calls.failed.connect(self.feedback.job_failed)
         chat.model.state_changed.connect(
@@ -436,7 +442,11 @@ class MainWindow(QMainWindow):
 
     # ---- closing ------------------------------------------------------------------------------------------------
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
-        """Stop the work cleanly: a reply being received is cancelled and what arrived is saved."""
+        """Stop the work cleanly: a reply being received is cancelled and what arrived is saved. While a reply is not
+        saved whole, the user is asked first (CloseGuard) and the window stays open until they choose."""
+        if not self.close_guard.allows_close():
+            event.ignore()
+            return
         self.switcher.closing = True
         if self.remembers_size:
             remember_size(self, self.chat.store_calls.set_setting)

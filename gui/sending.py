@@ -192,9 +192,11 @@ class Sender(QObject):
                                "this one and its reply (Esc cancels).")
         self.composer.edit.setFocus()
 
-    def forget_edit(self) -> None:
-        """Another chat opens: the message being edited is not this chat's."""
+    def chat_switched(self) -> None:
+        """Another chat opens: the message being edited is not this chat's, nor the reply shown as not saved whole
+        (offered again, Save again with it, if its chat is opened again while it still is not)."""
         self.editing = None
+        self._unsaved = None
 
     def cancel_edit(self) -> None:
         if self.editing is not None:

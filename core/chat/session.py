@@ -42,7 +42,7 @@ from .rows import build_rows, hidden_messages, row_index, switchable_start
 from .sent_prompts import NotRebuilt, keep_sent, sent_prompt
 from .snapshot import ReplyResult, Snapshot, copied, copied_event, first_rows
 from .streaming import StreamEnd, joint, stream_reply
-from .unsaved import LastSave
+from .unsaved import LastSave, UnsavedReply
 
 # A streamed reply is saved this often while it arrives, so a crash keeps what was received.
 SAVE_EVERY_S = 1.0
@@ -234,14 +234,18 @@ class ChatSession:
         if self._not_saved is not None:
             raise self._not_saved
 
-    def close(self) -> None:
-        try:  # a last try: the chat is closing, and what is unsaved of its reply goes with its engine
+    def close(self) -> UnsavedReply | None:
+        """Stop saving the engine's changes once its last reply is saved whole (tried once more here); else that reply
+        is returned and the session stays open, holding it whole, for whoever closes it to keep or tell of."""
+        try:
             self.last_save.retry()
         except StoreError as exc:
-            log.warning("the chat closed with its last reply not saved whole: %s", exc)
+            log.warning("the chat's last reply is still not saved whole: %s", exc)
+            return self.last_save.unsaved
         if self._detach is not None:
             self._detach()
             self._detach = None
+        return None
 
     def snapshot(self) -> Snapshot:
         engine = self.built_engine
@@ -341,7 +345,7 @@ class ChatSession:
             else:
                 self.store.update_message(self.chat_id, final)
 
-        self.last_save.attempt(final.id, save)
+        self.last_save.attempt(final, save)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
@@ -388,7 +392,7 @@ class ChatSession:
             problem = str(exc)
         text = "".join(received)
         final = self._finished(last, last.content + joint(last.content, text) + text, problem, finish)
-        self.last_save.attempt(final.id, lambda: self.store.save_shown_version(self.chat_id, final))
+        self.last_save.attempt(final, lambda: self.store.save_shown_version(self.chat_id, final))
         self.built_engine.remove_last(last.id)
         self.built_engine.append(final)
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..model.messages import Message
 from ..storage.store import StoreError
 
 log = logging.getLogger("precis.chat")
@@ -17,6 +18,8 @@ log = logging.getLogger("precis.chat")
 class UnsavedReply:
     message_id: str
     why: str
+    text: str  # the reply's whole text, shown: what Copy it copies while no save has kept it
+
 
     def words(self) -> str:
         """What the reply's row and the status bar say of it."""
@@ -34,21 +37,25 @@ class LastSave:
     def unsaved(self) -> UnsavedReply | None:
         return self._pending[0] if self._pending is not None else None
 
-    def attempt(self, reply_id: str, save: Callable[[], object]) -> None:
+    def attempt(self, reply: Message, save: Callable[[], object]) -> None:
         """Save; failing, the reply is kept to save again (retry) and `unsaved` says why."""
         try:
             save()
         except StoreError as exc:
             log.warning("the reply was not saved whole: %s", exc)
-            self._pending = UnsavedReply(reply_id, str(exc)), save
+            self._pending = UnsavedReply(reply.id, str(exc), reply.content), save
         else:
             self._pending = None
 
     def retry(self) -> None:
         """Save the unsaved reply, if any; StoreError, and it stays unsaved, if it fails again."""
         if self._pending is not None:
-            _unsaved, save = self._pending
-            save()
+            unsaved, save = self._pending
+            try:
+                save()
+            except StoreError as exc:  # why it failed this time
+                self._pending = UnsavedReply(unsaved.message_id, str(exc), unsaved.text), save
+                raise
             self._pending = None
 
     def forget(self) -> None:

@@ -359,8 +359,9 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                                     f"chat --chat {chat_id[:8]}` resumes.", terminal_width()), file=asides)
                 return _turns(chat, stdin, out, typed)
         finally:
-            if session is not None:
-                session.close()
+            if session is not None and (unsaved := session.close()) is not None:
+                print(f"precis chat: leaving with the last reply not saved whole ({unsaved.why.rstrip('.')}); the chat "
+                      "holds only the part saved before, the whole text is above.", file=sys.stderr, flush=True)
             # Nothing was said (or the chat never opened: Ctrl-C meanwhile): no empty chat left behind.
             if not options.chat and (session is None or session.engine is None or not session.engine.messages):
                 store.delete_chat(chat_id)
