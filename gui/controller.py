@@ -73,7 +73,7 @@ class ChatController(QObject):
         self.runner = Runner(parent=self)
         self.store_calls = StoreCalls(store, parent=self)  # the window's own store calls: chat list, search, settings
         self.chat_runner: Runner | None = None
-        self._retired: set[Runner] = set()  # runners of closed chats, finishing their last jobs
+        self._retired: dict[Runner, ChatSession] = {}  # runners of closed chats, finishing their last jobs
         # Sessions of chats left while their last reply was not saved whole (ChatSession.close): kept, the reply whole
         # in their engine, until the chat is opened again (and saved then, or still offered to Save again).
         self._kept: dict[str, ChatSession] = {}
@@ -206,7 +206,7 @@ class ChatController(QObject):
         # Never waited for on the GUI thread: the closed chat's worker finishes what it started (a summary under
         # way is saved by the engine's store hooks, so reopening does not redo it; its snapshot is dropped by
         # apply) and closes the session after its last job.
-        self._retired.add(runner)
+        self._retired[runner] = session
         last = runner.submit("close the chat", lambda _job: session.close())
         last.succeeded.connect(lambda unsaved: unsaved is not None and self._keep(session, unsaved))
         last.finished.connect(lambda: self._retire(runner))
@@ -245,14 +245,18 @@ class ChatController(QObject):
     def _retire(self, runner: Runner) -> None:
         """A closed chat's runner has finished its last job. Its pool goes too once another chat's runner has taken
         its place: the pool keeps every job it ran (and so whatever their closures held) while it lives."""
-        self._retired.discard(runner)
+        self._retired.pop(runner, None)
         if runner is not self.chat_runner:
             runner.deleteLater()
 
     def shutdown(self) -> None:
-        """Close the chat and cancel shared work without waiting (see finish_background_work)."""
+        """Close the chat and cancel shared work without waiting (see finish_background_work). A summary the model is
+        writing, of any chat, is written by the rules now: closing waited for the model (its time limit, its load)."""
         self._watch.stop()
         self.store.on_wait = None  # this window no longer says what the store waits for (the store may outlive it)
+        for session in (self.session, *self._retired.values()):
+            if session is not None:
+                session.stop_summary()
         self.close()
         self.runner.cancel_all()
 

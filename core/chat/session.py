@@ -229,14 +229,13 @@ class ChatSession:
         self._not_saved = error
 
     def _saved(self) -> None:
-        """A summary or undo asked for by the user was saved, or its refusal is raised (shown; the chat is loaded
-        again from the store by reload_if_changed)."""
+        """A summary or undo the user asked for was saved, or its refusal is raised (shown; reload_if_changed)."""
         if self._not_saved is not None:
             raise self._not_saved
 
     def close(self) -> UnsavedReply | None:
-        """Stop saving the engine's changes once its last reply is saved whole (tried once more here); else that reply
-        is returned and the session stays open, holding it whole, for whoever closes it to keep or tell of."""
+        """Stop saving the engine's changes once its last reply is saved whole (tried once more); else that reply is
+        returned and the session stays open, holding it whole, for whoever closes it to keep or tell of."""
         try:
             self.last_save.retry()
         except StoreError as exc:
@@ -246,6 +245,11 @@ class ChatSession:
             self._detach()
             self._detach = None
         return None
+
+    def stop_summary(self) -> None:
+        """Precis is closing: a summary the model is writing is written by the rules now (LLMSummarizer.stop)."""
+        if (stop := getattr(self.engine.summarizer if self.engine else None, "stop", None)) is not None:
+            stop()
 
     def snapshot(self) -> Snapshot:
         engine = self.built_engine
@@ -398,17 +402,15 @@ class ChatSession:
         return ReplyResult(final, self.snapshot(), problem, final.cut_at, problem is not None and cancel.cancelled)
 
     def save_unsaved(self) -> Snapshot:
-        """Save whole the reply whose last save failed (Save again); StoreError, and it stays unsaved, if it fails
-        again."""
+        """Save whole the reply whose last save failed (Save again); StoreError, still unsaved, if it fails again."""
         self.last_save.retry()
         return self.snapshot()
 
     def _stream(self, messages: list[Message], received: list[str], on_text: Callable[[str], object],
                 on_progress: Callable[[int, int], object] | None, cancel: CancelToken, placeholder: Message,
                 before: str = "", tool_choice: str = AUTO) -> StreamEnd:
-        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped while
-        another program writes, or on a full disk: never cut short by it; the next save or the last keeps it, or raises);
-        the tools the session uses (use_tools) are offered to the model."""
+        """The reply streamed into `placeholder`, saved every SAVE_EVERY_S as `before` and what arrived (skipped while another
+        program writes, or on a full disk: never cut short by it; the next save or the last keeps it, or raises); with use_tools' tools."""
         saved_at = time.monotonic()
 
         def arrived(piece: str) -> None:

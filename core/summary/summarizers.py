@@ -50,6 +50,8 @@ TRANSPORT_ATTEMPTS = 2  # the first try and one retry
 # the summary's time limit, which counts the model's work on the summary: right after start-up, it was the loading
 # that ran out the limit and the rules wrote nearly every summary.
 LOAD_SECONDS = 120.0
+STOP_CHECK_SECONDS = 0.1  # how often the wait for the model to load looks for the chat closing (stop)
+CHAT_CLOSED = "the chat was closed before the model finished its summary"
 
 
 RULES = "rules"
@@ -212,10 +214,26 @@ class LLMSummarizer:
     max_request_tokens: int = 1536
     deadline_seconds: float = SUMMARY_SECONDS  # for all attempts together; then the rules, saying why
     load_seconds: float = LOAD_SECONDS  # the wait for the embedded model to load, before the time limit starts
-    # "ok" / "invalid" / "loading" / "transport" / "deadline" / "ungrounded" / "empty", for fidelity reports
+    # "ok" / "invalid" / "loading" / "transport" / "deadline" / "stopped" / "ungrounded" / "empty", for fidelity
+    # reports
     attempts: list[str] = field(default_factory=list)
     tokens_used: int = 0  # model tokens of the summary being made (prompt and reply)
     _exact_counter: TokenCounter | None = field(default=None, repr=False)
+    _stopped: threading.Event = field(default_factory=threading.Event, repr=False)  # see stop
+    _asking: CancelToken | None = field(default=None, repr=False)  # the request under way
+
+    def stop(self) -> None:
+        """The chat is closing: the summary under way gives up on the model now (its request, or the wait for the
+        model to load) and the rules write it, the record saying why; so does every later one of this summarizer.
+        Called from another thread: closing waited out the time limit, and the model's load, before."""
+        self._stopped.set()
+        if self._asking is not None:
+            self._asking.cancel()
+
+    def _check_stopped(self) -> None:
+        if self._stopped.is_set():
+            self.attempts.append("stopped")
+            raise SummaryFallback(CHAT_CLOSED)
 
     def _counter(self, fallback: TokenCounter) -> TokenCounter:
         """The summarizer's own tokenizer where it has one: the request must fit *its* window."""
@@ -248,7 +266,11 @@ class LLMSummarizer:
                 loaded.set()
 
         threading.Thread(target=load, name="precis-summary-model-load", daemon=True).start()
-        if not loaded.wait(self.load_seconds):
+        give_up_at = time.monotonic() + self.load_seconds
+        while not loaded.wait(min(STOP_CHECK_SECONDS, max(give_up_at - time.monotonic(), 0))):
+            self._check_stopped()
+            if time.monotonic() < give_up_at:
+                continue
             self.attempts.append("loading")
             raise SummaryFallback(f"the local model was still loading after {self.load_seconds:g} s (the wait for "
                                   "it to load, apart from the summary's time limit)")
@@ -265,13 +287,16 @@ class LLMSummarizer:
         prompt = self._prompt(request, window, output_tokens, counter)
         last_error: ProviderError | None = None
         reply: str | None = None
-        cancel = CancelToken()
+        self._asking = cancel = CancelToken()
+        if self._stopped.is_set():  # stop came before this request could be cancelled
+            cancel.cancel()
         timer = threading.Timer(self.deadline_seconds, cancel.cancel)
         timer.daemon = True
         timer.start()
         try:
             for attempt in range(TRANSPORT_ATTEMPTS):
                 if attempt:
+                    self._check_stopped()
                     self.sleep(RETRY_BASE_SECONDS * 2 ** (attempt - 1))
                 try:
                     # Greedy decoding: the same stretch of conversation gives the same summary.
@@ -293,6 +318,9 @@ class LLMSummarizer:
                 break
         finally:
             timer.cancel()
+            self._asking = None
+        if reply is None:
+            self._check_stopped()
         if reply is None and cancel.cancelled:
             self.attempts.append("deadline")
             raise SummaryFallback(f"the model took longer than {self.deadline_seconds:g} s, the summary's time limit")
