@@ -54,11 +54,13 @@ def open_window(data_dir: str | None) -> int:
         return 1
     _launch_configured_model(store)
     from .app import application
+    from .closing import close_on_signals
     from .main_window import MainWindow
 
     app = application()
     window = MainWindow(store)
     window.show()
+    close_on_signals(window, window.close_guard)
     try:
         return app.exec()
     finally:

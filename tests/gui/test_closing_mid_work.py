@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 from http.server import BaseHTTPRequestHandler
 
@@ -52,3 +54,26 @@ def test_closing_while_the_model_writes_a_summary_has_the_rules_write_it_at_once
     [record] = store.load_records(chat_id)
     assert record.status == "active" and record.fallback_used and record.fallback_reason == CHAT_CLOSED
     assert record.text  # the rules' summary, of the same messages
+
+
+def test_sigterm_closes_the_window_as_close_does_keeping_the_draft(qtbot, make_window, store):
+    """It was: SIGTERM (a logout, `kill`) ended the process where it stood: the draft typed in the last moments,
+    the window's size and the reading place were not saved, a reply being written not ended."""
+    from precis.gui.closing import close_on_signals
+
+    window = make_window()
+    chat_id = store.create_chat("a chat")
+    window.refresh_chats()
+    window.open_chat(chat_id)
+    qtbot.waitUntil(lambda: window.chat.snapshot is not None, timeout=WAIT_MS)
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        close_on_signals(window, window.close_guard)
+        window.composer.edit.setPlainText("a question typed just before the logout")  # not saved yet: typing pauses first
+        os.kill(os.getpid(), signal.SIGTERM)
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=WAIT_MS)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+    assert window.chat.finish_background_work()
+    assert store.get_draft(chat_id) == "a question typed just before the logout"
