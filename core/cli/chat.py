@@ -38,7 +38,16 @@ from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
-from .chat_tools import ALLOW_CHOICES, NO_ONE_TO_ASK, step_line, terminal_ask, terminal_toolbox, unattended_ask
+from .chat_tools import (
+    ALLOW_CHOICES,
+    NO_ONE_TO_ASK,
+    ServerWatch,
+    mcp_command,
+    step_line,
+    terminal_ask,
+    terminal_toolbox,
+    unattended_ask,
+)
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
@@ -159,6 +168,7 @@ class TerminalChat:
         self.session = session
         self.out, self.err, self.asides = out, err, asides
         self.loop: ToolLoop | None = None  # the model calls tools (--workspace, --mcp)
+        self.watch: ServerWatch | None = None  # the MCP servers (--mcp), whose failures are said as they happen
         self.replying: CancelToken | None = None  # the reply being written, which Ctrl-C stops
 
     def stopped(self) -> bool:
@@ -166,12 +176,16 @@ class TerminalChat:
         return self.replying is not None and self.replying.cancelled
 
     def tell(self, snapshot: Snapshot | None) -> None:
+        """What the engine did, and an MCP server that failed or ended since the user was last told."""
         for event in snapshot.events if snapshot is not None else ():
             print(describe_event(event), file=self.asides, flush=True)
+        if self.watch is not None and (news := self.watch.news()):
+            print(news, file=self.asides, flush=True)
 
     def line(self, text: str, label: str = "model> ") -> int:
         """One line: a slash command (run here, never sent to the model) or a message and its reply. Returns the
         exit code it would end `precis chat` with."""
+        self.tell(None)  # a server that ended while the user was typing
         try:
             command = parse(text)
         except SlashError as exc:
@@ -189,6 +203,8 @@ class TerminalChat:
             return self.regenerate(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
+        if command is not None and command.name == "mcp":  # the window's Settings → Tools, its Restart buttons
+            return mcp_command(self.watch.servers if self.watch else None, command.argument, self.out, self.asides)
         if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
             self.tell(self.session.snapshot())
             print("\n".join(context_lines(self.session.built_engine, terminal_width())), file=self.out)
@@ -258,6 +274,7 @@ class TerminalChat:
 
         def step(done: Step) -> None:
             print(step_line(done), file=self.asides, flush=True)
+            self.tell(None)  # the server that ended during the call, at once
 
         turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step,
                                 force=force, regenerate=regenerate)
@@ -300,7 +317,6 @@ class TerminalChat:
         self.tell(result.snapshot)
         return 130 if cancel.cancelled else 1 if problem else 0
 
-
     def _reload(self) -> None:
         """The chat as stored, after a reply whose last save failed: its engine lacks the part that was saved."""
         try:
@@ -342,6 +358,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                            else unattended_ask(toolbox, err))
                     chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask",
                                          denied=USER_DENIED if answered else NO_ONE_TO_ASK)
+                    chat.watch = ServerWatch(toolbox.servers) if toolbox.servers is not None else None
                 chat.tell(session.build_engine(estimate=False))
                 if chat.loop is not None:
                     chat.loop.max_steps = session.settings.tool_steps
