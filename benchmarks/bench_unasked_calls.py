@@ -72,6 +72,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="replies per message and case")
     parser.add_argument("--max-tokens", type=int, default=512, help="the reply's token limit (the chat's default)")
     parser.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE)
+    parser.add_argument("--conversation", action="store_true",
+                        help="send the messages one after another in one chat (each run a chat), the replies before "
+                             "each in its prompt, instead of each as a chat's first message")
     args = parser.parse_args()
     workspace = [lean_spec(spec) for spec in (*WORKSPACE_TOOLS, *EDITING_TOOLS)]
     cases = [("workspace tools", workspace), ("no tools", [])]
@@ -85,28 +88,34 @@ def main() -> None:
         calls = markup = replies = 0
         called: dict[str, int] = {}
         began = time.monotonic()
-        for text in PLAIN:
-            for _ in range(args.runs):
+        for run in range(args.runs):
+            history: list[Message] = []
+            for text in PLAIN:
+                history = [*history, Message("user", text)] if args.conversation else [Message("user", text)]
                 final, written = None, []
-                for chunk in provider.stream_chat([Message("user", text)], max_tokens=args.max_tokens,
-                                                  temperature=args.temperature, tools=offered):
+                for chunk in provider.stream_chat(history, max_tokens=args.max_tokens, temperature=args.temperature,
+                                                  tools=offered):
                     written.append(chunk.text)
                     final = chunk
                 assert final is not None
                 reply = "".join(written)
+                history.append(Message("assistant", reply))  # a call's reply is kept as its text alone
                 replies += 1
+                marks = [mark for mark in MARKUP if mark in reply]
                 if final.tool_calls:
                     calls += 1
                     for call in final.tool_calls:
                         called[call.name] = called.get(call.name, 0) + 1
                     shown = "CALL " + "; ".join(f"{c.name}({json.dumps(c.arguments)[:60]})" for c in final.tool_calls)
-                elif any(mark in reply for mark in MARKUP):
+                elif marks:
                     markup += 1
-                    shown = "MARKUP " + " ".join(reply.split())[:80]
+                    shown = f"MARKUP {marks[0]!r} " + " ".join(reply.split())[:70]
                 else:
                     shown = "text   " + " ".join(reply.split())[:80]
-                print(f"{case:15} {text[:34]:34} {shown}", flush=True)
+                print(f"{case:15} {run} {text[:34]:34} {shown}", flush=True)
         totals[case] = (calls, markup, replies, called, time.monotonic() - began)
+    print(f"{'in one conversation' if args.conversation else 'each a first message'}, {args.runs} runs, "
+          f"temperature {args.temperature:g}, replies of at most {args.max_tokens} tokens:")
     for case, (calls, markup, replies, called, seconds) in totals.items():
         tools_called = ", ".join(f"{name} {count}" for name, count in sorted(called.items(), key=lambda i: -i[1]))
         print(f"{case}: {calls}/{replies} replies were tool calls ({100 * calls / replies:.0f}%)"

@@ -38,6 +38,7 @@ from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
+from .chat_input import QUIT_COMMANDS, read_turns
 from .chat_tools import (
     ALLOW_CHOICES,
     NO_ONE_TO_ASK,
@@ -52,9 +53,6 @@ from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
 from .terminal import TerminalText, terminal_width
-
-QUIT_COMMANDS = ("/quit", "/exit")
-PROMPT = "you> "
 
 
 @dataclass
@@ -368,7 +366,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                 print(textwrap.fill(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token "
                                     f"window). One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis "
                                     f"chat --chat {chat_id[:8]}` resumes.", terminal_width()), file=asides)
-                return _turns(chat, stdin, out, typed)
+                return read_turns(chat, stdin, out, typed)
         finally:
             if session is not None:
                 session.close()
@@ -392,51 +390,6 @@ def _keep_workspace(store: Store, chat_id: str, folder: str) -> None:
     stored = store.get_chat(chat_id).settings
     if stored.workspace != folder:
         store.update_chat_settings(chat_id, stored.model_copy(update={"workspace": folder}))
-
-
-def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO, typed: bool) -> int:
-    """Line after line until /quit or the end of input. Lines not `typed` at a terminal (`echo hi | precis chat`,
-    `precis chat < turns.txt`) are read with no prompt shown, and the exit code is the first failed line's, so that a
-    script sees a reply that failed; a typed chat ends with 0."""
-    failed = 0
-    while True:
-        try:
-            line = _typed_turn(stdin, out) if typed else stdin.readline() or None
-        except KeyboardInterrupt:
-            out.write("\n")
-            return 0 if typed else 130
-        if line is None:
-            if typed:
-                out.write("\n")
-            return failed
-        text = line.strip()
-        if text in QUIT_COMMANDS:
-            return failed
-        if text:
-            code = chat.line(text, label="model> " if typed else "")
-            failed = failed or (0 if typed else code)
-            if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
-                print(textwrap.fill(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does",
-                                    terminal_width()), file=out)
-
-
-def _typed_turn(stdin: TextIO, out: TextIO) -> str | None:
-    """The next line after the prompt, None at the end of input. A terminal's line is read with GNU readline where
-    Python has it: it can be edited (arrows, history), and a line pasted past the terminal's own limit of 4095
-    bytes comes whole, where the terminal driver drops the rest."""
-    if stdin is sys.stdin and stdin.isatty() and out.isatty():
-        try:
-            import readline  # noqa: F401 - imported, it is what input() reads a terminal's line with
-        except ImportError:
-            pass
-        else:
-            try:
-                return input(PROMPT)
-            except EOFError:
-                return None
-    out.write(PROMPT)
-    out.flush()
-    return stdin.readline() or None
 
 
 def setting_range(name: str, low: int | None = None) -> click.IntRange:
