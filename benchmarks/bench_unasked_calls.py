@@ -4,7 +4,7 @@ tool choice auto), with mcp-server-time's tools beside them (`--mcp time`, when 
 and again with no tools. Counts the replies that are tool calls, and those that write call markup
 as text, in each case.
 
-Run: python benchmarks/bench_unasked_calls.py [--runs 2] [--max-tokens 512] [--temperature 0.7]
+Run: python benchmarks/bench_unasked_calls.py [--runs 2] [--max-tokens 512] [--temperature 0.7] [--conversation]
 Prints one line per reply (a call and its arguments, or the reply's start) and the counts per case. A reply is
 judged here by what the provider returned (a call on its last chunk) and by the text it streamed, not by the chat
 code that decides what is offered.

@@ -8,7 +8,7 @@ import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, get_args
 
 import click
 
@@ -26,7 +26,7 @@ from ..chat.commands import (
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
-from ..chat.tool_loop import ALLOW_ONCE, USER_DENIED, Step, ToolLoop
+from ..chat.tool_loop import ALLOW_ONCE, USER_DENIED, Step, ToolLoop, offers_tools
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
@@ -34,7 +34,7 @@ from ..model.titles import NEW_CHAT_TITLE, first_message_title
 from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
-from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
+from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings, ToolOffer
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
@@ -42,6 +42,7 @@ from .chat_input import QUIT_COMMANDS, read_turns
 from .chat_tools import (
     ALLOW_CHOICES,
     NO_ONE_TO_ASK,
+    TOOLS_NOT_OFFERED,
     ServerWatch,
     mcp_command,
     step_line,
@@ -69,12 +70,15 @@ class TurnOptions:
     workspace: str | None = None
     allow: str = "read"
     mcp: tuple[str, ...] = ()
+    offer_tools: str | None = None
 
     def settings(self) -> dict:
         values: dict = {"context_window": self.context_tokens, "reserve_output": self.max_tokens}
         values = {name: value for name, value in values.items() if value is not None}
         if self.mode is not None:
             values["summarization"] = {"mode": self.mode}
+        if self.offer_tools is not None:
+            values["offer_tools"] = self.offer_tools
         return values
 
 
@@ -360,6 +364,8 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                 chat.tell(session.build_engine(estimate=False))
                 if chat.loop is not None:
                     chat.loop.max_steps = session.settings.tool_steps
+                    if not offers_tools(session):  # said where the tools are: the model will not call them unasked
+                        print(textwrap.fill(TOOLS_NOT_OFFERED, terminal_width()), file=asides)
                 if message is not None:
                     return chat.line(message, label="")
                 window = session.built_engine.budget.window
@@ -423,6 +429,9 @@ def setting_range(name: str, low: int | None = None) -> click.IntRange:
               help="which tool calls run without asking y/n: read (reading and searching), all, or ask (none)")
 @click.option("--mcp", multiple=True, metavar="NAME", help="an MCP server of mcp.json in the data folder whose tools "
               "the model may call (repeatable)")
+@click.option("--offer-tools", type=click.Choice(get_args(ToolOffer)), help="whether each message offers the model "
+              "the tools to call as it sees fit (default: the chat's 'Offer tools with each message', auto: yes but "
+              "to the built-in model); /use calls one either way")
 @data_dir_option
 def chat(message: str | None, provider: str | None, base_url: str | None, model: str | None, chat_ref: str | None,
          data_dir: str | None, **options) -> int:

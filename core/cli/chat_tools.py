@@ -24,6 +24,9 @@ ALLOW_CHOICES = ("ask", "read", "all")
 # What the model is told of a call that needed asking in a chat whose input is not a terminal.
 NO_ONE_TO_ASK = ("no one at a terminal to ask (the chat's input is piped); `precis chat --allow all` runs such calls, "
                  "as do the tools allowed in this chat")
+# Said at the start of a chat with tools whose model is not offered them (ChatSettings.offer_tools).
+TOOLS_NOT_OFFERED = ("[precis: the model is not offered the tools with each message (the built-in 135M model calls "
+                     "none by itself): /use TOOL MESSAGE calls one, --offer-tools yes offers them]")
 START_NOTICE_SECONDS = 1.0  # a start slower than this is said while it is waited for
 START_SETTLE_SECONDS = 5.0  # past the start limit, for a server's own limit (counted from its start) to end it
 
