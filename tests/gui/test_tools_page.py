@@ -265,7 +265,8 @@ def test_the_inspector_counts_the_new_servers_tools_once_they_run_not_at_the_nex
     """Saving mcp.json restarts the servers: the open chat's next prompt is offered their tools as soon as they run
     (and none once they are gone), without a message sent; "Tool definitions" went missing until then."""
     window = make_window()
-    chat_id = store.create_chat("times", settings={"context_window": 8192})
+    # Offered even to the built-in model the window has here (by default it is not: tests/providers/test_tools_offered.py).
+    chat_id = store.create_chat("times", settings={"context_window": 8192, "offer_tools": "yes"})
     window.refresh_chats()
     window.open_chat(chat_id)
     tools_value = window.inspector.legend_values["tools"]
