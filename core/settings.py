@@ -142,6 +142,8 @@ class ProviderChoice(BaseModel):
 # Who writes llm and hybrid summaries: the chat's own model, the embedded local model, or the provider and model
 # named in the policy (the documents' lighter summarizer model).
 SummarizerChoice = Literal["chat", "local", "other"]
+# ChatSettings.offer_tools: auto is yes for every model but the built-in one (core/chat/tool_loop.py, offers_tools).
+ToolOffer = Literal["auto", "yes", "no"]
 
 # A fraction of the context budget, shown and typed as a percentage (0.8 is "80 %").
 PERCENT: JsonDict = {"unit": "% of the budget"}
@@ -271,6 +273,11 @@ class ChatSettings(BaseModel):
     workspace: str = Field("", title="Workspace folder", json_schema_extra={"line": True},
                            description="The folder the model's file and command tools, /run and /grep work in (its "
                                        "whole path); empty: no workspace tools")
+    offer_tools: ToolOffer = Field("auto", title="Offer tools with each message",
+                                   description="Whether each message offers the model the chat's tools (its workspace "
+                                               "folder's, the MCP servers') to call as it sees fit; auto: yes, but "
+                                               "not to the built-in 135M model, which calls none unasked and takes "
+                                               "twice as long a reply with them. /use TOOL MESSAGE calls one either way")
     tool_steps: int = Field(25, ge=1, le=1000, title="Tool calls per message", json_schema_extra={"unit": "calls"},
                             description="The most tool calls the model makes to answer one message; past it, it "
                                         "answers with what it has")

@@ -170,6 +170,7 @@ class MainWindow(QMainWindow):
             "regenerate": lambda _arg: self.sending.regenerate(),
             "continue": lambda _arg: self.sending.continue_reply(),
             "use": lambda arg: self.sending.use_tool(arg),
+            "mcp": self.show_servers,
             "help": lambda _arg: show_text(self, "Commands", "```\n" + slash.help_text() + "\n```"),
             "inspector": lambda _arg: self.inspector.setVisible(self.actions["inspector"].isChecked()),
             "search": lambda _arg: self.chat_list.focus_search(),
@@ -392,19 +393,38 @@ class MainWindow(QMainWindow):
 
         return self.chat.import_transcript(path, imported)
 
-    def open_settings(self, at_catalogue: bool = False) -> None:
+    def open_settings(self, at_catalogue: bool = False, at_tools: bool = False) -> None:
         """Read the settings off the window's thread (the store may wait for another writer, the OS keyring for the
-        user to unlock it), then show them (`at_catalogue`: at Local model's catalogue); settings_opened says when."""
+        user to unlock it), then show them (`at_catalogue`: at Local model's catalogue, `at_tools`: at Tools);
+        settings_opened says when."""
         chat_id = self.chat.session.chat_id if self.chat.session is not None else None
         self.chat.store_calls.newest("read the settings", lambda _store: self.chat.settings_now(chat_id),
-                                     lambda values: self._show_settings(values, at_catalogue))
+                                     lambda values: self._show_settings(values, at_catalogue, at_tools))
 
-    def _show_settings(self, values: tuple, at_catalogue: bool) -> None:
+    def show_servers(self, argument: str) -> None:
+        """/mcp: Settings → Tools, each server with its state; /mcp restart NAME first starts that one again, as its
+        Restart button does (the terminal chat's /mcp does the same through McpServers.restart)."""
+        try:
+            name = slash.mcp_restart(argument)
+        except ValueError as exc:
+            self.feedback.hint_error(str(exc))
+            return
+        servers = self.tools.servers
+        if name is not None and (servers is None or name not in servers.configs or not servers.restart(name)):
+            state = servers.status(name).state if servers is not None and name in servers.configs else "not in mcp.json"
+            self.feedback.hint_error(f"/mcp restart: {name!r} is {state}; only a server that failed or ended is "
+                                     "started again")
+            return
+        self.open_settings(at_tools=True)
+
+    def _show_settings(self, values: tuple, at_catalogue: bool, at_tools: bool = False) -> None:
         tools_page = ToolsPage(self.tools, self.chat.store_calls)
         tools_page.settings_saved.connect(self.tool_turns.offer_again)  # a tool switched off is no longer counted
         dialog = SettingsDialog(*values, self, tools_page=tools_page, models_dir=self.store.path.parent / MODELS_FOLDER)
         if at_catalogue:
             dialog.show_catalogue()
+        elif at_tools:
+            dialog.tabs.setCurrentWidget(dialog.tools_tab)
         dialog.accepted.connect(lambda: self.apply_settings(dialog))
         dialog.finished.connect(self._settings_closed)
         dialog.open()

@@ -14,7 +14,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from ..core.chat.rows import Row
 from ..core.chat.session import ChatSession
 from ..core.chat.snapshot import ReplyResult, Snapshot
-from ..core.chat.tool_loop import DENY, Decision, Step, ToolLoop, Turn
+from ..core.chat.tool_loop import DENY, Decision, Step, ToolLoop, Turn, offered_tools, offers_tools
 from ..core.context.engine import ToolsTooLarge
 from ..core.model.messages import Message, ToolCall
 from ..core.providers.base import CancelToken
@@ -32,8 +32,11 @@ from .workers import Job, StreamBuffer, StreamPump
 
 SERVER_WATCH_MS = 500
 SERVER_NEWS_MS = 30_000
-LOCAL_MODEL_TOOLS = ("The local 135M model rarely calls a tool by itself: expect answers in text. A hosted model "
+LOCAL_MODEL_TOOLS = ("The local model rarely calls a tool by itself: expect answers in text. A hosted model "
                      "(File → Settings → Provider) uses the chat's tools.")
+# Said instead where the local model is not offered the tools (ChatSettings.offer_tools: the built-in one, by default).
+TOOLS_NOT_OFFERED = ("The model is not offered the tools (the built-in one calls none by itself): /use TOOL MESSAGE "
+                     "calls one; Settings → This chat offers them.")
 
 
 class TurnSignals(QObject):
@@ -44,7 +47,7 @@ class TurnSignals(QObject):
     step_stored = Signal(object, object)  # the Step, and a snapshot of the chat once its result is stored
     consent_asked = Signal(object)  # a ConsentRequest, waiting for the user
     told = Signal(str)  # why this message is answered without tools
-    local_model_has_tools = Signal()
+    local_model_has_tools = Signal(bool)  # whether it is offered them with each message
 
 
 class _Reporter:
@@ -84,7 +87,7 @@ def answer_message(session: ChatSession, service: ToolService, signals: TurnSign
         toolbox = None
     if toolbox is not None:
         if session.provider.name == "local":
-            signals.local_model_has_tools.emit()
+            signals.local_model_has_tools.emit(offers_tools(session))
 
         def ask(call: ToolCall, preview: str) -> Decision:
             request = ConsentRequest(call, preview, toolbox.question(call))
@@ -116,7 +119,7 @@ def offer_tools(session: ChatSession, service: ToolService) -> Snapshot | None:
     next message says why)."""
     try:
         toolbox = service.toolbox_for(session.settings)
-        session.use_tools(toolbox.specs() if toolbox is not None else [])
+        session.use_tools(offered_tools(session, toolbox.specs()) if toolbox is not None else [])
     except (ToolInputError, ToolsTooLarge):
         return None
     return session.snapshot()
@@ -197,7 +200,7 @@ class ToolTurns(QObject):
         signals.consent_asked.connect(lambda request: self._ask(chat_id, request), queued)
         signals.told.connect(lambda text: self.chat.is_open(chat_id) and self.composer.set_hint(text, error=True),
                              queued)
-        signals.local_model_has_tools.connect(lambda: self._hint_local_model(chat_id), queued)
+        signals.local_model_has_tools.connect(lambda offered: self._hint_local_model(chat_id, offered), queued)
         service = self.service
         job = self.chat.answer(lambda cancel: answer_message(session, service, signals, cancel, regenerate, force),
                                lambda turn: self._done(turn, edited, regenerate is not None), self._failed)
@@ -260,10 +263,10 @@ class ToolTurns(QObject):
         else:  # the answer was stopped or its chat closed while the question travelled here
             request.decide(DENY)
 
-    def _hint_local_model(self, chat_id: str) -> None:
+    def _hint_local_model(self, chat_id: str, offered: bool) -> None:
         if chat_id not in self.hinted and self.chat.is_open(chat_id):
             self.hinted.add(chat_id)
-            self.composer.set_hint(LOCAL_MODEL_TOOLS)
+            self.composer.set_hint(LOCAL_MODEL_TOOLS if offered else TOOLS_NOT_OFFERED)
 
     # ---- the end of the turn --------------------------------------------------------------------------------
     def _done(self, turn: Turn, edited: bool, regenerated: bool) -> None:

@@ -8,8 +8,6 @@ thread; the servers' states are read on a timer while the page is shown (statuse
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
@@ -27,7 +25,7 @@ from ..core.model.counted import counted
 from ..core.settings import TOOLS_KEY, ToolSettings
 from ..core.tools.editing import EDITING_TOOLS
 from ..core.tools.mcp_config import EMPTY_CONFIG, McpConfigError, parse_mcp_text
-from ..core.tools.mcp_servers import EXITED, FAILED, RUNNING, STARTING, ServerStatus
+from ..core.tools.mcp_servers import EXITED, FAILED, ServerStatus, state_words
 from ..core.tools.workspace import WORKSPACE_TOOLS
 from . import theme
 from .store_calls import StoreCalls
@@ -44,23 +42,6 @@ EXAMPLE = """{
                "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "..."}}
   }
 }"""
-
-
-def state_words(status: ServerStatus, start_seconds: float) -> str:
-    """A server's state as its line in the list says it; why it failed or ended is shown under it. A start counts
-    its seconds against its limit (`start_seconds`): a server that hangs said "starting…" alone for the whole
-    limit, the user not told how long it would be."""
-    if status.state == RUNNING:
-        count = len(status.tools)
-        since = time.strftime(" since %H:%M:%S", time.localtime(status.running_since)) if status.running_since else ""
-        took = f" (started in {status.seconds:.1f} s)" if status.seconds is not None else ""
-        return f"running{since}{took}, {counted(count, 'tool')}"
-    if status.state == STARTING:
-        if status.starting_since is None:
-            return "starting…"
-        waited = max(0, int(time.monotonic() - status.starting_since))
-        return f"starting… {waited} s (given up at {start_seconds:g} s)"
-    return status.state
 
 
 def _label(text: str = "", name: str = "", wrap: bool = False) -> QLabel:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -31,6 +32,22 @@ def test_unknown_or_incomplete_commands_get_a_hint():
         slash.parse("/run   ")
     with pytest.raises(tools.ToolInputError, match="bad pattern"):
         tools.grep("(", ".")
+
+
+@pytest.mark.parametrize("command", slash.slash_commands(), ids=lambda command: command.name)
+def test_each_usage_line_says_what_its_command_takes(command):
+    """A usage line without an argument is a command that takes none (`/context all` did as /context, the word
+    silently dropped); [ARG] may be left out; ARG may not."""
+    if not command.argument:
+        with pytest.raises(slash.SlashError, match=f"/{command.name} takes nothing after it, not 'all'"):
+            slash.parse(f"/{command.name} all")
+    elif command.needs_argument:
+        with pytest.raises(slash.SlashError, match=re.escape(f"/{command.name} needs {command.argument}:")):
+            slash.parse(f"/{command.name}")
+    else:
+        assert slash.parse(f"/{command.name}") == slash.SlashCommand(command.name, "")
+    if command.argument:
+        assert slash.parse(f"/{command.name} 2") == slash.SlashCommand(command.name, "2")
 
 
 def test_run_adds_the_output_and_exit_code_as_a_bash_tool_exchange(tmp_path):

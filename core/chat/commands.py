@@ -219,10 +219,10 @@ register("undo-summary", "Undo the latest summary", "undo the latest summary and
 register("history", "History", "list the summaries, then the recent messages (--full: what each covers and says)",
          argument="[--full]", menu="Chat", handler=_history)
 register("pin", "Pin the message", "pin a message so it is never summarized: the one selected (in the terminal, "
-         "given by its number in /history or its id), else the last",
-         menu="Chat", handler=_pinning(True))
-register("unpin", "Unpin the message", "unpin a message: the one selected (in the terminal, given by its number in "
-         "/history or its id), else the last", menu="Chat",
+         "N: its number in /history, or its id), else the last",
+         argument="[N]", menu="Chat", handler=_pinning(True))
+register("unpin", "Unpin the message", "unpin a message: the one selected (in the terminal, N: its number in "
+         "/history, or its id), else the last", argument="[N]", menu="Chat",
          handler=_pinning(False))
 register("run", "Run a shell command", "run a shell command (in the chat's workspace folder, if it names one) and "
          "add its output and exit code as a tool message",
@@ -230,6 +230,8 @@ register("run", "Run a shell command", "run a shell command (in the chat's works
 register("grep", "Search files", "search files (under the chat's workspace folder, if it names one) for a regular "
          "expression and add the matches as a tool message",
          argument="PATTERN [PATH]", handler=_tool("grep"), tool=True)
+register("mcp", "MCP servers", "list the MCP servers and their states; restart NAME starts one that failed or "
+         "ended again (the window: Settings → Tools, with a Restart button each)", argument="[restart NAME]")
 register("inspector", "Context inspector", "show or hide the context inspector", shortcut="Ctrl+Shift+I",
          menu="View", slash=False)
 register("search", "Search all chats", "full-text search across all chats, archived messages included",
@@ -332,6 +334,8 @@ def parse(text: str) -> SlashCommand | None:
         raise SlashError(f"Unknown command /{head}.{suggestion} Commands:", lists_commands=True)
     if command.needs_argument and not argument:
         raise SlashError(f"/{name} needs {command.argument}: {command.help}")
+    if argument and not command.argument:  # `/context all` did as /context, as if the word had been read
+        raise SlashError(f"/{name} takes nothing after it, not {argument!r}: {command.help}")
     return SlashCommand(name, argument)
 
 
@@ -339,6 +343,16 @@ def unescape(text: str) -> str:
     """An ordinary message typed as '//...' is sent with one leading slash."""
     stripped = text.lstrip()
     return stripped[1:] if stripped.startswith("//") else text
+
+
+def mcp_restart(argument: str) -> str | None:
+    """/mcp's argument: the server to start again (`restart NAME`), None to list them. ValueError for anything else."""
+    verb, _, name = argument.strip().partition(" ")
+    if not verb:
+        return None
+    if verb.lower() != "restart" or not name.strip() or " " in name.strip():
+        raise ValueError(f"/mcp takes nothing (the servers and their states) or restart NAME, not {argument.strip()!r}")
+    return name.strip()
 
 
 def forced_tool(argument: str) -> tuple[str, str]:

@@ -99,7 +99,8 @@ class ToolLoop:
         unknown = unknown_tool(force, specs) if force is not None else None
         if unknown:
             raise ValueError(unknown)
-        session.use_tools(specs)  # ToolsTooLarge goes to the caller: nothing was sent yet
+        # ToolsTooLarge goes to the caller: nothing was sent yet. /use's call is offered its tool in any chat.
+        session.use_tools(specs if force is not None else offered_tools(session, specs))
         while True:
             again = regenerate is not None and not turn.replies
             placeholder = (regenerate.with_changes(content="", incomplete=True, cut_at=None)
@@ -130,7 +131,7 @@ class ToolLoop:
                 turn.ended = (f"the step limit was reached: {self.max_steps} tool calls for one message "
                               f"(Settings → This chat sets it)")
                 return turn
-            session.use_tools(self.tools.specs())  # a server that started or stopped meanwhile
+            session.use_tools(offered_tools(session, self.tools.specs()))  # a server that started or ended meanwhile
 
     def _step(self, call: ToolCall, cancel: CancelToken, over: bool) -> Step:
         asked = False
@@ -152,6 +153,20 @@ class ToolLoop:
             outcome = (not_run(self.denied) if decision == DENY
                        else self.tools.run(call, cancel))
         return Step(call, tool_result(call, outcome), outcome, asked)
+
+
+def offers_tools(session: ChatSession) -> bool:
+    """Whether each message offers the model the chat's tools (ChatSettings.offer_tools). "auto" offers them to every
+    model but the built-in SmolLM2-135M: it called none unasked in 160 plain messages, while their definitions (about
+    700 tokens) doubled its time a reply and turned its small talk to programming (benchmarks/bench_unasked_calls.py,
+    docs/tools.md). A GGUF the user picked is another model, and is offered them."""
+    choice = session.settings.offer_tools
+    return choice == "yes" or (choice == "auto" and not getattr(session.provider, "built_in", False))
+
+
+def offered_tools(session: ChatSession, specs: list[ToolSpec]) -> list[ToolSpec]:
+    """The tools sent with each message: `specs`, or none where offers_tools says so."""
+    return specs if offers_tools(session) else []
 
 
 def tool_result(call: ToolCall, outcome: ToolOutcome) -> Message:

@@ -8,7 +8,7 @@ import textwrap
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, get_args
 
 import click
 
@@ -26,7 +26,7 @@ from ..chat.commands import (
 from ..chat.session import ChatSession
 from ..chat.snapshot import ReplyResult, Snapshot
 from ..chat.streaming import stream_reply
-from ..chat.tool_loop import ALLOW_ONCE, USER_DENIED, Step, ToolLoop
+from ..chat.tool_loop import ALLOW_ONCE, USER_DENIED, Step, ToolLoop, offers_tools
 from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
@@ -34,18 +34,26 @@ from ..model.titles import NEW_CHAT_TITLE, first_message_title
 from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
-from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings
+from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings, ToolOffer
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
 from ..tools.workspace import workspace_problem
-from .chat_tools import ALLOW_CHOICES, NO_ONE_TO_ASK, step_line, terminal_ask, terminal_toolbox, unattended_ask
+from .chat_input import QUIT_COMMANDS, read_turns
+from .chat_tools import (
+    ALLOW_CHOICES,
+    NO_ONE_TO_ASK,
+    TOOLS_NOT_OFFERED,
+    ServerWatch,
+    mcp_command,
+    step_line,
+    terminal_ask,
+    terminal_toolbox,
+    unattended_ask,
+)
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
 from .terminal import TerminalText, terminal_width
-
-QUIT_COMMANDS = ("/quit", "/exit")
-PROMPT = "you> "
 
 
 @dataclass
@@ -62,12 +70,15 @@ class TurnOptions:
     workspace: str | None = None
     allow: str = "read"
     mcp: tuple[str, ...] = ()
+    offer_tools: str | None = None
 
     def settings(self) -> dict:
         values: dict = {"context_window": self.context_tokens, "reserve_output": self.max_tokens}
         values = {name: value for name, value in values.items() if value is not None}
         if self.mode is not None:
             values["summarization"] = {"mode": self.mode}
+        if self.offer_tools is not None:
+            values["offer_tools"] = self.offer_tools
         return values
 
 
@@ -159,6 +170,7 @@ class TerminalChat:
         self.session = session
         self.out, self.err, self.asides = out, err, asides
         self.loop: ToolLoop | None = None  # the model calls tools (--workspace, --mcp)
+        self.watch: ServerWatch | None = None  # the MCP servers (--mcp), whose failures are said as they happen
         self.replying: CancelToken | None = None  # the reply being written, which Ctrl-C stops
 
     def stopped(self) -> bool:
@@ -166,12 +178,16 @@ class TerminalChat:
         return self.replying is not None and self.replying.cancelled
 
     def tell(self, snapshot: Snapshot | None) -> None:
+        """What the engine did, and an MCP server that failed or ended since the user was last told."""
         for event in snapshot.events if snapshot is not None else ():
             print(describe_event(event), file=self.asides, flush=True)
+        if self.watch is not None and (news := self.watch.news()):
+            print(news, file=self.asides, flush=True)
 
     def line(self, text: str, label: str = "model> ") -> int:
         """One line: a slash command (run here, never sent to the model) or a message and its reply. Returns the
         exit code it would end `precis chat` with."""
+        self.tell(None)  # a server that ended while the user was typing
         try:
             command = parse(text)
         except SlashError as exc:
@@ -189,6 +205,8 @@ class TerminalChat:
             return self.regenerate(label)
         if command is not None and command.name == "use":
             return self.use_tool(command.argument, label)
+        if command is not None and command.name == "mcp":  # the window's Settings → Tools, its Restart buttons
+            return mcp_command(self.watch.servers if self.watch else None, command.argument, self.out, self.asides)
         if command is not None and command.name == "context":  # the window's shows its inspector; this prints it
             self.tell(self.session.snapshot())
             print("\n".join(context_lines(self.session.built_engine, terminal_width())), file=self.out)
@@ -258,6 +276,7 @@ class TerminalChat:
 
         def step(done: Step) -> None:
             print(step_line(done), file=self.asides, flush=True)
+            self.tell(None)  # the server that ended during the call, at once
 
         turn = self.loop.answer(cancel=cancel, on_text=lambda _placeholder, piece: write(piece), on_step=step,
                                 force=force, regenerate=regenerate)
@@ -306,7 +325,6 @@ class TerminalChat:
         self.tell(result.snapshot)
         return 130 if cancel.cancelled else 1 if problem else 0
 
-
     def _reload(self) -> None:
         """The chat as stored, after a reply whose last save failed: its engine lacks the part that was saved."""
         try:
@@ -348,16 +366,19 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                            else unattended_ask(toolbox, err))
                     chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask",
                                          denied=USER_DENIED if answered else NO_ONE_TO_ASK)
+                    chat.watch = ServerWatch(toolbox.servers) if toolbox.servers is not None else None
                 chat.tell(session.build_engine(estimate=False))
                 if chat.loop is not None:
                     chat.loop.max_steps = session.settings.tool_steps
+                    if not offers_tools(session):  # said where the tools are: the model will not call them unasked
+                        print(textwrap.fill(TOOLS_NOT_OFFERED, terminal_width()), file=asides)
                 if message is not None:
                     return chat.line(message, label="")
                 window = session.built_engine.budget.window
                 print(textwrap.fill(f"precis chat {chat_id} with {provider.name} {provider.model} ({window} token "
                                     f"window). One line a turn; {QUIT_COMMANDS[0]} or end of input leaves; `precis "
                                     f"chat --chat {chat_id[:8]}` resumes.", terminal_width()), file=asides)
-                return _turns(chat, stdin, out, typed)
+                return read_turns(chat, stdin, out, typed)
         finally:
             if session is not None and (unsaved := session.close()) is not None:
                 print(f"precis chat: leaving with the last reply not saved whole ({unsaved.why.rstrip('.')}); the chat "
@@ -382,51 +403,6 @@ def _keep_workspace(store: Store, chat_id: str, folder: str) -> None:
     stored = store.get_chat(chat_id).settings
     if stored.workspace != folder:
         store.update_chat_settings(chat_id, stored.model_copy(update={"workspace": folder}))
-
-
-def _turns(chat: TerminalChat, stdin: TextIO, out: TextIO, typed: bool) -> int:
-    """Line after line until /quit or the end of input. Lines not `typed` at a terminal (`echo hi | precis chat`,
-    `precis chat < turns.txt`) are read with no prompt shown, and the exit code is the first failed line's, so that a
-    script sees a reply that failed; a typed chat ends with 0."""
-    failed = 0
-    while True:
-        try:
-            line = _typed_turn(stdin, out) if typed else stdin.readline() or None
-        except KeyboardInterrupt:
-            out.write("\n")
-            return 0 if typed else 130
-        if line is None:
-            if typed:
-                out.write("\n")
-            return failed
-        text = line.strip()
-        if text in QUIT_COMMANDS:
-            return failed
-        if text:
-            code = chat.line(text, label="model> " if typed else "")
-            failed = failed or (0 if typed else code)
-            if text.split()[0] == "/help":  # the terminal chat's own way out, which the registry's commands lack
-                print(textwrap.fill(f"{' or '.join(QUIT_COMMANDS)} leaves, as end of input (Ctrl-D) does",
-                                    terminal_width()), file=out)
-
-
-def _typed_turn(stdin: TextIO, out: TextIO) -> str | None:
-    """The next line after the prompt, None at the end of input. A terminal's line is read with GNU readline where
-    Python has it: it can be edited (arrows, history), and a line pasted past the terminal's own limit of 4095
-    bytes comes whole, where the terminal driver drops the rest."""
-    if stdin is sys.stdin and stdin.isatty() and out.isatty():
-        try:
-            import readline  # noqa: F401 - imported, it is what input() reads a terminal's line with
-        except ImportError:
-            pass
-        else:
-            try:
-                return input(PROMPT)
-            except EOFError:
-                return None
-    out.write(PROMPT)
-    out.flush()
-    return stdin.readline() or None
 
 
 def setting_range(name: str, low: int | None = None) -> click.IntRange:
@@ -460,6 +436,9 @@ def setting_range(name: str, low: int | None = None) -> click.IntRange:
               help="which tool calls run without asking y/n: read (reading and searching), all, or ask (none)")
 @click.option("--mcp", multiple=True, metavar="NAME", help="an MCP server of mcp.json in the data folder whose tools "
               "the model may call (repeatable)")
+@click.option("--offer-tools", type=click.Choice(get_args(ToolOffer)), help="whether each message offers the model "
+              "the tools to call as it sees fit (default: the chat's 'Offer tools with each message', auto: yes but "
+              "to the built-in model); /use calls one either way")
 @data_dir_option
 def chat(message: str | None, provider: str | None, base_url: str | None, model: str | None, chat_ref: str | None,
          data_dir: str | None, **options) -> int:

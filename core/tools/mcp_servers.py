@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..model.counted import counted
 from ..model.tools import ToolOutcome, ToolSpec
 from ..providers.base import CancelToken
 from .mcp_config import ServerConfig
@@ -333,15 +334,33 @@ def _connection_closed(exc: BaseException) -> bool:
     return isinstance(exc, MCPError) and exc.code == mcp_types.CONNECTION_CLOSED
 
 
-def server_news(told: Mapping[str, str], statuses: Sequence[ServerStatus]) -> str:
+def server_news(told: Mapping[str, str], statuses: Sequence[ServerStatus],
+                where: str = "Settings → Tools shows them") -> str:
     """One sentence for the servers that failed or ended since the user was last told (`told`: each server's state
-    then), naming each and why; "" when none did. The window says it wherever the user is: a server's failure
-    otherwise showed only in Settings → Tools, and the chat went on without its tools unexplained."""
+    then), naming each and why, then `where` (how to see them and start them again); "" when none did. The window
+    and the terminal chat say it wherever the user is: a server's failure otherwise showed only in Settings → Tools,
+    and the chat went on without its tools unexplained."""
     news = [f"{status.name!r} {status.state}: {_clipped(status.detail or 'no reason given')}" for status in statuses
             if status.state in (FAILED, EXITED) and told.get(status.name) != status.state]
     if not news:
         return ""
-    return f"MCP server{'s' if len(news) > 1 else ''} {'; '.join(news)} (Settings → Tools shows them)"
+    return f"MCP server{'s' if len(news) > 1 else ''} {'; '.join(news)} ({where})"
+
+
+def state_words(status: ServerStatus, start_seconds: float) -> str:
+    """A server's state as Settings → Tools and the terminal chat's /mcp say it; why it failed or ended is shown
+    under it. A start counts its seconds against its limit (`start_seconds`): a server that hangs said "starting…"
+    alone for the whole limit, the user not told how long it would be."""
+    if status.state == RUNNING:
+        since = time.strftime(" since %H:%M:%S", time.localtime(status.running_since)) if status.running_since else ""
+        took = f" (started in {status.seconds:.1f} s)" if status.seconds is not None else ""
+        return f"running{since}{took}, {counted(len(status.tools), 'tool')}"
+    if status.state == STARTING:
+        if status.starting_since is None:
+            return "starting…"
+        waited = max(0, int(time.monotonic() - status.starting_since))
+        return f"starting… {waited} s (given up at {start_seconds:g} s)"
+    return status.state
 
 
 def _clipped(text: str, chars: int = NEWS_DETAIL_CHARS) -> str:

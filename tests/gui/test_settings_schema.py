@@ -44,7 +44,8 @@ def test_every_field_appears_in_the_dialog_and_the_overrides_under_its_title(qtb
     assert set(dialog.policy_fields.editors) == {f.name for f in policy}
     assert set(dialog.chat_policy_fields.override_boxes) == {f.name for f in policy}
     assert set(dialog.chat_fields.editors) == {"system_prompt", "context_window", "reserve_output", "run_timeout",
-                                             "run_memory_mb", "run_processes", "workspace", "tool_steps"}
+                                             "run_memory_mb", "run_processes", "workspace", "offer_tools",
+                                             "tool_steps"}
     form = dialog.policy_fields.editors["trigger_ratio"].parentWidget().parentWidget().layout()
     assert "Summarize at" in labels(form) and "trigger_ratio" not in labels(form)
     # A share of the budget is shown as a percentage and stored as a fraction.

@@ -10,7 +10,7 @@ import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.core.settings import TOOLS_KEY
 from precis.gui.message_text import outcome_mark
-from precis.gui.tool_turn import LOCAL_MODEL_TOOLS
+from precis.gui.tool_turn import LOCAL_MODEL_TOOLS, TOOLS_NOT_OFFERED
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QDialogButtonBox, QPushButton
 
@@ -223,16 +223,19 @@ def test_the_step_limit_is_said(qtbot, make_window, store, server, workspace):
     assert stored_calls_answered(store, chat_id)
 
 
-@pytest.mark.model  # the embedded model, whose chats with tools are told it rarely calls them
+@pytest.mark.model  # the embedded model, whose chats with tools are told it is not offered them, or rarely calls them
 @pytest.mark.slow
-def test_the_local_model_with_tools_says_it_rarely_calls_them(qtbot, make_window, store, local_provider, workspace):
+@pytest.mark.parametrize(("offer", "hint"), [("auto", TOOLS_NOT_OFFERED), ("yes", LOCAL_MODEL_TOOLS)])
+def test_the_built_in_model_with_tools_says_whether_it_is_offered_them(qtbot, make_window, store, local_provider,
+                                                                       workspace, offer, hint):
     window = make_window(provider=local_provider)
-    open_new_chat(qtbot, window, store, workspace=str(workspace), reserve_output=32)
+    open_new_chat(qtbot, window, store, workspace=str(workspace), reserve_output=32, offer_tools=offer)
     window.submit("Say hello.")
-    qtbot.waitUntil(lambda: "rarely calls a tool" in window.composer.hint.text(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.composer.hint.text() == hint, timeout=WAIT_MS)
     window.composer.stop_requested.emit()
     qtbot.waitUntil(lambda: idle(window) and window.chat.reply_job is None, timeout=WAIT_MS)
-    assert window.composer.hint.text() == LOCAL_MODEL_TOOLS  # it stays, with the answer stopped
+    assert window.composer.hint.text() == hint  # it stays, with the answer stopped
+    assert bool(window.chat.session.tools) == (offer == "yes")
 
 
 def test_a_reply_regenerated_in_a_chat_with_tools_can_call_them(qtbot, make_window, store, server, workspace):

@@ -265,7 +265,8 @@ def test_the_inspector_counts_the_new_servers_tools_once_they_run_not_at_the_nex
     """Saving mcp.json restarts the servers: the open chat's next prompt is offered their tools as soon as they run
     (and none once they are gone), without a message sent; "Tool definitions" went missing until then."""
     window = make_window()
-    chat_id = store.create_chat("times", settings={"context_window": 8192})
+    # Offered even to the built-in model the window has here (by default it is not: tests/providers/test_tools_offered.py).
+    chat_id = store.create_chat("times", settings={"context_window": 8192, "offer_tools": "yes"})
     window.refresh_chats()
     window.open_chat(chat_id)
     tools_value = window.inspector.legend_values["tools"]
@@ -293,3 +294,27 @@ def test_the_inspector_counts_the_new_servers_tools_once_they_run_not_at_the_nex
             assert engine.setup.tool_tokens == engine.counter.count_text(specs_json(specs))
             assert tools_value.text() == f"{tools_counted():,}"
     assert store.load_messages(chat_id) == []
+
+
+def test_mcp_typed_in_the_window_restarts_the_server_and_opens_its_page(qtbot, make_window, store, tmp_path):
+    """/mcp is the terminal chat's way to the servers (core/cli/chat_tools.py); in the window it is the same command:
+    Settings → Tools, with `restart NAME` pressing that server's Restart first."""
+    pid_file = tmp_path / "pid"
+    config_path(store).write_text(json.dumps({"mcpServers": {
+        "slow": {"command": sys.executable, "args": [str(SLOW_SERVER), str(pid_file)]}}}))
+    window = make_window()
+    window.open_chat(store.create_chat("servers", settings={"context_window": 8192}))
+    qtbot.waitUntil(lambda: window.tools.servers.status("slow").state == RUNNING, timeout=WAIT_MS)
+    window.submit("/mcp restart slow")  # running: left alone, and said
+    qtbot.waitUntil(lambda: "'slow' is running; only a server that failed or ended" in window.composer.hint.text(),
+                    timeout=WAIT_MS)
+    first_pid = int(pid_file.read_text())
+    os.kill(first_pid, signal.SIGKILL)
+    qtbot.waitUntil(lambda: window.tools.servers.status("slow").state == "exited", timeout=WAIT_MS)
+    with qtbot.waitSignal(window.settings_opened, timeout=WAIT_MS) as opened:
+        window.submit("/mcp restart slow")
+    dialog = opened.args[0]
+    assert dialog.tabs.currentWidget() is dialog.tools_tab
+    qtbot.waitUntil(lambda: running(dialog.tools_page, "slow"), timeout=WAIT_MS)
+    assert int(pid_file.read_text()) != first_pid
+    dialog.reject()

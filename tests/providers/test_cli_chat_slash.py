@@ -71,9 +71,12 @@ def test_pin_takes_a_message_by_its_number_in_history_and_refuses_one_not_there(
             store.add_message(chat, Message("user" if n % 2 == 0 else "assistant", f"note {n} about the kiwi crates"))
     args = TurnOptions(temperature=0.0, chat="notes", data_dir=data)
     out = io.StringIO()
-    stdin = io.StringIO("/pin 1\n/pin 4\n/unpin kiwi\n/history\n")
+    stdin = io.StringIO("/pin 1\n/pin 4\n/unpin kiwi\n/history\n/help\n")
     terminal_chat(ScriptedProvider([]), args, stdin, out, out)  # a fake: nothing is sent to a model
     text = out.getvalue()
+    # /help showed a bare "/pin": the number it takes was said nowhere but in its help's words.
+    assert re.search(r"^/pin \[N\] +pin a message", text, re.MULTILINE)
+    assert re.search(r"^/unpin \[N\] +unpin a message", text, re.MULTILINE)
     assert "Pinned: this message is always sent and never summarized. (note 0 about the kiwi crates)" in text
     assert "/pin: no message 4 in this conversation: its messages are numbered 1 to 3" in text
     assert "/unpin: no message 'kiwi' in this conversation: name one by its number in the history, 1 to 3" in text

@@ -1,9 +1,11 @@
-"""What a user types at `precis chat` on a terminal: Ctrl-C while a reply streams, Ctrl-C at the question about a
-tool call, a long pasted line, Ctrl-D. `precis` runs in its own process on a pseudo-terminal (tests/pseudo_terminal.py); the
-model is the scripted server on loopback, a stand-in: a real model cannot be held mid-reply or made to call a tool
-on demand."""
+"""What a user types at `precis chat` on a terminal: Ctrl-C while a reply streams, at the question about a tool call
+and at the prompt, a long pasted line, a pasted block of lines, Ctrl-D. `precis` runs in its own process on a
+pseudo-terminal (tests/pseudo_terminal.py); the model is the scripted server on loopback, a stand-in: a real model
+cannot be held mid-reply or made to call a tool on demand."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from precis.core.cli.main import main
@@ -100,6 +102,70 @@ def test_a_line_pasted_past_the_terminals_line_limit_is_sent_whole(server, model
     with open_store(tmp_path / "data") as store:
         [chat] = store.list_chats()
         assert store.load_messages(chat.id)[0].content == pasted
+
+
+def paste(terminal: PseudoTerminal, text: str) -> None:
+    """Text pasted as a terminal emulator pastes it: marked as a paste (bracketed) when the program asked for that
+    (ESC [?2004h), else as if typed, each newline an Enter."""
+    typed = text.replace("\n", "\r")
+    terminal.type(f"\x1b[200~{typed}\x1b[201~" if b"\x1b[?2004h" in terminal.seen else typed)
+
+
+def test_a_pasted_block_of_lines_is_one_message(server, model_args, tmp_path):
+    """A paste of several lines (code, a paragraph) was sent a line a message, each answered on its own: the model
+    never saw the whole of it (Python turns readline's bracketed paste off). It is one message, sent by Enter."""
+    block = "Summarize this:\ndef double(x):\n    return x * 2\n\nprint(double(3))"
+    server.steps = [stream(answer("It doubles 3."))]
+    with PseudoTerminal("chat", *model_args) as terminal:
+        terminal.expect(PROMPT)
+        paste(terminal, block)
+        terminal.type("\r")
+        terminal.expect("It doubles 3.")
+        terminal.expect(PROMPT)
+        terminal.line("/quit")
+        assert terminal.wait() == 0, terminal.seen
+    assert [request[2]["messages"][-1]["content"] for request in server.requests] == [block]
+    with open_store(tmp_path / "data") as store:
+        [chat] = store.list_chats()
+        assert [(m.role, m.content) for m in store.load_messages(chat.id)] == [("user", block),
+                                                                               ("assistant", "It doubles 3.")]
+
+
+def at_rest(terminal: PseudoTerminal, typed: str) -> None:
+    """Wait until `typed` is shown and readline waits for the next key, as it does by the time a person presses one.
+    (CPython's readline sees a signal only while it waits: a Ctrl-C sent the instant a key's echo shows, while the
+    key is still being handled, is acted on at the next key or signal.)"""
+    terminal.expect(typed)
+    time.sleep(1)
+
+
+def test_ctrl_c_at_the_prompt_keeps_the_chat_and_a_second_one_leaves(server, model_args):
+    """Ctrl-C pressed to stop a reply that had just ended landed at the prompt and left the chat. Once, it drops the
+    line being typed and says how to leave; twice in a row, it leaves."""
+    server.steps = [stream(answer("First.")), stream(answer("Second."))]
+    with PseudoTerminal("chat", *model_args) as terminal:
+        terminal.expect(PROMPT)
+        terminal.line("One.")
+        terminal.expect("First.")
+        terminal.expect(PROMPT)
+        terminal.type("half a thought")
+        at_rest(terminal, "half a thought")
+        terminal.type(CTRL_C)
+        terminal.expect(r"\[Ctrl-C again, Ctrl-D or /quit leaves\]")
+        terminal.expect(PROMPT)
+        terminal.line("Two.")
+        terminal.expect("Second.")
+        terminal.expect(PROMPT)
+        for keys in ("zq1", "zq2"):
+            terminal.type(keys)
+            at_rest(terminal, keys)
+            terminal.type(CTRL_C)
+            if keys == "zq1":
+                terminal.expect(r"\[Ctrl-C again, Ctrl-D or /quit leaves\]")
+                terminal.expect(PROMPT)
+        assert terminal.wait() == 0, terminal.seen
+        assert terminal.seen.count(b"[Ctrl-C again") == 2  # the second time at the prompt, then the third left
+    assert [request[2]["messages"][-1]["content"] for request in server.requests] == ["One.", "Two."]
 
 
 def test_ctrl_c_while_the_commands_load_says_interrupted(monkeypatch, capsys):

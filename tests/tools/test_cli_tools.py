@@ -97,4 +97,5 @@ def test_the_terminal_chat_says_what_it_waits_for_and_names_a_server_that_never_
     waiting, failed = err.getvalue().splitlines()  # time may start within the first second, or not
     assert waiting.startswith("[precis: waiting for MCP server") and waiting.endswith(" to start (up to 3 s)]")
     assert "'hangs'" in waiting
-    assert failed == "[precis: MCP server 'hangs' did not start: no answer to initialize within 3 s]"
+    assert failed == ("[precis: MCP server 'hangs' did not start: no answer to initialize within 3 s; /mcp restart hangs "
+                      "tries again]")
