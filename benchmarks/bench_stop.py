@@ -5,6 +5,10 @@ client go, against a loopback server that reads the request and then holds its r
 Run: QT_QPA_PLATFORM=offscreen python benchmarks/bench_stop.py
 Goal: every case < 0.2 s (it was HOLD: Stop waited for the server's headers).
 
+With --model, also the real llama.cpp server (core/providers/model_server.py, SmolLM2) given a ~3,300-token prompt:
+Stop one second in, and how soon the server answers a short request after it (it stops work on the stopped prompt
+once it has read the batch it is on), beside the same prompt's time unstopped.
+
 Cases: a reply's stream (OpenAI-compatible, Anthropic), a model list (Test connection; the list is asked inside
 transport.cancellable), and the window: Stop pressed to the window idle again, and closing the window to its work
 finished.
@@ -131,6 +135,61 @@ def window() -> None:
         server.close()
 
 
+def real_server() -> None:
+    import socket
+    import subprocess
+
+    import httpx
+    from precis.core.providers.local import find_model_path
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "precis.core.providers.model_server", "--model",
+                               str(find_model_path()), "--n_threads", "2", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        while True:
+            try:
+                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.25)
+        provider = OpenAICompatProvider(url, "m")
+
+        def ask(text: str, stop_after: float | None = None) -> tuple[float, float | None]:
+            cancel = CancelToken()
+            asked = [Message(role="user", content=text)]
+            started = time.monotonic()
+            thread = threading.Thread(target=lambda: _quietly(
+                lambda: list(provider.stream_chat(asked, cancel=cancel, max_tokens=1))))
+            thread.start()
+            stopped = None
+            if stop_after is not None:
+                time.sleep(stop_after)
+                stopped = time.monotonic()
+                cancel.cancel()
+            thread.join()
+            return time.monotonic() - started, (time.monotonic() - stopped if stopped is not None else None)
+
+        def long_prompt(word: str) -> str:  # a different text each time: no prompt cache
+            return " ".join(f"{word} {i}: the keeper of the light saw {i} boats." for i in range(250)) + "\nSummarize."
+
+        ask("Say hi.")
+        _, stop = ask(long_prompt("Row"), stop_after=1.0)
+        after, _ = ask("Say hi.")
+        whole, _ = ask(long_prompt("Entry"))
+        print(f"real llama.cpp server, ~3,300-token prompt: Stop to the call ending {stop * 1000:.0f} ms; a short "
+              f"request right after answered in {after:.1f} s; the same prompt unstopped took {whole:.1f} s")
+        provider.close()
+    finally:
+        server.terminate()
+        server.wait()
+
+
 if __name__ == "__main__":
     providers()
     window()
+    if "--model" in sys.argv:
+        real_server()
