@@ -474,4 +474,8 @@ class MainWindow(QMainWindow):
         self.composer.flush_draft()
         self.chat.shutdown()
         self.tools.stop()
+        # Settings left open would keep the app running without its window (a SIGTERM did not end it), and its
+        # download or Test connection going: closing it pauses the one (kept, resumed next time) and stops the other.
+        for dialog in self.findChildren(SettingsDialog):
+            dialog.reject()
         event.accept()

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.model.schema import SettingField, setting_errors, setting_fields
+from ..core.providers.cancellable import cancellable
 from ..core.providers.discovery import FoundModel
 from ..core.providers.registry import check_connection, provider_for
 from ..core.settings import DEFAULT_MODELS, SERVER_FIELDS, ChatSettings, ProviderChoice, SummarizationPolicy
@@ -217,6 +218,7 @@ class SettingsDialog(QDialog):
 
         # Provider and Local model: one schema (ProviderChoice), its fields on the page they name
         self._runner = Runner(parent=self)
+        self.finished.connect(self._runner.cancel_all)  # closing the dialog stops a Test connection under way
         provider_fields = [f for f in setting_fields(self.provider_model) if f.page != LOCAL_PAGE]
         local_fields = [f for f in setting_fields(self.provider_model) if f.page == LOCAL_PAGE]
         initial = provider.model_dump()
@@ -375,10 +377,11 @@ class SettingsDialog(QDialog):
         self.test_result.setText(f"Asking {choice.base_url or 'the ' + choice.kind + ' API'} for its models…")
         theme.style_as(self.test_result, "muted")
 
-        def ask(_job) -> str:
+        def ask(job) -> str:
             provider = provider_for(choice, api_key=key)
             try:
-                return check_connection(provider)
+                with cancellable(job.cancel_token):
+                    return check_connection(provider)
             finally:
                 provider.close()
 

@@ -21,6 +21,7 @@ from .base import (
     StreamInterrupted,
     Usage,
 )
+from .cancellable import cancellable
 from .render import paired_call_ids, tool_call_text, tool_result_text
 from .sse import iter_sse
 from .tool_calls import forced_tool, new_call_id, parse_arguments
@@ -240,7 +241,8 @@ class OpenAICompatProvider(HTTPProvider):
             raise Cancelled(partial="".join(parts))
         if not done and finish is None:
             if not parts and usage is None:
-                self._diagnose_empty_stream(messages, temperature, json_schema, sent_tools)
+                with cancellable(cancel):
+                    self._diagnose_empty_stream(messages, temperature, json_schema, sent_tools)
             raise StreamInterrupted(f"{self.server} ended the stream before the reply was complete",
                                     partial="".join(parts))
         tool_calls = calls.calls(self.server)

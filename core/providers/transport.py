@@ -10,7 +10,6 @@ import email.utils
 import html
 import json
 import re
-import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from .base import (
     ServerError,
     StreamInterrupted,
 )
+from .cancellable import cancellable, shut_down, watch_sockets
 from .registry import key_hint
 
 # A model list is a few kilobytes, answered at once by a server that works; a server that accepts the connection
@@ -151,17 +151,16 @@ def error_for_status(status: int, body: str, headers: httpx.Headers | dict, *, s
 
 
 def _close_at_once(response: httpx.Response) -> Callable[[], None]:
-    """A closer for CancelToken: shut the socket down so a read blocked in another thread returns now."""
+    """A closer for CancelToken: shut the socket down so a read blocked in another thread returns now (the reader
+    then closes the response); a response with no socket (a test's transport) is closed."""
 
     def close() -> None:
         stream = response.extensions.get("network_stream")
         sock = stream.get_extra_info("socket") if stream is not None else None
         if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        response.close()
+            shut_down(sock)
+        else:
+            response.close()
 
     return close
 
@@ -180,7 +179,8 @@ class HTTPProvider:
         self._window = window
         self._retry = retry
         self._key_hint = key_hint(self.name, self.base_url)  # where its key is looked for, told when it is refused
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport)
+        self._client = watch_sockets(
+            httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), transport=transport))
 
     def close(self) -> None:
         self._client.close()
@@ -213,39 +213,42 @@ def open_stream(client: httpx.Client, request: httpx.Request, *, server: str, mo
     """Send a streaming request; return the open 2xx response (closed by cancel) or raise a ProviderError.
 
     429 and 5xx are retried at most retry.max_retries times (Retry-After honoured up to retry.max_wait,
-    else backoff); `final(status, body)` marks a failure not worth retrying.
+    else backoff); `final(status, body)` marks a failure not worth retrying. Cancelling ends it at once, even while
+    the server has not answered (see cancellable).
     """
-    for attempt in range(retry.max_retries + 1):
-        if cancel.cancelled:
-            raise Cancelled()
-        with connection_errors(server, secret):
-            response = client.send(request, stream=True)
-        if response.status_code < 400 and "html" in response.headers.get("content-type", ""):
-            response.close()
-            raise _web_page(server, response.status_code)
-        if response.status_code < 400:
-            cancel.on_cancel(_close_at_once(response))
-            return response
-        try:
-            body = response.read().decode("utf-8", "replace")
-        except httpx.HTTPError:
-            body = ""
-        finally:
-            response.close()
-        error = error_for_status(response.status_code, body, response.headers, server=server, model=model,
-                                 secret=secret, key_hint=key_hint)
-        give_up = final(response.status_code, body) if final is not None else False
-        if give_up or not error.retryable or attempt == retry.max_retries:
-            if error.retryable and attempt:
-                error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
-            raise error
-        wait = retry.backoff(attempt)
-        if isinstance(error, RateLimited) and error.retry_after is not None:
-            if error.retry_after > retry.max_wait:
+    with cancellable(cancel):
+        for attempt in range(retry.max_retries + 1):
+            with connection_errors(server, secret):
+                response = client.send(request, stream=True)
+            if cancel.cancelled:  # cancelled as the headers arrived: the watch may have shut the socket already
+                response.close()
+                raise Cancelled()
+            if response.status_code < 400 and "html" in response.headers.get("content-type", ""):
+                response.close()
+                raise _web_page(server, response.status_code)
+            if response.status_code < 400:
+                cancel.on_cancel(_close_at_once(response))
+                return response
+            try:
+                body = response.read().decode("utf-8", "replace")
+            except httpx.HTTPError:
+                body = ""
+            finally:
+                response.close()
+            error = error_for_status(response.status_code, body, response.headers, server=server, model=model,
+                                     secret=secret, key_hint=key_hint)
+            give_up = final(response.status_code, body) if final is not None else False
+            if give_up or not error.retryable or attempt == retry.max_retries:
+                if error.retryable and attempt:
+                    error.args = (f"{error.args[0]} (gave up after {attempt + 1} attempts)",)
                 raise error
-            wait = error.retry_after
-        if cancel.wait(wait):
-            raise Cancelled()
+            wait = retry.backoff(attempt)
+            if isinstance(error, RateLimited) and error.retry_after is not None:
+                if error.retry_after > retry.max_wait:
+                    raise error
+                wait = error.retry_after
+            if cancel.wait(wait):
+                raise Cancelled()
     raise AssertionError("unreachable: the loop returns or raises")
 
 
