@@ -194,7 +194,7 @@ def watch_sockets(client: httpx.Client) -> httpx.Client:
     environment) through WatchedBackend. httpx has no public setting for the backend; its pools (httpcore's
     ConnectionPool and the proxies built on it) take one, kept as `_network_backend`. A transport given by the caller
     (a test's MockTransport) is left as it is."""
-    for transport in (client._transport, *client._mounts.values()):
+    for transport in (getattr(client, "_transport", None), *getattr(client, "_mounts", {}).values()):
         pool = getattr(transport, "_pool", None)
         if isinstance(transport, httpx.HTTPTransport) and isinstance(pool, httpcore.ConnectionPool):
             pool._network_backend = WatchedBackend()
