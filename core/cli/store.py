@@ -95,7 +95,7 @@ def import_command(file: str, format_: str, title: str | None, data_dir: str | N
     print(f"precis import: imported {result.described()}", file=sys.stderr)
     if result.notice():
         print(f"precis import: {result.notice()}", file=sys.stderr)
-    print(result.chat_id)
+    print("\n".join(result.chat_ids or (result.chat_id,)))  # an account export's: one chat a line
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Importing chats from files: the interchange JSONL, OpenAI chat JSON, and Claude Code's own session JSONL.
+"""Importing chats from files: the interchange JSONL, OpenAI chat JSON, Claude Code's own session JSONL, and the
+conversations.json of a ChatGPT or Claude.ai data export (many chats, account_exports.py).
 
 Each reader parses the whole file in memory first and raises TranscriptError (file, line, field) on bad input;
 only a fully parsed file reaches the store, in one transaction, so a chat is never half imported.
@@ -7,7 +8,6 @@ only a fully parsed file reaches the store, in one transaction, so a chat is nev
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +20,8 @@ from ..model.records import CoveredMessage, SummaryRecord
 from ..model.titles import title_from
 from ..model.tokens import TokenCounter
 from ..settings import ChatSettings
+from .account_exports import READERS, export_kind
 from .interchange import (
-    NESTED_TOO_DEEP,
     TranscriptError,
     chat_header,
     not_a_message,
@@ -30,11 +30,12 @@ from .interchange import (
     read_interchange_chat,
     refuse_lone_surrogates,
 )
-from .store import Store
+from .json_items import items_with_lines
+from .store import NewChat, Store
 from .text_files import as_utf8
 from .version_table import Branches, Versions
 
-FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code")
+FORMATS: tuple[str, ...] = ("auto", "jsonl", "openai", "claude-code", "chatgpt", "claude-ai")
 
 CLAUDE_CODE_COMPACTION_PREFIX = "This session is being continued from a previous conversation"
 # Line types in a Claude Code session file that are not conversation.
@@ -99,14 +100,20 @@ class ParsedChat:
 class ImportResult:
     """What an import stored, and what it had to change to read the file."""
 
-    chat_id: str
+    chat_id: str  # the one to open: of an account export's, the last changed
     title: str
     messages: int
     summaries: int
     notices: tuple[str, ...] = ()
+    chat_ids: tuple[str, ...] = ()  # every chat an account export made, else empty
+    left_out: str = ""  # what an account export held that was not imported ('3 images, 1 tool output')
 
     def described(self) -> str:
-        """What was imported, for people: '"locomo_1": 438 messages, 3 summaries' (summaries only when there are)."""
+        """What was imported, for people: '"locomo_1": 438 messages, 3 summaries' (summaries only when there are);
+        of an account export '12 chats (1,024 messages); left out: 3 images'."""
+        if self.chat_ids:
+            said = f"{counted(len(self.chat_ids), 'chat')} ({counted(self.messages, 'message')})"
+            return said + (f"; left out: {self.left_out}" if self.left_out else "")
         said = counted(self.messages, "message")
         if self.summaries:
             said += ", " + counted(self.summaries, "summary")
@@ -128,8 +135,10 @@ def _title_from(messages: list[Message], fallback: str) -> str:
 
 
 def detect_format(path: Path, data: bytes) -> str:
-    """Tell the format from the first JSON value in the file."""
+    """Tell the format from the first JSON value in the file (of an account export, its first conversation)."""
     text = _decode(data)
+    if (kind := export_kind(text)) is not None:
+        return kind
     # Lines end at "\n" alone: str.splitlines also splits at U+2028 and U+0085, which JSON strings hold as they are.
     first = next((line.strip() for line in text.split("\n") if line.strip()), "")
     try:
@@ -145,8 +154,8 @@ def detect_format(path: Path, data: bytes) -> str:
             raise not_a_message(str(path), 1, value)
     if isinstance(value, (dict, list)) or first[:1] in ("{", "["):
         return "openai"
-    raise TranscriptError(str(path), 1, "not a known chat format (interchange JSONL, OpenAI chat JSON or "
-                                        "Claude Code session JSONL)")
+    raise TranscriptError(str(path), 1, "not a known chat format (interchange JSONL, OpenAI chat JSON, Claude Code "
+                                        "session JSONL, or a ChatGPT or Claude.ai export's conversations.json)")
 
 
 # ------------------------------------------------------------------------------------------- interchange
@@ -161,62 +170,6 @@ def parse_interchange(path: Path, data: bytes) -> ParsedChat:
 
 
 # ------------------------------------------------------------------------------------------------ OpenAI
-
-def _items_with_lines(text: str, source: str) -> Iterator[tuple[Any, int]]:
-    """The messages of an OpenAI chat file, one at a time, each with the line it starts on.
-
-    The whole file is parsed once to check it, then let go: each message is parsed again as the array is walked to
-    find its line, so a long chat's parsed form is never held beside the messages made of it."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(source, exc.lineno, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    except RecursionError:
-        raise TranscriptError(source, 1, NESTED_TOO_DEEP) from None
-    in_object = isinstance(document, dict)
-    if in_object:
-        if not isinstance(document.get("messages"), list):
-            raise TranscriptError(source, 1, "field 'messages' must be a list of messages")
-        start = _messages_key(text, text.index("{") + 1)
-    elif isinstance(document, list):
-        start = text.index("[")
-    else:
-        raise TranscriptError(source, 1, "expected {\"messages\": [...]} or a list of messages")
-    del document
-    # Lines are counted from the previous element on, so the walk stays linear in the file's length.
-    pos, line, counted_to = start + 1, 1, 0
-    while text[pos := _skip_between(text, pos)] != "]":
-        line += text.count("\n", counted_to, pos)
-        counted_to = pos
-        item, end = _DECODER.raw_decode(text, pos)
-        refuse_lone_surrogates(item, text, source, line, pos, end)
-        pos = end
-        yield item, line
-    if in_object and (again := _messages_key(text, pos + 1)) >= 0:
-        raise TranscriptError(source, line + text.count("\n", counted_to, again),
-                              "field 'messages' appears more than once; keep one list of messages")
-
-
-_DECODER = json.JSONDecoder()
-
-
-def _skip_between(text: str, pos: int) -> int:
-    """The position after the white space, commas and colons from `pos` on (between values of valid JSON)."""
-    while text[pos] in " \t\r\n,:":
-        pos += 1
-    return pos
-
-
-def _messages_key(text: str, pos: int) -> int:
-    """Where the value of the next key "messages" of the valid JSON object being read at `pos` starts; -1 if none."""
-    while text[pos := _skip_between(text, pos)] != "}":
-        key, pos = _DECODER.raw_decode(text, pos)
-        pos = _skip_between(text, pos)
-        if key == "messages":
-            return pos
-        pos = _DECODER.raw_decode(text, pos)[1]
-    return -1
-
 
 def _openai_content(value: Any, source: str, line: int) -> str:
     if value is None:
@@ -255,7 +208,7 @@ def parse_openai(path: Path, data: bytes) -> ParsedChat:
     call_names: dict[str, str] = {}
     roles: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
                               "tool": "tool", "function": "tool"}
-    for item, line in _items_with_lines(_decode(data), source):
+    for item, line in items_with_lines(_decode(data), source):
         if not isinstance(item, dict):
             raise TranscriptError(source, line, f"expected a message object, got {type(item).__name__}")
         # A role that is not a string (a list, an object) is no role either, not a crash looking it up.
@@ -437,27 +390,45 @@ def parse_claude_code(path: Path, data: bytes) -> ParsedChat:
 
 
 PARSERS = {"jsonl": parse_interchange, "openai": parse_openai, "claude-code": parse_claude_code}
-FORMAT_NAMES = {"jsonl": "interchange JSONL", "openai": "OpenAI chat JSON", "claude-code": "a Claude Code session"}
+FORMAT_NAMES = {"jsonl": "interchange JSONL", "openai": "OpenAI chat JSON", "claude-code": "a Claude Code session",
+                "chatgpt": "a ChatGPT export", "claude-ai": "a Claude.ai export"}
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:  # the window shows the message as it is: not "[Errno 2] No such file or directory: '…'"
+        raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _chosen_format(path: Path, data: bytes, fmt: str) -> str:
+    if not _decode(data).strip():  # not "line 1: not a known chat format", nor an empty chat imported
+        raise TranscriptError(str(path), 1, "the file is empty, there is no chat in it")
+    chosen = detect_format(path, data) if fmt == "auto" else fmt
+    if chosen not in PARSERS and chosen not in READERS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return chosen
+
+
+def _no_messages(path: Path, chosen: str, fmt: str) -> TranscriptError:
+    # `{"messages": []}`, or another format's file read as a Claude Code session
+    return TranscriptError(str(path), 1, f"no chat messages in it, read as {FORMAT_NAMES[chosen]}"
+                                         + ("" if fmt == "auto" else " (--format auto tells the format)"))
 
 
 def parse_file(path: str | Path, fmt: str = "auto") -> ParsedChat:
     """Read a chat file. Raises ImportFailed (file, line, field) or OSError ('cannot read FILE: why')."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:  # the window shows the message as it is: not "[Errno 2] No such file or directory: '…'"
-        raise OSError(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = _read_bytes(path)
     try:
         data = as_utf8(data, str(path))
-        if not _decode(data).strip():  # not "line 1: not a known chat format", nor an empty chat imported
-            raise TranscriptError(str(path), 1, "the file is empty, there is no chat in it")
-        chosen = detect_format(path, data) if fmt == "auto" else fmt
-        if chosen not in PARSERS:
-            raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        chosen = _chosen_format(path, data, fmt)
+        if chosen in READERS:
+            raise TranscriptError(str(path), 1, f"it is {FORMAT_NAMES[chosen]}, many chats: `precis import` reads "
+                                                "each into a chat of its own")
         parsed = PARSERS[chosen](path, data)
-        if not parsed.messages:  # `{"messages": []}`, or another format's file read as a Claude Code session
-            raise TranscriptError(str(path), 1, f"no chat messages in it, read as {FORMAT_NAMES[chosen]}"
-                                                + ("" if fmt == "auto" else " (--format auto tells the format)"))
+        if not parsed.messages:
+            raise _no_messages(path, chosen, fmt)
     except TranscriptError as exc:
         raise ImportFailed(_with_format_hint(exc, path, data, fmt)) from None
     parsed.undecodable = find_undecodable(data)
@@ -480,12 +451,44 @@ def _with_format_hint(error: TranscriptError, path: Path, data: bytes, fmt: str)
 
 
 def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | None = None) -> ImportResult:
-    """Import a chat file as a new chat, all or nothing."""
+    """Import a chat file as a new chat, an account export as a chat for each of its conversations; all or nothing."""
+    path = Path(path)
     with collector_paused():  # the parsed chat is one long-lived object per message
-        parsed = parse_file(path, fmt)
+        data = _read_bytes(path)
+        try:
+            data = as_utf8(data, str(path))
+            chosen = _chosen_format(path, data, fmt)
+        except TranscriptError as exc:
+            raise ImportFailed(_with_format_hint(exc, path, data, fmt)) from None
+        if chosen in READERS:
+            return _import_export(store, path, data, chosen, fmt, title)
+        parsed = parse_file(path, chosen)
         # A blank --title is no title: the file's, not a chat listed without a name.
         title = (title or "").strip() or parsed.title
         chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings,
                                     parsed.versions, parsed.branches)
     return ImportResult(chat_id=chat_id, title=title, messages=len(parsed.messages), summaries=len(parsed.records),
                         notices=tuple(parsed.notices()))
+
+
+def _import_export(store: Store, path: Path, data: bytes, chosen: str, fmt: str, title: str | None) -> ImportResult:
+    """Every conversation of a ChatGPT or Claude.ai export as a chat of its own, in one transaction."""
+    try:
+        export = READERS[chosen](_decode(data), str(path))
+        if not export.chats:
+            raise _no_messages(path, chosen, fmt)
+        if (title or "").strip() and len(export.chats) > 1:
+            raise TranscriptError(str(path), 1, f"--title names one chat, and the export holds "
+                                                f"{len(export.chats)}; without it each keeps its own title")
+    except TranscriptError as exc:
+        raise ImportFailed(_with_format_hint(exc, path, data, fmt)) from None
+    chats = export.chats
+    if (title or "").strip():
+        chats[0].title = (title or "").strip()
+    ids = store.import_chats([NewChat(c.title, c.messages, versions=c.versions, branches=c.branches,
+                                      created_at=c.created_at, updated_at=c.updated_at) for c in chats])
+    latest = max(range(len(chats)), key=lambda n: chats[n].updated_at or chats[n].created_at or 0)
+    undecodable = find_undecodable(data)
+    return ImportResult(chat_id=ids[latest], title=chats[latest].title, messages=sum(len(c.messages) for c in chats),
+                        summaries=0, notices=(undecodable.describe(),) if undecodable else (), chat_ids=tuple(ids),
+                        left_out=export.left_out_described())

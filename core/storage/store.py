@@ -360,23 +360,50 @@ class Store(MessageTable, SummaryTable, VersionTable):
         """A new chat with its messages, summary records, the versions of its messages that have them (by message
         id; the message's content is the version shown) and the branches of those versions not shown (by message id,
         then version place), in one transaction: all of it or nothing."""
-        valid = settings if isinstance(settings, ChatSettings) else ChatSettings.model_validate(dict(settings or {}))
+        return self.import_chats([NewChat(title, messages, records, archived_by, settings, versions, branches)])[0]
+
+    def import_chats(self, chats: Sequence[NewChat]) -> list[str]:
+        """New chats (as import_chat makes one), all in one transaction: every one of them or none. Their ids."""
         now = time.time()
-        chat_id = Message(role="user").id
-        with self._write("import the chat" if messages else "create the chat") as session, bulk_insert(session):
-            session.add(ChatRow(id=chat_id, title=title, created_at=now, updated_at=now,
-                                settings=valid.model_dump_json()))
-            session.flush()
-            insert_messages(session, chat_id, messages, 0, archived_by)
-            if versions:
-                self._insert_versions(session, chat_id, [m for m in messages if m.id in versions], versions,
-                                      branches or {})
-            for record in records:
-                self._upsert_record(session, chat_id, record)
-        return chat_id
+        ids = []
+        with self._write("import the chats" if len(chats) > 1 else "import the chat" if chats and chats[0].messages
+                         else "create the chat") as session, bulk_insert(session):
+            for chat in chats:
+                settings = chat.settings
+                valid = settings if isinstance(settings, ChatSettings) else \
+                    ChatSettings.model_validate(dict(settings or {}))
+                chat_id = Message(role="user").id
+                ids.append(chat_id)
+                session.add(ChatRow(id=chat_id, title=chat.title, created_at=chat.created_at or now,
+                                    updated_at=chat.updated_at or chat.created_at or now,
+                                    settings=valid.model_dump_json()))
+                session.flush()
+                insert_messages(session, chat_id, chat.messages, 0, chat.archived_by)
+                if chat.versions:
+                    self._insert_versions(session, chat_id, [m for m in chat.messages if m.id in chat.versions],
+                                          chat.versions, chat.branches or {})
+                for record in chat.records:
+                    self._upsert_record(session, chat_id, record)
+        return ids
+
+
+@dataclass(frozen=True)
+class NewChat:
+    """A chat to import: its title and messages, what else its file kept of it, and when it was made and last
+    changed (None: now)."""
+
+    title: str
+    messages: Sequence[Message]
+    records: Sequence[SummaryRecord] = ()
+    archived_by: Mapping[str, str] | None = None  # message id -> id of the record that archived it
+    settings: ChatSettings | Mapping[str, Any] | None = None
+    versions: Mapping[str, Versions] | None = None
+    branches: Mapping[str, Branches] | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
 
 
 __all__ = ["BUSY_TIMEOUT_MS", "DB_NAME", "LOCK_NAME", "SCHEMA_VERSION", "BranchMessage", "Branches", "ChatInfo",
-           "ChatNotFound", "ChatRow", "ChatSettings", "MessageNotFound", "MessageRow", "SearchHit", "SettingRow", "Store",
+           "ChatNotFound", "ChatRow", "ChatSettings", "MessageNotFound", "MessageRow", "NewChat", "SearchHit", "SettingRow", "Store",
            "StoreConflict", "StoreCorrupt", "StoreError", "StoreLocked", "StoreTooNew", "StoreWriteError", "SummaryRow",
            "Versions", "attach_engine", "migrate", "open_store"]
