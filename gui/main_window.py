@@ -383,7 +383,9 @@ class MainWindow(QMainWindow):
     def import_transcript(self, path: str) -> Job:
         def imported(result: ImportResult) -> None:
             notice = result.notice()
-            if notice:
+            if result.chat_ids:  # an account export: how many chats, and what was left out
+                self.status.tell(f"Imported {result.described()}" + (f"; {notice}." if notice else "."), 15_000)
+            elif notice:
                 self.status.tell(f"Imported; {notice}.", 15_000)
             else:
                 self.status.tell("Imported.")
