@@ -462,7 +462,7 @@ def import_file(store: Store, path: str | Path, fmt: str = "auto", title: str | 
             raise ImportFailed(_with_format_hint(exc, path, data, fmt)) from None
         if chosen in READERS:
             return _import_export(store, path, data, chosen, fmt, title)
-        parsed = parse_file(path, chosen)
+        parsed = parse_file(path, fmt)
         # A blank --title is no title: the file's, not a chat listed without a name.
         title = (title or "").strip() or parsed.title
         chat_id = store.import_chat(title, parsed.messages, parsed.records, parsed.archived_by, parsed.settings,
