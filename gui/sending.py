@@ -75,8 +75,7 @@ class Sender(QObject):
         try:
             command = slash.parse(text)
         except slash.SlashError as exc:
-            first = str(exc).splitlines()[0]
-            self.composer.set_hint(f"{first} {slash.short_help()}" if first.endswith("Commands:") else first, error=True)
+            self.composer.set_hint(str(exc), error=True)
             self.composer.hint.setToolTip(slash.help_text())
             self.composer.edit.selectAll()  # typing replaces the bad command instead of extending it
             return

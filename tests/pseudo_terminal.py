@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import struct
 import subprocess
 import sys
 import termios
@@ -29,8 +30,12 @@ def _own_terminal() -> None:
 
 
 class PseudoTerminal:
-    def __init__(self, *argv: str, env: dict[str, str] | None = None):
+    def __init__(self, *argv: str, env: dict[str, str] | None = None, columns: int | None = None):
+        """`columns`: the terminal's width, as a terminal window of that size reports it (else the pseudo-terminal
+        reports none, and `precis` writes as to no terminal, lines unbroken)."""
         self.leader, follower = pty.openpty()
+        if columns is not None:
+            fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         self.process = subprocess.Popen([sys.executable, "-m", "precis.core.cli.main", *argv], cwd=ROOT,
                                         stdin=follower, stdout=follower, stderr=follower, env=env,
                                         preexec_fn=_own_terminal)

@@ -7,6 +7,8 @@ import threading
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from precis.core.chat import commands as slash
 from precis.core.providers.base import CancelToken
 from precis.core.settings import ChatSettings
@@ -25,9 +27,41 @@ def test_commands_parse_with_their_argument():
     assert slash.parse("/run ls -la /tmp") == slash.SlashCommand("run", "ls -la /tmp")
 
 
-def test_unknown_or_incomplete_commands_get_a_hint():
-    with pytest.raises(slash.SlashError, match=r"Unknown command /sumarize\. Did you mean /summarize\?"):
-        slash.parse("/sumarize")
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("hlep", "/help"), ("sumarize", "/summarize"), ("contxt", "/context"), ("undo", "/undo-summary"),
+    ("rgep", "/grep"), ("HISTRY", "/history"), ("unpn", "/unpin"),
+])
+def test_a_mistyped_command_is_answered_in_one_line_with_the_command_it_is_close_to(typed, meant):
+    """Before, the suggestion compared the first two letters (/hlep: none) and the ~30 lines of /help followed."""
+    with pytest.raises(slash.SlashError) as refused:
+        slash.parse(f"/{typed} now")
+    said = str(refused.value)
+    assert said.startswith(f"Unknown command /{typed}. Did you mean {meant}")
+    assert "/help lists the commands" in said and "\n" not in said
+    assert not any(command.help in said for command in slash.slash_commands())  # the list is not repeated
+
+
+def test_a_name_like_no_command_is_told_where_the_commands_are_and_how_to_send_a_slash():
+    with pytest.raises(slash.SlashError) as refused:
+        slash.parse("/usr/bin/env is where python lives")
+    assert str(refused.value) == ("Unknown command /usr/bin/env. /help lists the commands; // starts a message with a "
+                                  "slash.")
+
+
+@given(typed=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=14))
+def test_whatever_is_mistyped_the_answer_is_one_line_naming_it_and_only_commands_that_exist(typed):
+    if typed in slash.REGISTRY and slash.REGISTRY[typed].slash:
+        return
+    with pytest.raises(slash.SlashError) as refused:
+        slash.parse(f"/{typed}")
+    said = str(refused.value)
+    assert said.startswith(f"Unknown command /{typed}.") and "\n" not in said
+    suggested = re.findall(r"/([a-z-]+)", said.partition("Did you mean ")[2].partition("?")[0])
+    assert len(suggested) <= slash.MOST_SUGGESTED
+    assert all(slash.REGISTRY[name].slash for name in suggested)
+
+
+def test_incomplete_commands_get_a_hint():
     with pytest.raises(slash.SlashError, match="/run needs CMD"):
         slash.parse("/run   ")
     with pytest.raises(tools.ToolInputError, match="bad pattern"):

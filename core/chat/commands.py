@@ -7,6 +7,7 @@ CommandResult; a command with no handler here (new chat, import, zoom, ...) is t
 
 from __future__ import annotations
 
+import difflib
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -273,18 +274,14 @@ class SlashCommand:
 
 
 class SlashError(ValueError):
-    """A line that starts with '/' but is not a valid command; the message is a hint for the user. `lists_commands`:
-    it ends "Commands:", for the commands to follow (help_text, fitted to where they are shown)."""
-
-    def __init__(self, message: str, lists_commands: bool = False) -> None:
-        super().__init__(message)
-        self.lists_commands = lists_commands
+    """A line that starts with '/' but is not a valid command; the message is a hint for the user, one line."""
 
 
-# Said after the commands an unknown one lists, where there is room (the terminal).
-ESCAPE_HINT = "(Start a message with // to send a literal slash.)"
 # Below this many columns for a command's help beside its usage, the help goes on the lines under it.
 NARROWEST_HELP = 30
+# How alike a mistyped name and a command must be to suggest it (difflib's ratio: /hlep and /help are 0.75).
+SUGGEST_RATIO = 0.6
+MOST_SUGGESTED = 3
 
 
 def help_text(width: int | None = None) -> str:
@@ -329,14 +326,25 @@ def parse(text: str) -> SlashCommand | None:
     argument = rest.strip()
     command = REGISTRY.get(name)
     if command is None or not command.slash:
-        close = [c.name for c in slash_commands() if c.name.startswith(name[:2])] if name else []
-        suggestion = f" Did you mean /{close[0]}?" if close else ""
-        raise SlashError(f"Unknown command /{head}.{suggestion} Commands:", lists_commands=True)
+        raise SlashError(unknown_command(head))
     if command.needs_argument and not argument:
         raise SlashError(f"/{name} needs {command.argument}: {command.help}")
     if argument and not command.argument:  # `/context all` did as /context, as if the word had been read
         raise SlashError(f"/{name} takes nothing after it, not {argument!r}: {command.help}")
     return SlashCommand(name, argument)
+
+
+def unknown_command(typed: str) -> str:
+    """What is said of /`typed`, a name no command has: the commands it is likely a slip for (a prefix of theirs, or
+    close by edit distance: /hlep, /sumarize, /undo), where all are listed, and how to send a message that starts with
+    a slash. One line: listing all ~30 lines of /help after each typo buried the suggestion above them."""
+    name = typed.lower()
+    names = [command.name for command in slash_commands()]
+    started = [command for command in names if len(name) >= 2 and command.startswith(name)]
+    close = [*started, *difflib.get_close_matches(name, names, MOST_SUGGESTED, SUGGEST_RATIO)]
+    likely = list(dict.fromkeys(close))[:MOST_SUGGESTED]
+    suggestion = f" Did you mean {' or '.join(f'/{command}' for command in likely)}?" if likely else ""
+    return f"Unknown command /{typed}.{suggestion} /help lists the commands; // starts a message with a slash."
 
 
 def unescape(text: str) -> str:

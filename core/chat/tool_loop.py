@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..model.messages import Message, ToolCall
-from ..model.tools import AUTO, SAYS_ERROR, ToolOutcome, ToolSpec, not_run, unknown_tool
+from ..model.tools import AUTO, SAYS_ERROR, ToolOutcome, ToolSpec, not_run
 from ..providers.base import CancelToken
 from .session import ChatSession
 from .snapshot import ReplyResult
@@ -36,6 +36,8 @@ class Tools(Protocol):
     """What the loop needs of a chat's tools (core.tools.toolbox.Toolbox)."""
 
     def specs(self) -> list[ToolSpec]: ...
+
+    def unknown(self, name: str) -> str | None: ...
 
     def problem(self, call: ToolCall) -> str: ...
 
@@ -96,7 +98,7 @@ class ToolLoop:
         `force` (a tool's name: /use), the first reply must call that tool; ValueError if there is none of the name."""
         session, turn = self.session, Turn()
         specs = self.tools.specs()
-        unknown = unknown_tool(force, specs) if force is not None else None
+        unknown = self.tools.unknown(force) if force is not None else None
         if unknown:
             raise ValueError(unknown)
         # ToolsTooLarge goes to the caller: nothing was sent yet. /use's call is offered its tool in any chat.

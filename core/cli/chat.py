@@ -13,7 +13,6 @@ from typing import TextIO, get_args
 import click
 
 from ..chat.commands import (
-    ESCAPE_HINT,
     NothingToRegenerate,
     SlashError,
     forced_tool,
@@ -31,12 +30,12 @@ from ..context.engine import EngineEvent
 from ..model.messages import Message
 from ..model.schema import setting_fields
 from ..model.titles import NEW_CHAT_TITLE, first_message_title
-from ..model.tools import unknown_tool
 from ..providers.base import DEFAULT_TEMPERATURE, CancelToken, Provider, ProviderError
 from ..providers.registry import make_provider
 from ..settings import KINDS, MIN_REPLY_TOKENS, MODES, ChatSettings, ToolOffer
 from ..storage.chats import chosen_provider
 from ..storage.store import Store, StoreError
+from ..tools.toolbox import Toolbox
 from ..tools.workspace import workspace_problem
 from .chat_input import QUIT_COMMANDS, read_turns
 from .chat_tools import (
@@ -53,7 +52,7 @@ from .chat_tools import (
 from .group import cli, data_dir_option
 from .opening import open_cli_store
 from .store import BAD_INPUT, STORE_FAILED, context_lines, exit_code
-from .terminal import TerminalText, terminal_width
+from .terminal import TerminalText, fitted, terminal_width
 
 
 @dataclass
@@ -170,6 +169,7 @@ class TerminalChat:
         self.session = session
         self.out, self.err, self.asides = out, err, asides
         self.loop: ToolLoop | None = None  # the model calls tools (--workspace, --mcp)
+        self.toolbox: Toolbox | None = None  # the loop's tools
         self.watch: ServerWatch | None = None  # the MCP servers (--mcp), whose failures are said as they happen
         self.replying: CancelToken | None = None  # the reply being written, which Ctrl-C stops
 
@@ -184,6 +184,11 @@ class TerminalChat:
         if self.watch is not None and (news := self.watch.news()):
             print(news, file=self.asides, flush=True)
 
+    def refuse(self, why: str) -> int:
+        """A line refused, nothing done: why, fitted to the terminal; the exit code of such a line."""
+        print(fitted(why), file=self.asides)
+        return BAD_INPUT
+
     def line(self, text: str, label: str = "model> ") -> int:
         """One line: a slash command (run here, never sent to the model) or a message and its reply. Returns the
         exit code it would end `precis chat` with."""
@@ -191,11 +196,7 @@ class TerminalChat:
         try:
             command = parse(text)
         except SlashError as exc:
-            print(exc, file=self.asides)
-            if exc.lists_commands:
-                width = terminal_width()
-                print(f"{help_text(width)}\n{textwrap.fill(ESCAPE_HINT, width)}", file=self.asides)
-            return BAD_INPUT
+            return self.refuse(str(exc))
         if command is not None and command.name == "help":
             print(help_text(terminal_width()), file=self.out)
             return 0
@@ -215,8 +216,11 @@ class TerminalChat:
         if command is not None:
             result = run_command(self.session, command)
             self.tell(result.snapshot)
-            print(result.text, file=self.asides if result.failed else self.out)
-            return (BAD_INPUT if result.bad_input else STORE_FAILED) if result.failed else 0
+            if result.failed:
+                print(fitted(result.text), file=self.asides)
+                return BAD_INPUT if result.bad_input else STORE_FAILED
+            print(result.text, file=self.out)
+            return 0
         try:
             self.said(unescape(text))
         except StoreError as exc:
@@ -250,8 +254,7 @@ class TerminalChat:
         try:
             again = regenerate_target(self.session.built_engine.messages)
         except NothingToRegenerate as exc:
-            print(exc, file=self.asides)
-            return BAD_INPUT
+            return self.refuse(str(exc))
         return self.reply(label, again)
 
     def use_tool(self, argument: str, label: str) -> int:
@@ -260,12 +263,13 @@ class TerminalChat:
             tool, text = forced_tool(argument)
             if self.loop is None:
                 raise ValueError("this chat has no tools: start precis chat with --workspace DIR or --mcp NAME")
-            unknown = unknown_tool(tool, self.loop.tools.specs())
-            if unknown:
-                raise ValueError(unknown)
+            assert self.toolbox is not None  # the loop's
+            unknown = self.toolbox.unknown(tool)
+            if unknown:  # a dead server's tool: how to start it again here (the window has a Restart button)
+                gone = self.toolbox.gone_server(tool)
+                raise ValueError(f"{unknown}; /mcp restart {gone.name} starts it again" if gone else unknown)
         except ValueError as exc:
-            print(exc, file=self.asides)
-            return BAD_INPUT
+            return self.refuse(str(exc))
         self.said(text)
         return self._stream(label, lambda write, cancel: self._answer_with_tools(write, cancel, force=tool))
 
@@ -288,8 +292,7 @@ class TerminalChat:
         """/continue: the model goes on with the last reply, through the chat core as in the window."""
         messages = self.session.built_engine.messages
         if not messages or messages[-1].role != "assistant":
-            print("There is no reply to continue: the last message is not one.", file=self.asides)
-            return BAD_INPUT
+            return self.refuse("There is no reply to continue: the last message is not one.")
         last = messages[-1]
         return self._stream(label, lambda write, cancel: self.session.continue_reply(last.id, on_text=write,
                                                                                        cancel=cancel))
@@ -364,6 +367,7 @@ def terminal_chat(provider: Provider, options: TurnOptions, stdin: TextIO, out: 
                     ask = ((lambda _call, _preview: ALLOW_ONCE) if options.allow == "all"
                            else terminal_ask(toolbox, stdin, asides, chat.stopped) if answered
                            else unattended_ask(toolbox, err))
+                    chat.toolbox = toolbox
                     chat.loop = ToolLoop(session, toolbox, ask, ask_before_reading=options.allow == "ask",
                                          denied=USER_DENIED if answered else NO_ONE_TO_ASK)
                     chat.watch = ServerWatch(toolbox.servers) if toolbox.servers is not None else None

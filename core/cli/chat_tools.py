@@ -18,6 +18,7 @@ from ..tools.mcp_servers import RUNNING, START_SECONDS, STARTING, McpServers, se
 from ..tools.toolbox import Toolbox
 from ..tools.workspace import Workspace
 from .store import BAD_INPUT
+from .terminal import fitted
 
 # --allow: ask before every call, before those that write or run (the default), or never.
 ALLOW_CHOICES = ("ask", "read", "all")
@@ -27,6 +28,8 @@ NO_ONE_TO_ASK = ("no one at a terminal to ask (the chat's input is piped); `prec
 # Said at the start of a chat with tools whose model is not offered them (ChatSettings.offer_tools).
 TOOLS_NOT_OFFERED = ("[precis: the model is not offered the tools with each message (the built-in 135M model calls "
                      "none by itself): /use TOOL MESSAGE calls one, --offer-tools yes offers them]")
+# Asked after a call's question and preview; the answer is typed on its line.
+ALLOW_QUESTION = "Allow it? y: this once, a: always in this chat, n: no [y/a/N]"
 START_NOTICE_SECONDS = 1.0  # a start slower than this is said while it is waited for
 START_SETTLE_SECONDS = 5.0  # past the start limit, for a server's own limit (counted from its start) to end it
 
@@ -86,7 +89,7 @@ def mcp_command(servers: McpServers | None, argument: str, out: TextIO, err: Tex
         if name is not None and name not in servers.configs:
             raise ValueError(f"/mcp restart: this chat has no MCP server {name!r} (it has: {', '.join(servers.configs)})")
     except ValueError as exc:
-        print(exc, file=err)
+        print(fitted(str(exc)), file=err)
         return BAD_INPUT
     if name is None:
         for status in servers.statuses():
@@ -95,8 +98,8 @@ def mcp_command(servers: McpServers | None, argument: str, out: TextIO, err: Tex
                 print(f"  {status.detail}", file=out)
         return 0
     if not servers.restart(name):
-        print(f"/mcp restart: {name!r} is {servers.status(name).state}; only a server that failed or ended is started "
-              "again", file=err)
+        print(fitted(f"/mcp restart: {name!r} is {servers.status(name).state}; only a server that failed or ended is "
+                     "started again"), file=err)
         return BAD_INPUT
     try:
         started = _await_start(servers, [name], err)
@@ -128,8 +131,8 @@ def terminal_ask(toolbox: Toolbox, stdin: TextIO, out: TextIO, stopped: Callable
     it would do. `stopped`: whether the user stopped the answer meanwhile (Ctrl-C), which denies the call."""
 
     def ask(call, preview: str) -> Decision:
-        out.write(f"\n[{toolbox.question(call)}]\n{preview}\n"
-                  "Allow it? y: this once, a: always in this chat, n: no [y/a/N] ")
+        # Fitted as a whole, then the space the answer is typed after (wrapping drops a line's last space).
+        out.write("\n" + fitted(f"[{toolbox.question(call)}]\n{preview}\n{ALLOW_QUESTION}") + " ")
         out.flush()
         answer = _typed_line(stdin, stopped).strip().lower()
         if stopped():  # no Enter ended the question's line: what follows (the step denied) starts a line of its own
@@ -145,7 +148,7 @@ def unattended_ask(toolbox: Toolbox, out: TextIO) -> Ask:
     `out` and denied (the step line and the model both say why: NO_ONE_TO_ASK)."""
 
     def deny(call, preview: str) -> Decision:
-        print(f"\n[{toolbox.question(call)}]\n{preview}", file=out, flush=True)
+        print("\n" + fitted(f"[{toolbox.question(call)}]\n{preview}"), file=out, flush=True)
         return DENY
 
     return deny

@@ -8,6 +8,7 @@ import io
 import re
 import shutil
 import sys
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TextIO
@@ -109,3 +110,20 @@ def terminal_width() -> int:
     """The columns of the terminal `precis` writes to (COLUMNS, when set, says it; NO_TERMINAL when it writes to none),
     for what is laid out in columns: the commands' help, the context's bars."""
     return shutil.get_terminal_size((NO_TERMINAL, 24)).columns
+
+
+def fitted(text: str, width: int | None = None) -> str:
+    """`text` within `width` columns (None: the terminal's, terminal_width): each line longer than that broken between
+    words, its continuation indented as the line is, so that a terminal does not cut a word at its edge; its own line
+    breaks kept (a preview's, a diff's). A word wider than the terminal (a long path) stays whole, to be copied whole.
+    Lines that fit, and all of them when no terminal is written to, as they are."""
+    width = width or terminal_width()
+    lines = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            lines.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip(" "))]
+        indent = indent if len(indent) <= width // 2 else ""  # a deep line's continuation would have no room
+        lines += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines)

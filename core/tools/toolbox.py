@@ -17,12 +17,12 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
 from ..model.messages import ToolCall
-from ..model.tools import ToolOutcome, ToolSpec
+from ..model.tools import ToolOutcome, ToolSpec, unknown_tool
 from ..providers.base import CancelToken
 from ..settings import RUN_TIMEOUT_SECONDS
 from . import editing
 from .bounded import MAX_TOOL_OUTPUT_CHARS, ToolInputError, cap_output
-from .mcp_servers import CALL_SECONDS, RUNNING, McpServers
+from .mcp_servers import CALL_SECONDS, RUNNING, McpServers, ServerStatus
 from .workspace import WORKSPACE_TOOLS, Workspace
 
 UNPARSED = "_unparsed"  # the arguments the model sent, when they were not a JSON object
@@ -168,17 +168,29 @@ class Toolbox:
         reasons = "; ".join(f"{'/'.join(map(str, error.path)) or 'arguments'}: {error.message}" for error in errors[:5])
         return f"bad arguments for {call.name}: {reasons}"
 
+    def unknown(self, name: str) -> str | None:
+        """Why a call of `name` cannot be asked for (/use): its server failed or ended (see gone_server), or no tool
+        has that name; None when one does."""
+        if name in self._entries():
+            return None
+        return self._gone(name) or unknown_tool(name, self.specs())
+
+    def gone_server(self, name: str) -> ServerStatus | None:
+        """The server, failed or ended, that had the tool `name` (as the server or the model names it); None for a
+        tool no server that is down had."""
+        if self.servers is None:
+            return None
+        return next((status for status in self.servers.statuses() if status.state != RUNNING
+                     and any(name in (spec.name, f"{status.name}_{spec.name}") for spec in status.tools)), None)
+
     def _gone(self, name: str) -> str:
         """Why a tool the model had from a server is no longer offered: the server failed or ended (a crash mid-chat
         read as "there is no tool", with no word of the server or of how to get it back). "" for any other name."""
-        if self.servers is None:
+        status = self.gone_server(name)
+        if status is None:
             return ""
-        for status in self.servers.statuses():
-            if status.state != RUNNING and any(name in (spec.name, f"{status.name}_{spec.name}")
-                                               for spec in status.tools):
-                why = f": {status.detail}" if status.detail else ""
-                return f"{name} is not available: the MCP server {status.name!r} that has it {status.state}{why}"
-        return ""
+        why = f": {status.detail}" if status.detail else ""
+        return f"{name} is not available: the MCP server {status.name!r} that has it {status.state}{why}"
 
     def _entries(self) -> dict[str, _Entry]:
         """Every tool by the name the model calls it. A server's tool whose name is already taken (by a workspace

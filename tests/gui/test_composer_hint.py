@@ -5,6 +5,8 @@ from __future__ import annotations
 from precis.gui.app import application
 from precis.gui.composer import Composer
 
+from tests.gui.test_window import open_new_chat
+
 
 def test_an_html_error_body_is_shown_literally_and_the_hint_does_not_grow(qtbot, tmp_path):
     application()
@@ -46,3 +48,15 @@ def test_a_long_failure_is_read_across_the_box_and_the_token_count_stays_whole(q
     assert hint.height() <= hint.heightForWidth(hint.width()) + hint.fontMetrics().lineSpacing()
     composer.set_hint("")
     assert not hint.isVisible()  # no empty line under the box
+
+
+def test_a_mistyped_command_is_one_hint_naming_the_command_meant_not_every_command(qtbot, make_window, store):
+    """The window shares the terminal's rule (core/chat/commands.py): /hlep was hinted "Unknown command /hlep.
+    Commands: /regenerate /continue /use …", all of them and none picked out."""
+    window = make_window()
+    chat_id = open_new_chat(qtbot, window, store)
+    window.submit("/hlep")
+    assert window.composer.hint.text() == ("Unknown command /hlep. Did you mean /help? /help lists the commands; // "
+                                           "starts a message with a slash.")
+    assert "/help" in window.composer.hint.toolTip() and "/summarize" in window.composer.hint.toolTip()  # all, on hover
+    assert store.load_messages(chat_id) == []  # never sent

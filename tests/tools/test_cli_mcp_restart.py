@@ -51,6 +51,8 @@ def chat_args(server, monkeypatch, tmp_path):
 def test_a_server_killed_mid_chat_is_said_listed_and_restarted_from_the_terminal(server, chat_args):
     tokyo = calls(("c1", "get_current_time", {"timezone": "Asia/Tokyo"}))
     server.steps = [stream(tokyo), stream(answer("It is evening in Tokyo."))]
+    # Refusals are fitted to the terminal (readline says 80 columns where the pseudo-terminal says none): a line break
+    # may stand for a space.
     with PseudoTerminal(*chat_args) as terminal:
         terminal.expect(PROMPT)
         terminal.line("/mcp")
@@ -72,6 +74,13 @@ def test_a_server_killed_mid_chat_is_said_listed_and_restarted_from_the_terminal
         terminal.line("/mcp")
         assert "precis: MCP server" not in terminal.expect(PROMPT)  # not said again
 
+        # /use of its tool names the server and the way back, not "there is no tool called …"; nothing is sent.
+        terminal.line("/use get_current_time What time is it in Tokyo?")
+        refused = " ".join(terminal.expect(PROMPT).split())
+        assert "get_current_time is not available: the MCP server 'time' that has it exited: the server was killed " \
+               "(SIGKILL); /mcp restart time starts it again" in refused, refused
+        assert server.requests == []
+
         terminal.line("/mcp restart time")
         terminal.expect(RUNNING)
         terminal.expect(PROMPT)
@@ -81,9 +90,9 @@ def test_a_server_killed_mid_chat_is_said_listed_and_restarted_from_the_terminal
         terminal.expect("It is evening in Tokyo.")
         terminal.expect(PROMPT)
         terminal.line("/mcp restart time")  # running: left alone
-        terminal.expect(r"/mcp restart: 'time' is running; only a server that failed or ended is started again")
+        terminal.expect(r"/mcp restart: 'time' is running; only a server that failed or ended is started\s+again")
         terminal.line("/mcp restart clock")
-        terminal.expect(r"/mcp restart: this chat has no MCP server 'clock' \(it has: time\)")
+        terminal.expect(r"/mcp restart: this chat has no MCP server 'clock' \(it\s+has: time\)")
         terminal.line("/quit")
         assert terminal.wait() == 0, terminal.seen
     result = server.requests[1][2]["messages"][-1]
