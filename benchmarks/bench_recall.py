@@ -285,7 +285,7 @@ def compact_here(path: Path, window: int, mode: str, probes: Path | None = None,
     return json.loads(out.getvalue())
 
 
-def recalled_answers(search: Search, paths: list[Path], embedded: bool) -> tuple[int, int]:
+def recalled_answers(search: Search, paths: list[Path], embedded: bool = False) -> tuple[int, int]:
     with contextlib.ExitStack() as patches:
         patches.enter_context(mock.patch.object(RecallIndex, "search", search))
         patches.enter_context(mock.patch.object(fidelity, "compact", compact_here))
