@@ -24,7 +24,7 @@ from ..models.catalogue import (
 from ..providers.discovery import FoundModel, find_gguf_models
 from .group import cli, data_dir_option
 
-BAD_INPUT, FAILED = 2, 1
+BAD_INPUT, FAILED, INTERRUPTED = 2, 1, 130
 
 
 @cli.group("models", invoke_without_command=True, short_help="The recommended local models, and those on disk.")
@@ -97,16 +97,29 @@ def get_command(name: str, data_dir: str | None) -> int:
     except CatalogueError as exc:
         print(f"precis models get: {exc}", file=sys.stderr)
         return BAD_INPUT
+    folder = models_folder(data_dir)
     bar = _ProgressBar(entry)
     try:
-        path = download(entry, models_folder(data_dir), on_progress=bar.show)
+        path = download(entry, folder, on_progress=bar.show)
     except DownloadError as exc:
         bar.end()
         print(f"precis models get: {exc}", file=sys.stderr)
         return FAILED
+    except KeyboardInterrupt:  # Ctrl-C: the .part is kept, as a pause keeps it; the line says so, not "interrupted"
+        bar.end()
+        print(f"precis models get: {_stopped(entry, folder)}", file=sys.stderr)
+        return INTERRUPTED
     bar.end()
     print(f"{entry.name}: {path}")
     return 0
+
+
+def _stopped(entry: CatalogueEntry, folder: Path) -> str:
+    kept = on_disk(entry, folder).partial_bytes
+    if not kept:
+        return f"{entry.name}: stopped (Ctrl-C) before any of it was fetched"
+    return (f"{entry.name}: stopped (Ctrl-C) with {size_text(kept)} kept; `precis models get {entry.name}` "
+            "resumes it")
 
 
 @models_command.command("rm")

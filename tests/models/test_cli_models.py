@@ -11,9 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from precis.core.models.catalogue import find_entry, read_catalogue
+from precis.core.models.catalogue import find_entry, read_catalogue, size_text
 from precis.core.providers.local import find_model_path
 
+from tests.interrupted_download import interrupt_get
 from tests.stand_in_hub import StandInHub
 
 NAME = "smollm2-360m"
@@ -115,3 +116,28 @@ def test_the_window_and_the_other_commands_contact_no_host(hub, env, tmp_path):
         assert not_loopback(contacts) == [], args
     assert hub.requests == []
     assert Path(tmp_path / "window.png").stat().st_size > 0
+
+
+def test_ctrl_c_while_the_hub_stalls_stops_keeps_the_part_and_get_again_resumes(hub, env, isolated_home):
+    """Ctrl-C while the hub has stopped sending half-way through the file (and would hang past the read timeout):
+    the command ends there, with one line saying what was kept and how to resume rather than "interrupted", exits
+    130 with no traceback, and `get` again fetches only the rest."""
+    size = find_model_path().stat().st_size
+    hub.faults.stall_at = size // 2
+    folder = isolated_home / "models"
+    stalled = {**env, "HF_HUB_DOWNLOAD_TIMEOUT": "600"}  # only Ctrl-C can end the wait, not the library's timeout
+    stopped = interrupt_get(hub, ENTRY, folder, stalled)
+    assert stopped.code == 130, stopped.shown
+    [part] = ENTRY.partials(folder)
+    kept = part.stat().st_size
+    lines = stopped.shown.replace("\r\n", "\n").rstrip("\n").split("\n")
+    assert lines[-1] == f"precis models get: {NAME}: stopped (Ctrl-C) with {size_text(kept)} kept; " \
+                        f"`precis models get {NAME}` resumes it", stopped.shown
+    assert len(lines) == 2 and lines[0].startswith(f"{NAME} [")  # the progress bar, ended, then that line alone
+    assert 0 < stopped.kept <= kept < size and not (folder / ENTRY.file).exists()
+
+    hub.faults.release.set()  # the hub sends again
+    code, out, err, _contacts = precis("models", "get", NAME, env=env)
+    assert code == 0, err
+    assert out.strip() == f"{NAME}: {folder / ENTRY.file}" and (folder / ENTRY.file).stat().st_size == size
+    assert hub.requests[-1][2] == f"bytes={kept}-"  # resumed, not started again
