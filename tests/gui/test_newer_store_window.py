@@ -15,7 +15,7 @@ from precis.core.storage.schema import SCHEMA_VERSION
 from precis.core.storage.store import DB_NAME, StoreTooNew, open_store
 from precis.gui import cli_gui, store_trouble
 
-from tests.gui.test_recover_window import BoxAnswerer
+from tests.gui.test_recover_window import BoxAnswerer, threads_running
 from tests.store.test_recover import digest
 
 CHATS = {"Lisbon trip": "The tram to Belem leaves at nine.", "Garden plans": "Plant the tomatoes in May."}
@@ -41,14 +41,7 @@ def newer(tmp_path):
 def test_the_window_offers_to_export_a_newer_precis_chats_and_leaves_the_file_as_it_was(qapp, newer, tmp_path,
                                                                                        monkeypatch):
     before = digest(newer / DB_NAME)
-    threads = []
-
-    def export_seen(*args):  # the real export, noting the thread it runs on
-        threads.append(threading.current_thread())
-        return real_export(*args)
-
-    real_export = store_trouble.export_every_chat
-    monkeypatch.setattr(store_trouble, "export_every_chat", export_seen)
+    threads = threads_running(monkeypatch, store_trouble, "export_every_chat")
     target = tmp_path / "exported"
     target.mkdir()
     answerer = BoxAnswerer(store_trouble.EXPORT_LABEL, target)

@@ -41,6 +41,19 @@ class BoxAnswerer:
             self.seen.append(("progress", ""))
 
 
+def threads_running(monkeypatch, module, name: str) -> list[threading.Thread]:
+    """The threads `module.name` runs on from now: the real function, each call's thread noted."""
+    threads: list[threading.Thread] = []
+    real = getattr(module, name)
+
+    def noted(*args):
+        threads.append(threading.current_thread())
+        return real(*args)
+
+    monkeypatch.setattr(module, name, noted)
+    return threads
+
+
 def test_recover_in_the_damage_box_recovers_off_the_window_thread_and_opens_the_store(qapp, data, monkeypatch):  # noqa: F811
     db = data / DB_NAME
     before = stored_messages(db)
@@ -48,14 +61,7 @@ def test_recover_in_the_damage_box_recovers_off_the_window_thread_and_opens_the_
     damaged = [leaves[len(leaves) // 2]]
     overwrite(db, [page for page, _cells in damaged])
     damaged_digest = digest(db)
-    threads = []
-
-    def recover_seen(*args):  # the real salvage, noting the thread it runs on
-        threads.append(threading.current_thread())
-        return real_recover(*args)
-
-    real_recover = store_trouble.recover
-    monkeypatch.setattr(store_trouble, "recover", recover_seen)
+    threads = threads_running(monkeypatch, store_trouble, "recover")
     answerer = BoxAnswerer(store_trouble.RECOVER_LABEL)
     store = cli_gui._open_store(str(data), in_a_box=True)
     answerer.timer.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import pytest
 from precis.core.providers.openai_compat import OpenAICompatProvider
 from precis.gui.closing import CLOSE_ANYWAY, COPY_IT, OPEN_THAT_CHAT, SAVE_AGAIN, UNSAVED_BOX
 from PySide6.QtGui import QGuiApplication
@@ -72,6 +73,14 @@ def _reply_not_saved(qtbot, window, server, full: contextlib.ExitStack, store) -
     return chat_id
 
 
+@pytest.fixture
+def window(make_window, server, monkeypatch):
+    """The window on the scripted server, its model list answered; each test scripts the reply."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.steps.append(MODELS)
+    return make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
+
+
 def _question(window) -> QMessageBox:
     box = window.findChild(QMessageBox, UNSAVED_BOX)
     assert box is not None and box.isVisible(), "closing did not ask about the reply not saved"
@@ -82,11 +91,8 @@ def _choose(box: QMessageBox, text: str) -> None:
     next(button for button in box.buttons() if button.text() == text).click()
 
 
-def test_closing_with_a_reply_not_saved_asks_and_loses_nothing(qtbot, make_window, store, server, monkeypatch):
+def test_closing_with_a_reply_not_saved_asks_and_loses_nothing(qtbot, window, store, server):
     """It was: closing tried the save once, logged its failure and closed; the reply's whole text was gone."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.steps.append(MODELS)
-    window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
     with contextlib.ExitStack() as full:
         chat_id = _reply_not_saved(qtbot, window, server, full, store)
         window.close()
@@ -109,10 +115,7 @@ def test_closing_with_a_reply_not_saved_asks_and_loses_nothing(qtbot, make_windo
     assert stored.content == WHOLE and not stored.incomplete
 
 
-def test_close_anyway_closes_at_once(qtbot, make_window, store, server, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.steps.append(MODELS)
-    window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
+def test_close_anyway_closes_at_once(qtbot, window, store, server):
     with contextlib.ExitStack() as full:
         chat_id = _reply_not_saved(qtbot, window, server, full, store)
         window.close()
@@ -123,12 +126,9 @@ def test_close_anyway_closes_at_once(qtbot, make_window, store, server, monkeypa
     assert stored.incomplete and WHOLE.startswith(stored.content)  # what was saved before, as the question said
 
 
-def test_switching_chats_keeps_the_reply_not_saved_with_its_chat(qtbot, make_window, store, server, monkeypatch):
+def test_switching_chats_keeps_the_reply_not_saved_with_its_chat(qtbot, window, store, server):
     """It was: leaving the chat tried the save once and logged its failure; opened again, the chat showed the part
     saved before, and the rest of the reply was gone without a word."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    server.steps.append(MODELS)
-    window = make_window(OpenAICompatProvider(base_url=server.base_url, model="m"))
     other = store.create_chat("another chat")
     with contextlib.ExitStack() as full:
         chat_id = _reply_not_saved(qtbot, window, server, full, store)
